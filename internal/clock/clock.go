@@ -1,0 +1,141 @@
+// Package clock makes time a dependency, so that tests can move it.
+package clock
+
+import (
+	"sort"
+	"sync"
+	"time"
+)
+
+// Clock tells the time and schedules callbacks. Every part of Ferry that
+// waits or stamps takes one; production code uses Real, tests use Fake.
+type Clock interface {
+	Now() time.Time
+	// AfterFunc calls f in its own goroutine once d has elapsed.
+	AfterFunc(d time.Duration, f func()) Timer
+}
+
+// Timer is a pending AfterFunc call.
+type Timer interface {
+	// Stop prevents the call; it reports whether the call was still pending.
+	Stop() bool
+}
+
+// Real is the wall clock.
+type Real struct{}
+
+// Now returns the current time.
+func (Real) Now() time.Time { return time.Now() }
+
+// AfterFunc wraps time.AfterFunc.
+func (Real) AfterFunc(d time.Duration, f func()) Timer { return time.AfterFunc(d, f) }
+
+// Fake is a clock that only moves when told to. Timers fire, in deadline
+// order, during Advance or Set; each callback runs in its own goroutine, as
+// with the real clock, and Advance waits for none of them.
+type Fake struct {
+	mu     sync.Mutex
+	now    time.Time
+	timers []*fakeTimer
+	seq    uint64
+}
+
+// NewFake returns a fake clock set to t.
+func NewFake(t time.Time) *Fake { return &Fake{now: t} }
+
+type fakeTimer struct {
+	c    *Fake
+	at   time.Time
+	seq  uint64
+	f    func()
+	done bool
+}
+
+// Now returns the fake time.
+func (c *Fake) Now() time.Time {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return c.now
+}
+
+// AfterFunc schedules f for d after the fake now. A d of zero or less fires
+// at once.
+func (c *Fake) AfterFunc(d time.Duration, f func()) Timer {
+	c.mu.Lock()
+	c.seq++
+	t := &fakeTimer{c: c, at: c.now.Add(d), seq: c.seq, f: f}
+	if d <= 0 {
+		t.done = true
+		c.mu.Unlock()
+		go f()
+		return t
+	}
+	c.timers = append(c.timers, t)
+	c.mu.Unlock()
+	return t
+}
+
+// Stop cancels the timer.
+func (t *fakeTimer) Stop() bool {
+	t.c.mu.Lock()
+	defer t.c.mu.Unlock()
+	if t.done {
+		return false
+	}
+	t.done = true
+	for i, o := range t.c.timers {
+		if o == t {
+			t.c.timers = append(t.c.timers[:i], t.c.timers[i+1:]...)
+			break
+		}
+	}
+	return true
+}
+
+// Advance moves the clock forward by d, firing every timer that falls due.
+func (c *Fake) Advance(d time.Duration) {
+	c.mu.Lock()
+	target := c.now.Add(d)
+	c.mu.Unlock()
+	c.Set(target)
+}
+
+// Set moves the clock to t (never backwards), firing every timer due by t.
+func (c *Fake) Set(t time.Time) {
+	c.mu.Lock()
+	if t.Before(c.now) {
+		c.mu.Unlock()
+		return
+	}
+	sort.Slice(c.timers, func(i, j int) bool {
+		if c.timers[i].at.Equal(c.timers[j].at) {
+			return c.timers[i].seq < c.timers[j].seq
+		}
+		return c.timers[i].at.Before(c.timers[j].at)
+	})
+	var due []*fakeTimer
+	n := 0
+	for _, tm := range c.timers {
+		if !tm.at.After(t) {
+			tm.done = true
+			due = append(due, tm)
+		} else {
+			c.timers[n] = tm
+			n++
+		}
+	}
+	c.timers = c.timers[:n]
+	c.now = t
+	c.mu.Unlock()
+	for _, tm := range due {
+		go tm.f()
+	}
+}
+
+// Pending reports how many timers are waiting; tests use it to know that a
+// goroutine has reached its wait before they move the clock.
+func (c *Fake) Pending() int {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return len(c.timers)
+}

@@ -1,0 +1,166 @@
+// Package engine is the seam between the SQS actions and the storage that
+// keeps queues and messages. A Backend works at the level of queue
+// operations (send, receive, delete, change visibility, purge, stats); it
+// knows nothing of HTTP or wire formats. The embedded backend lives in
+// engine/embedded; a PostgreSQL backend can implement the same interface.
+package engine
+
+import (
+	"context"
+	"errors"
+	"time"
+)
+
+// Errors a Backend returns. The SQS layer maps each to AWS's error.
+var (
+	ErrQueueNotFound        = errors.New("engine: queue does not exist")
+	ErrQueueDeletedRecently = errors.New("engine: queue deleted less than 60 seconds ago")
+	// ErrReceiptHandleInvalid: the handle is garbage, forged, or belongs to
+	// another queue.
+	ErrReceiptHandleInvalid = errors.New("engine: receipt handle is invalid")
+	// ErrMessageNotInflight: the handle is genuine but the message it names
+	// is gone, was received again since, or is no longer in flight.
+	ErrMessageNotInflight = errors.New("engine: message is not in flight")
+	// ErrVisibilityLimit: the change would keep the message invisible for
+	// more than MaxVisibility counted from its receive.
+	ErrVisibilityLimit = errors.New("engine: total visibility timeout beyond the limit")
+	ErrPurgeInProgress = errors.New("engine: queue purged less than 60 seconds ago")
+	ErrClosed          = errors.New("engine: closed")
+)
+
+// MaxVisibility is the longest a message may stay in flight, counted from
+// the receive that handed it out (SQS: 12 hours).
+const MaxVisibility = 12 * time.Hour
+
+// PurgeInterval is how long a queue must wait between two purges.
+const PurgeInterval = 60 * time.Second
+
+// RecreateDelay is how long a deleted queue's name stays reserved.
+const RecreateDelay = 60 * time.Second
+
+// QueueSettings are the attributes the engine acts on. The SQS layer derives
+// them from the queue's attribute strings on every create and update.
+type QueueSettings struct {
+	VisibilityTimeout time.Duration
+	Delay             time.Duration
+	Retention         time.Duration
+	ReceiveWait       time.Duration
+	MaximumSize       int
+}
+
+// Queue is a queue's durable description.
+type Queue struct {
+	Account string
+	Name    string
+	// Attributes holds the settable attributes as SQS shows them (strings),
+	// only those with a value; computed ones are not stored.
+	Attributes map[string]string
+	Tags       map[string]string
+	Settings   QueueSettings
+	Created    time.Time
+	Modified   time.Time
+	// LastPurge is when the queue was last purged; zero if never.
+	LastPurge time.Time
+}
+
+// MessageAttribute is one user or system message attribute. Exactly one of
+// StringValue and BinaryValue is meaningful, chosen by the DataType's base
+// (String and Number carry StringValue, Binary carries BinaryValue).
+type MessageAttribute struct {
+	Name        string
+	DataType    string
+	StringValue string
+	BinaryValue []byte
+}
+
+// NewMessage is a message to enqueue. The SQS layer has validated it and
+// computed its digests.
+type NewMessage struct {
+	Body       string
+	Attributes []MessageAttribute // sorted by Name
+	// TraceHeader is the AWSTraceHeader system attribute, if sent.
+	TraceHeader string
+	// Delay overrides the queue's delay when non-nil.
+	Delay          *time.Duration
+	MessageGroupID string
+	SenderID       string
+	MD5OfBody      string
+	MD5OfAttrs     string // empty when there are no attributes
+	MD5OfSysAttrs  string // empty when there is no trace header
+}
+
+// SendResult answers one NewMessage.
+type SendResult struct {
+	MessageID string
+}
+
+// Message is a message as a receive hands it out.
+type Message struct {
+	MessageID      string
+	ReceiptHandle  string
+	Body           string
+	Attributes     []MessageAttribute // sorted by Name
+	TraceHeader    string
+	MessageGroupID string
+	SenderID       string
+	MD5OfBody      string
+	MD5OfAttrs     string
+	SentAt         time.Time
+	FirstReceiveAt time.Time
+	ReceiveCount   int
+}
+
+// ReceiveRequest says how many messages to take and for how long.
+type ReceiveRequest struct {
+	Max int // 1..10
+	// Visibility overrides the queue's visibility timeout when non-nil.
+	Visibility *time.Duration
+	// Wait is how long to wait for a first message when none is visible.
+	Wait time.Duration
+}
+
+// VisibilityChange is one entry of ChangeVisibility.
+type VisibilityChange struct {
+	ReceiptHandle string
+	Timeout       time.Duration
+}
+
+// Stats are a queue's approximate counts.
+type Stats struct {
+	Visible    int64
+	NotVisible int64 // in flight
+	Delayed    int64
+}
+
+// Backend stores queues and messages. Every method is safe for concurrent
+// use. A send, delete, visibility change, purge or queue change returns only
+// once it is durable; receive bookkeeping may be made durable later.
+type Backend interface {
+	// CreateQueue creates q unless a queue of that account and name exists,
+	// in which case it returns the existing one and created=false. It fails
+	// with ErrQueueDeletedRecently within RecreateDelay of a delete.
+	CreateQueue(ctx context.Context, q Queue) (existing Queue, created bool, err error)
+	GetQueue(ctx context.Context, account, name string) (Queue, error)
+	// ListQueues returns the account's queues whose names start with prefix,
+	// sorted by name.
+	ListQueues(ctx context.Context, account, prefix string) ([]Queue, error)
+	// UpdateQueue applies fn to the queue under the queue's lock and stores
+	// the result; fn may refuse with an error, which UpdateQueue returns.
+	UpdateQueue(ctx context.Context, account, name string, fn func(*Queue) error) error
+	DeleteQueue(ctx context.Context, account, name string) error
+
+	Send(ctx context.Context, account, name string, msgs []NewMessage) ([]SendResult, error)
+	// Receive hands out up to req.Max visible messages, waiting up to
+	// req.Wait for the first one. A cancelled ctx ends the wait early with
+	// whatever was taken (possibly nothing) and no error.
+	Receive(ctx context.Context, account, name string, req ReceiveRequest) ([]Message, error)
+	// Delete deletes by receipt handle; the result has one error (or nil)
+	// per handle. A genuine but stale handle deletes nothing and succeeds.
+	Delete(ctx context.Context, account, name string, handles []string) ([]error, error)
+	ChangeVisibility(ctx context.Context, account, name string, changes []VisibilityChange) ([]error, error)
+	// Purge deletes every message; ErrPurgeInProgress within PurgeInterval
+	// of the previous purge.
+	Purge(ctx context.Context, account, name string) error
+	Stats(ctx context.Context, account, name string) (Stats, error)
+	Close() error
+}

@@ -1,0 +1,67 @@
+// Package protocol holds Ferry's wire formats: AWS JSON 1.0 (SQS), the AWS
+// query protocol (SQS and SNS: form in, XML out), their error envelopes and
+// request ids. It knows nothing of queues: an Action describes an operation
+// by its Go input and output types, whose struct tags name each member on
+// both wires, and one handler serves both protocols.
+//
+// Struct tags:
+//
+//	json:"Name,omitempty"   the member's JSON name (encoding/json rules)
+//	query:"Name"            the member's query / XML name
+//	query:"Name,flat"       list or map flattened (SQS): Name.N[.key|.value]
+//	query:"Name,wrapped"    list as Name.member.N, map as Name.entry.N (SNS)
+//	query:"Name,flat,key=Key,value=Value"
+//	                        a map's entry member names (default Name/Value)
+package protocol
+
+import (
+	"context"
+	"reflect"
+)
+
+// Action is one operation of a service.
+type Action struct {
+	Name string
+	// InputType and OutputType are the struct types (not pointers).
+	InputType  reflect.Type
+	OutputType reflect.Type
+	// Handle takes a pointer to an InputType value and returns a pointer to
+	// an OutputType value, or an error (an *Error to choose the AWS error).
+	Handle func(ctx context.Context, in any) (any, error)
+}
+
+// Define describes an action from a typed handler.
+func Define[I, O any](name string, h func(context.Context, *I) (*O, error)) Action {
+	return Action{
+		Name:       name,
+		InputType:  reflect.TypeFor[I](),
+		OutputType: reflect.TypeFor[O](),
+		Handle: func(ctx context.Context, in any) (any, error) {
+			out, err := h(ctx, in.(*I))
+			if err != nil {
+				return nil, err
+			}
+			return out, nil
+		},
+	}
+}
+
+// NewInput returns a pointer to a zero input value.
+func (a Action) NewInput() any { return reflect.New(a.InputType).Interface() }
+
+// Service is a set of actions with what each wire needs to know of it.
+type Service struct {
+	// JSONTargetPrefix is the X-Amz-Target prefix ("AmazonSQS"); empty for
+	// a query-only service.
+	JSONTargetPrefix string
+	// ShapeNamespace prefixes JSON error __type values ("com.amazonaws.sqs").
+	ShapeNamespace string
+	// Version is the query protocol API version ("2012-11-05").
+	Version string
+	// XMLNamespace is the query responses' xmlns.
+	XMLNamespace string
+	// EmptyResult: query responses of actions without output members still
+	// carry an empty <ActionResult/> (SNS), rather than none (SQS).
+	EmptyResult bool
+	Actions     map[string]Action
+}

@@ -1,0 +1,70 @@
+package protocol
+
+import (
+	"errors"
+	"fmt"
+	"net/http"
+)
+
+// Error is an AWS error as both wires render it.
+type Error struct {
+	// Shape is the modeled error shape ("QueueDoesNotExist"); JSON sends it
+	// as __type, prefixed by the service's namespace unless Type is set.
+	Shape string
+	// Type, when set, is the full JSON __type (for unmodeled errors such as
+	// "com.amazon.coral.service#InvalidParameterValueException").
+	Type string
+	// Code is the query / legacy code ("AWS.SimpleQueueService.NonExistentQueue"),
+	// sent in x-amzn-query-error and in the XML <Code>.
+	Code    string
+	Status  int
+	Message string
+	// Receiver marks a server fault; most errors are the sender's.
+	Receiver bool
+	// QueryMessage, when set, replaces Message in query responses (SQS words
+	// a few messages differently per protocol).
+	QueryMessage string
+}
+
+func (e *Error) Error() string { return e.Code + ": " + e.Message }
+
+// Fault is "Sender" or "Receiver".
+func (e *Error) Fault() string {
+	if e.Receiver {
+		return "Receiver"
+	}
+	return "Sender"
+}
+
+// WithMessage returns a copy of e with a formatted message.
+func (e *Error) WithMessage(format string, args ...any) *Error {
+	c := *e
+	c.Message = fmt.Sprintf(format, args...)
+	c.QueryMessage = ""
+	return &c
+}
+
+// AsError finds the *Error in err's chain, or wraps an unexpected error as
+// an internal failure (the cause is for the log, never the client).
+func AsError(err error) *Error {
+	var e *Error
+	if errors.As(err, &e) {
+		return e
+	}
+	return &Error{Shape: "InternalFailure", Type: "com.amazon.coral.service#InternalFailure", Code: "InternalFailure",
+		Status: http.StatusInternalServerError, Message: "We encountered an internal error. Please try again.", Receiver: true}
+}
+
+// Errors the protocol layer itself raises, before any action runs.
+var (
+	ErrInvalidAction = &Error{Shape: "InvalidAction", Type: "com.amazon.coral.service#InvalidActionException", Code: "InvalidAction", Status: http.StatusBadRequest,
+		Message: "The action or operation requested is invalid. Verify that the action is typed correctly."}
+	ErrMissingAction = &Error{Shape: "MissingAction", Type: "com.amazon.coral.service#MissingAction", Code: "MissingAction", Status: http.StatusBadRequest,
+		Message: "The request must contain the parameter Action."}
+	ErrSerialization = &Error{Shape: "SerializationException", Type: "com.amazon.coral.service#SerializationException", Code: "SerializationException", Status: http.StatusBadRequest,
+		Message: "Start of structure or map found where not expected."}
+	ErrMalformedQueryString = &Error{Shape: "MalformedQueryString", Type: "com.amazon.coral.service#MalformedQueryString", Code: "MalformedQueryString", Status: http.StatusBadRequest,
+		Message: "The query string is malformed."}
+	ErrInvalidParameterValue = &Error{Shape: "InvalidParameterValue", Type: "com.amazon.coral.service#InvalidParameterValueException", Code: "InvalidParameterValue", Status: http.StatusBadRequest}
+	ErrMissingParameter      = &Error{Shape: "MissingParameter", Type: "com.amazon.coral.service#MissingRequiredParameterException", Code: "MissingParameter", Status: http.StatusBadRequest}
+)
