@@ -63,5 +63,12 @@ type Service struct {
 	// EmptyResult: query responses of actions without output members still
 	// carry an empty <ActionResult/> (SNS), rather than none (SQS).
 	EmptyResult bool
+	// OmitErrorDetail leaves the empty <Detail/> out of query error
+	// responses (SNS); SQS sends it.
+	OmitErrorDetail bool
+	// SigningName is the SigV4 service name ("sqs", "sns"). It picks the
+	// service for a query request without Version whose action two
+	// services share (AddPermission).
+	SigningName string
 	Actions     map[string]Action
 }

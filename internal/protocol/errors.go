@@ -67,4 +67,44 @@ var (
 		Message: "The query string is malformed."}
 	ErrInvalidParameterValue = &Error{Shape: "InvalidParameterValue", Type: "com.amazon.coral.service#InvalidParameterValueException", Code: "InvalidParameterValue", Status: http.StatusBadRequest}
 	ErrMissingParameter      = &Error{Shape: "MissingParameter", Type: "com.amazon.coral.service#MissingRequiredParameterException", Code: "MissingParameter", Status: http.StatusBadRequest}
+	// ErrUnknownOperation answers a JSON request whose X-Amz-Target names no
+	// known operation; AWS sends it as a 400 without a message.
+	ErrUnknownOperation = &Error{Shape: "UnknownOperationException", Type: "com.amazon.coral.service#UnknownOperationException", Code: "UnknownOperationException", Status: http.StatusBadRequest}
+	ErrRequestTooLarge  = &Error{Shape: "RequestEntityTooLarge", Type: "com.amazon.coral.service#RequestEntityTooLargeException", Code: "RequestEntityTooLarge", Status: http.StatusRequestEntityTooLarge,
+		Message: "The request body is larger than this endpoint accepts."}
+	ErrMethodNotAllowed = &Error{Shape: "MethodNotAllowed", Type: "com.amazon.coral.service#MethodNotAllowedException", Code: "MethodNotAllowed", Status: http.StatusMethodNotAllowed,
+		Message: "The requested method is not allowed; use POST (or GET for the query protocol)."}
 )
+
+// queryCode is the code the query wire and x-amzn-query-error carry.
+func (e *Error) queryCode() string {
+	if e.Code != "" {
+		return e.Code
+	}
+	return e.Shape
+}
+
+// jsonType is the JSON __type: Type, else the shape in the service's
+// namespace.
+func (e *Error) jsonType(namespace string) string {
+	switch {
+	case e.Type != "":
+		return e.Type
+	case e.Shape == "":
+		return e.Code
+	case namespace != "":
+		return namespace + "#" + e.Shape
+	}
+	return e.Shape
+}
+
+// status is the HTTP status, defaulting by fault when unset.
+func (e *Error) status() int {
+	switch {
+	case e.Status != 0:
+		return e.Status
+	case e.Receiver:
+		return http.StatusInternalServerError
+	}
+	return http.StatusBadRequest
+}

@@ -1,0 +1,395 @@
+package protocol
+
+import (
+	"bytes"
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"log/slog"
+	"net/http"
+	"net/url"
+	"reflect"
+	"runtime/debug"
+	"strconv"
+	"strings"
+	"sync"
+
+	"github.com/google/uuid"
+)
+
+// DefaultMaxBodyBytes bounds a request body when Handler.MaxBodyBytes is 0.
+// The largest legal SQS request (a 1 MiB batch, escaped or form-encoded)
+// stays well under it.
+const DefaultMaxBodyBytes = 8 << 20
+
+// Handler serves every Service on any path: AWS JSON 1.0 when X-Amz-Target
+// names a service's JSON prefix, the query protocol (form or URL
+// parameters, XML answers) otherwise. Use it by pointer; it must not be
+// copied after first use.
+type Handler struct {
+	Services []*Service
+	Logger   *slog.Logger
+	// MaxBodyBytes bounds request bodies; 0 means DefaultMaxBodyBytes.
+	MaxBodyBytes int64
+
+	plans planCache
+	bufs  sync.Pool
+}
+
+// Check builds the codec of every action's input and output, so that a
+// tag mistake shows at start-up rather than as a 500 on first use.
+func (h *Handler) Check() error {
+	var errs []error
+	for _, s := range h.Services {
+		for name, a := range s.Actions {
+			if a.Name != name {
+				errs = append(errs, fmt.Errorf("protocol: action registered as %q is named %q", name, a.Name))
+			}
+			for _, t := range []reflect.Type{a.InputType, a.OutputType} {
+				if err := h.checkType(t); err != nil {
+					errs = append(errs, fmt.Errorf("protocol: action %s: %w", name, err))
+				}
+			}
+		}
+	}
+	return errors.Join(errs...)
+}
+
+func (h *Handler) checkType(t reflect.Type) error {
+	if t == nil || t.Kind() != reflect.Struct {
+		return fmt.Errorf("type %v is not a struct", t)
+	}
+	_, err := h.plans.plan(t)
+	return err
+}
+
+// call is one request on its way through the handler.
+type call struct {
+	info   *RequestInfo
+	svc    *Service // the service answering, once known
+	action string   // the action's name, once known
+	json   bool
+	scope  string // the SigV4 credential scope's service name
+
+	status      int
+	contentType string
+	queryError  string // x-amzn-query-error, JSON errors only
+	body        *bytes.Buffer
+}
+
+// ServeHTTP answers one request in the protocol it came in. The response is
+// built whole before anything is written, so a failure at any point still
+// yields a well-formed AWS error.
+func (h *Handler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
+	c := &call{
+		info: &RequestInfo{RequestID: uuid.NewString(), Host: r.Host, Path: r.URL.Path},
+		body: h.buffer(),
+	}
+	defer h.release(c.body)
+	h.serve(r, c)
+	if c.status == 0 {
+		h.fail(r.Context(), c, errors.New("no response was produced"))
+	}
+
+	hdr := w.Header()
+	hdr.Set("x-amzn-RequestId", c.info.RequestID)
+	hdr.Set("Content-Type", c.contentType)
+	hdr.Set("Content-Length", strconv.Itoa(c.body.Len()))
+	if c.queryError != "" {
+		hdr.Set("x-amzn-query-error", c.queryError)
+	}
+	if c.status == http.StatusMethodNotAllowed {
+		hdr.Set("Allow", "GET, POST")
+	}
+	w.WriteHeader(c.status)
+	if r.Method != http.MethodHead {
+		_, _ = w.Write(c.body.Bytes())
+	}
+}
+
+// serve fills c's response. A panic below it becomes a 500 for this request
+// only (http.ErrAbortHandler, which asks to abort, is passed on).
+func (h *Handler) serve(r *http.Request, c *call) {
+	defer func() {
+		if p := recover(); p != nil {
+			if p == http.ErrAbortHandler {
+				panic(p)
+			}
+			h.fail(r.Context(), c, fmt.Errorf("panic: %v\n%s", p, debug.Stack()))
+		}
+	}()
+
+	target := r.Header.Get("X-Amz-Target")
+	c.json = target != "" || strings.HasPrefix(strings.ToLower(r.Header.Get("Content-Type")), "application/x-amz-json")
+	if c.json {
+		c.info.Protocol = "json"
+	} else {
+		c.info.Protocol = "query"
+	}
+	if cred, ok := parseAuthorization(r.Header.Get("Authorization")); ok {
+		c.info.AccessKey, c.info.Region, c.scope = cred.accessKey, cred.region, cred.service
+	}
+	if r.Method != http.MethodPost && (r.Method != http.MethodGet || c.json) {
+		h.fail(r.Context(), c, ErrMethodNotAllowed)
+		return
+	}
+	in := h.buffer()
+	defer h.release(in)
+	body, err := h.readBody(r, in)
+	if err != nil {
+		h.fail(r.Context(), c, err)
+		return
+	}
+	if c.json {
+		h.serveJSON(r, c, target, body)
+	} else {
+		h.serveQuery(r, c, body)
+	}
+}
+
+// readBody reads the body into buf, refusing more than the limit. The
+// decoders copy what they keep, so buf can go back to the pool.
+func (h *Handler) readBody(r *http.Request, buf *bytes.Buffer) ([]byte, error) {
+	limit := h.MaxBodyBytes
+	if limit <= 0 {
+		limit = DefaultMaxBodyBytes
+	}
+	if r.ContentLength > limit {
+		return nil, ErrRequestTooLarge
+	}
+	if r.ContentLength > 0 {
+		buf.Grow(int(r.ContentLength) + 1)
+	}
+	if _, err := buf.ReadFrom(io.LimitReader(r.Body, limit+1)); err != nil {
+		return nil, ErrSerialization.WithMessage("The request body could not be read.")
+	}
+	if int64(buf.Len()) > limit {
+		return nil, ErrRequestTooLarge
+	}
+	return buf.Bytes(), nil
+}
+
+func (h *Handler) serveJSON(r *http.Request, c *call, target string, body []byte) {
+	prefix, name, _ := cutLast(target, ".")
+	for _, s := range h.Services {
+		if s.JSONTargetPrefix != "" && s.JSONTargetPrefix == prefix {
+			c.svc = s
+			break
+		}
+	}
+	if c.svc == nil {
+		h.fail(r.Context(), c, ErrUnknownOperation)
+		return
+	}
+	a, ok := c.svc.Actions[name]
+	if !ok {
+		h.fail(r.Context(), c, ErrUnknownOperation)
+		return
+	}
+	c.action = a.Name
+	in := a.NewInput()
+	if err := decodeJSON(body, in); err != nil {
+		h.fail(r.Context(), c, err)
+		return
+	}
+	out, err := a.Handle(WithInfo(r.Context(), c.info), in)
+	if err != nil {
+		h.fail(r.Context(), c, err)
+		return
+	}
+	if err := encodeJSON(c.body, out); err != nil {
+		c.body.Reset()
+		h.fail(r.Context(), c, fmt.Errorf("encode %s output: %w", c.action, err))
+		return
+	}
+	c.status, c.contentType = http.StatusOK, jsonContentType
+}
+
+func (h *Handler) serveQuery(r *http.Request, c *call, body []byte) {
+	vals, err := queryParams(r.URL.RawQuery, body)
+	if err != nil {
+		c.svc = h.defaultQueryService()
+		h.fail(r.Context(), c, err)
+		return
+	}
+	if c.info.AccessKey == "" {
+		if cred, ok := parseCredential(vals.Get("X-Amz-Credential")); ok {
+			c.info.AccessKey, c.info.Region, c.scope = cred.accessKey, cred.region, cred.service
+		} else {
+			c.info.AccessKey = vals.Get("AWSAccessKeyId")
+		}
+	}
+	name := vals.Get("Action")
+	var a Action
+	var found bool
+	c.svc, a, found = h.queryService(name, vals.Get("Version"), c.scope)
+	switch {
+	case name == "":
+		h.fail(r.Context(), c, ErrMissingAction)
+		return
+	case !found:
+		h.fail(r.Context(), c, ErrInvalidAction.WithMessage("The action %s is not valid for this web service.", name))
+		return
+	}
+	c.action = a.Name
+	inPlan, err := h.plans.plan(a.InputType)
+	if err != nil {
+		h.fail(r.Context(), c, err)
+		return
+	}
+	in := reflect.New(a.InputType)
+	if err := decodeQuery(inPlan, vals, in.Elem()); err != nil {
+		h.fail(r.Context(), c, err)
+		return
+	}
+	out, err := a.Handle(WithInfo(r.Context(), c.info), in.Interface())
+	if err != nil {
+		h.fail(r.Context(), c, err)
+		return
+	}
+	ov := reflect.ValueOf(out)
+	outType := a.OutputType
+	if out != nil {
+		if ov.Kind() != reflect.Pointer || ov.Type().Elem().Kind() != reflect.Struct {
+			h.fail(r.Context(), c, fmt.Errorf("action %s returned %T, not a pointer to a struct", c.action, out))
+			return
+		}
+		outType = ov.Type().Elem()
+		ov = ov.Elem() // invalid when the pointer is nil
+	}
+	outPlan, err := h.plans.plan(outType)
+	if err != nil {
+		h.fail(r.Context(), c, err)
+		return
+	}
+	encodeXMLResponse(c.body, c.svc, c.action, outPlan, ov, c.info.RequestID)
+	c.status, c.contentType = http.StatusOK, "text/xml"
+}
+
+// queryParams merges the URL query and a form body. The body's value comes
+// first, so it wins where both name a parameter.
+func queryParams(rawQuery string, body []byte) (url.Values, error) {
+	vals, err := url.ParseQuery(string(body))
+	if err != nil {
+		return nil, ErrMalformedQueryString.WithMessage("The request body is not a valid form: %v.", err)
+	}
+	if rawQuery != "" {
+		q, err := url.ParseQuery(rawQuery)
+		if err != nil {
+			return nil, ErrMalformedQueryString.WithMessage("The query string is not valid: %v.", err)
+		}
+		for k, vs := range q {
+			vals[k] = append(vals[k], vs...)
+		}
+	}
+	return vals, nil
+}
+
+// queryService picks the service for a query request: the one whose
+// Version matches and has the action, else the one whose SigV4 service
+// name matches the credential scope, else the first with the action. When
+// none has it, the returned service (for the error's namespace) is the one
+// the Version names, or the default.
+func (h *Handler) queryService(action, version, scope string) (*Service, Action, bool) {
+	var byVersion *Service
+	for _, s := range h.Services {
+		if version != "" && s.Version == version {
+			if a, ok := s.Actions[action]; ok {
+				return s, a, true
+			}
+			byVersion = s
+		}
+	}
+	if byVersion != nil {
+		return byVersion, Action{}, false
+	}
+	if scope != "" {
+		for _, s := range h.Services {
+			if s.SigningName == scope {
+				if a, ok := s.Actions[action]; ok {
+					return s, a, true
+				}
+			}
+		}
+	}
+	for _, s := range h.Services {
+		if a, ok := s.Actions[action]; ok {
+			return s, a, true
+		}
+	}
+	return h.defaultQueryService(), Action{}, false
+}
+
+// defaultQueryService answers query errors raised before a service is
+// known: the first service that speaks the query protocol.
+func (h *Handler) defaultQueryService() *Service {
+	for _, s := range h.Services {
+		if s.Version != "" {
+			return s
+		}
+	}
+	if len(h.Services) > 0 {
+		return h.Services[0]
+	}
+	return nil
+}
+
+// fail renders err in the request's protocol. An error that is not an
+// *Error is an internal failure: logged with its cause, which the client
+// never sees.
+func (h *Handler) fail(ctx context.Context, c *call, err error) {
+	var e *Error
+	if !errors.As(err, &e) {
+		h.logger().ErrorContext(ctx, "request failed", "request_id", c.info.RequestID,
+			"protocol", c.info.Protocol, "action", c.action, "err", err)
+		e = AsError(err)
+	}
+	c.body.Reset()
+	c.status = e.status()
+	if c.json {
+		c.contentType = jsonContentType
+		if code := e.queryCode(); code != "" {
+			c.queryError = code + ";" + e.Fault()
+		}
+		encodeJSONError(c.body, c.svc, e)
+		return
+	}
+	if c.svc == nil {
+		c.svc = h.defaultQueryService()
+	}
+	c.contentType = "text/xml"
+	encodeXMLError(c.body, c.svc, e, c.info.RequestID)
+}
+
+func (h *Handler) logger() *slog.Logger {
+	if h.Logger != nil {
+		return h.Logger
+	}
+	return slog.New(slog.DiscardHandler)
+}
+
+// maxPooledBuffer keeps an occasional huge response from pinning memory.
+const maxPooledBuffer = 1 << 20
+
+func (h *Handler) buffer() *bytes.Buffer {
+	if b, ok := h.bufs.Get().(*bytes.Buffer); ok {
+		b.Reset()
+		return b
+	}
+	return new(bytes.Buffer)
+}
+
+func (h *Handler) release(b *bytes.Buffer) {
+	if b.Cap() <= maxPooledBuffer {
+		h.bufs.Put(b)
+	}
+}
+
+// cutLast splits s around the last sep.
+func cutLast(s, sep string) (before, after string, found bool) {
+	if i := strings.LastIndex(s, sep); i >= 0 {
+		return s[:i], s[i+len(sep):], true
+	}
+	return "", s, false
+}

@@ -1,0 +1,68 @@
+package protocol
+
+import (
+	"context"
+	"strings"
+)
+
+// RequestInfo is what the wire layer knows of a request, for the actions.
+type RequestInfo struct {
+	RequestID string
+	// Host and Path are as the client sent them; some SDKs address a queue
+	// by posting to its URL rather than naming it in the body.
+	Host string
+	Path string
+	// Region and AccessKey come from the SigV4 credential scope (header or
+	// presigned query); empty when the request carries none.
+	Region    string
+	AccessKey string
+	// Protocol is "json" or "query".
+	Protocol string
+}
+
+type infoKey struct{}
+
+// WithInfo returns ctx carrying info.
+func WithInfo(ctx context.Context, info *RequestInfo) context.Context {
+	return context.WithValue(ctx, infoKey{}, info)
+}
+
+// Info returns the request's info; never nil (an empty one when ctx has
+// none, as in tests that call handlers directly).
+func Info(ctx context.Context) *RequestInfo {
+	if info, ok := ctx.Value(infoKey{}).(*RequestInfo); ok && info != nil {
+		return info
+	}
+	return &RequestInfo{}
+}
+
+// credential is a parsed SigV4 credential scope.
+type credential struct {
+	accessKey, region, service string
+}
+
+// parseAuthorization reads the Credential= part of a SigV4 Authorization
+// header ("AWS4-HMAC-SHA256 Credential=AKID/20250101/us-east-1/sqs/aws4_request, ...").
+func parseAuthorization(h string) (credential, bool) {
+	_, rest, ok := strings.Cut(h, "Credential=")
+	if !ok {
+		return credential{}, false
+	}
+	if i := strings.IndexAny(rest, ", "); i >= 0 {
+		rest = rest[:i]
+	}
+	return parseCredential(rest)
+}
+
+// parseCredential splits AKID/date/region/service/aws4_request. SigV4a
+// scopes have no region (AKID/date/service/aws4_request).
+func parseCredential(s string) (credential, bool) {
+	parts := strings.Split(s, "/")
+	switch {
+	case len(parts) == 5:
+		return credential{accessKey: parts[0], region: parts[2], service: parts[3]}, parts[0] != ""
+	case len(parts) == 4:
+		return credential{accessKey: parts[0], service: parts[2]}, parts[0] != ""
+	}
+	return credential{}, false
+}
