@@ -1,0 +1,380 @@
+package embedded
+
+import (
+	"encoding/binary"
+	"errors"
+	"maps"
+	"slices"
+	"time"
+
+	"github.com/ferrymq/ferry/internal/engine"
+)
+
+// Key layout. Big-endian integers keep each queue's messages in seq order,
+// and a message's body key sorts right before its state key, so startup
+// rebuilds every index with a single forward scan.
+//
+//	0x01 'k'                        receipt-handle MAC key
+//	0x01 'e'                        boot epoch (uint64)
+//	0x02 qid                        queue record
+//	0x03 qid seq 0x01               message record: written once, deleted once
+//	0x03 qid seq 0x02               message state: rewritten on receive/visibility change
+const (
+	prefixMeta  byte = 0x01
+	prefixQueue byte = 0x02
+	prefixMsg   byte = 0x03
+
+	kindBody  byte = 0x01
+	kindState byte = 0x02
+
+	// recordVersion leads every record so that a later layout can be told
+	// apart from this one.
+	recordVersion byte = 1
+)
+
+var (
+	keyMAC   = []byte{prefixMeta, 'k'}
+	keyEpoch = []byte{prefixMeta, 'e'}
+)
+
+var errCorrupt = errors.New("embedded: corrupt record")
+
+func queueKey(qid uint64) []byte {
+	k := make([]byte, 9)
+	k[0] = prefixQueue
+	binary.BigEndian.PutUint64(k[1:], qid)
+	return k
+}
+
+type msgKey [18]byte
+
+func makeMsgKey(qid, seq uint64, kind byte) msgKey {
+	var k msgKey
+	k[0] = prefixMsg
+	binary.BigEndian.PutUint64(k[1:9], qid)
+	binary.BigEndian.PutUint64(k[9:17], seq)
+	k[17] = kind
+	return k
+}
+
+// msgSpan returns the key span holding the messages of qid whose seq is in
+// [from, to).
+func msgSpan(qid, from, to uint64) (lo, hi []byte) {
+	lo = make([]byte, 17)
+	hi = make([]byte, 17)
+	lo[0], hi[0] = prefixMsg, prefixMsg
+	binary.BigEndian.PutUint64(lo[1:9], qid)
+	binary.BigEndian.PutUint64(hi[1:9], qid)
+	binary.BigEndian.PutUint64(lo[9:], from)
+	binary.BigEndian.PutUint64(hi[9:], to)
+	return lo, hi
+}
+
+// queueMsgSpan covers every message of qid.
+func queueMsgSpan(qid uint64) (lo, hi []byte) {
+	lo = make([]byte, 9)
+	hi = make([]byte, 9)
+	lo[0], hi[0] = prefixMsg, prefixMsg
+	binary.BigEndian.PutUint64(lo[1:], qid)
+	binary.BigEndian.PutUint64(hi[1:], qid+1)
+	return lo, hi
+}
+
+func parseMsgKey(k []byte) (qid, seq uint64, kind byte, ok bool) {
+	if len(k) != 18 || k[0] != prefixMsg {
+		return 0, 0, 0, false
+	}
+	return binary.BigEndian.Uint64(k[1:9]), binary.BigEndian.Uint64(k[9:17]), k[17], true
+}
+
+func appendString(b []byte, s string) []byte {
+	b = binary.AppendUvarint(b, uint64(len(s)))
+	return append(b, s...)
+}
+
+func appendBytes(b []byte, p []byte) []byte {
+	b = binary.AppendUvarint(b, uint64(len(p)))
+	return append(b, p...)
+}
+
+func appendTime(b []byte, t time.Time) []byte {
+	if t.IsZero() {
+		return append(b, 0)
+	}
+	b = append(b, 1)
+	return binary.AppendVarint(b, t.UnixNano())
+}
+
+func appendMap(b []byte, m map[string]string) []byte {
+	b = binary.AppendUvarint(b, uint64(len(m)))
+	for _, k := range slices.Sorted(maps.Keys(m)) {
+		b = appendString(b, k)
+		b = appendString(b, m[k])
+	}
+	return b
+}
+
+// reader decodes a record. Strings are cut from one string copy of the
+// record, so a decode costs one allocation however many fields it has.
+type reader struct {
+	b   []byte
+	s   string // same bytes as b when strings are wanted, else ""
+	off int
+	bad bool
+}
+
+func newReader(b []byte, wantStrings bool) reader {
+	r := reader{b: b}
+	if wantStrings {
+		r.s = string(b)
+	}
+	return r
+}
+
+func (r *reader) byte() byte {
+	if r.bad || r.off >= len(r.b) {
+		r.bad = true
+		return 0
+	}
+	c := r.b[r.off]
+	r.off++
+	return c
+}
+
+func (r *reader) uvarint() uint64 {
+	if r.bad {
+		return 0
+	}
+	v, n := binary.Uvarint(r.b[r.off:])
+	if n <= 0 {
+		r.bad = true
+		return 0
+	}
+	r.off += n
+	return v
+}
+
+func (r *reader) varint() int64 {
+	if r.bad {
+		return 0
+	}
+	v, n := binary.Varint(r.b[r.off:])
+	if n <= 0 {
+		r.bad = true
+		return 0
+	}
+	r.off += n
+	return v
+}
+
+// span returns the bounds of the next length-prefixed field.
+func (r *reader) span() (int, int) {
+	n := r.uvarint()
+	if r.bad || n > uint64(len(r.b)-r.off) {
+		r.bad = true
+		return 0, 0
+	}
+	start := r.off
+	r.off += int(n)
+	return start, r.off
+}
+
+func (r *reader) str() string {
+	i, j := r.span()
+	if r.s == "" {
+		return string(r.b[i:j])
+	}
+	return r.s[i:j]
+}
+
+func (r *reader) bytes() []byte {
+	i, j := r.span()
+	if r.bad || i == j {
+		return nil
+	}
+	return append([]byte(nil), r.b[i:j]...)
+}
+
+func (r *reader) time() time.Time {
+	if r.byte() == 0 {
+		return time.Time{}
+	}
+	return fromNanos(r.varint())
+}
+
+func (r *reader) strMap() map[string]string {
+	n := r.uvarint()
+	if r.bad || n > uint64(len(r.b)) {
+		r.bad = true
+		return nil
+	}
+	if n == 0 {
+		return nil
+	}
+	m := make(map[string]string, n)
+	for range n {
+		k := r.str()
+		m[k] = r.str()
+	}
+	return m
+}
+
+func (r *reader) done() error {
+	if r.bad || r.off != len(r.b) {
+		return errCorrupt
+	}
+	return nil
+}
+
+func fromNanos(n int64) time.Time { return time.Unix(0, n).UTC() }
+
+// normTime drops location and monotonic reading so that a time reads back
+// from the store exactly as it was kept in memory.
+func normTime(t time.Time) time.Time {
+	if t.IsZero() {
+		return time.Time{}
+	}
+	return fromNanos(t.UnixNano())
+}
+
+func encodeQueue(b []byte, q *engine.Queue) []byte {
+	b = append(b, recordVersion)
+	b = appendString(b, q.Account)
+	b = appendString(b, q.Name)
+	b = appendMap(b, q.Attributes)
+	b = appendMap(b, q.Tags)
+	s := q.Settings
+	b = binary.AppendVarint(b, int64(s.VisibilityTimeout))
+	b = binary.AppendVarint(b, int64(s.Delay))
+	b = binary.AppendVarint(b, int64(s.Retention))
+	b = binary.AppendVarint(b, int64(s.ReceiveWait))
+	b = binary.AppendVarint(b, int64(s.MaximumSize))
+	b = appendTime(b, q.Created)
+	b = appendTime(b, q.Modified)
+	return appendTime(b, q.LastPurge)
+}
+
+func decodeQueue(v []byte) (engine.Queue, error) {
+	r := newReader(v, true)
+	var q engine.Queue
+	if r.byte() != recordVersion {
+		return q, errCorrupt
+	}
+	q.Account = r.str()
+	q.Name = r.str()
+	q.Attributes = r.strMap()
+	q.Tags = r.strMap()
+	q.Settings.VisibilityTimeout = time.Duration(r.varint())
+	q.Settings.Delay = time.Duration(r.varint())
+	q.Settings.Retention = time.Duration(r.varint())
+	q.Settings.ReceiveWait = time.Duration(r.varint())
+	q.Settings.MaximumSize = int(r.varint())
+	q.Created = r.time()
+	q.Modified = r.time()
+	q.LastPurge = r.time()
+	return q, r.done()
+}
+
+// encodeMessage writes the immutable message record. sentAt and the first
+// visible-at lead so that startup reads only them.
+func encodeMessage(b []byte, id string, sentAt, visibleAt int64, m *engine.NewMessage) []byte {
+	b = append(b, recordVersion)
+	b = binary.AppendVarint(b, sentAt)
+	b = binary.AppendVarint(b, visibleAt)
+	b = appendString(b, id)
+	b = appendString(b, m.Body)
+	b = appendString(b, m.TraceHeader)
+	b = appendString(b, m.MessageGroupID)
+	b = appendString(b, m.SenderID)
+	b = appendString(b, m.MD5OfBody)
+	b = appendString(b, m.MD5OfAttrs)
+	b = appendString(b, m.MD5OfSysAttrs)
+	b = binary.AppendUvarint(b, uint64(len(m.Attributes)))
+	for i := range m.Attributes {
+		a := &m.Attributes[i]
+		b = appendString(b, a.Name)
+		b = appendString(b, a.DataType)
+		b = appendString(b, a.StringValue)
+		b = appendBytes(b, a.BinaryValue)
+	}
+	return b
+}
+
+// decodeMessageHead reads what the memory index needs.
+func decodeMessageHead(v []byte) (sentAt, visibleAt int64, err error) {
+	r := newReader(v, false)
+	if r.byte() != recordVersion {
+		return 0, 0, errCorrupt
+	}
+	sentAt = r.varint()
+	visibleAt = r.varint()
+	if r.bad {
+		return 0, 0, errCorrupt
+	}
+	return sentAt, visibleAt, nil
+}
+
+func decodeMessage(v []byte, out *engine.Message) error {
+	r := newReader(v, true)
+	if r.byte() != recordVersion {
+		return errCorrupt
+	}
+	out.SentAt = fromNanos(r.varint())
+	r.varint() // first visible-at: the index keeps the live one
+	out.MessageID = r.str()
+	out.Body = r.str()
+	out.TraceHeader = r.str()
+	out.MessageGroupID = r.str()
+	out.SenderID = r.str()
+	out.MD5OfBody = r.str()
+	out.MD5OfAttrs = r.str()
+	r.str() // MD5 of system attributes: engine.Message has no field for it
+	n := r.uvarint()
+	if r.bad || n > uint64(len(v)) {
+		return errCorrupt
+	}
+	if n > 0 {
+		out.Attributes = make([]engine.MessageAttribute, n)
+		for i := range out.Attributes {
+			a := &out.Attributes[i]
+			a.Name = r.str()
+			a.DataType = r.str()
+			a.StringValue = r.str()
+			a.BinaryValue = r.bytes()
+		}
+	}
+	return r.done()
+}
+
+// msgState is the mutable part of a message, rewritten on every receive and
+// visibility change.
+type msgState struct {
+	receiveCount   uint64
+	gen            uint64
+	firstReceiveAt int64
+	receivedAt     int64
+	visibleAt      int64
+}
+
+func encodeState(b []byte, s msgState) []byte {
+	b = append(b, recordVersion)
+	b = binary.AppendUvarint(b, s.receiveCount)
+	b = binary.AppendUvarint(b, s.gen)
+	b = binary.AppendVarint(b, s.firstReceiveAt)
+	b = binary.AppendVarint(b, s.receivedAt)
+	return binary.AppendVarint(b, s.visibleAt)
+}
+
+func decodeState(v []byte) (msgState, error) {
+	r := newReader(v, false)
+	var s msgState
+	if r.byte() != recordVersion {
+		return s, errCorrupt
+	}
+	s.receiveCount = r.uvarint()
+	s.gen = r.uvarint()
+	s.firstReceiveAt = r.varint()
+	s.receivedAt = r.varint()
+	s.visibleAt = r.varint()
+	return s, r.done()
+}

@@ -1,0 +1,505 @@
+// Package embedded is the default queue engine: memory decides, Pebble
+// remembers. Each queue keeps an in-memory index (ready list, timer heap,
+// age heap, seq map) that answers every call; every change is written to
+// Pebble as one batch per call, and startup rebuilds the indexes from it.
+//
+// Lock order, outermost first:
+//
+//	Engine.closeMu (read) → Engine.adminMu → queue.mu → Engine.mu
+//
+// closeMu is read-held by every call while it touches the store (never while
+// a receive waits) and write-held by Close. adminMu serialises queue create
+// and delete. queue.mu guards one queue's index and description; batches
+// whose order matters are entered into Pebble's commit pipeline under it,
+// and the fsync is awaited after it is released, so concurrent calls share
+// WAL syncs. Engine.mu guards the name → queue map and is never held while
+// taking another lock.
+package embedded
+
+import (
+	"context"
+	"crypto/rand"
+	"encoding/binary"
+	"errors"
+	"fmt"
+	"log/slog"
+	"maps"
+	"os"
+	"slices"
+	"strings"
+	"sync"
+	"time"
+
+	"github.com/cockroachdb/pebble/v2"
+	"github.com/cockroachdb/pebble/v2/vfs"
+
+	"github.com/ferrymq/ferry/internal/clock"
+	"github.com/ferrymq/ferry/internal/engine"
+)
+
+// Options configure Open.
+type Options struct {
+	// Dir is the store's directory; unused when InMemory.
+	Dir string
+	// InMemory keeps the store in memory (tests).
+	InMemory bool
+	Clock    clock.Clock
+	Logger   *slog.Logger
+	// NoSync acknowledges writes before they reach the disk. By default
+	// every acknowledged write has been fsynced.
+	NoSync bool
+}
+
+// Ids (queue ids, message seqs, receive generations) are epoch<<epochShift
+// plus a counter, the epoch being bumped durably at every open: ids are
+// never reused across restarts without writing a counter per operation.
+const (
+	epochShift = 40
+	maxEpoch   = 1<<(64-epochShift) - 1
+)
+
+// Engine is the embedded Backend.
+type Engine struct {
+	db     *pebble.DB
+	clock  clock.Clock
+	log    *slog.Logger
+	sync   bool
+	signer *handleSigner
+	// firstID is the first id of this run's epoch.
+	firstID uint64
+
+	closeMu sync.RWMutex
+	closed  bool
+
+	adminMu     sync.Mutex
+	nextQueueID uint64              // guarded by adminMu
+	deleted     map[qname]time.Time // guarded by adminMu
+
+	mu     sync.RWMutex
+	queues map[qname]*queue
+
+	// beforeSendCommit, when set (tests only), runs between a send's seq
+	// allocation and its commit.
+	beforeSendCommit func()
+}
+
+type qname struct{ account, name string }
+
+var _ engine.Backend = (*Engine)(nil)
+
+// Open opens (or creates) the store and rebuilds every queue's index.
+func Open(ctx context.Context, opts Options) (*Engine, error) {
+	e := &Engine{
+		clock:   opts.Clock,
+		log:     opts.Logger,
+		sync:    !opts.NoSync,
+		deleted: make(map[qname]time.Time),
+		queues:  make(map[qname]*queue),
+	}
+	if e.clock == nil {
+		e.clock = clock.Real{}
+	}
+	if e.log == nil {
+		e.log = slog.New(slog.DiscardHandler)
+	}
+	po := &pebble.Options{
+		Logger:             pebbleLogger{e.log},
+		FormatMajorVersion: pebble.FormatNewest,
+		// Room for large message batches without forcing a flush each.
+		MemTableSize: 64 << 20,
+	}
+	dir := opts.Dir
+	if opts.InMemory {
+		po.FS = vfs.NewMem()
+		dir = ""
+	} else if dir == "" {
+		return nil, errors.New("embedded: Options.Dir is required unless InMemory")
+	}
+	db, err := pebble.Open(dir, po)
+	if err != nil {
+		return nil, fmt.Errorf("embedded: open store: %w", err)
+	}
+	e.db = db
+	if err := e.boot(ctx); err != nil {
+		e.closeQueues()
+		_ = db.Close()
+		return nil, err
+	}
+	return e, nil
+}
+
+// boot loads or creates the MAC key, starts a new epoch and rebuilds the
+// indexes.
+func (e *Engine) boot(ctx context.Context) error {
+	b := e.db.NewBatch()
+	defer b.Close()
+	key, err := e.get(keyMAC)
+	if err != nil {
+		return err
+	}
+	if key == nil {
+		key = make([]byte, 32)
+		if _, err := rand.Read(key); err != nil {
+			return fmt.Errorf("embedded: make handle key: %w", err)
+		}
+		if err := b.Set(keyMAC, key, nil); err != nil {
+			return fmt.Errorf("embedded: store handle key: %w", err)
+		}
+	} else if len(key) < 16 {
+		return fmt.Errorf("embedded: handle key: %w", errCorrupt)
+	}
+	e.signer = newHandleSigner(key)
+
+	var epoch uint64
+	v, err := e.get(keyEpoch)
+	if err != nil {
+		return err
+	}
+	if v != nil {
+		if len(v) != 8 {
+			return fmt.Errorf("embedded: epoch: %w", errCorrupt)
+		}
+		epoch = binary.BigEndian.Uint64(v)
+	}
+	epoch++
+	if epoch > maxEpoch {
+		return errors.New("embedded: id space exhausted")
+	}
+	if err := b.Set(keyEpoch, binary.BigEndian.AppendUint64(nil, epoch), nil); err != nil {
+		return fmt.Errorf("embedded: store epoch: %w", err)
+	}
+	// The epoch must be durable before any id of it is handed out.
+	if err := b.Commit(pebble.Sync); err != nil {
+		return fmt.Errorf("embedded: store epoch: %w", err)
+	}
+	e.firstID = epoch<<epochShift + 1
+	e.nextQueueID = e.firstID
+	return e.load(ctx)
+}
+
+func (e *Engine) get(key []byte) ([]byte, error) {
+	v, closer, err := e.db.Get(key)
+	if errors.Is(err, pebble.ErrNotFound) {
+		return nil, nil
+	}
+	if err != nil {
+		return nil, fmt.Errorf("embedded: read %x: %w", key, err)
+	}
+	defer closer.Close()
+	return slices.Clone(v), nil
+}
+
+// Close wakes every waiting receive (they return empty), stops the timers
+// and closes the store. Calls made after Close fail with engine.ErrClosed.
+func (e *Engine) Close() error {
+	e.closeMu.Lock()
+	defer e.closeMu.Unlock()
+	if e.closed {
+		return nil
+	}
+	e.closed = true
+	e.closeQueues()
+	if err := e.db.Close(); err != nil {
+		return fmt.Errorf("embedded: close store: %w", err)
+	}
+	return nil
+}
+
+func (e *Engine) closeQueues() {
+	e.mu.RLock()
+	qs := slices.Collect(maps.Values(e.queues))
+	e.mu.RUnlock()
+	for _, q := range qs {
+		q.mu.Lock()
+		q.stopTimerLocked()
+		q.wakeAllLocked()
+		q.mu.Unlock()
+	}
+}
+
+// enter marks a call as using the store; Close waits for it to leave.
+func (e *Engine) enter() error {
+	e.closeMu.RLock()
+	if e.closed {
+		e.closeMu.RUnlock()
+		return engine.ErrClosed
+	}
+	return nil
+}
+
+func (e *Engine) leave() { e.closeMu.RUnlock() }
+
+func (e *Engine) now() int64 { return e.clock.Now().UnixNano() }
+
+func (e *Engine) lookup(account, name string) (*queue, error) {
+	e.mu.RLock()
+	q := e.queues[qname{account, name}]
+	e.mu.RUnlock()
+	if q == nil {
+		return nil, engine.ErrQueueNotFound
+	}
+	return q, nil
+}
+
+// applyOrdered enters b into the commit pipeline: its place in the store's
+// order is fixed when this returns, so callers do it under the queue lock.
+// awaitDurable then waits, outside the lock, for the shared WAL sync.
+func (e *Engine) applyOrdered(b *pebble.Batch) error {
+	var err error
+	if e.sync {
+		err = e.db.ApplyNoSyncWait(b, pebble.Sync)
+	} else {
+		err = e.db.Apply(b, pebble.NoSync)
+	}
+	if err != nil {
+		return fmt.Errorf("embedded: write: %w", err)
+	}
+	return nil
+}
+
+func (e *Engine) awaitDurable(b *pebble.Batch) error {
+	var err error
+	if e.sync {
+		err = b.SyncWait()
+	}
+	if cerr := b.Close(); err == nil {
+		err = cerr
+	}
+	if err != nil {
+		return fmt.Errorf("embedded: sync: %w", err)
+	}
+	return nil
+}
+
+func (e *Engine) writeOptions() *pebble.WriteOptions {
+	if e.sync {
+		return pebble.Sync
+	}
+	return pebble.NoSync
+}
+
+// syncBarrier returns once everything already in the commit pipeline is
+// durable.
+func (e *Engine) syncBarrier() error {
+	if !e.sync {
+		return nil
+	}
+	if err := e.db.LogData(nil, pebble.Sync); err != nil {
+		return fmt.Errorf("embedded: sync: %w", err)
+	}
+	return nil
+}
+
+// CreateQueue implements engine.Backend.
+func (e *Engine) CreateQueue(ctx context.Context, q engine.Queue) (engine.Queue, bool, error) {
+	if err := ctx.Err(); err != nil {
+		return engine.Queue{}, false, err
+	}
+	if err := e.enter(); err != nil {
+		return engine.Queue{}, false, err
+	}
+	defer e.leave()
+	e.adminMu.Lock()
+	defer e.adminMu.Unlock()
+
+	key := qname{q.Account, q.Name}
+	if ex, err := e.lookup(q.Account, q.Name); err == nil {
+		ex.mu.Lock()
+		defer ex.mu.Unlock()
+		return cloneQueue(&ex.desc), false, nil
+	}
+	now := e.clock.Now()
+	for k, at := range e.deleted {
+		if now.Sub(at) >= engine.RecreateDelay {
+			delete(e.deleted, k)
+		}
+	}
+	if _, ok := e.deleted[key]; ok {
+		return engine.Queue{}, false, engine.ErrQueueDeletedRecently
+	}
+
+	desc := cloneQueue(&q)
+	if desc.Created.IsZero() {
+		desc.Created = normTime(now)
+	}
+	if desc.Modified.IsZero() {
+		desc.Modified = desc.Created
+	}
+	id := e.nextQueueID
+	e.nextQueueID++
+	if err := e.db.Set(queueKey(id), encodeQueue(nil, &desc), e.writeOptions()); err != nil {
+		return engine.Queue{}, false, fmt.Errorf("embedded: create queue: %w", err)
+	}
+	nq := newQueue(e, id, desc, e.firstID)
+	e.mu.Lock()
+	e.queues[key] = nq
+	e.mu.Unlock()
+	return cloneQueue(&desc), true, nil
+}
+
+// GetQueue implements engine.Backend.
+func (e *Engine) GetQueue(ctx context.Context, account, name string) (engine.Queue, error) {
+	if err := e.enter(); err != nil {
+		return engine.Queue{}, err
+	}
+	defer e.leave()
+	q, err := e.lookup(account, name)
+	if err != nil {
+		return engine.Queue{}, err
+	}
+	q.mu.Lock()
+	defer q.mu.Unlock()
+	if q.deleted {
+		return engine.Queue{}, engine.ErrQueueNotFound
+	}
+	return cloneQueue(&q.desc), nil
+}
+
+// ListQueues implements engine.Backend.
+func (e *Engine) ListQueues(ctx context.Context, account, prefix string) ([]engine.Queue, error) {
+	if err := e.enter(); err != nil {
+		return nil, err
+	}
+	defer e.leave()
+	var qs []*queue
+	e.mu.RLock()
+	for k, q := range e.queues {
+		if k.account == account && strings.HasPrefix(k.name, prefix) {
+			qs = append(qs, q)
+		}
+	}
+	e.mu.RUnlock()
+	out := make([]engine.Queue, 0, len(qs))
+	for _, q := range qs {
+		q.mu.Lock()
+		if !q.deleted {
+			out = append(out, cloneQueue(&q.desc))
+		}
+		q.mu.Unlock()
+	}
+	slices.SortFunc(out, func(a, b engine.Queue) int { return strings.Compare(a.Name, b.Name) })
+	return out, nil
+}
+
+// UpdateQueue implements engine.Backend. fn runs under the queue's lock and
+// must not call back into the engine for the same queue. The account and
+// name cannot be changed. New settings apply at once: retention to every
+// stored message, visibility to the next receives, delay to the next sends.
+func (e *Engine) UpdateQueue(ctx context.Context, account, name string, fn func(*engine.Queue) error) error {
+	if err := ctx.Err(); err != nil {
+		return err
+	}
+	if err := e.enter(); err != nil {
+		return err
+	}
+	defer e.leave()
+	q, err := e.lookup(account, name)
+	if err != nil {
+		return err
+	}
+	q.mu.Lock()
+	if q.deleted {
+		q.mu.Unlock()
+		return engine.ErrQueueNotFound
+	}
+	d := cloneQueue(&q.desc)
+	if err := fn(&d); err != nil {
+		q.mu.Unlock()
+		return err
+	}
+	d = cloneQueue(&d) // detach maps fn may have kept
+	d.Account, d.Name = q.desc.Account, q.desc.Name
+	b := e.db.NewBatch()
+	_ = b.Set(queueKey(q.id), encodeQueue(nil, &d), nil)
+	if err := e.applyOrdered(b); err != nil {
+		q.mu.Unlock()
+		b.Close()
+		return err
+	}
+	q.desc = d
+	now := e.now()
+	q.advanceLocked(now)
+	q.rearmLocked(now)
+	q.mu.Unlock()
+	return e.awaitDurable(b)
+}
+
+// DeleteQueue implements engine.Backend. Waiting receives return empty; the
+// name stays reserved for engine.RecreateDelay (in memory only).
+func (e *Engine) DeleteQueue(ctx context.Context, account, name string) error {
+	if err := ctx.Err(); err != nil {
+		return err
+	}
+	if err := e.enter(); err != nil {
+		return err
+	}
+	defer e.leave()
+	e.adminMu.Lock()
+	defer e.adminMu.Unlock()
+	q, err := e.lookup(account, name)
+	if err != nil {
+		return err
+	}
+
+	b := e.db.NewBatch()
+	lo, hi := queueMsgSpan(q.id)
+	_ = b.DeleteRange(lo, hi, nil)
+	_ = b.Delete(queueKey(q.id), nil)
+	q.mu.Lock()
+	q.deleted = true
+	q.stopTimerLocked()
+	q.wakeAllLocked()
+	q.resetIndexLocked()
+	err = e.applyOrdered(b)
+	q.mu.Unlock()
+
+	key := qname{account, name}
+	e.mu.Lock()
+	delete(e.queues, key)
+	e.mu.Unlock()
+	e.deleted[key] = e.clock.Now()
+	if err != nil {
+		b.Close()
+		return err
+	}
+	return e.awaitDurable(b)
+}
+
+func cloneQueue(q *engine.Queue) engine.Queue {
+	c := *q
+	c.Attributes = cloneMap(q.Attributes)
+	c.Tags = cloneMap(q.Tags)
+	c.Created = normTime(q.Created)
+	c.Modified = normTime(q.Modified)
+	c.LastPurge = normTime(q.LastPurge)
+	return c
+}
+
+// cloneMap copies m; an empty map becomes nil, as it reads back from the
+// store.
+func cloneMap(m map[string]string) map[string]string {
+	if len(m) == 0 {
+		return nil
+	}
+	return maps.Clone(m)
+}
+
+// pebbleLogger sends the store's log lines to slog.
+type pebbleLogger struct{ l *slog.Logger }
+
+func (p pebbleLogger) Infof(format string, args ...any) {
+	if p.l.Enabled(context.Background(), slog.LevelDebug) {
+		p.l.Debug("store: " + fmt.Sprintf(format, args...))
+	}
+}
+
+func (p pebbleLogger) Errorf(format string, args ...any) {
+	p.l.Error("store: " + fmt.Sprintf(format, args...))
+}
+
+// Fatalf is called when the store cannot go on (e.g. the WAL cannot be
+// written); acknowledging further writes would lie, so the process exits.
+func (p pebbleLogger) Fatalf(format string, args ...any) {
+	p.l.Error("store: fatal: " + fmt.Sprintf(format, args...))
+	os.Exit(1)
+}

@@ -1,0 +1,445 @@
+package embedded
+
+import (
+	"bytes"
+	"cmp"
+	"context"
+	"crypto/rand"
+	"fmt"
+	"slices"
+	"time"
+
+	"github.com/cockroachdb/pebble/v2"
+	"github.com/google/uuid"
+
+	"github.com/ferrymq/ferry/internal/engine"
+)
+
+// Send implements engine.Backend. The messages enter the index only once
+// their batch is durable, so no receive can see a message a crash would
+// lose.
+func (e *Engine) Send(ctx context.Context, account, name string, msgs []engine.NewMessage) ([]engine.SendResult, error) {
+	if err := ctx.Err(); err != nil {
+		return nil, err
+	}
+	if err := e.enter(); err != nil {
+		return nil, err
+	}
+	defer e.leave()
+	q, err := e.lookup(account, name)
+	if err != nil || len(msgs) == 0 {
+		return nil, err
+	}
+
+	q.mu.Lock()
+	if q.deleted {
+		q.mu.Unlock()
+		return nil, engine.ErrQueueNotFound
+	}
+	sentAt := e.now()
+	first := q.nextSeq
+	q.nextSeq += uint64(len(msgs))
+	queueDelay := q.desc.Settings.Delay
+	q.mu.Unlock()
+
+	// One allocation for the batch's index entries.
+	ms := make([]message, len(msgs))
+	res := make([]engine.SendResult, len(msgs))
+	b := e.db.NewBatch()
+	defer b.Close()
+	var buf []byte
+	// Message ids are UUID v4, drawn for the whole batch at once.
+	rnd := make([]byte, 16*len(msgs))
+	if _, err := rand.Read(rnd); err != nil {
+		return nil, fmt.Errorf("embedded: message id: %w", err)
+	}
+	for i := range msgs {
+		id := uuid.UUID(rnd[16*i : 16*i+16])
+		id[6] = id[6]&0x0f | 0x40 // version 4
+		id[8] = id[8]&0x3f | 0x80 // RFC 4122 variant
+		delay := queueDelay
+		if msgs[i].Delay != nil {
+			delay = *msgs[i].Delay
+		}
+		m := &ms[i]
+		*m = message{seq: first + uint64(i), sentAt: sentAt, deadline: after(sentAt, max0(delay)), timerSlot: -1, ageSlot: -1}
+		res[i].MessageID = id.String()
+		buf = encodeMessage(buf[:0], res[i].MessageID, sentAt, m.deadline, &msgs[i])
+		k := makeMsgKey(q.id, m.seq, kindBody)
+		if err := b.Set(k[:], buf, nil); err != nil {
+			return nil, fmt.Errorf("embedded: send: %w", err)
+		}
+	}
+	if e.beforeSendCommit != nil {
+		e.beforeSendCommit()
+	}
+	if err := b.Commit(e.writeOptions()); err != nil {
+		return nil, fmt.Errorf("embedded: send: %w", err)
+	}
+
+	q.mu.Lock()
+	defer q.mu.Unlock()
+	if q.deleted || first < q.purgeFloor {
+		// Deleted or purged while being written: the range delete may have
+		// been ordered before this batch, so remove the records here too.
+		cb := e.db.NewBatch()
+		for i := range ms {
+			k := makeMsgKey(q.id, ms[i].seq, kindBody)
+			_ = cb.Delete(k[:], nil)
+		}
+		if err := e.db.Apply(cb, pebble.NoSync); err != nil {
+			e.log.Error("drop messages of a purged queue", "queue", name, "err", err)
+		}
+		cb.Close()
+		if q.deleted {
+			return nil, engine.ErrQueueNotFound
+		}
+		return res, nil
+	}
+	now := e.now()
+	q.advanceLocked(now)
+	for i := range ms {
+		q.insertLocked(&ms[i], now)
+	}
+	q.serveLocked(now)
+	q.rearmLocked(now)
+	return res, nil
+}
+
+// Receive implements engine.Backend.
+func (e *Engine) Receive(ctx context.Context, account, name string, req engine.ReceiveRequest) ([]engine.Message, error) {
+	if ctx.Err() != nil {
+		return nil, nil
+	}
+	if err := e.enter(); err != nil {
+		return nil, err
+	}
+	q, err := e.lookup(account, name)
+	if err != nil {
+		e.leave()
+		return nil, err
+	}
+	maxMsgs := max(req.Max, 1)
+	var vis *time.Duration
+	if req.Visibility != nil {
+		v := *req.Visibility
+		vis = &v
+	}
+
+	q.mu.Lock()
+	if q.deleted {
+		q.mu.Unlock()
+		e.leave()
+		return nil, engine.ErrQueueNotFound
+	}
+	now := e.now()
+	q.advanceLocked(now)
+	if q.ready.n > 0 || req.Wait <= 0 {
+		got, err := q.takeLocked(now, maxMsgs, vis)
+		q.rearmLocked(now)
+		q.mu.Unlock()
+		defer e.leave()
+		if err != nil {
+			return nil, fmt.Errorf("embedded: receive: %w", err)
+		}
+		return e.fetch(q, got)
+	}
+	w := &waiter{ctx: ctx, max: maxMsgs, vis: vis, done: make(chan struct{})}
+	w.elem = q.waiters.PushBack(w)
+	q.mu.Unlock()
+	e.leave() // Close must not wait for a long poll
+
+	expired := make(chan struct{})
+	t := e.clock.AfterFunc(req.Wait, func() { close(expired) })
+	select {
+	case <-w.done:
+	case <-ctx.Done():
+	case <-expired:
+	}
+	t.Stop()
+
+	q.mu.Lock()
+	if w.elem != nil {
+		q.waiters.Remove(w.elem)
+		w.elem = nil
+	}
+	got := w.got
+	q.mu.Unlock()
+	if len(got) == 0 || e.enter() != nil {
+		return nil, nil
+	}
+	defer e.leave()
+	return e.fetch(q, got)
+}
+
+// fetch reads the bodies of taken messages and makes their handles. One
+// iterator serves the whole receive: taken messages are mostly neighbours in
+// seq order, so ascending seeks reuse the blocks already loaded.
+func (e *Engine) fetch(q *queue, got []taken) ([]engine.Message, error) {
+	if len(got) == 0 {
+		return nil, nil
+	}
+	order := make([]int, len(got))
+	for i := range order {
+		order[i] = i
+	}
+	slices.SortFunc(order, func(a, b int) int { return cmp.Compare(got[a].seq, got[b].seq) })
+	lo, hi := queueMsgSpan(q.id)
+	it, err := e.db.NewIter(&pebble.IterOptions{LowerBound: lo, UpperBound: hi})
+	if err != nil {
+		return nil, fmt.Errorf("embedded: read messages: %w", err)
+	}
+	defer it.Close()
+	out := make([]engine.Message, len(got))
+	found := make([]bool, len(got))
+	for _, i := range order {
+		t := got[i]
+		k := makeMsgKey(q.id, t.seq, kindBody)
+		if !it.SeekGE(k[:]) || !bytes.Equal(it.Key(), k[:]) {
+			continue // purged or expired since it was taken
+		}
+		v, err := it.ValueAndErr()
+		if err != nil {
+			return nil, fmt.Errorf("embedded: read message: %w", err)
+		}
+		m := &out[i]
+		if err := decodeMessage(v, m); err != nil {
+			return nil, fmt.Errorf("embedded: message %d of queue %d: %w", t.seq, q.id, err)
+		}
+		m.ReceiptHandle = e.signer.sign(receipt{qid: q.id, seq: t.seq, gen: t.gen})
+		m.ReceiveCount = int(t.receiveCount)
+		m.FirstReceiveAt = fromNanos(t.firstReceiveAt)
+		found[i] = true
+	}
+	if err := it.Error(); err != nil {
+		return nil, fmt.Errorf("embedded: read messages: %w", err)
+	}
+	n := 0
+	for i := range out {
+		if found[i] {
+			out[n] = out[i]
+			n++
+		}
+	}
+	return out[:n], nil
+}
+
+// parseHandles checks every handle's MAC and queue before any lock is taken.
+func (e *Engine) parseHandles(q *queue, n int, handle func(int) string) ([]receipt, []error) {
+	rs := make([]receipt, n)
+	errs := make([]error, n)
+	for i := range n {
+		r, ok := e.signer.parse(handle(i))
+		if !ok || r.qid != q.id {
+			errs[i] = engine.ErrReceiptHandleInvalid
+			continue
+		}
+		rs[i] = r
+	}
+	return rs, errs
+}
+
+// Delete implements engine.Backend. A handle deletes its message if it is
+// from the message's latest receive, even after its visibility expired; a
+// superseded handle, or one whose message is gone, succeeds and deletes
+// nothing.
+func (e *Engine) Delete(ctx context.Context, account, name string, handles []string) ([]error, error) {
+	if err := ctx.Err(); err != nil {
+		return nil, err
+	}
+	if err := e.enter(); err != nil {
+		return nil, err
+	}
+	defer e.leave()
+	q, err := e.lookup(account, name)
+	if err != nil {
+		return nil, err
+	}
+	rs, errs := e.parseHandles(q, len(handles), func(i int) string { return handles[i] })
+
+	var b *pebble.Batch
+	stale := false
+	q.mu.Lock()
+	if q.deleted {
+		q.mu.Unlock()
+		return nil, engine.ErrQueueNotFound
+	}
+	now := e.now()
+	q.advanceLocked(now)
+	for i, r := range rs {
+		if errs[i] != nil {
+			continue
+		}
+		m := q.msgs[r.seq]
+		if m == nil || m.gen != r.gen {
+			stale = true
+			continue
+		}
+		q.dropLocked(m)
+		if b == nil {
+			b = e.db.NewBatch()
+		}
+		deleteMsgKeys(b, q.id, m)
+	}
+	if b != nil {
+		err = e.applyOrdered(b)
+	}
+	q.rearmLocked(now)
+	q.mu.Unlock()
+
+	switch {
+	case b != nil && err != nil:
+		b.Close()
+		return nil, err
+	case b != nil:
+		err = e.awaitDurable(b)
+	case stale:
+		// The message may have been deleted by a call still waiting for its
+		// sync (a retried delete): do not acknowledge before that one is.
+		err = e.syncBarrier()
+	}
+	if err != nil {
+		return nil, err
+	}
+	return errs, nil
+}
+
+// ChangeVisibility implements engine.Backend. Only the latest receive's
+// handle works, while the message exists; a message whose visibility had
+// expired but that nobody received since is hidden again.
+func (e *Engine) ChangeVisibility(ctx context.Context, account, name string, changes []engine.VisibilityChange) ([]error, error) {
+	if err := ctx.Err(); err != nil {
+		return nil, err
+	}
+	if err := e.enter(); err != nil {
+		return nil, err
+	}
+	defer e.leave()
+	q, err := e.lookup(account, name)
+	if err != nil {
+		return nil, err
+	}
+	rs, errs := e.parseHandles(q, len(changes), func(i int) string { return changes[i].ReceiptHandle })
+
+	var b *pebble.Batch
+	var buf [64]byte
+	q.mu.Lock()
+	if q.deleted {
+		q.mu.Unlock()
+		return nil, engine.ErrQueueNotFound
+	}
+	now := e.now()
+	q.advanceLocked(now)
+	revealed := false
+	for i, r := range rs {
+		if errs[i] != nil {
+			continue
+		}
+		m := q.msgs[r.seq]
+		if m == nil || m.gen != r.gen {
+			errs[i] = engine.ErrMessageNotInflight
+			continue
+		}
+		timeout := max0(changes[i].Timeout)
+		deadline := after(now, timeout)
+		if deadline > after(m.receivedAt, engine.MaxVisibility) {
+			errs[i] = engine.ErrVisibilityLimit
+			continue
+		}
+		if timeout == 0 {
+			m.deadline = now
+			if m.status != statusReady {
+				q.revealLocked(m)
+				revealed = true
+			}
+		} else {
+			q.hideLocked(m, deadline)
+		}
+		if b == nil {
+			b = e.db.NewBatch()
+		}
+		k := makeMsgKey(q.id, m.seq, kindState)
+		_ = b.Set(k[:], encodeState(buf[:0], m.state()), nil)
+	}
+	if b != nil {
+		err = e.applyOrdered(b)
+	}
+	if revealed {
+		q.serveLocked(now)
+	}
+	q.rearmLocked(now)
+	q.mu.Unlock()
+
+	if b != nil {
+		if err != nil {
+			b.Close()
+			return nil, err
+		}
+		if err := e.awaitDurable(b); err != nil {
+			return nil, err
+		}
+	}
+	return errs, nil
+}
+
+// Purge implements engine.Backend.
+func (e *Engine) Purge(ctx context.Context, account, name string) error {
+	if err := ctx.Err(); err != nil {
+		return err
+	}
+	if err := e.enter(); err != nil {
+		return err
+	}
+	defer e.leave()
+	q, err := e.lookup(account, name)
+	if err != nil {
+		return err
+	}
+	q.mu.Lock()
+	if q.deleted {
+		q.mu.Unlock()
+		return engine.ErrQueueNotFound
+	}
+	nowT := e.clock.Now()
+	if last := q.desc.LastPurge; !last.IsZero() && nowT.Sub(last) < engine.PurgeInterval {
+		q.mu.Unlock()
+		return engine.ErrPurgeInProgress
+	}
+	d := cloneQueue(&q.desc)
+	d.LastPurge = normTime(nowT)
+	b := e.db.NewBatch()
+	lo, hi := msgSpan(q.id, 0, q.nextSeq)
+	_ = b.DeleteRange(lo, hi, nil)
+	_ = b.Set(queueKey(q.id), encodeQueue(nil, &d), nil)
+	if err := e.applyOrdered(b); err != nil {
+		q.mu.Unlock()
+		b.Close()
+		return err
+	}
+	q.desc = d
+	q.purgeFloor = q.nextSeq
+	q.resetIndexLocked()
+	q.mu.Unlock()
+	return e.awaitDurable(b)
+}
+
+// Stats implements engine.Backend; the counts are exact at the call's time.
+func (e *Engine) Stats(ctx context.Context, account, name string) (engine.Stats, error) {
+	if err := e.enter(); err != nil {
+		return engine.Stats{}, err
+	}
+	defer e.leave()
+	q, err := e.lookup(account, name)
+	if err != nil {
+		return engine.Stats{}, err
+	}
+	q.mu.Lock()
+	defer q.mu.Unlock()
+	if q.deleted {
+		return engine.Stats{}, engine.ErrQueueNotFound
+	}
+	now := e.now()
+	q.advanceLocked(now)
+	q.rearmLocked(now)
+	return q.stats(), nil
+}

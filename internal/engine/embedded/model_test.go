@@ -1,0 +1,263 @@
+package embedded
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"math/rand/v2"
+	"testing"
+	"time"
+
+	"github.com/ferrymq/ferry/internal/clock"
+	"github.com/ferrymq/ferry/internal/engine"
+	"github.com/ferrymq/ferry/internal/engine/enginetest"
+)
+
+// checkIndex verifies the index's internal consistency: every message is in
+// exactly the structures its status says, the counters match, both heaps
+// are ordered and nothing due is left undone.
+func (q *queue) checkIndex(now int64) error {
+	var ready, inflight, delayed int
+	for seq, m := range q.msgs {
+		if m.seq != seq {
+			return fmt.Errorf("message %d filed under %d", m.seq, seq)
+		}
+		if m.ageSlot < 0 || m.ageSlot >= q.ages.len() || q.ages.items[m.ageSlot] != m {
+			return fmt.Errorf("message %d not in the age heap", seq)
+		}
+		inTimers := m.timerSlot >= 0 && m.timerSlot < q.timers.len() && q.timers.items[m.timerSlot] == m
+		switch m.status {
+		case statusReady:
+			ready++
+			if m.timerSlot != -1 {
+				return fmt.Errorf("ready message %d has timer slot %d", seq, m.timerSlot)
+			}
+		case statusInflight:
+			inflight++
+			if !inTimers || m.receiveCount == 0 {
+				return fmt.Errorf("in-flight message %d: in timers %v, count %d", seq, inTimers, m.receiveCount)
+			}
+		case statusDelayed:
+			delayed++
+			if !inTimers || m.receiveCount != 0 {
+				return fmt.Errorf("delayed message %d: in timers %v, count %d", seq, inTimers, m.receiveCount)
+			}
+		}
+		if m.status != statusReady && m.deadline <= now {
+			return fmt.Errorf("message %d due at %d still hidden at %d", seq, m.deadline, now)
+		}
+	}
+	n := 0
+	var prev *message
+	for m := q.ready.head; m != nil; m = m.next {
+		if m.prev != prev || m.status != statusReady || q.msgs[m.seq] != m {
+			return fmt.Errorf("ready list broken at %d", m.seq)
+		}
+		prev = m
+		n++
+	}
+	if prev != q.ready.tail {
+		return errors.New("ready list tail is wrong")
+	}
+	if n != q.ready.n || n != ready || inflight != q.inflight || delayed != q.delayed {
+		return fmt.Errorf("counters: list %d/%d ready %d, in flight %d/%d, delayed %d/%d",
+			n, q.ready.n, ready, inflight, q.inflight, delayed, q.delayed)
+	}
+	if q.timers.len() != inflight+delayed || q.ages.len() != len(q.msgs) {
+		return fmt.Errorf("heap sizes %d, %d", q.timers.len(), q.ages.len())
+	}
+	for _, h := range []*msgHeap{&q.timers, &q.ages} {
+		for i, m := range h.items {
+			if *h.slot(m) != i {
+				return fmt.Errorf("message %d thinks it is at %d, is at %d", m.seq, *h.slot(m), i)
+			}
+			if i > 0 && h.less(m, h.items[(i-1)/2]) {
+				return fmt.Errorf("heap order broken at %d", i)
+			}
+		}
+	}
+	if ret := q.desc.Settings.Retention; ret > 0 {
+		if m := q.ages.min(); m != nil && after(m.sentAt, ret) <= now {
+			return fmt.Errorf("message %d outlived retention", m.seq)
+		}
+	}
+	return nil
+}
+
+// modelMsg is the reference model's view of one message.
+type modelMsg struct {
+	sentAt, deadline, receivedAt time.Time
+	received                     bool
+	handle                       string // latest
+}
+
+// TestModel drives the engine with random operations on a fake clock and
+// compares every outcome and the exact counts with a simple model.
+func TestModel(t *testing.T) {
+	for seed := range uint64(8) {
+		t.Run(fmt.Sprint("seed", seed), func(t *testing.T) {
+			opts := Options{InMemory: true}
+			if seed%2 == 1 {
+				opts = Options{Dir: t.TempDir()}
+			}
+			runModel(t, seed, opts)
+		})
+	}
+}
+
+func runModel(t *testing.T, seed uint64, opts Options) {
+	ctx := context.Background()
+	rng := rand.New(rand.NewPCG(seed, seed))
+	clk := clock.NewFake(enginetest.Start)
+	opts.Clock = clk
+	e := openTest(t, opts)
+	s := settings()
+	s.Retention = 10 * time.Minute
+	mustCreate(t, e, engine.Queue{Name: "q", Settings: s})
+	q, _ := e.lookup(acct, "q")
+
+	msgs := map[string]*modelMsg{}
+	var handles []string // every handle ever issued
+	retention := s.Retention
+	var lastPurge time.Time
+	durations := []time.Duration{0, time.Second, 5 * time.Second, 30 * time.Second, 2 * time.Minute}
+
+	expire := func(now time.Time) {
+		for id, m := range msgs {
+			if !now.Before(m.sentAt.Add(retention)) {
+				delete(msgs, id)
+			}
+		}
+	}
+	for step := range 3000 {
+		now := clk.Now()
+		var what string
+		switch op := rng.IntN(100); {
+		case op < 25:
+			n := 1 + rng.IntN(4)
+			batch := make([]engine.NewMessage, n)
+			for i := range batch {
+				if rng.IntN(3) == 0 {
+					d := durations[rng.IntN(len(durations))]
+					batch[i].Delay = &d
+				}
+			}
+			what = fmt.Sprintf("send %d", n)
+			for i, id := range mustSend(t, e, "q", batch...) {
+				d := s.Delay
+				if batch[i].Delay != nil {
+					d = *batch[i].Delay
+				}
+				msgs[id] = &modelMsg{sentAt: now, deadline: now.Add(d)}
+			}
+		case op < 50:
+			max := 1 + rng.IntN(10)
+			vis := durations[rng.IntN(len(durations))]
+			what = fmt.Sprintf("receive %d for %v", max, vis)
+			visible := 0
+			for _, m := range msgs {
+				if !m.deadline.After(now) {
+					visible++
+				}
+			}
+			got := mustReceive(t, e, "q", engine.ReceiveRequest{Max: max, Visibility: &vis})
+			if len(got) != min(max, visible) {
+				t.Fatalf("step %d %s: got %d of %d visible", step, what, len(got), visible)
+			}
+			for _, g := range got {
+				m := msgs[g.MessageID]
+				if m == nil || m.deadline.After(now) {
+					t.Fatalf("step %d %s: handed out a message that is not visible", step, what)
+				}
+				m.received, m.receivedAt, m.deadline, m.handle = true, now, now.Add(vis), g.ReceiptHandle
+				handles = append(handles, g.ReceiptHandle)
+			}
+		case op < 62 && len(handles) > 0:
+			h := handles[rng.IntN(len(handles))]
+			what = "delete"
+			errs, err := e.Delete(ctx, acct, "q", []string{h})
+			if err != nil || errs[0] != nil {
+				t.Fatalf("step %d delete: %v %v", step, errs, err)
+			}
+			for id, m := range msgs {
+				if m.handle == h {
+					delete(msgs, id)
+				}
+			}
+		case op < 75 && len(handles) > 0:
+			h := handles[rng.IntN(len(handles))]
+			d := durations[rng.IntN(len(durations))]
+			if rng.IntN(10) == 0 {
+				d = engine.MaxVisibility
+			}
+			what = fmt.Sprintf("change visibility to %v", d)
+			var want error = engine.ErrMessageNotInflight
+			for _, m := range msgs {
+				if m.handle != h {
+					continue
+				}
+				if now.Add(d).After(m.receivedAt.Add(engine.MaxVisibility)) {
+					want = engine.ErrVisibilityLimit
+				} else {
+					want = nil
+					m.deadline = now.Add(d)
+				}
+			}
+			errs, err := e.ChangeVisibility(ctx, acct, "q", []engine.VisibilityChange{{ReceiptHandle: h, Timeout: d}})
+			if err != nil || !errors.Is(errs[0], want) || (want == nil) != (errs[0] == nil) {
+				t.Fatalf("step %d %s: %v %v, want %v", step, what, errs, err, want)
+			}
+		case op < 77:
+			what = "purge"
+			err := e.Purge(ctx, acct, "q")
+			if !lastPurge.IsZero() && now.Sub(lastPurge) < engine.PurgeInterval {
+				if !errors.Is(err, engine.ErrPurgeInProgress) {
+					t.Fatalf("step %d purge: %v", step, err)
+				}
+				break
+			}
+			if err != nil {
+				t.Fatalf("step %d purge: %v", step, err)
+			}
+			lastPurge = now
+			clear(msgs)
+		case op < 79:
+			retention = []time.Duration{time.Minute, 5 * time.Minute, 10 * time.Minute}[rng.IntN(3)]
+			what = fmt.Sprintf("retention %v", retention)
+			if err := e.UpdateQueue(ctx, acct, "q", func(q *engine.Queue) error {
+				q.Settings.Retention = retention
+				return nil
+			}); err != nil {
+				t.Fatal(err)
+			}
+			expire(now)
+		default:
+			d := time.Duration(rng.IntN(40)) * time.Second / 2
+			what = fmt.Sprintf("advance %v", d)
+			clk.Advance(d)
+			expire(clk.Now())
+		}
+
+		now = clk.Now()
+		var want engine.Stats
+		for _, m := range msgs {
+			switch {
+			case !m.deadline.After(now):
+				want.Visible++
+			case m.received:
+				want.NotVisible++
+			default:
+				want.Delayed++
+			}
+		}
+		if got := mustStats(t, e, "q"); got != want {
+			t.Fatalf("step %d after %s: stats %+v, want %+v", step, what, got, want)
+		}
+		q.mu.Lock()
+		err := q.checkIndex(now.UnixNano())
+		q.mu.Unlock()
+		if err != nil {
+			t.Fatalf("step %d after %s: %v", step, what, err)
+		}
+	}
+}

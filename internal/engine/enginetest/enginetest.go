@@ -1,0 +1,1175 @@
+// Package enginetest is the conformance suite every engine.Backend must
+// pass. A backend's own tests call Run with a constructor.
+package enginetest
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"slices"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/ferrymq/ferry/internal/clock"
+	"github.com/ferrymq/ferry/internal/engine"
+)
+
+// Account is the account every queue of the suite belongs to.
+const Account = "123456789012"
+
+// Start is the fake clock's time when a subtest begins.
+var Start = time.Date(2030, 1, 2, 3, 4, 5, 0, time.UTC)
+
+// settle bounds every wait for another goroutine (never a timing assertion).
+const settle = 10 * time.Second
+
+// Run runs the suite. open must return a new, empty Backend whose every
+// timestamp and timer comes from clk; Run closes it when the subtest ends
+// (Close must therefore tolerate a second call).
+func Run(t *testing.T, open func(t *testing.T, clk *clock.Fake) engine.Backend) {
+	tests := []struct {
+		name string
+		fn   func(h *H)
+	}{
+		{"CreateQueueIdempotent", testCreateIdempotent},
+		{"CreateQueueAccounts", testCreateAccounts},
+		{"RecreateDelay", testRecreateDelay},
+		{"ListQueues", testListQueues},
+		{"UpdateQueue", testUpdateQueue},
+		{"DeleteQueue", testDeleteQueue},
+		{"MissingQueue", testMissingQueue},
+		{"SendReceiveDelete", testSendReceiveDelete},
+		{"ReceiveMax", testReceiveMax},
+		{"EmptyCalls", testEmptyCalls},
+		{"VisibilityExpiry", testVisibilityExpiry},
+		{"ReceiveVisibilityOverride", testReceiveVisibilityOverride},
+		{"QueueDelay", testQueueDelay},
+		{"MessageDelay", testMessageDelay},
+		{"Retention", testRetention},
+		{"RetentionReduced", testRetentionReduced},
+		{"HandleInvalid", testHandleInvalid},
+		{"HandleOtherQueue", testHandleOtherQueue},
+		{"HandleStale", testHandleStale},
+		{"DeleteAfterVisibilityExpired", testDeleteAfterExpiry},
+		{"ChangeVisibility", testChangeVisibility},
+		{"ChangeVisibilityZero", testChangeVisibilityZero},
+		{"ChangeVisibilityLimit", testChangeVisibilityLimit},
+		{"ChangeVisibilityAfterExpiry", testChangeVisibilityAfterExpiry},
+		{"Purge", testPurge},
+		{"LongPollWokenBySend", testLongPollSend},
+		{"LongPollWokenByVisibilityExpiry", testLongPollVisibility},
+		{"LongPollWokenByDelayEnd", testLongPollDelay},
+		{"LongPollWokenByChangeVisibility", testLongPollChangeVisibility},
+		{"LongPollCancel", testLongPollCancel},
+		{"LongPollTimeout", testLongPollTimeout},
+		{"LongPollQueueDeleted", testLongPollQueueDeleted},
+		{"ReceiveCancelledContext", testReceiveCancelled},
+		{"ConcurrentWaitersAndSenders", testConcurrent},
+		{"Close", testClose},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			clk := clock.NewFake(Start)
+			b := open(t, clk)
+			t.Cleanup(func() { _ = b.Close() })
+			tc.fn(&H{T: t, B: b, Clk: clk, Ctx: context.Background()})
+		})
+	}
+}
+
+// H is a subtest's harness: a backend, its clock and terse helpers that
+// fail the test on unexpected errors.
+type H struct {
+	*testing.T
+	B   engine.Backend
+	Clk *clock.Fake
+	Ctx context.Context
+}
+
+// Settings are the SQS defaults.
+func Settings() engine.QueueSettings {
+	return engine.QueueSettings{
+		VisibilityTimeout: 30 * time.Second,
+		Retention:         4 * 24 * time.Hour,
+		MaximumSize:       1 << 20,
+	}
+}
+
+// Create creates a queue with the default settings changed by mod.
+func (h *H) Create(name string, mod func(*engine.QueueSettings)) {
+	h.Helper()
+	s := Settings()
+	if mod != nil {
+		mod(&s)
+	}
+	_, created, err := h.B.CreateQueue(h.Ctx, engine.Queue{Account: Account, Name: name, Settings: s})
+	if err != nil || !created {
+		h.Fatalf("CreateQueue(%s) = created %v, %v", name, created, err)
+	}
+}
+
+// Send sends msgs and returns their ids.
+func (h *H) Send(name string, msgs ...engine.NewMessage) []string {
+	h.Helper()
+	res, err := h.B.Send(h.Ctx, Account, name, msgs)
+	if err != nil {
+		h.Fatalf("Send(%s): %v", name, err)
+	}
+	if len(res) != len(msgs) {
+		h.Fatalf("Send(%s) returned %d results for %d messages", name, len(res), len(msgs))
+	}
+	ids := make([]string, len(res))
+	for i, r := range res {
+		if r.MessageID == "" {
+			h.Fatalf("Send(%s): empty message id", name)
+		}
+		ids[i] = r.MessageID
+	}
+	return ids
+}
+
+// SendBodies sends one plain message per body.
+func (h *H) SendBodies(name string, bodies ...string) []string {
+	h.Helper()
+	msgs := make([]engine.NewMessage, len(bodies))
+	for i, b := range bodies {
+		msgs[i] = engine.NewMessage{Body: b, MD5OfBody: "md5-" + b}
+	}
+	return h.Send(name, msgs...)
+}
+
+// Receive receives without waiting unless req says otherwise.
+func (h *H) Receive(name string, req engine.ReceiveRequest) []engine.Message {
+	h.Helper()
+	if req.Max == 0 {
+		req.Max = 10
+	}
+	msgs, err := h.B.Receive(h.Ctx, Account, name, req)
+	if err != nil {
+		h.Fatalf("Receive(%s): %v", name, err)
+	}
+	return msgs
+}
+
+// ReceiveOne receives and expects exactly one message.
+func (h *H) ReceiveOne(name string, req engine.ReceiveRequest) engine.Message {
+	h.Helper()
+	msgs := h.Receive(name, req)
+	if len(msgs) != 1 {
+		h.Fatalf("Receive(%s) returned %d messages, want 1", name, len(msgs))
+	}
+	return msgs[0]
+}
+
+// ReceiveNone expects an empty short poll.
+func (h *H) ReceiveNone(name string) {
+	h.Helper()
+	if msgs := h.Receive(name, engine.ReceiveRequest{}); len(msgs) != 0 {
+		h.Fatalf("Receive(%s) returned %d messages, want none", name, len(msgs))
+	}
+}
+
+// Delete deletes by handles and returns the per-handle errors.
+func (h *H) Delete(name string, handles ...string) []error {
+	h.Helper()
+	errs, err := h.B.Delete(h.Ctx, Account, name, handles)
+	if err != nil {
+		h.Fatalf("Delete(%s): %v", name, err)
+	}
+	if len(errs) != len(handles) {
+		h.Fatalf("Delete(%s) returned %d results for %d handles", name, len(errs), len(handles))
+	}
+	return errs
+}
+
+// ChangeVisibility changes one handle's visibility and returns its error.
+func (h *H) ChangeVisibility(name, handle string, d time.Duration) error {
+	h.Helper()
+	errs, err := h.B.ChangeVisibility(h.Ctx, Account, name, []engine.VisibilityChange{{ReceiptHandle: handle, Timeout: d}})
+	if err != nil {
+		h.Fatalf("ChangeVisibility(%s): %v", name, err)
+	}
+	if len(errs) != 1 {
+		h.Fatalf("ChangeVisibility(%s) returned %d results for 1 change", name, len(errs))
+	}
+	return errs[0]
+}
+
+// WantStats checks the queue's counts.
+func (h *H) WantStats(name string, visible, notVisible, delayed int64) {
+	h.Helper()
+	s, err := h.B.Stats(h.Ctx, Account, name)
+	if err != nil {
+		h.Fatalf("Stats(%s): %v", name, err)
+	}
+	if want := (engine.Stats{Visible: visible, NotVisible: notVisible, Delayed: delayed}); s != want {
+		h.Fatalf("Stats(%s) = %+v, want %+v", name, s, want)
+	}
+}
+
+// WaitPending waits until the fake clock has at least n timers, i.e. until
+// a goroutine has reached its wait.
+func (h *H) WaitPending(n int) {
+	h.Helper()
+	deadline := time.Now().Add(settle)
+	for h.Clk.Pending() < n {
+		if time.Now().After(deadline) {
+			h.Fatalf("clock has %d pending timers, want %d", h.Clk.Pending(), n)
+		}
+		time.Sleep(time.Millisecond)
+	}
+}
+
+// Result is what an asynchronous Receive returned.
+type Result struct {
+	Msgs []engine.Message
+	Err  error
+}
+
+// ReceiveAsync starts a Receive in a goroutine.
+func (h *H) ReceiveAsync(ctx context.Context, name string, req engine.ReceiveRequest) <-chan Result {
+	ch := make(chan Result, 1)
+	go func() {
+		msgs, err := h.B.Receive(ctx, Account, name, req)
+		ch <- Result{msgs, err}
+	}()
+	return ch
+}
+
+// StartWait starts a long poll and returns once it is waiting.
+func (h *H) StartWait(ctx context.Context, name string, req engine.ReceiveRequest) <-chan Result {
+	h.Helper()
+	before := h.Clk.Pending()
+	ch := h.ReceiveAsync(ctx, name, req)
+	h.WaitPending(before + 1)
+	select {
+	case r := <-ch:
+		h.Fatalf("long poll returned before anything happened: %d messages, %v", len(r.Msgs), r.Err)
+	default:
+	}
+	return ch
+}
+
+// Await waits for an asynchronous Receive.
+func (h *H) Await(ch <-chan Result) Result {
+	h.Helper()
+	select {
+	case r := <-ch:
+		return r
+	case <-time.After(settle):
+		h.Fatalf("receive did not return")
+		return Result{}
+	}
+}
+
+func wantErr(t *testing.T, what string, got, want error) {
+	t.Helper()
+	if !errors.Is(got, want) {
+		t.Fatalf("%s: err = %v, want %v", what, got, want)
+	}
+}
+
+func testCreateIdempotent(h *H) {
+	q := engine.Queue{
+		Account:    Account,
+		Name:       "q1",
+		Attributes: map[string]string{"VisibilityTimeout": "30"},
+		Tags:       map[string]string{"team": "a"},
+		Settings:   Settings(),
+		Created:    Start,
+		Modified:   Start,
+	}
+	got, created, err := h.B.CreateQueue(h.Ctx, q)
+	if err != nil || !created {
+		h.Fatalf("first create: created %v, %v", created, err)
+	}
+	if got.Name != "q1" || got.Account != Account || got.Attributes["VisibilityTimeout"] != "30" || got.Tags["team"] != "a" {
+		h.Fatalf("first create returned %+v", got)
+	}
+	if !got.Created.Equal(Start) {
+		h.Fatalf("Created = %v, want %v", got.Created, Start)
+	}
+	q2 := q
+	q2.Attributes = map[string]string{"VisibilityTimeout": "60"}
+	existing, created, err := h.B.CreateQueue(h.Ctx, q2)
+	if err != nil || created {
+		h.Fatalf("second create: created %v, %v", created, err)
+	}
+	if existing.Attributes["VisibilityTimeout"] != "30" {
+		h.Fatalf("second create returned %v, want the existing queue's attributes", existing.Attributes)
+	}
+	// The caller's maps are not the stored ones.
+	q.Attributes["VisibilityTimeout"] = "99"
+	stored, err := h.B.GetQueue(h.Ctx, Account, "q1")
+	if err != nil {
+		h.Fatal(err)
+	}
+	if stored.Attributes["VisibilityTimeout"] != "30" {
+		h.Fatalf("stored attributes changed through the caller's map: %v", stored.Attributes)
+	}
+}
+
+func testCreateAccounts(h *H) {
+	for _, acct := range []string{Account, "000000000000"} {
+		_, created, err := h.B.CreateQueue(h.Ctx, engine.Queue{Account: acct, Name: "same", Settings: Settings()})
+		if err != nil || !created {
+			h.Fatalf("create in %s: created %v, %v", acct, created, err)
+		}
+	}
+	h.SendBodies("same", "a")
+	h.WantStats("same", 1, 0, 0)
+	s, err := h.B.Stats(h.Ctx, "000000000000", "same")
+	if err != nil || s != (engine.Stats{}) {
+		h.Fatalf("other account's queue: %+v, %v", s, err)
+	}
+}
+
+func testRecreateDelay(h *H) {
+	h.Create("q", nil)
+	h.SendBodies("q", "old")
+	if err := h.B.DeleteQueue(h.Ctx, Account, "q"); err != nil {
+		h.Fatal(err)
+	}
+	_, _, err := h.B.CreateQueue(h.Ctx, engine.Queue{Account: Account, Name: "q", Settings: Settings()})
+	wantErr(h.T, "create at once", err, engine.ErrQueueDeletedRecently)
+	h.Clk.Advance(engine.RecreateDelay - time.Second)
+	_, _, err = h.B.CreateQueue(h.Ctx, engine.Queue{Account: Account, Name: "q", Settings: Settings()})
+	wantErr(h.T, "create 59s later", err, engine.ErrQueueDeletedRecently)
+	h.Clk.Advance(time.Second)
+	h.Create("q", nil)
+	h.WantStats("q", 0, 0, 0)
+	h.ReceiveNone("q")
+}
+
+func testListQueues(h *H) {
+	for _, n := range []string{"beta", "alpha-2", "alpha-1", "gamma"} {
+		h.Create(n, nil)
+	}
+	if _, _, err := h.B.CreateQueue(h.Ctx, engine.Queue{Account: "000000000000", Name: "alpha-x", Settings: Settings()}); err != nil {
+		h.Fatal(err)
+	}
+	names := func(prefix string) []string {
+		qs, err := h.B.ListQueues(h.Ctx, Account, prefix)
+		if err != nil {
+			h.Fatal(err)
+		}
+		var out []string
+		for _, q := range qs {
+			out = append(out, q.Name)
+		}
+		return out
+	}
+	for _, tc := range []struct {
+		prefix string
+		want   []string
+	}{
+		{"", []string{"alpha-1", "alpha-2", "beta", "gamma"}},
+		{"alpha", []string{"alpha-1", "alpha-2"}},
+		{"Alpha", nil},
+		{"gamma", []string{"gamma"}},
+		{"zzz", nil},
+	} {
+		if got := names(tc.prefix); !slices.Equal(got, tc.want) {
+			h.Errorf("ListQueues(%q) = %v, want %v", tc.prefix, got, tc.want)
+		}
+	}
+	if err := h.B.DeleteQueue(h.Ctx, Account, "beta"); err != nil {
+		h.Fatal(err)
+	}
+	if got, want := names(""), []string{"alpha-1", "alpha-2", "gamma"}; !slices.Equal(got, want) {
+		h.Errorf("after delete: %v, want %v", got, want)
+	}
+}
+
+func testUpdateQueue(h *H) {
+	h.Create("q", nil)
+	refuse := errors.New("refused")
+	err := h.B.UpdateQueue(h.Ctx, Account, "q", func(q *engine.Queue) error {
+		q.Attributes = map[string]string{"DelaySeconds": "5"}
+		return refuse
+	})
+	if !errors.Is(err, refuse) {
+		h.Fatalf("refusing fn: err = %v", err)
+	}
+	q, err := h.B.GetQueue(h.Ctx, Account, "q")
+	if err != nil || q.Attributes["DelaySeconds"] != "" {
+		h.Fatalf("refused update was stored: %+v, %v", q.Attributes, err)
+	}
+
+	modified := Start.Add(time.Minute)
+	err = h.B.UpdateQueue(h.Ctx, Account, "q", func(q *engine.Queue) error {
+		q.Attributes = map[string]string{"VisibilityTimeout": "5"}
+		q.Tags = map[string]string{"k": "v"}
+		q.Settings.VisibilityTimeout = 5 * time.Second
+		q.Modified = modified
+		q.Name = "renamed"
+		return nil
+	})
+	if err != nil {
+		h.Fatal(err)
+	}
+	q, err = h.B.GetQueue(h.Ctx, Account, "q")
+	if err != nil {
+		h.Fatal(err)
+	}
+	if q.Name != "q" || q.Attributes["VisibilityTimeout"] != "5" || q.Tags["k"] != "v" ||
+		q.Settings.VisibilityTimeout != 5*time.Second || !q.Modified.Equal(modified) {
+		h.Fatalf("after update: %+v", q)
+	}
+	if _, err := h.B.GetQueue(h.Ctx, Account, "renamed"); !errors.Is(err, engine.ErrQueueNotFound) {
+		h.Fatalf("the update renamed the queue: %v", err)
+	}
+	// The new visibility applies to the next receive.
+	h.SendBodies("q", "a")
+	h.ReceiveOne("q", engine.ReceiveRequest{})
+	h.Clk.Advance(5 * time.Second)
+	h.WantStats("q", 1, 0, 0)
+
+	err = h.B.UpdateQueue(h.Ctx, Account, "nope", func(*engine.Queue) error { return nil })
+	wantErr(h.T, "update missing queue", err, engine.ErrQueueNotFound)
+}
+
+func testDeleteQueue(h *H) {
+	h.Create("q", nil)
+	h.SendBodies("q", "a", "b")
+	h.ReceiveOne("q", engine.ReceiveRequest{Max: 1})
+	if err := h.B.DeleteQueue(h.Ctx, Account, "q"); err != nil {
+		h.Fatal(err)
+	}
+	_, err := h.B.GetQueue(h.Ctx, Account, "q")
+	wantErr(h.T, "get deleted queue", err, engine.ErrQueueNotFound)
+	err = h.B.DeleteQueue(h.Ctx, Account, "q")
+	wantErr(h.T, "delete deleted queue", err, engine.ErrQueueNotFound)
+}
+
+func testMissingQueue(h *H) {
+	ctx := h.Ctx
+	b := h.B
+	checks := map[string]func() error{
+		"GetQueue":    func() error { _, err := b.GetQueue(ctx, Account, "nope"); return err },
+		"DeleteQueue": func() error { return b.DeleteQueue(ctx, Account, "nope") },
+		"Send": func() error {
+			_, err := b.Send(ctx, Account, "nope", []engine.NewMessage{{Body: "x"}})
+			return err
+		},
+		"Receive": func() error {
+			_, err := b.Receive(ctx, Account, "nope", engine.ReceiveRequest{Max: 1, Wait: time.Second})
+			return err
+		},
+		"Delete": func() error { _, err := b.Delete(ctx, Account, "nope", []string{"x"}); return err },
+		"ChangeVisibility": func() error {
+			_, err := b.ChangeVisibility(ctx, Account, "nope", []engine.VisibilityChange{{ReceiptHandle: "x"}})
+			return err
+		},
+		"Purge": func() error { return b.Purge(ctx, Account, "nope") },
+		"Stats": func() error { _, err := b.Stats(ctx, Account, "nope"); return err },
+	}
+	for name, fn := range checks {
+		wantErr(h.T, name, fn(), engine.ErrQueueNotFound)
+	}
+}
+
+func testSendReceiveDelete(h *H) {
+	h.Create("q", nil)
+	h.WantStats("q", 0, 0, 0)
+	in := engine.NewMessage{
+		Body: "hello \u00e9\x00 world",
+		Attributes: []engine.MessageAttribute{
+			{Name: "a-bin", DataType: "Binary", BinaryValue: []byte{0, 1, 2, 255}},
+			{Name: "b-num", DataType: "Number", StringValue: "42"},
+			{Name: "c-str", DataType: "String.custom", StringValue: "v"},
+		},
+		TraceHeader:    "Root=1-5759e988-bd862e3fe1be46a994272793",
+		MessageGroupID: "group-1",
+		SenderID:       "AIDAEXAMPLE",
+		MD5OfBody:      "body-md5",
+		MD5OfAttrs:     "attrs-md5",
+		MD5OfSysAttrs:  "sys-md5",
+	}
+	ids := h.Send("q", in)
+	h.WantStats("q", 1, 0, 0)
+
+	h.Clk.Advance(time.Second)
+	m := h.ReceiveOne("q", engine.ReceiveRequest{})
+	h.WantStats("q", 0, 1, 0)
+	if m.MessageID != ids[0] || m.Body != in.Body || m.TraceHeader != in.TraceHeader ||
+		m.MessageGroupID != in.MessageGroupID || m.SenderID != in.SenderID ||
+		m.MD5OfBody != in.MD5OfBody || m.MD5OfAttrs != in.MD5OfAttrs {
+		h.Fatalf("received %+v, sent %+v", m, in)
+	}
+	if len(m.Attributes) != len(in.Attributes) {
+		h.Fatalf("attributes = %+v, want %+v", m.Attributes, in.Attributes)
+	}
+	for i, a := range m.Attributes {
+		w := in.Attributes[i]
+		if a.Name != w.Name || a.DataType != w.DataType || a.StringValue != w.StringValue || string(a.BinaryValue) != string(w.BinaryValue) {
+			h.Fatalf("attribute %d = %+v, want %+v", i, a, w)
+		}
+	}
+	if !m.SentAt.Equal(Start) || !m.FirstReceiveAt.Equal(Start.Add(time.Second)) || m.ReceiveCount != 1 {
+		h.Fatalf("SentAt %v FirstReceiveAt %v ReceiveCount %d", m.SentAt, m.FirstReceiveAt, m.ReceiveCount)
+	}
+	if m.ReceiptHandle == "" || len(m.ReceiptHandle) > 1024 {
+		h.Fatalf("receipt handle %q", m.ReceiptHandle)
+	}
+	h.ReceiveNone("q")
+
+	if errs := h.Delete("q", m.ReceiptHandle); errs[0] != nil {
+		h.Fatalf("delete: %v", errs[0])
+	}
+	h.WantStats("q", 0, 0, 0)
+	h.Clk.Advance(time.Hour)
+	h.ReceiveNone("q")
+	h.WantStats("q", 0, 0, 0)
+}
+
+func testReceiveMax(h *H) {
+	h.Create("q", nil)
+	var bodies []string
+	for i := range 15 {
+		bodies = append(bodies, fmt.Sprint("m", i))
+	}
+	h.SendBodies("q", bodies[:10]...)
+	h.SendBodies("q", bodies[10:]...)
+	h.WantStats("q", 15, 0, 0)
+	seen := map[string]bool{}
+	for _, want := range []int{10, 5, 0} {
+		msgs := h.Receive("q", engine.ReceiveRequest{Max: 10})
+		if len(msgs) != want {
+			h.Fatalf("received %d, want %d", len(msgs), want)
+		}
+		for _, m := range msgs {
+			if seen[m.MessageID] {
+				h.Fatalf("message %s received twice", m.MessageID)
+			}
+			seen[m.MessageID] = true
+		}
+	}
+	h.WantStats("q", 0, 15, 0)
+	if got := h.Receive("q", engine.ReceiveRequest{Max: 1}); len(got) != 0 {
+		h.Fatalf("received %d after all were taken", len(got))
+	}
+}
+
+func testEmptyCalls(h *H) {
+	h.Create("q", nil)
+	if res, err := h.B.Send(h.Ctx, Account, "q", nil); err != nil || len(res) != 0 {
+		h.Fatalf("empty send: %v, %v", res, err)
+	}
+	if errs, err := h.B.Delete(h.Ctx, Account, "q", nil); err != nil || len(errs) != 0 {
+		h.Fatalf("empty delete: %v, %v", errs, err)
+	}
+	if errs, err := h.B.ChangeVisibility(h.Ctx, Account, "q", nil); err != nil || len(errs) != 0 {
+		h.Fatalf("empty change: %v, %v", errs, err)
+	}
+	h.WantStats("q", 0, 0, 0)
+}
+
+func testVisibilityExpiry(h *H) {
+	h.Create("q", nil)
+	h.SendBodies("q", "a")
+	first := h.ReceiveOne("q", engine.ReceiveRequest{})
+	h.Clk.Advance(29 * time.Second)
+	h.WantStats("q", 0, 1, 0)
+	h.ReceiveNone("q")
+	h.Clk.Advance(time.Second)
+	h.WantStats("q", 1, 0, 0)
+	again := h.ReceiveOne("q", engine.ReceiveRequest{})
+	if again.MessageID != first.MessageID || again.ReceiveCount != 2 || again.ReceiptHandle == first.ReceiptHandle {
+		h.Fatalf("second receive: id %s count %d same handle %v", again.MessageID, again.ReceiveCount, again.ReceiptHandle == first.ReceiptHandle)
+	}
+	if !again.FirstReceiveAt.Equal(first.FirstReceiveAt) {
+		h.Fatalf("FirstReceiveAt moved: %v then %v", first.FirstReceiveAt, again.FirstReceiveAt)
+	}
+	h.WantStats("q", 0, 1, 0)
+}
+
+func testReceiveVisibilityOverride(h *H) {
+	h.Create("q", nil)
+	h.SendBodies("q", "a", "b")
+	ten := 10 * time.Second
+	h.ReceiveOne("q", engine.ReceiveRequest{Max: 1, Visibility: &ten})
+	zero := time.Duration(0)
+	m := h.ReceiveOne("q", engine.ReceiveRequest{Max: 1, Visibility: &zero})
+	// Visibility 0: visible again at once.
+	h.WantStats("q", 1, 1, 0)
+	again := h.ReceiveOne("q", engine.ReceiveRequest{Max: 1})
+	if again.MessageID != m.MessageID || again.ReceiveCount != 2 {
+		h.Fatalf("after a 0 visibility: id %s count %d", again.MessageID, again.ReceiveCount)
+	}
+	h.Clk.Advance(ten)
+	h.WantStats("q", 1, 1, 0)
+}
+
+func testQueueDelay(h *H) {
+	h.Create("q", func(s *engine.QueueSettings) { s.Delay = 30 * time.Second })
+	h.SendBodies("q", "a")
+	h.WantStats("q", 0, 0, 1)
+	h.ReceiveNone("q")
+	// A new delay applies only to later sends.
+	if err := h.B.UpdateQueue(h.Ctx, Account, "q", func(q *engine.Queue) error {
+		q.Settings.Delay = 0
+		return nil
+	}); err != nil {
+		h.Fatal(err)
+	}
+	h.WantStats("q", 0, 0, 1)
+	h.SendBodies("q", "b")
+	h.WantStats("q", 1, 0, 1)
+	h.Clk.Advance(29 * time.Second)
+	h.WantStats("q", 1, 0, 1)
+	h.Clk.Advance(time.Second)
+	h.WantStats("q", 2, 0, 0)
+	m := h.Receive("q", engine.ReceiveRequest{})
+	if len(m) != 2 || m[0].ReceiveCount != 1 {
+		h.Fatalf("received %d", len(m))
+	}
+	h.WantStats("q", 0, 2, 0)
+}
+
+func testMessageDelay(h *H) {
+	h.Create("q", func(s *engine.QueueSettings) { s.Delay = time.Minute })
+	zero, ten := time.Duration(0), 10*time.Second
+	h.Send("q",
+		engine.NewMessage{Body: "now", Delay: &zero},
+		engine.NewMessage{Body: "ten", Delay: &ten},
+		engine.NewMessage{Body: "queue"})
+	h.WantStats("q", 1, 0, 2)
+	if m := h.ReceiveOne("q", engine.ReceiveRequest{}); m.Body != "now" {
+		h.Fatalf("received %q first", m.Body)
+	}
+	h.Clk.Advance(ten)
+	h.WantStats("q", 1, 1, 1)
+	if m := h.ReceiveOne("q", engine.ReceiveRequest{}); m.Body != "ten" {
+		h.Fatalf("received %q second", m.Body)
+	}
+	// At 60s the queue delay ends and both receipts (30s each) have expired.
+	h.Clk.Advance(50 * time.Second)
+	h.WantStats("q", 3, 0, 0)
+}
+
+func testRetention(h *H) {
+	h.Create("q", func(s *engine.QueueSettings) { s.Retention = 2 * time.Minute })
+	h.SendBodies("q", "a")
+	h.Clk.Advance(time.Minute)
+	h.SendBodies("q", "b", "c")
+	hour := time.Hour
+	msgs := h.Receive("q", engine.ReceiveRequest{Max: 1, Visibility: &hour})
+	if len(msgs) != 1 {
+		h.Fatal("no message")
+	}
+	inflight := msgs[0]
+	delay := 10 * time.Minute
+	h.Send("q", engine.NewMessage{Body: "d", Delay: &delay})
+	h.WantStats("q", 2, 1, 1)
+
+	// The first message expires exactly at SentAt + Retention, in flight or not.
+	h.Clk.Advance(time.Minute - time.Nanosecond)
+	h.WantStats("q", 2, 1, 1)
+	h.Clk.Advance(time.Nanosecond)
+	var want engine.Stats
+	if inflight.Body == "a" {
+		want = engine.Stats{Visible: 2, Delayed: 1}
+	} else {
+		want = engine.Stats{Visible: 1, NotVisible: 1, Delayed: 1}
+	}
+	h.WantStats("q", want.Visible, want.NotVisible, want.Delayed)
+	// The rest were sent a minute later; the delayed one expires unseen.
+	h.Clk.Advance(time.Minute - time.Nanosecond)
+	h.WantStats("q", want.Visible, want.NotVisible, want.Delayed)
+	h.Clk.Advance(time.Nanosecond)
+	h.WantStats("q", 0, 0, 0)
+	h.ReceiveNone("q")
+	// Handles of expired messages do nothing.
+	if errs := h.Delete("q", inflight.ReceiptHandle); errs[0] != nil {
+		h.Fatalf("delete expired: %v", errs[0])
+	}
+	wantErr(h.T, "change expired", h.ChangeVisibility("q", inflight.ReceiptHandle, time.Minute), engine.ErrMessageNotInflight)
+	h.WantStats("q", 0, 0, 0)
+}
+
+func testRetentionReduced(h *H) {
+	h.Create("q", func(s *engine.QueueSettings) { s.Retention = time.Hour })
+	h.SendBodies("q", "old")
+	h.Clk.Advance(10 * time.Minute)
+	h.SendBodies("q", "new")
+	h.WantStats("q", 2, 0, 0)
+	if err := h.B.UpdateQueue(h.Ctx, Account, "q", func(q *engine.Queue) error {
+		q.Settings.Retention = 5 * time.Minute
+		return nil
+	}); err != nil {
+		h.Fatal(err)
+	}
+	h.WantStats("q", 1, 0, 0)
+	if m := h.ReceiveOne("q", engine.ReceiveRequest{}); m.Body != "new" {
+		h.Fatalf("received %q", m.Body)
+	}
+	h.Clk.Advance(5 * time.Minute)
+	h.WantStats("q", 0, 0, 0)
+
+	// Raising it keeps what is stored for longer.
+	h.SendBodies("q", "kept")
+	if err := h.B.UpdateQueue(h.Ctx, Account, "q", func(q *engine.Queue) error {
+		q.Settings.Retention = time.Hour
+		return nil
+	}); err != nil {
+		h.Fatal(err)
+	}
+	h.Clk.Advance(30 * time.Minute)
+	h.WantStats("q", 1, 0, 0)
+}
+
+// forge changes one character in the middle of a handle.
+func forge(s string) string {
+	i := len(s) / 2
+	c := byte('A')
+	if s[i] == 'A' {
+		c = 'B'
+	}
+	return s[:i] + string(c) + s[i+1:]
+}
+
+func testHandleInvalid(h *H) {
+	h.Create("q", nil)
+	h.SendBodies("q", "a")
+	m := h.ReceiveOne("q", engine.ReceiveRequest{})
+	bad := []string{
+		"",
+		"x",
+		"not a receipt handle!",
+		strings.Repeat("A", 2000),
+		m.ReceiptHandle[:len(m.ReceiptHandle)-1],
+		m.ReceiptHandle + "A",
+		forge(m.ReceiptHandle),
+		strings.ToUpper(m.ReceiptHandle),
+		"\xff\xfe\x00",
+	}
+	for _, hd := range bad {
+		if hd == m.ReceiptHandle {
+			continue
+		}
+		if errs := h.Delete("q", hd); !errors.Is(errs[0], engine.ErrReceiptHandleInvalid) {
+			h.Errorf("Delete(%.40q) = %v, want ErrReceiptHandleInvalid", hd, errs[0])
+		}
+		if err := h.ChangeVisibility("q", hd, 0); !errors.Is(err, engine.ErrReceiptHandleInvalid) {
+			h.Errorf("ChangeVisibility(%.40q) = %v, want ErrReceiptHandleInvalid", hd, err)
+		}
+	}
+	// Nothing was touched; the batch reports per entry.
+	h.WantStats("q", 0, 1, 0)
+	errs := h.Delete("q", "garbage", m.ReceiptHandle)
+	if !errors.Is(errs[0], engine.ErrReceiptHandleInvalid) || errs[1] != nil {
+		h.Fatalf("mixed batch: %v", errs)
+	}
+	h.WantStats("q", 0, 0, 0)
+}
+
+func testHandleOtherQueue(h *H) {
+	h.Create("a", nil)
+	h.Create("b", nil)
+	h.SendBodies("a", "x")
+	h.SendBodies("b", "y")
+	ma := h.ReceiveOne("a", engine.ReceiveRequest{})
+	h.ReceiveOne("b", engine.ReceiveRequest{})
+	if errs := h.Delete("b", ma.ReceiptHandle); !errors.Is(errs[0], engine.ErrReceiptHandleInvalid) {
+		h.Fatalf("delete on the other queue: %v", errs[0])
+	}
+	wantErr(h.T, "change on the other queue", h.ChangeVisibility("b", ma.ReceiptHandle, 0), engine.ErrReceiptHandleInvalid)
+	h.WantStats("a", 0, 1, 0)
+	h.WantStats("b", 0, 1, 0)
+
+	// A queue recreated under the same name is another queue.
+	if err := h.B.DeleteQueue(h.Ctx, Account, "a"); err != nil {
+		h.Fatal(err)
+	}
+	h.Clk.Advance(engine.RecreateDelay)
+	h.Create("a", nil)
+	if errs := h.Delete("a", ma.ReceiptHandle); !errors.Is(errs[0], engine.ErrReceiptHandleInvalid) {
+		h.Fatalf("delete on the recreated queue: %v", errs[0])
+	}
+}
+
+func testHandleStale(h *H) {
+	h.Create("q", nil)
+	h.SendBodies("q", "a")
+	old := h.ReceiveOne("q", engine.ReceiveRequest{})
+	h.Clk.Advance(30 * time.Second)
+	cur := h.ReceiveOne("q", engine.ReceiveRequest{})
+
+	// A superseded handle: delete succeeds without deleting; change fails.
+	if errs := h.Delete("q", old.ReceiptHandle); errs[0] != nil {
+		h.Fatalf("stale delete: %v", errs[0])
+	}
+	h.WantStats("q", 0, 1, 0)
+	wantErr(h.T, "stale change", h.ChangeVisibility("q", old.ReceiptHandle, time.Minute), engine.ErrMessageNotInflight)
+	h.WantStats("q", 0, 1, 0)
+
+	if errs := h.Delete("q", cur.ReceiptHandle, cur.ReceiptHandle); errs[0] != nil || errs[1] != nil {
+		h.Fatalf("delete: %v", errs)
+	}
+	h.WantStats("q", 0, 0, 0)
+	// Deleted: delete again succeeds, change fails.
+	if errs := h.Delete("q", cur.ReceiptHandle); errs[0] != nil {
+		h.Fatalf("second delete: %v", errs[0])
+	}
+	wantErr(h.T, "change deleted", h.ChangeVisibility("q", cur.ReceiptHandle, time.Minute), engine.ErrMessageNotInflight)
+}
+
+func testDeleteAfterExpiry(h *H) {
+	h.Create("q", nil)
+	h.SendBodies("q", "a")
+	m := h.ReceiveOne("q", engine.ReceiveRequest{})
+	h.Clk.Advance(time.Minute)
+	h.WantStats("q", 1, 0, 0)
+	// Nobody received it since: the handle still deletes it.
+	if errs := h.Delete("q", m.ReceiptHandle); errs[0] != nil {
+		h.Fatal(errs[0])
+	}
+	h.WantStats("q", 0, 0, 0)
+	h.ReceiveNone("q")
+}
+
+func testChangeVisibility(h *H) {
+	h.Create("q", nil)
+	h.SendBodies("q", "a")
+	m := h.ReceiveOne("q", engine.ReceiveRequest{})
+	h.Clk.Advance(20 * time.Second)
+	// Counts from now: hidden until 20s + 60s.
+	if err := h.ChangeVisibility("q", m.ReceiptHandle, time.Minute); err != nil {
+		h.Fatal(err)
+	}
+	h.Clk.Advance(59 * time.Second)
+	h.WantStats("q", 0, 1, 0)
+	// Shortening works too.
+	if err := h.ChangeVisibility("q", m.ReceiptHandle, 5*time.Second); err != nil {
+		h.Fatal(err)
+	}
+	h.Clk.Advance(4 * time.Second)
+	h.WantStats("q", 0, 1, 0)
+	h.Clk.Advance(time.Second)
+	h.WantStats("q", 1, 0, 0)
+	again := h.ReceiveOne("q", engine.ReceiveRequest{})
+	if again.ReceiveCount != 2 {
+		h.Fatalf("ReceiveCount %d", again.ReceiveCount)
+	}
+}
+
+func testChangeVisibilityZero(h *H) {
+	h.Create("q", nil)
+	h.SendBodies("q", "a", "b")
+	msgs := h.Receive("q", engine.ReceiveRequest{})
+	if len(msgs) != 2 {
+		h.Fatalf("received %d", len(msgs))
+	}
+	errs, err := h.B.ChangeVisibility(h.Ctx, Account, "q", []engine.VisibilityChange{
+		{ReceiptHandle: msgs[0].ReceiptHandle, Timeout: 0},
+		{ReceiptHandle: "bogus", Timeout: 0},
+	})
+	if err != nil || errs[0] != nil || !errors.Is(errs[1], engine.ErrReceiptHandleInvalid) {
+		h.Fatalf("change: %v %v", errs, err)
+	}
+	h.WantStats("q", 1, 1, 0)
+	m := h.ReceiveOne("q", engine.ReceiveRequest{})
+	if m.MessageID != msgs[0].MessageID || m.ReceiveCount != 2 {
+		h.Fatalf("received %s count %d", m.MessageID, m.ReceiveCount)
+	}
+	// The superseded handle can no longer change anything.
+	wantErr(h.T, "superseded", h.ChangeVisibility("q", msgs[0].ReceiptHandle, 0), engine.ErrMessageNotInflight)
+}
+
+func testChangeVisibilityLimit(h *H) {
+	h.Create("q", nil)
+	h.SendBodies("q", "a")
+	twelve := engine.MaxVisibility
+	m := h.ReceiveOne("q", engine.ReceiveRequest{Visibility: &twelve})
+	wantErr(h.T, "beyond at once", h.ChangeVisibility("q", m.ReceiptHandle, twelve+time.Second), engine.ErrVisibilityLimit)
+	h.Clk.Advance(6 * time.Hour)
+	wantErr(h.T, "6h+1s after 6h", h.ChangeVisibility("q", m.ReceiptHandle, 6*time.Hour+time.Second), engine.ErrVisibilityLimit)
+	if err := h.ChangeVisibility("q", m.ReceiptHandle, 6*time.Hour); err != nil {
+		h.Fatalf("exactly at the limit: %v", err)
+	}
+	h.Clk.Advance(6*time.Hour - time.Second)
+	h.WantStats("q", 0, 1, 0)
+	h.Clk.Advance(time.Second)
+	h.WantStats("q", 1, 0, 0)
+	// The limit counts from the latest receive.
+	m = h.ReceiveOne("q", engine.ReceiveRequest{})
+	if err := h.ChangeVisibility("q", m.ReceiptHandle, twelve); err != nil {
+		h.Fatalf("after a new receive: %v", err)
+	}
+}
+
+func testChangeVisibilityAfterExpiry(h *H) {
+	h.Create("q", nil)
+	h.SendBodies("q", "a")
+	m := h.ReceiveOne("q", engine.ReceiveRequest{})
+	h.Clk.Advance(time.Minute)
+	h.WantStats("q", 1, 0, 0)
+	// Nobody received it since: it is hidden again, counting from now.
+	if err := h.ChangeVisibility("q", m.ReceiptHandle, time.Minute); err != nil {
+		h.Fatal(err)
+	}
+	h.WantStats("q", 0, 1, 0)
+	h.ReceiveNone("q")
+	h.Clk.Advance(time.Minute)
+	h.WantStats("q", 1, 0, 0)
+}
+
+func testPurge(h *H) {
+	h.Create("q", nil)
+	h.SendBodies("q", "a", "b")
+	delay := time.Minute
+	h.Send("q", engine.NewMessage{Body: "late", Delay: &delay})
+	m := h.ReceiveOne("q", engine.ReceiveRequest{Max: 1})
+	h.WantStats("q", 1, 1, 1)
+	if err := h.B.Purge(h.Ctx, Account, "q"); err != nil {
+		h.Fatal(err)
+	}
+	h.WantStats("q", 0, 0, 0)
+	h.ReceiveNone("q")
+	if errs := h.Delete("q", m.ReceiptHandle); errs[0] != nil {
+		h.Fatalf("delete purged: %v", errs[0])
+	}
+	wantErr(h.T, "change purged", h.ChangeVisibility("q", m.ReceiptHandle, 0), engine.ErrMessageNotInflight)
+	q, err := h.B.GetQueue(h.Ctx, Account, "q")
+	if err != nil || !q.LastPurge.Equal(Start) {
+		h.Fatalf("LastPurge = %v, %v", q.LastPurge, err)
+	}
+
+	// Sends after a purge are kept.
+	h.SendBodies("q", "after")
+	h.WantStats("q", 1, 0, 0)
+	h.Clk.Advance(engine.PurgeInterval - time.Second)
+	wantErr(h.T, "purge within the interval", h.B.Purge(h.Ctx, Account, "q"), engine.ErrPurgeInProgress)
+	h.WantStats("q", 1, 0, 0)
+	h.Clk.Advance(time.Second)
+	if err := h.B.Purge(h.Ctx, Account, "q"); err != nil {
+		h.Fatalf("purge after the interval: %v", err)
+	}
+	h.WantStats("q", 0, 0, 0)
+	// Nothing purged comes back when its deadlines pass.
+	h.Clk.Advance(time.Hour)
+	h.WantStats("q", 0, 0, 0)
+	h.ReceiveNone("q")
+}
+
+func testLongPollSend(h *H) {
+	h.Create("q", nil)
+	ch := h.StartWait(h.Ctx, "q", engine.ReceiveRequest{Max: 10, Wait: 20 * time.Second})
+	ids := h.SendBodies("q", "a")
+	r := h.Await(ch)
+	if r.Err != nil || len(r.Msgs) != 1 || r.Msgs[0].MessageID != ids[0] || r.Msgs[0].ReceiveCount != 1 {
+		h.Fatalf("long poll: %+v", r)
+	}
+	h.WantStats("q", 0, 1, 0)
+	if errs := h.Delete("q", r.Msgs[0].ReceiptHandle); errs[0] != nil {
+		h.Fatal(errs[0])
+	}
+	h.WantStats("q", 0, 0, 0)
+}
+
+func testLongPollVisibility(h *H) {
+	h.Create("q", nil)
+	h.SendBodies("q", "a")
+	ten := 10 * time.Second
+	first := h.ReceiveOne("q", engine.ReceiveRequest{Visibility: &ten})
+	ch := h.StartWait(h.Ctx, "q", engine.ReceiveRequest{Max: 10, Wait: 20 * time.Second})
+	h.Clk.Advance(ten)
+	r := h.Await(ch)
+	if r.Err != nil || len(r.Msgs) != 1 || r.Msgs[0].MessageID != first.MessageID || r.Msgs[0].ReceiveCount != 2 {
+		h.Fatalf("long poll: %+v", r)
+	}
+	h.WantStats("q", 0, 1, 0)
+}
+
+func testLongPollDelay(h *H) {
+	h.Create("q", func(s *engine.QueueSettings) { s.Delay = 15 * time.Second })
+	ids := h.SendBodies("q", "a")
+	ch := h.StartWait(h.Ctx, "q", engine.ReceiveRequest{Max: 10, Wait: 20 * time.Second})
+	h.Clk.Advance(15 * time.Second)
+	r := h.Await(ch)
+	if r.Err != nil || len(r.Msgs) != 1 || r.Msgs[0].MessageID != ids[0] {
+		h.Fatalf("long poll: %+v", r)
+	}
+}
+
+func testLongPollChangeVisibility(h *H) {
+	h.Create("q", nil)
+	h.SendBodies("q", "a")
+	m := h.ReceiveOne("q", engine.ReceiveRequest{})
+	ch := h.StartWait(h.Ctx, "q", engine.ReceiveRequest{Max: 10, Wait: 20 * time.Second})
+	if err := h.ChangeVisibility("q", m.ReceiptHandle, 0); err != nil {
+		h.Fatal(err)
+	}
+	r := h.Await(ch)
+	if r.Err != nil || len(r.Msgs) != 1 || r.Msgs[0].MessageID != m.MessageID || r.Msgs[0].ReceiveCount != 2 {
+		h.Fatalf("long poll: %+v", r)
+	}
+}
+
+func testLongPollCancel(h *H) {
+	h.Create("q", nil)
+	ctx, cancel := context.WithCancel(h.Ctx)
+	ch := h.StartWait(ctx, "q", engine.ReceiveRequest{Max: 10, Wait: 20 * time.Second})
+	cancel()
+	r := h.Await(ch)
+	if r.Err != nil || len(r.Msgs) != 0 {
+		h.Fatalf("cancelled long poll: %+v", r)
+	}
+	// The cancelled receive took nothing.
+	h.SendBodies("q", "a")
+	h.WantStats("q", 1, 0, 0)
+	h.ReceiveOne("q", engine.ReceiveRequest{})
+}
+
+func testLongPollTimeout(h *H) {
+	h.Create("q", nil)
+	ch := h.StartWait(h.Ctx, "q", engine.ReceiveRequest{Max: 10, Wait: 20 * time.Second})
+	h.Clk.Advance(19 * time.Second)
+	select {
+	case r := <-ch:
+		h.Fatalf("returned before the wait ended: %+v", r)
+	case <-time.After(20 * time.Millisecond):
+	}
+	h.Clk.Advance(time.Second)
+	r := h.Await(ch)
+	if r.Err != nil || len(r.Msgs) != 0 {
+		h.Fatalf("timed-out long poll: %+v", r)
+	}
+	h.SendBodies("q", "a")
+	h.WantStats("q", 1, 0, 0)
+}
+
+func testLongPollQueueDeleted(h *H) {
+	h.Create("q", nil)
+	ch := h.StartWait(h.Ctx, "q", engine.ReceiveRequest{Max: 10, Wait: 20 * time.Second})
+	if err := h.B.DeleteQueue(h.Ctx, Account, "q"); err != nil {
+		h.Fatal(err)
+	}
+	if r := h.Await(ch); len(r.Msgs) != 0 {
+		h.Fatalf("long poll on a deleted queue: %+v", r)
+	}
+}
+
+func testReceiveCancelled(h *H) {
+	h.Create("q", nil)
+	h.SendBodies("q", "a")
+	ctx, cancel := context.WithCancel(h.Ctx)
+	cancel()
+	msgs, err := h.B.Receive(ctx, Account, "q", engine.ReceiveRequest{Max: 10, Wait: 20 * time.Second})
+	if err != nil || len(msgs) != 0 {
+		h.Fatalf("receive with a cancelled context: %d messages, %v", len(msgs), err)
+	}
+	h.WantStats("q", 1, 0, 0)
+}
+
+// testConcurrent runs many long-polling receivers against many senders: every
+// message must be handed out exactly once (the visibility outlasts the test
+// and the clock stands still).
+func testConcurrent(h *H) {
+	h.Create("q", nil)
+	const (
+		senders   = 4
+		receivers = 8
+		batches   = 40
+		perBatch  = 5
+		total     = senders * batches * perBatch
+	)
+	ctx, cancel := context.WithCancel(h.Ctx)
+	defer cancel()
+	var (
+		mu       sync.Mutex
+		received = map[string]int{}
+		dupes    []string
+	)
+	hour := time.Hour
+	var rwg sync.WaitGroup
+	for range receivers {
+		rwg.Add(1)
+		go func() {
+			defer rwg.Done()
+			for ctx.Err() == nil {
+				msgs, err := h.B.Receive(ctx, Account, "q", engine.ReceiveRequest{Max: 3, Wait: 20 * time.Second, Visibility: &hour})
+				if err != nil {
+					h.Errorf("receive: %v", err)
+					return
+				}
+				mu.Lock()
+				for _, m := range msgs {
+					if received[m.MessageID]++; received[m.MessageID] > 1 {
+						dupes = append(dupes, m.MessageID)
+					}
+				}
+				mu.Unlock()
+			}
+		}()
+	}
+	sent := make(chan string, total)
+	var swg sync.WaitGroup
+	for s := range senders {
+		swg.Add(1)
+		go func() {
+			defer swg.Done()
+			for i := range batches {
+				msgs := make([]engine.NewMessage, perBatch)
+				for j := range msgs {
+					msgs[j] = engine.NewMessage{Body: fmt.Sprint(s, "-", i, "-", j)}
+				}
+				res, err := h.B.Send(ctx, Account, "q", msgs)
+				if err != nil {
+					h.Errorf("send: %v", err)
+					return
+				}
+				for _, r := range res {
+					sent <- r.MessageID
+				}
+			}
+		}()
+	}
+	swg.Wait()
+	close(sent)
+	deadline := time.Now().Add(settle)
+	for {
+		mu.Lock()
+		n := len(received)
+		mu.Unlock()
+		if n == total || time.Now().After(deadline) {
+			break
+		}
+		time.Sleep(time.Millisecond)
+	}
+	cancel()
+	rwg.Wait()
+	if len(dupes) > 0 {
+		h.Fatalf("%d messages handed out twice, e.g. %s", len(dupes), dupes[0])
+	}
+	for id := range sent {
+		if received[id] != 1 {
+			h.Fatalf("message %s received %d times", id, received[id])
+		}
+	}
+	if len(received) != total {
+		h.Fatalf("received %d distinct messages, sent %d", len(received), total)
+	}
+	h.WantStats("q", 0, total, 0)
+}
+
+func testClose(h *H) {
+	h.Create("q", nil)
+	ch := h.StartWait(h.Ctx, "q", engine.ReceiveRequest{Max: 10, Wait: 20 * time.Second})
+	if err := h.B.Close(); err != nil {
+		h.Fatal(err)
+	}
+	if r := h.Await(ch); len(r.Msgs) != 0 {
+		h.Fatalf("long poll across Close: %+v", r)
+	}
+	_, err := h.B.Send(h.Ctx, Account, "q", []engine.NewMessage{{Body: "x"}})
+	wantErr(h.T, "send after close", err, engine.ErrClosed)
+	_, err = h.B.Stats(h.Ctx, Account, "q")
+	wantErr(h.T, "stats after close", err, engine.ErrClosed)
+	if err := h.B.Close(); err != nil {
+		h.Fatalf("second close: %v", err)
+	}
+}
