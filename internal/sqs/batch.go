@@ -1,0 +1,202 @@
+package sqs
+
+import (
+	"context"
+	"errors"
+	"strconv"
+	"time"
+
+	"github.com/ferrymq/ferry/internal/engine"
+	"github.com/ferrymq/ferry/internal/protocol"
+)
+
+const (
+	maxBatchEntries = 10
+	maxBatchIDLen   = 80
+	// maxBatchBytes bounds the sum of a SendMessageBatch's message sizes.
+	maxBatchBytes = 1 << 20
+)
+
+// checkBatch applies the rules every batch action shares, failing the
+// whole request: 1..10 entries, each id [A-Za-z0-9_-]{1,80} and distinct.
+func checkBatch[E any](entryName string, entries []E, id func(*E) string) *protocol.Error {
+	switch n := len(entries); {
+	case n == 0:
+		return emptyBatch(entryName)
+	case n > maxBatchEntries:
+		return tooManyEntries(n)
+	}
+	seen := make(map[string]struct{}, len(entries))
+	for i := range entries {
+		id := id(&entries[i])
+		if !validIdent(id, maxBatchIDLen) {
+			return errInvalidBatchEntryID
+		}
+		if _, dup := seen[id]; dup {
+			return idsNotDistinct(id)
+		}
+		seen[id] = struct{}{}
+	}
+	return nil
+}
+
+// failure is a Failed entry for err, which is the sender's fault.
+func failure(id string, err *protocol.Error) BatchResultErrorEntry {
+	return BatchResultErrorEntry{Id: id, SenderFault: !err.Receiver, Code: err.Code, Message: err.Message}
+}
+
+func (s *service) sendMessageBatch(ctx context.Context, in *SendMessageBatchInput) (*SendMessageBatchOutput, error) {
+	q, err := s.getQueue(ctx, in.QueueUrl)
+	if err != nil {
+		return nil, err
+	}
+	if perr := checkBatch("SendMessageBatchRequestEntry", in.Entries,
+		func(e *SendMessageBatchRequestEntry) string { return e.Id }); perr != nil {
+		return nil, perr
+	}
+	total := 0
+	for i := range in.Entries {
+		total += messageSize(in.Entries[i].MessageBody, in.Entries[i].MessageAttributes)
+	}
+	if total > maxBatchBytes {
+		return nil, batchTooLong(total)
+	}
+	out := &SendMessageBatchOutput{
+		Successful: make([]SendMessageBatchResultEntry, 0, len(in.Entries)),
+		Failed:     make([]BatchResultErrorEntry, 0),
+	}
+	sender := s.senderID(ctx)
+	msgs := make([]engine.NewMessage, 0, len(in.Entries))
+	ids := make([]string, 0, len(in.Entries))
+	for i := range in.Entries {
+		e := &in.Entries[i]
+		if e.MessageBody == "" {
+			// AWS reports an empty body in a batch entry with its own code.
+			out.Failed = append(out.Failed, BatchResultErrorEntry{Id: e.Id, SenderFault: true, Code: "EmptyValue",
+				Message: "The request must contain the parameter MessageBody."})
+			continue
+		}
+		msg, perr := buildMessage(messageRequest{
+			body: e.MessageBody, delay: e.DelaySeconds, attrs: e.MessageAttributes,
+			sysAttrs: e.MessageSystemAttributes, dedupID: e.MessageDeduplicationId, groupID: e.MessageGroupId,
+		}, q.Settings.MaximumSize, sender, true)
+		if perr != nil {
+			out.Failed = append(out.Failed, failure(e.Id, perr))
+			continue
+		}
+		msgs = append(msgs, msg)
+		ids = append(ids, e.Id)
+	}
+	if len(msgs) == 0 {
+		return out, nil
+	}
+	res, err := s.backend.Send(ctx, s.account, q.Name, msgs)
+	if err != nil {
+		return nil, s.engineError(err, "send batch to "+q.Name)
+	}
+	if len(res) != len(msgs) {
+		return nil, errors.New("sqs: send batch: engine answered " + strconv.Itoa(len(res)) + " results for " + strconv.Itoa(len(msgs)) + " messages")
+	}
+	for i, r := range res {
+		out.Successful = append(out.Successful, SendMessageBatchResultEntry{
+			Id:                           ids[i],
+			MessageId:                    r.MessageID,
+			MD5OfMessageBody:             msgs[i].MD5OfBody,
+			MD5OfMessageAttributes:       msgs[i].MD5OfAttrs,
+			MD5OfMessageSystemAttributes: msgs[i].MD5OfSysAttrs,
+		})
+	}
+	return out, nil
+}
+
+func (s *service) deleteMessageBatch(ctx context.Context, in *DeleteMessageBatchInput) (*DeleteMessageBatchOutput, error) {
+	name, err := s.queueName(ctx, in.QueueUrl)
+	if err != nil {
+		return nil, err
+	}
+	if perr := checkBatch("DeleteMessageBatchRequestEntry", in.Entries,
+		func(e *DeleteMessageBatchRequestEntry) string { return e.Id }); perr != nil {
+		return nil, perr
+	}
+	failed := make([]*protocol.Error, len(in.Entries))
+	var handles []string
+	var sent []int // entry index of each handle
+	for i, e := range in.Entries {
+		if e.ReceiptHandle == "" {
+			failed[i] = missingParameter("ReceiptHandle")
+			continue
+		}
+		handles = append(handles, e.ReceiptHandle)
+		sent = append(sent, i)
+	}
+	if len(handles) > 0 {
+		errs, err := s.backend.Delete(ctx, s.account, name, handles)
+		if err != nil {
+			return nil, s.engineError(err, "delete batch from "+name)
+		}
+		for j, i := range sent {
+			failed[i] = deleteError(handles[j], errs, j)
+		}
+	}
+	ok, bad := batchResults(in.Entries, failed, func(e *DeleteMessageBatchRequestEntry) string { return e.Id })
+	return &DeleteMessageBatchOutput{Successful: ok, Failed: bad}, nil
+}
+
+func (s *service) changeMessageVisibilityBatch(ctx context.Context, in *ChangeMessageVisibilityBatchInput) (*ChangeMessageVisibilityBatchOutput, error) {
+	name, err := s.queueName(ctx, in.QueueUrl)
+	if err != nil {
+		return nil, err
+	}
+	if perr := checkBatch("ChangeMessageVisibilityBatchRequestEntry", in.Entries,
+		func(e *ChangeMessageVisibilityBatchRequestEntry) string { return e.Id }); perr != nil {
+		return nil, perr
+	}
+	failed := make([]*protocol.Error, len(in.Entries))
+	var changes []engine.VisibilityChange
+	var sent []int // entry index of each change
+	for i := range in.Entries {
+		e := &in.Entries[i]
+		switch {
+		case e.ReceiptHandle == "":
+			failed[i] = missingParameter("ReceiptHandle")
+		case e.VisibilityTimeout == nil:
+			failed[i] = missingParameter("VisibilityTimeout")
+		default:
+			failed[i] = checkVisibility(*e.VisibilityTimeout)
+		}
+		if failed[i] != nil {
+			continue
+		}
+		changes = append(changes, engine.VisibilityChange{
+			ReceiptHandle: e.ReceiptHandle, Timeout: time.Duration(*e.VisibilityTimeout) * time.Second})
+		sent = append(sent, i)
+	}
+	if len(changes) > 0 {
+		errs, err := s.backend.ChangeVisibility(ctx, s.account, name, changes)
+		if err != nil {
+			return nil, s.engineError(err, "change visibility batch in "+name)
+		}
+		for j, i := range sent {
+			if j < len(errs) && errs[j] != nil {
+				e := &in.Entries[i]
+				failed[i] = visibilityError(errs[j], e.ReceiptHandle, *e.VisibilityTimeout)
+			}
+		}
+	}
+	ok, bad := batchResults(in.Entries, failed, func(e *ChangeMessageVisibilityBatchRequestEntry) string { return e.Id })
+	return &ChangeMessageVisibilityBatchOutput{Successful: ok, Failed: bad}, nil
+}
+
+// batchResults sorts entries into successes and failures, in request order;
+// both lists are non-nil, as AWS always sends both.
+func batchResults[E any](entries []E, failed []*protocol.Error, id func(*E) string) (ok []BatchResultEntry, bad []BatchResultErrorEntry) {
+	ok, bad = make([]BatchResultEntry, 0, len(entries)), make([]BatchResultErrorEntry, 0)
+	for i := range entries {
+		if failed[i] != nil {
+			bad = append(bad, failure(id(&entries[i]), failed[i]))
+		} else {
+			ok = append(ok, BatchResultEntry{Id: id(&entries[i])})
+		}
+	}
+	return ok, bad
+}

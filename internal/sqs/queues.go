@@ -1,0 +1,213 @@
+package sqs
+
+import (
+	"context"
+	"encoding/base64"
+	"errors"
+
+	"github.com/ferrymq/ferry/internal/engine"
+	"github.com/ferrymq/ferry/internal/protocol"
+)
+
+const maxListQueues = 1000
+
+func (s *service) createQueue(ctx context.Context, in *CreateQueueInput) (*CreateQueueOutput, error) {
+	name := in.QueueName
+	if name == "" {
+		return nil, missingParameter("QueueName")
+	}
+	if v, ok := in.Attributes[attrFifoQueue]; ok {
+		fifo, valid := parseBool(v)
+		switch {
+		case !valid:
+			return nil, invalidAttributeValue(attrFifoQueue)
+		case fifo && !validFifoQueueName(name):
+			return nil, invalidParameter("The name of a FIFO queue can only include alphanumeric characters, hyphens, or underscores, must end with .fifo suffix and be 1 to 80 in length")
+		case fifo:
+			return nil, errFifoUnsupported
+		}
+	}
+	if !validQueueName(name) {
+		return nil, invalidParameter("Can only include alphanumeric characters, hyphens, or underscores. 1 to 80 in length")
+	}
+	attrs, perr := applyAttributes(defaultAttributes(), in.Attributes)
+	if perr != nil {
+		return nil, perr
+	}
+	if perr := checkTags(in.Tags); perr != nil {
+		return nil, perr
+	}
+	if len(in.Tags) > maxTags {
+		return nil, tooManyTags(name)
+	}
+	now := s.clock.Now()
+	q := engine.Queue{
+		Account:    s.account,
+		Name:       name,
+		Attributes: attrs,
+		Tags:       in.Tags,
+		Settings:   settingsOf(attrs),
+		Created:    now,
+		Modified:   now,
+	}
+	existing, created, err := s.backend.CreateQueue(ctx, q)
+	if err != nil {
+		return nil, s.engineError(err, "create queue "+name)
+	}
+	// Creating an existing queue succeeds only with the same attributes,
+	// omitted ones counting at their defaults; tags are not compared.
+	if !created {
+		if diff := firstDifference(attrs, existing.Attributes); diff != "" {
+			return nil, queueNameExists(diff)
+		}
+	} else {
+		s.log.DebugContext(ctx, "queue created", "queue", name)
+	}
+	return &CreateQueueOutput{QueueUrl: s.queueURL(ctx, name)}, nil
+}
+
+func (s *service) getQueueURL(ctx context.Context, in *GetQueueUrlInput) (*GetQueueUrlOutput, error) {
+	if in.QueueName == "" {
+		return nil, missingParameter("QueueName")
+	}
+	if in.QueueOwnerAWSAccountId != "" && in.QueueOwnerAWSAccountId != s.account {
+		return nil, errQueueDoesNotExist
+	}
+	if !validQueueName(in.QueueName) {
+		return nil, errQueueDoesNotExist
+	}
+	if _, err := s.backend.GetQueue(ctx, s.account, in.QueueName); err != nil {
+		return nil, s.engineError(err, "get queue "+in.QueueName)
+	}
+	return &GetQueueUrlOutput{QueueUrl: s.queueURL(ctx, in.QueueName)}, nil
+}
+
+// ListQueues pages with an opaque token holding the last name returned.
+func (s *service) listQueues(ctx context.Context, in *ListQueuesInput) (*ListQueuesOutput, error) {
+	limit := maxListQueues
+	if in.MaxResults != nil {
+		if *in.MaxResults < 1 || *in.MaxResults > maxListQueues {
+			return nil, invalidValue(*in.MaxResults, "MaxResults", "MaxResults must be an integer between 1 and 1000.")
+		}
+		limit = *in.MaxResults
+	}
+	after := ""
+	if in.NextToken != "" {
+		b, err := base64.RawURLEncoding.DecodeString(in.NextToken)
+		if err != nil || len(b) == 0 {
+			return nil, invalidParameter("Invalid NextToken value.")
+		}
+		after = string(b)
+	}
+	queues, err := s.backend.ListQueues(ctx, s.account, in.QueueNamePrefix)
+	if err != nil {
+		return nil, s.engineError(err, "list queues")
+	}
+	start := 0
+	if after != "" {
+		for start < len(queues) && queues[start].Name <= after {
+			start++
+		}
+	}
+	queues = queues[start:]
+	out := &ListQueuesOutput{}
+	if len(queues) > limit {
+		queues = queues[:limit]
+		// Without MaxResults AWS lists up to 1000 and never pages.
+		if in.MaxResults != nil {
+			out.NextToken = base64.RawURLEncoding.EncodeToString([]byte(queues[limit-1].Name))
+		}
+	}
+	for _, q := range queues {
+		out.QueueUrls = append(out.QueueUrls, s.queueURL(ctx, q.Name))
+	}
+	return out, nil
+}
+
+func (s *service) deleteQueue(ctx context.Context, in *QueueInput) (*EmptyOutput, error) {
+	name, err := s.queueName(ctx, in.QueueUrl)
+	if err != nil {
+		return nil, err
+	}
+	if err := s.backend.DeleteQueue(ctx, s.account, name); err != nil {
+		return nil, s.engineError(err, "delete queue "+name)
+	}
+	s.log.DebugContext(ctx, "queue deleted", "queue", name)
+	return &EmptyOutput{}, nil
+}
+
+func (s *service) getQueueAttributes(ctx context.Context, in *GetQueueAttributesInput) (*GetQueueAttributesOutput, error) {
+	q, err := s.getQueue(ctx, in.QueueUrl)
+	if err != nil {
+		return nil, err
+	}
+	want, perr := selectAttributes(in.AttributeNames)
+	if perr != nil {
+		return nil, perr
+	}
+	if len(want) == 0 {
+		return &GetQueueAttributesOutput{}, nil
+	}
+	var stats engine.Stats
+	if needsStats(want) {
+		if stats, err = s.backend.Stats(ctx, s.account, q.Name); err != nil {
+			return nil, s.engineError(err, "stats of "+q.Name)
+		}
+	}
+	return &GetQueueAttributesOutput{Attributes: queueAttributes(q, s.arn(q.Name), stats, want)}, nil
+}
+
+func (s *service) setQueueAttributes(ctx context.Context, in *SetQueueAttributesInput) (*EmptyOutput, error) {
+	if in.Attributes == nil {
+		return nil, missingParameter("Attributes")
+	}
+	now := s.clock.Now()
+	err := s.updateQueue(ctx, in.QueueUrl, func(q *engine.Queue) *protocol.Error {
+		attrs, perr := applyAttributes(q.Attributes, in.Attributes)
+		if perr != nil {
+			return perr
+		}
+		q.Attributes = attrs
+		q.Settings = settingsOf(attrs)
+		q.Modified = now
+		return nil
+	})
+	if err != nil {
+		return nil, err
+	}
+	return &EmptyOutput{}, nil
+}
+
+func (s *service) purgeQueue(ctx context.Context, in *QueueInput) (*EmptyOutput, error) {
+	name, err := s.queueName(ctx, in.QueueUrl)
+	if err != nil {
+		return nil, err
+	}
+	if err := s.backend.Purge(ctx, s.account, name); err != nil {
+		if errors.Is(err, engine.ErrPurgeInProgress) {
+			return nil, purgeInProgress(name)
+		}
+		return nil, s.engineError(err, "purge "+name)
+	}
+	s.log.DebugContext(ctx, "queue purged", "queue", name)
+	return &EmptyOutput{}, nil
+}
+
+// updateQueue applies fn to the queue QueueUrl names, under the engine's
+// lock; fn's *protocol.Error comes back as is.
+func (s *service) updateQueue(ctx context.Context, queueURL string, fn func(*engine.Queue) *protocol.Error) error {
+	name, err := s.queueName(ctx, queueURL)
+	if err != nil {
+		return err
+	}
+	err = s.backend.UpdateQueue(ctx, s.account, name, func(q *engine.Queue) error {
+		if perr := fn(q); perr != nil {
+			return perr
+		}
+		return nil
+	})
+	if err != nil {
+		return s.engineError(err, "update "+name)
+	}
+	return nil
+}

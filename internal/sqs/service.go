@@ -1,0 +1,187 @@
+// Package sqs implements the Amazon SQS actions over an engine.Backend: the
+// validation, limits and error wording of AWS, queue URLs and ARNs,
+// attribute arithmetic and message digests. Handlers are protocol-agnostic;
+// the protocol package decodes their inputs and encodes their outputs from
+// the struct tags in types.go.
+package sqs
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"log/slog"
+	"strings"
+
+	"github.com/ferrymq/ferry/internal/clock"
+	"github.com/ferrymq/ferry/internal/engine"
+	"github.com/ferrymq/ferry/internal/protocol"
+)
+
+// Config is what the SQS service needs.
+type Config struct {
+	// Account is the account id in queue URLs and ARNs ("000000000000" if
+	// empty); queues of other accounts do not exist.
+	Account string
+	// Region goes into ARNs ("us-east-1" if empty).
+	Region  string
+	Backend engine.Backend
+	Clock   clock.Clock // clock.Real if nil
+	Logger  *slog.Logger
+	// QueueURLBase prefixes queue URLs, e.g. "http://localhost:4566"; empty
+	// means "http://" + the request's Host.
+	QueueURLBase string
+}
+
+// Defaults for an empty Config.
+const (
+	DefaultAccount = "000000000000"
+	DefaultRegion  = "us-east-1"
+)
+
+// service holds the handlers' shared state.
+type service struct {
+	account, region string
+	backend         engine.Backend
+	clock           clock.Clock
+	log             *slog.Logger
+	urlBase         string
+}
+
+// NewService returns the SQS service with every action.
+func NewService(cfg Config) *protocol.Service {
+	s := &service{
+		account: cfg.Account,
+		region:  cfg.Region,
+		backend: cfg.Backend,
+		clock:   cfg.Clock,
+		log:     cfg.Logger,
+		urlBase: strings.TrimRight(cfg.QueueURLBase, "/"),
+	}
+	if s.account == "" {
+		s.account = DefaultAccount
+	}
+	if s.region == "" {
+		s.region = DefaultRegion
+	}
+	if s.clock == nil {
+		s.clock = clock.Real{}
+	}
+	if s.log == nil {
+		s.log = slog.New(slog.NewTextHandler(io.Discard, nil))
+	}
+	actions := []protocol.Action{
+		protocol.Define("CreateQueue", s.createQueue),
+		protocol.Define("GetQueueUrl", s.getQueueURL),
+		protocol.Define("ListQueues", s.listQueues),
+		protocol.Define("DeleteQueue", s.deleteQueue),
+		protocol.Define("GetQueueAttributes", s.getQueueAttributes),
+		protocol.Define("SetQueueAttributes", s.setQueueAttributes),
+		protocol.Define("PurgeQueue", s.purgeQueue),
+		protocol.Define("TagQueue", s.tagQueue),
+		protocol.Define("UntagQueue", s.untagQueue),
+		protocol.Define("ListQueueTags", s.listQueueTags),
+		protocol.Define("AddPermission", s.addPermission),
+		protocol.Define("RemovePermission", s.removePermission),
+		protocol.Define("SendMessage", s.sendMessage),
+		protocol.Define("SendMessageBatch", s.sendMessageBatch),
+		protocol.Define("ReceiveMessage", s.receiveMessage),
+		protocol.Define("DeleteMessage", s.deleteMessage),
+		protocol.Define("DeleteMessageBatch", s.deleteMessageBatch),
+		protocol.Define("ChangeMessageVisibility", s.changeMessageVisibility),
+		protocol.Define("ChangeMessageVisibilityBatch", s.changeMessageVisibilityBatch),
+		protocol.Define("ListDeadLetterSourceQueues", s.listDeadLetterSourceQueues),
+		protocol.Define("StartMessageMoveTask", s.startMessageMoveTask),
+		protocol.Define("ListMessageMoveTasks", s.listMessageMoveTasks),
+		protocol.Define("CancelMessageMoveTask", s.cancelMessageMoveTask),
+	}
+	svc := &protocol.Service{
+		JSONTargetPrefix: "AmazonSQS",
+		ShapeNamespace:   "com.amazonaws.sqs",
+		Version:          "2012-11-05",
+		XMLNamespace:     "http://queue.amazonaws.com/doc/2012-11-05/",
+		Actions:          make(map[string]protocol.Action, len(actions)),
+	}
+	for _, a := range actions {
+		svc.Actions[a.Name] = a
+	}
+	return svc
+}
+
+// requestInfo is what the wire knows of the request: its Host header, its
+// path and the SigV4 access key (each empty when absent).
+func requestInfo(ctx context.Context) (host, path, accessKey string) {
+	info := protocol.Info(ctx)
+	return info.Host, info.Path, info.AccessKey
+}
+
+// queueURL is the URL of the named queue as this request should see it.
+func (s *service) queueURL(ctx context.Context, name string) string {
+	base := s.urlBase
+	if base == "" {
+		host, _, _ := requestInfo(ctx)
+		if host == "" {
+			host = "localhost"
+		}
+		base = "http://" + host
+	}
+	return base + "/" + s.account + "/" + name
+}
+
+func (s *service) arn(name string) string { return queueARN(s.region, s.account, name) }
+
+// queueName resolves a request's QueueUrl (a URL or a bare name) to a queue
+// name of this account, falling back to the request path for clients that
+// post to the queue's URL. It does not check that the queue exists.
+func (s *service) queueName(ctx context.Context, queueURL string) (string, error) {
+	ref := queueURL
+	if ref == "" {
+		_, path, _ := requestInfo(ctx)
+		if path == "" || path == "/" {
+			return "", missingParameter("QueueUrl")
+		}
+		ref = path
+	}
+	account, name, ok := parseQueueRef(ref)
+	if !ok || (account != "" && account != s.account) || !validQueueName(name) {
+		return "", errQueueDoesNotExist
+	}
+	return name, nil
+}
+
+// getQueue resolves QueueUrl and loads the queue.
+func (s *service) getQueue(ctx context.Context, queueURL string) (engine.Queue, error) {
+	name, err := s.queueName(ctx, queueURL)
+	if err != nil {
+		return engine.Queue{}, err
+	}
+	q, err := s.backend.GetQueue(ctx, s.account, name)
+	if err != nil {
+		return engine.Queue{}, s.engineError(err, "get queue "+name)
+	}
+	return q, nil
+}
+
+// engineError turns a backend error into AWS's, keeping unexpected ones
+// wrapped (the protocol layer answers those with a 500 and logs them).
+func (s *service) engineError(err error, op string) error {
+	switch {
+	case errors.Is(err, engine.ErrQueueNotFound):
+		return errQueueDoesNotExist
+	case errors.Is(err, engine.ErrQueueDeletedRecently):
+		return errQueueDeletedRecently
+	}
+	var perr *protocol.Error
+	if errors.As(err, &perr) {
+		return perr
+	}
+	return fmt.Errorf("sqs: %s: %w", op, err)
+}
+
+// senderID is the SenderId system attribute of messages this request sends.
+func (s *service) senderID(ctx context.Context) string {
+	if _, _, key := requestInfo(ctx); key != "" {
+		return key
+	}
+	return s.account
+}
