@@ -1,0 +1,115 @@
+// Command ferry runs the Ferry message broker.
+package main
+
+import (
+	"context"
+	"errors"
+	"flag"
+	"fmt"
+	"io"
+	"log/slog"
+	"os"
+	"os/signal"
+	"strconv"
+	"strings"
+	"syscall"
+	"time"
+
+	"github.com/ferrymq/ferry/internal/server"
+)
+
+const usage = `Ferry: an SQS-compatible message broker.
+
+Usage:
+  ferry serve [flags]   run the broker (the default command)
+  ferry version         print the version
+
+Run "ferry serve -h" for the flags. Every flag also reads an environment
+variable, named in its help; a flag given on the command line wins.
+`
+
+// version is set at build time with -ldflags "-X main.version=...".
+var version = "dev"
+
+func main() {
+	os.Exit(run(context.Background(), os.Args[1:], os.Getenv, os.Stdout, os.Stderr))
+}
+
+func run(ctx context.Context, args []string, getenv func(string) string, stdout, stderr io.Writer) int {
+	cmd := "serve"
+	if len(args) > 0 && !strings.HasPrefix(args[0], "-") {
+		cmd, args = args[0], args[1:]
+	}
+	switch cmd {
+	case "serve":
+		return serve(ctx, args, getenv, stderr)
+	case "version":
+		fmt.Fprintln(stdout, "ferry", version)
+		return 0
+	case "help":
+		fmt.Fprint(stdout, usage)
+		return 0
+	default:
+		fmt.Fprintf(stderr, "ferry: unknown command %q\n\n%s", cmd, usage)
+		return 2
+	}
+}
+
+func serve(ctx context.Context, args []string, getenv func(string) string, stderr io.Writer) int {
+	fs := flag.NewFlagSet("ferry serve", flag.ContinueOnError)
+	fs.SetOutput(stderr)
+	env := func(name, def string) string {
+		if v := getenv(name); v != "" {
+			return v
+		}
+		return def
+	}
+	envBool := func(name string) bool {
+		b, _ := strconv.ParseBool(getenv(name))
+		return b
+	}
+	var cfg server.Config
+	fs.StringVar(&cfg.Listen, "listen", env("FERRY_LISTEN", server.DefaultListen), "address to listen on (FERRY_LISTEN)")
+	fs.StringVar(&cfg.DataDir, "data", env("FERRY_DATA", server.DefaultDataDir), "directory of the embedded store (FERRY_DATA)")
+	fs.BoolVar(&cfg.Memory, "memory", envBool("FERRY_MEMORY"), "keep everything in memory; nothing survives a stop (FERRY_MEMORY)")
+	fs.BoolVar(&cfg.NoSync, "no-fsync", envBool("FERRY_NO_FSYNC"), "acknowledge writes before they are fsynced (FERRY_NO_FSYNC)")
+	fs.StringVar(&cfg.Account, "account", env("FERRY_ACCOUNT", server.DefaultAccount), "AWS account id in queue URLs and ARNs (FERRY_ACCOUNT)")
+	fs.StringVar(&cfg.Region, "region", env("FERRY_REGION", server.DefaultRegion), "AWS region in ARNs (FERRY_REGION)")
+	fs.StringVar(&cfg.QueueURLBase, "queue-url-base", env("FERRY_QUEUE_URL_BASE", ""), "scheme://host:port of queue URLs; default: the Host each client sent (FERRY_QUEUE_URL_BASE)")
+	level := fs.String("log-level", env("FERRY_LOG_LEVEL", "info"), "debug, info, warn or error (FERRY_LOG_LEVEL)")
+	format := fs.String("log-format", env("FERRY_LOG_FORMAT", "text"), "text or json (FERRY_LOG_FORMAT)")
+	grace := fs.Duration("shutdown-grace", 30*time.Second, "how long a shutdown waits for requests in flight")
+	if err := fs.Parse(args); err != nil {
+		if errors.Is(err, flag.ErrHelp) {
+			return 0
+		}
+		return 2
+	}
+	if fs.NArg() > 0 {
+		fmt.Fprintf(stderr, "ferry serve: unexpected argument %q\n", fs.Arg(0))
+		return 2
+	}
+	var lvl slog.Level
+	if err := lvl.UnmarshalText([]byte(*level)); err != nil {
+		fmt.Fprintf(stderr, "ferry serve: bad log level %q\n", *level)
+		return 2
+	}
+	opts := &slog.HandlerOptions{Level: lvl}
+	switch *format {
+	case "text":
+		cfg.Logger = slog.New(slog.NewTextHandler(stderr, opts))
+	case "json":
+		cfg.Logger = slog.New(slog.NewJSONHandler(stderr, opts))
+	default:
+		fmt.Fprintf(stderr, "ferry serve: bad log format %q\n", *format)
+		return 2
+	}
+
+	ctx, stop := signal.NotifyContext(ctx, os.Interrupt, syscall.SIGTERM)
+	defer stop()
+	if err := server.Run(ctx, cfg, *grace); err != nil {
+		cfg.Logger.Error("ferry failed", "err", err)
+		return 1
+	}
+	return 0
+}

@@ -1,0 +1,97 @@
+package main
+
+import (
+	"bytes"
+	"context"
+	"net/http"
+	"regexp"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+)
+
+// syncBuffer is a bytes.Buffer safe for the server's logger and the test.
+type syncBuffer struct {
+	mu sync.Mutex
+	b  bytes.Buffer
+}
+
+func (s *syncBuffer) Write(p []byte) (int, error) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.b.Write(p)
+}
+
+func (s *syncBuffer) String() string {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.b.String()
+}
+
+func TestCommands(t *testing.T) {
+	noEnv := func(string) string { return "" }
+	cases := []struct {
+		args []string
+		code int
+		out  string
+	}{
+		{[]string{"version"}, 0, "ferry dev"},
+		{[]string{"help"}, 0, "ferry serve"},
+		{[]string{"launch"}, 2, `unknown command "launch"`},
+		{[]string{"serve", "--no-such-flag"}, 2, "flag provided but not defined"},
+		{[]string{"serve", "--log-level", "loud"}, 2, "bad log level"},
+		{[]string{"serve", "extra"}, 2, "unexpected argument"},
+	}
+	for _, tc := range cases {
+		var out, errOut bytes.Buffer
+		code := run(context.Background(), tc.args, noEnv, &out, &errOut)
+		if code != tc.code || !strings.Contains(out.String()+errOut.String(), tc.out) {
+			t.Errorf("%v: code %d, output %q%q", tc.args, code, out.String(), errOut.String())
+		}
+	}
+}
+
+// TestServeFromEnvironment starts the broker configured only by environment
+// variables, checks it answers, and stops it by cancelling its context.
+func TestServeFromEnvironment(t *testing.T) {
+	env := map[string]string{"FERRY_LISTEN": "127.0.0.1:0", "FERRY_MEMORY": "true", "FERRY_LOG_FORMAT": "text", "FERRY_ACCOUNT": "123456789012"}
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	var logs syncBuffer
+	done := make(chan int, 1)
+	go func() { done <- run(ctx, []string{"serve"}, func(k string) string { return env[k] }, &logs, &logs) }()
+
+	addr := regexp.MustCompile(`addr=(\S+)`)
+	deadline := time.Now().Add(10 * time.Second)
+	var base string
+	for base == "" {
+		if m := addr.FindStringSubmatch(logs.String()); m != nil {
+			base = "http://" + m[1]
+		} else if time.Now().After(deadline) {
+			t.Fatalf("no listening line in %q", logs.String())
+		} else {
+			time.Sleep(5 * time.Millisecond)
+		}
+	}
+	if !strings.Contains(logs.String(), "account=123456789012") || !strings.Contains(logs.String(), "memory=true") {
+		t.Errorf("environment not applied: %q", logs.String())
+	}
+	resp, err := http.Get(base + "/_ferry/health")
+	if err != nil {
+		t.Fatal(err)
+	}
+	resp.Body.Close()
+	if resp.StatusCode != 200 {
+		t.Fatalf("health = %d", resp.StatusCode)
+	}
+	cancel()
+	select {
+	case code := <-done:
+		if code != 0 {
+			t.Fatalf("exit code %d: %s", code, logs.String())
+		}
+	case <-time.After(10 * time.Second):
+		t.Fatal("serve did not stop")
+	}
+}

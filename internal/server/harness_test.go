@@ -1,0 +1,155 @@
+package server_test
+
+import (
+	"context"
+	"io"
+	"log/slog"
+	"net/http"
+	"os"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/aws/aws-sdk-go-v2/aws"
+	"github.com/aws/aws-sdk-go-v2/credentials"
+	"github.com/aws/aws-sdk-go-v2/service/sqs"
+	awsv1 "github.com/aws/aws-sdk-go/aws"
+	credv1 "github.com/aws/aws-sdk-go/aws/credentials"
+	"github.com/aws/aws-sdk-go/aws/session"
+	sqsv1 "github.com/aws/aws-sdk-go/service/sqs"
+
+	"github.com/ferrymq/ferry/internal/clock"
+	"github.com/ferrymq/ferry/internal/server"
+)
+
+// epoch is where every fake clock starts.
+var epoch = time.Date(2026, 1, 2, 3, 4, 5, 0, time.UTC)
+
+// ferry is a real server on 127.0.0.1:0 with clients of both protocols.
+type ferry struct {
+	srv *server.Server
+	clk *clock.Fake
+	// json speaks AWS JSON 1.0 (aws-sdk-go-v2); query speaks the query
+	// protocol (aws-sdk-go v1.46, from before SQS moved to JSON).
+	json  *sqs.Client
+	query *sqsv1.SQS
+}
+
+type option func(*server.Config)
+
+func onDisk(dir string) option { return func(c *server.Config) { c.Memory = false; c.DataDir = dir } }
+
+func testLogger(t testing.TB) *slog.Logger {
+	if os.Getenv("FERRY_TEST_LOG") != "" {
+		return slog.New(slog.NewTextHandler(os.Stderr, &slog.HandlerOptions{Level: slog.LevelDebug}))
+	}
+	return slog.New(slog.NewTextHandler(io.Discard, nil))
+}
+
+// start runs a Ferry in memory on a fake clock; it stops with the test.
+func start(t testing.TB, opts ...option) *ferry {
+	t.Helper()
+	clk := clock.NewFake(epoch)
+	cfg := server.Config{Listen: "127.0.0.1:0", Memory: true, Clock: clk, Logger: testLogger(t)}
+	for _, o := range opts {
+		o(&cfg)
+	}
+	srv, err := server.Start(context.Background(), cfg)
+	if err != nil {
+		t.Fatalf("start ferry: %v", err)
+	}
+	t.Cleanup(func() {
+		ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+		defer cancel()
+		if err := srv.Shutdown(ctx); err != nil {
+			t.Errorf("shutdown: %v", err)
+		}
+	})
+	return &ferry{srv: srv, clk: clk, json: jsonClient(srv.URL()), query: queryClient(srv.URL())}
+}
+
+func jsonClient(url string) *sqs.Client {
+	return sqs.New(sqs.Options{
+		Region:           "us-east-1",
+		BaseEndpoint:     aws.String(url),
+		Credentials:      credentials.NewStaticCredentialsProvider("AKIDFERRYTEST", "secret", ""),
+		RetryMaxAttempts: 1,
+	})
+}
+
+func queryClient(url string) *sqsv1.SQS {
+	sess := session.Must(session.NewSession(&awsv1.Config{
+		Region:      awsv1.String("us-east-1"),
+		Endpoint:    awsv1.String(url),
+		Credentials: credv1.NewStaticCredentials("AKIDFERRYTEST", "secret", ""),
+		MaxRetries:  awsv1.Int(0),
+	}))
+	return sqsv1.New(sess)
+}
+
+func ctxT(t testing.TB) context.Context {
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	t.Cleanup(cancel)
+	return ctx
+}
+
+// createQueue makes a queue over JSON and returns its URL.
+func (f *ferry) createQueue(t testing.TB, name string, attrs map[string]string) string {
+	t.Helper()
+	out, err := f.json.CreateQueue(ctxT(t), &sqs.CreateQueueInput{QueueName: aws.String(name), Attributes: attrs})
+	if err != nil {
+		t.Fatalf("CreateQueue %s: %v", name, err)
+	}
+	return aws.ToString(out.QueueUrl)
+}
+
+// waitPending blocks until the fake clock has at least n timers, i.e. until
+// a long poll (or another timed wait) has started.
+func (f *ferry) waitPending(t testing.TB, n int) {
+	t.Helper()
+	deadline := time.Now().Add(10 * time.Second)
+	for f.clk.Pending() < n {
+		if time.Now().After(deadline) {
+			t.Fatalf("waited for %d pending timers, have %d", n, f.clk.Pending())
+		}
+		time.Sleep(time.Millisecond)
+	}
+}
+
+// rawResponse is an HTTP answer as the wire carried it.
+type rawResponse struct {
+	Status int
+	Header http.Header
+	Body   string
+}
+
+// postJSON sends an SQS JSON 1.0 request by hand.
+func (f *ferry) postJSON(t testing.TB, action, body string) rawResponse {
+	t.Helper()
+	req, _ := http.NewRequest("POST", f.srv.URL()+"/", strings.NewReader(body))
+	req.Header.Set("Content-Type", "application/x-amz-json-1.0")
+	req.Header.Set("X-Amz-Target", "AmazonSQS."+action)
+	return do(t, req)
+}
+
+// postQuery sends a query-protocol request by hand.
+func (f *ferry) postQuery(t testing.TB, form string) rawResponse {
+	t.Helper()
+	req, _ := http.NewRequest("POST", f.srv.URL()+"/", strings.NewReader(form))
+	req.Header.Set("Content-Type", "application/x-www-form-urlencoded; charset=utf-8")
+	return do(t, req)
+}
+
+func do(t testing.TB, req *http.Request) rawResponse {
+	t.Helper()
+	resp, err := http.DefaultClient.Do(req)
+	if err != nil {
+		t.Fatalf("%s %s: %v", req.Method, req.URL, err)
+	}
+	defer resp.Body.Close()
+	b, err := io.ReadAll(resp.Body)
+	if err != nil {
+		t.Fatalf("read body: %v", err)
+	}
+	return rawResponse{Status: resp.StatusCode, Header: resp.Header, Body: string(b)}
+}

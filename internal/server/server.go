@@ -1,0 +1,197 @@
+// Package server wires Ferry together: the engine, the services, the HTTP
+// listener, health and shutdown. It is the one place that knows all parts;
+// the daemon is a library so that tests start a real server on
+// 127.0.0.1:0 and drive it with the AWS SDKs.
+package server
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"log/slog"
+	"net"
+	"net/http"
+	"sync"
+	"time"
+
+	"github.com/ferrymq/ferry/internal/clock"
+	"github.com/ferrymq/ferry/internal/engine"
+	"github.com/ferrymq/ferry/internal/engine/embedded"
+	"github.com/ferrymq/ferry/internal/protocol"
+	"github.com/ferrymq/ferry/internal/sqs"
+)
+
+// Config is everything a Ferry server needs to start.
+type Config struct {
+	// Listen is the TCP address, e.g. "127.0.0.1:4566" or "127.0.0.1:0".
+	Listen string
+	// DataDir holds the embedded store; ignored when Memory is set.
+	DataDir string
+	// Memory keeps everything in memory: nothing survives a stop.
+	Memory bool
+	// NoSync acknowledges writes before they reach the disk (faster, and a
+	// machine crash may lose the last acknowledged writes).
+	NoSync bool
+	// Account and Region name queues in URLs and ARNs.
+	Account string
+	Region  string
+	// QueueURLBase, when set, is the scheme://host[:port] of queue URLs;
+	// otherwise each response uses the Host the client sent.
+	QueueURLBase string
+	Clock        clock.Clock
+	Logger       *slog.Logger
+}
+
+// Defaults for an unset Config field.
+const (
+	DefaultListen  = "127.0.0.1:4566"
+	DefaultDataDir = "ferry-data"
+	DefaultAccount = "000000000000"
+	DefaultRegion  = "us-east-1"
+)
+
+func (c *Config) fill() {
+	if c.Listen == "" {
+		c.Listen = DefaultListen
+	}
+	if c.DataDir == "" {
+		c.DataDir = DefaultDataDir
+	}
+	if c.Account == "" {
+		c.Account = DefaultAccount
+	}
+	if c.Region == "" {
+		c.Region = DefaultRegion
+	}
+	if c.Clock == nil {
+		c.Clock = clock.Real{}
+	}
+	if c.Logger == nil {
+		c.Logger = slog.New(slog.NewTextHandler(io.Discard, nil))
+	}
+}
+
+// Server is a running Ferry.
+type Server struct {
+	cfg      Config
+	engine   engine.Backend
+	http     *http.Server
+	ln       net.Listener
+	served   chan error
+	drain    context.Context // cancelled when shutdown begins: long polls answer
+	stopAll  context.CancelFunc
+	once     sync.Once
+	closeErr error
+}
+
+// Start opens the store, binds the listener and starts serving. The caller
+// must call Shutdown.
+func Start(ctx context.Context, cfg Config) (*Server, error) {
+	cfg.fill()
+	began := time.Now()
+	eng, err := embedded.Open(ctx, embedded.Options{
+		Dir:      cfg.DataDir,
+		InMemory: cfg.Memory,
+		NoSync:   cfg.NoSync,
+		Clock:    cfg.Clock,
+		Logger:   cfg.Logger,
+	})
+	if err != nil {
+		return nil, fmt.Errorf("open store: %w", err)
+	}
+	ln, err := net.Listen("tcp", cfg.Listen)
+	if err != nil {
+		eng.Close()
+		return nil, fmt.Errorf("listen on %s: %w", cfg.Listen, err)
+	}
+	drain, stopAll := context.WithCancel(context.Background())
+	s := &Server{cfg: cfg, engine: eng, ln: ln, served: make(chan error, 1), drain: drain, stopAll: stopAll}
+
+	api := &protocol.Handler{
+		Logger: cfg.Logger,
+		Services: []*protocol.Service{sqs.NewService(sqs.Config{
+			Account:      cfg.Account,
+			Region:       cfg.Region,
+			Backend:      eng,
+			Clock:        cfg.Clock,
+			Logger:       cfg.Logger,
+			QueueURLBase: cfg.QueueURLBase,
+		})},
+	}
+	if err := api.Check(); err != nil {
+		ln.Close()
+		eng.Close()
+		return nil, fmt.Errorf("describe actions: %w", err)
+	}
+	mux := http.NewServeMux()
+	mux.HandleFunc("GET /_ferry/health", s.health)
+	// LocalStack's health path, which existing wait-for-ready scripts poll.
+	mux.HandleFunc("GET /_localstack/health", s.health)
+	mux.Handle("/", api)
+
+	s.http = &http.Server{
+		Handler:           mux,
+		ReadHeaderTimeout: 30 * time.Second,
+		// Request contexts derive from drain, so that a shutdown ends every
+		// long poll at once with an empty answer.
+		BaseContext: func(net.Listener) context.Context { return drain },
+		ErrorLog:    slog.NewLogLogger(cfg.Logger.Handler(), slog.LevelWarn),
+	}
+	go func() { s.served <- s.http.Serve(ln) }()
+	cfg.Logger.Info("ferry listening", "addr", ln.Addr().String(), "memory", cfg.Memory,
+		"data", cfg.DataDir, "account", cfg.Account, "region", cfg.Region, "startup", time.Since(began))
+	return s, nil
+}
+
+// Addr is the address the server listens on.
+func (s *Server) Addr() string { return s.ln.Addr().String() }
+
+// URL is the server's base URL, e.g. http://127.0.0.1:4566.
+func (s *Server) URL() string { return "http://" + s.Addr() }
+
+// Engine exposes the backend, for tests that inspect state directly.
+func (s *Server) Engine() engine.Backend { return s.engine }
+
+func (s *Server) health(w http.ResponseWriter, r *http.Request) {
+	w.Header().Set("Content-Type", "application/json")
+	io.WriteString(w, `{"status":"running","services":{"sqs":"running"}}`)
+}
+
+// Shutdown stops accepting requests, ends long polls with empty answers,
+// waits for in-flight requests (until ctx ends), then closes the store.
+func (s *Server) Shutdown(ctx context.Context) error {
+	s.once.Do(func() {
+		s.stopAll()
+		err := s.http.Shutdown(ctx)
+		if errors.Is(err, context.DeadlineExceeded) || errors.Is(err, context.Canceled) {
+			s.http.Close()
+		}
+		if serr := <-s.served; serr != nil && !errors.Is(serr, http.ErrServerClosed) {
+			err = errors.Join(err, serr)
+		}
+		if cerr := s.engine.Close(); cerr != nil {
+			err = errors.Join(err, fmt.Errorf("close store: %w", cerr))
+		}
+		s.closeErr = err
+		s.cfg.Logger.Info("ferry stopped")
+	})
+	return s.closeErr
+}
+
+// Run starts a server and serves until ctx is cancelled, then shuts down
+// within grace.
+func Run(ctx context.Context, cfg Config, grace time.Duration) error {
+	s, err := Start(ctx, cfg)
+	if err != nil {
+		return err
+	}
+	select {
+	case <-ctx.Done():
+	case err := <-s.served:
+		s.served <- err // Shutdown reads it again
+	}
+	sctx, cancel := context.WithTimeout(context.Background(), grace)
+	defer cancel()
+	return s.Shutdown(sctx)
+}
