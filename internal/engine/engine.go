@@ -38,6 +38,13 @@ const PurgeInterval = 60 * time.Second
 // RecreateDelay is how long a deleted queue's name stays reserved.
 const RecreateDelay = 60 * time.Second
 
+// Move task limits (SQS: a task runs at most 36 hours; at most 100 active
+// tasks per account).
+const (
+	MoveTaskMaxDuration = 36 * time.Hour
+	MaxActiveMoveTasks  = 100
+)
+
 // QueueSettings are the attributes the engine acts on. The SQS layer derives
 // them from the queue's attribute strings on every create and update.
 type QueueSettings struct {
@@ -46,12 +53,27 @@ type QueueSettings struct {
 	Retention         time.Duration
 	ReceiveWait       time.Duration
 	MaximumSize       int
+	// Redrive, when set, sends a message to a dead-letter queue instead of
+	// handing it out once its receive count has reached MaxReceiveCount.
+	Redrive *Redrive
+}
+
+// Redrive is a source queue's dead-letter configuration. The SQS layer has
+// checked that the target existed and allowed this source when it was set;
+// if the target is gone by the time of a move, the message stays in the
+// source queue and is handed out as usual (nothing is lost).
+type Redrive struct {
+	TargetAccount   string
+	TargetName      string
+	MaxReceiveCount int
 }
 
 // Queue is a queue's durable description.
 type Queue struct {
 	Account string
 	Name    string
+	// ARN names the queue in dead-letter source attributes and move tasks.
+	ARN string
 	// Attributes holds the settable attributes as SQS shows them (strings),
 	// only those with a value; computed ones are not stored.
 	Attributes map[string]string
@@ -108,6 +130,9 @@ type Message struct {
 	SentAt         time.Time
 	FirstReceiveAt time.Time
 	ReceiveCount   int
+	// DeadLetterSourceARN is the queue a redrive policy moved the message
+	// from (the DeadLetterQueueSourceArn system attribute); empty otherwise.
+	DeadLetterSourceARN string
 }
 
 // ReceiveRequest says how many messages to take and for how long.
@@ -130,6 +155,43 @@ type Stats struct {
 	Visible    int64
 	NotVisible int64 // in flight
 	Delayed    int64
+}
+
+// MoveTaskStatus is a move task's state, with SQS's names.
+type MoveTaskStatus string
+
+// The move task states. RUNNING and CANCELLING are active.
+const (
+	MoveTaskRunning    MoveTaskStatus = "RUNNING"
+	MoveTaskCompleted  MoveTaskStatus = "COMPLETED"
+	MoveTaskCancelling MoveTaskStatus = "CANCELLING"
+	MoveTaskCancelled  MoveTaskStatus = "CANCELLED"
+	MoveTaskFailed     MoveTaskStatus = "FAILED"
+)
+
+// Active reports whether a task in this state still holds its source.
+func (s MoveTaskStatus) Active() bool { return s == MoveTaskRunning || s == MoveTaskCancelling }
+
+// MoveTask moves messages out of a dead-letter queue. Every moved message
+// becomes a new message in its destination (new id, new sent time, receive
+// count zero) and leaves the source in the same atomic write.
+type MoveTask struct {
+	ID string
+	// SourceAccount/SourceName is the dead-letter queue; SourceARN its ARN.
+	SourceAccount, SourceName, SourceARN string
+	// DestinationARN is the explicit destination; empty sends each message
+	// back to the queue named by its DeadLetterSourceARN.
+	DestinationARN string
+	// MaxPerSecond caps the rate; 0 moves as fast as the engine safely can.
+	MaxPerSecond int
+	Status       MoveTaskStatus
+	// ToMove is the source's visible count when the task started; Moved
+	// grows as the task runs and is exact across restarts.
+	ToMove, Moved int64
+	Started       time.Time
+	// FailureReason is set when Status is FAILED, e.g.
+	// "AWS.SimpleQueueService.NonExistentQueue" when a destination is gone.
+	FailureReason string
 }
 
 // Backend stores queues and messages. Every method is safe for concurrent
@@ -162,5 +224,17 @@ type Backend interface {
 	// of the previous purge.
 	Purge(ctx context.Context, account, name string) error
 	Stats(ctx context.Context, account, name string) (Stats, error)
+
+	// StartMoveTask starts t (ID, Status, ToMove, Moved and Started are
+	// filled in by the engine) and returns it as started. It fails with
+	// ErrMoveTaskActive or ErrMoveTaskLimit. Tasks are durable: a RUNNING
+	// task resumes after a restart, a CANCELLING one ends CANCELLED.
+	StartMoveTask(ctx context.Context, t MoveTask) (MoveTask, error)
+	// ListMoveTasks returns the source queue's tasks, most recent first.
+	ListMoveTasks(ctx context.Context, account, name string) ([]MoveTask, error)
+	// CancelMoveTask asks a RUNNING task to stop and returns it (CANCELLING
+	// or already CANCELLED); ErrMoveTaskNotFound, ErrMoveTaskNotRunning.
+	CancelMoveTask(ctx context.Context, account, name, id string) (MoveTask, error)
+
 	Close() error
 }
