@@ -26,6 +26,13 @@ var (
 	ErrVisibilityLimit = errors.New("engine: total visibility timeout beyond the limit")
 	ErrPurgeInProgress = errors.New("engine: queue purged less than 60 seconds ago")
 	ErrClosed          = errors.New("engine: closed")
+	// ErrMoveTaskActive: the source queue already has a RUNNING or
+	// CANCELLING move task.
+	ErrMoveTaskActive = errors.New("engine: the source queue has an active move task")
+	// ErrMoveTaskLimit: the account has MaxActiveMoveTasks active tasks.
+	ErrMoveTaskLimit      = errors.New("engine: too many active move tasks")
+	ErrMoveTaskNotFound   = errors.New("engine: move task does not exist")
+	ErrMoveTaskNotRunning = errors.New("engine: move task is not running")
 )
 
 // MaxVisibility is the longest a message may stay in flight, counted from
@@ -43,6 +50,14 @@ const RecreateDelay = 60 * time.Second
 const (
 	MoveTaskMaxDuration = 36 * time.Hour
 	MaxActiveMoveTasks  = 100
+)
+
+// Move task failure reasons (MoveTask.FailureReason). AWS reports the first
+// when a source or destination queue is missing; no wording is known for a
+// task that outlived MoveTaskMaxDuration, so the second is ours.
+const (
+	MoveTaskFailureNonExistentQueue = "AWS.SimpleQueueService.NonExistentQueue"
+	MoveTaskFailureTimedOut         = "AWS.SimpleQueueService.MoveTaskTimedOut"
 )
 
 // QueueSettings are the attributes the engine acts on. The SQS layer derives
@@ -214,7 +229,12 @@ type Backend interface {
 	Send(ctx context.Context, account, name string, msgs []NewMessage) ([]SendResult, error)
 	// Receive hands out up to req.Max visible messages, waiting up to
 	// req.Wait for the first one. A cancelled ctx ends the wait early with
-	// whatever was taken (possibly nothing) and no error.
+	// whatever was taken (possibly nothing) and no error. A message whose
+	// receive count has reached Settings.Redrive.MaxReceiveCount is moved
+	// to the dead-letter queue instead, atomically (same id, content, sent
+	// time, receive counts; DeadLetterSourceARN set; visible at once; the
+	// source's handles stop working), and does not count towards req.Max;
+	// a long poll that found only such messages goes on waiting.
 	Receive(ctx context.Context, account, name string, req ReceiveRequest) ([]Message, error)
 	// Delete deletes by receipt handle; the result has one error (or nil)
 	// per handle. A genuine but stale handle deletes nothing and succeeds.
@@ -226,9 +246,12 @@ type Backend interface {
 	Stats(ctx context.Context, account, name string) (Stats, error)
 
 	// StartMoveTask starts t (ID, Status, ToMove, Moved and Started are
-	// filled in by the engine) and returns it as started. It fails with
-	// ErrMoveTaskActive or ErrMoveTaskLimit. Tasks are durable: a RUNNING
-	// task resumes after a restart, a CANCELLING one ends CANCELLED.
+	// filled in by the engine; SourceARN too when empty) and returns it as
+	// started. It fails with ErrQueueNotFound (source), ErrMoveTaskActive
+	// or ErrMoveTaskLimit. Tasks are durable: a RUNNING task resumes after
+	// a restart, a CANCELLING one ends CANCELLED. A destination that is
+	// missing when a message's turn comes ends the task FAILED with
+	// MoveTaskFailureNonExistentQueue; the messages not moved stay.
 	StartMoveTask(ctx context.Context, t MoveTask) (MoveTask, error)
 	// ListMoveTasks returns the source queue's tasks, most recent first.
 	ListMoveTasks(ctx context.Context, account, name string) ([]MoveTask, error)

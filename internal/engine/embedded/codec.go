@@ -19,10 +19,12 @@ import (
 //	0x02 qid                        queue record
 //	0x03 qid seq 0x01               message record: written once, deleted once
 //	0x03 qid seq 0x02               message state: rewritten on receive/visibility change
+//	0x04 qid seq                    move task of source queue qid (seq from the queue's seq space)
 const (
 	prefixMeta  byte = 0x01
 	prefixQueue byte = 0x02
 	prefixMsg   byte = 0x03
+	prefixTask  byte = 0x04
 
 	kindBody  byte = 0x01
 	kindState byte = 0x02
@@ -30,6 +32,10 @@ const (
 	// recordVersion leads every record so that a later layout can be told
 	// apart from this one.
 	recordVersion byte = 1
+	// recordVersion2 adds to queue records the ARN and redrive policy, and
+	// to message records the dead-letter source ARN; version 1 records are
+	// still read.
+	recordVersion2 byte = 2
 )
 
 var (
@@ -78,6 +84,31 @@ func queueMsgSpan(qid uint64) (lo, hi []byte) {
 	binary.BigEndian.PutUint64(lo[1:], qid)
 	binary.BigEndian.PutUint64(hi[1:], qid+1)
 	return lo, hi
+}
+
+func taskKey(qid, seq uint64) []byte {
+	k := make([]byte, 17)
+	k[0] = prefixTask
+	binary.BigEndian.PutUint64(k[1:9], qid)
+	binary.BigEndian.PutUint64(k[9:], seq)
+	return k
+}
+
+// queueTaskSpan covers every move task of source queue qid.
+func queueTaskSpan(qid uint64) (lo, hi []byte) {
+	lo = make([]byte, 9)
+	hi = make([]byte, 9)
+	lo[0], hi[0] = prefixTask, prefixTask
+	binary.BigEndian.PutUint64(lo[1:], qid)
+	binary.BigEndian.PutUint64(hi[1:], qid+1)
+	return lo, hi
+}
+
+func parseTaskKey(k []byte) (qid, seq uint64, ok bool) {
+	if len(k) != 17 || k[0] != prefixTask {
+		return 0, 0, false
+	}
+	return binary.BigEndian.Uint64(k[1:9]), binary.BigEndian.Uint64(k[9:]), true
 }
 
 func parseMsgKey(k []byte) (qid, seq uint64, kind byte, ok bool) {
@@ -238,7 +269,7 @@ func normTime(t time.Time) time.Time {
 }
 
 func encodeQueue(b []byte, q *engine.Queue) []byte {
-	b = append(b, recordVersion)
+	b = append(b, recordVersion2)
 	b = appendString(b, q.Account)
 	b = appendString(b, q.Name)
 	b = appendMap(b, q.Attributes)
@@ -251,13 +282,22 @@ func encodeQueue(b []byte, q *engine.Queue) []byte {
 	b = binary.AppendVarint(b, int64(s.MaximumSize))
 	b = appendTime(b, q.Created)
 	b = appendTime(b, q.Modified)
-	return appendTime(b, q.LastPurge)
+	b = appendTime(b, q.LastPurge)
+	b = appendString(b, q.ARN)
+	if rd := s.Redrive; rd != nil {
+		b = append(b, 1)
+		b = appendString(b, rd.TargetAccount)
+		b = appendString(b, rd.TargetName)
+		return binary.AppendVarint(b, int64(rd.MaxReceiveCount))
+	}
+	return append(b, 0)
 }
 
 func decodeQueue(v []byte) (engine.Queue, error) {
 	r := newReader(v, true)
 	var q engine.Queue
-	if r.byte() != recordVersion {
+	ver := r.byte()
+	if ver != recordVersion && ver != recordVersion2 {
 		return q, errCorrupt
 	}
 	q.Account = r.str()
@@ -272,13 +312,28 @@ func decodeQueue(v []byte) (engine.Queue, error) {
 	q.Created = r.time()
 	q.Modified = r.time()
 	q.LastPurge = r.time()
+	if ver == recordVersion2 {
+		q.ARN = r.str()
+		switch r.byte() {
+		case 0:
+		case 1:
+			rd := &engine.Redrive{}
+			rd.TargetAccount = r.str()
+			rd.TargetName = r.str()
+			rd.MaxReceiveCount = int(r.varint())
+			q.Settings.Redrive = rd
+		default:
+			return q, errCorrupt
+		}
+	}
 	return q, r.done()
 }
 
 // encodeMessage writes the immutable message record. sentAt and the first
-// visible-at lead so that startup reads only them.
-func encodeMessage(b []byte, id string, sentAt, visibleAt int64, m *engine.NewMessage) []byte {
-	b = append(b, recordVersion)
+// visible-at lead so that startup reads only them. dlqSource is the queue a
+// redrive moved the message from, if any.
+func encodeMessage(b []byte, id string, sentAt, visibleAt int64, m *engine.NewMessage, dlqSource string) []byte {
+	b = append(b, recordVersion2)
 	b = binary.AppendVarint(b, sentAt)
 	b = binary.AppendVarint(b, visibleAt)
 	b = appendString(b, id)
@@ -297,13 +352,13 @@ func encodeMessage(b []byte, id string, sentAt, visibleAt int64, m *engine.NewMe
 		b = appendString(b, a.StringValue)
 		b = appendBytes(b, a.BinaryValue)
 	}
-	return b
+	return appendString(b, dlqSource)
 }
 
 // decodeMessageHead reads what the memory index needs.
 func decodeMessageHead(v []byte) (sentAt, visibleAt int64, err error) {
 	r := newReader(v, false)
-	if r.byte() != recordVersion {
+	if ver := r.byte(); ver != recordVersion && ver != recordVersion2 {
 		return 0, 0, errCorrupt
 	}
 	sentAt = r.varint()
@@ -316,7 +371,8 @@ func decodeMessageHead(v []byte) (sentAt, visibleAt int64, err error) {
 
 func decodeMessage(v []byte, out *engine.Message) error {
 	r := newReader(v, true)
-	if r.byte() != recordVersion {
+	ver := r.byte()
+	if ver != recordVersion && ver != recordVersion2 {
 		return errCorrupt
 	}
 	out.SentAt = fromNanos(r.varint())
@@ -343,7 +399,53 @@ func decodeMessage(v []byte, out *engine.Message) error {
 			a.BinaryValue = r.bytes()
 		}
 	}
+	if ver == recordVersion2 {
+		out.DeadLetterSourceARN = r.str()
+	}
 	return r.done()
+}
+
+// storedMessage is a message record read back in full, to be written again
+// elsewhere (a redrive or a move task).
+type storedMessage struct {
+	id        string
+	sentAt    int64
+	dlqSource string
+	msg       engine.NewMessage
+}
+
+func decodeStoredMessage(v []byte) (storedMessage, error) {
+	var sm storedMessage
+	var m engine.Message
+	if err := decodeMessage(v, &m); err != nil {
+		return sm, err
+	}
+	// The system attributes' digest is not part of engine.Message.
+	r := newReader(v, false)
+	r.byte()
+	r.varint()
+	r.varint()
+	for range 7 {
+		r.span()
+	}
+	sysMD5 := r.str()
+	if r.bad {
+		return sm, errCorrupt
+	}
+	sm.id = m.MessageID
+	sm.sentAt = m.SentAt.UnixNano()
+	sm.dlqSource = m.DeadLetterSourceARN
+	sm.msg = engine.NewMessage{
+		Body:           m.Body,
+		Attributes:     m.Attributes,
+		TraceHeader:    m.TraceHeader,
+		MessageGroupID: m.MessageGroupID,
+		SenderID:       m.SenderID,
+		MD5OfBody:      m.MD5OfBody,
+		MD5OfAttrs:     m.MD5OfAttrs,
+		MD5OfSysAttrs:  sysMD5,
+	}
+	return sm, nil
 }
 
 // msgState is the mutable part of a message, rewritten on every receive and
@@ -377,4 +479,50 @@ func decodeState(v []byte) (msgState, error) {
 	s.receivedAt = r.varint()
 	s.visibleAt = r.varint()
 	return s, r.done()
+}
+
+// encodeTask writes a move task record; it is rewritten with every batch
+// the task moves, in that batch.
+func encodeTask(b []byte, t *engine.MoveTask) []byte {
+	b = append(b, recordVersion)
+	b = appendString(b, t.ID)
+	b = appendString(b, t.SourceAccount)
+	b = appendString(b, t.SourceName)
+	b = appendString(b, t.SourceARN)
+	b = appendString(b, t.DestinationARN)
+	b = binary.AppendVarint(b, int64(t.MaxPerSecond))
+	b = appendString(b, string(t.Status))
+	b = binary.AppendVarint(b, t.ToMove)
+	b = binary.AppendVarint(b, t.Moved)
+	b = appendTime(b, t.Started)
+	return appendString(b, t.FailureReason)
+}
+
+func decodeTask(v []byte) (engine.MoveTask, error) {
+	r := newReader(v, true)
+	var t engine.MoveTask
+	if r.byte() != recordVersion {
+		return t, errCorrupt
+	}
+	t.ID = r.str()
+	t.SourceAccount = r.str()
+	t.SourceName = r.str()
+	t.SourceARN = r.str()
+	t.DestinationARN = r.str()
+	t.MaxPerSecond = int(r.varint())
+	t.Status = engine.MoveTaskStatus(r.str())
+	t.ToMove = r.varint()
+	t.Moved = r.varint()
+	t.Started = r.time()
+	t.FailureReason = r.str()
+	if err := r.done(); err != nil {
+		return t, err
+	}
+	switch t.Status {
+	case engine.MoveTaskRunning, engine.MoveTaskCompleted, engine.MoveTaskCancelling,
+		engine.MoveTaskCancelled, engine.MoveTaskFailed:
+	default:
+		return t, errCorrupt
+	}
+	return t, nil
 }

@@ -24,6 +24,10 @@ func TestQueueRecordRoundTrip(t *testing.T) {
 			},
 			Created: at, Modified: at.Add(time.Second), LastPurge: at.Add(time.Minute),
 		},
+		{
+			Account: "1", Name: "src", ARN: "arn:aws:sqs:us-east-1:1:src",
+			Settings: engine.QueueSettings{Redrive: &engine.Redrive{TargetAccount: "1", TargetName: "dlq", MaxReceiveCount: 1000}},
+		},
 	}
 	for _, q := range tests {
 		got, err := decodeQueue(encodeQueue(nil, &q))
@@ -33,6 +37,29 @@ func TestQueueRecordRoundTrip(t *testing.T) {
 		if !reflect.DeepEqual(got, q) {
 			t.Errorf("round trip of %s:\n got %+v\nwant %+v", q.Name, got, q)
 		}
+	}
+}
+
+// Records written before ARNs and redrive policies existed still read.
+func TestQueueRecordVersion1(t *testing.T) {
+	q := engine.Queue{Account: "1", Name: "q", Tags: map[string]string{"k": "v"}, Created: time.Unix(5, 0).UTC()}
+	v := encodeQueue(nil, &q)
+	// Version 2 only appends the ARN (empty) and the redrive flag (0).
+	v1 := append([]byte{recordVersion}, v[1:len(v)-2]...)
+	got, err := decodeQueue(v1)
+	if err != nil || !reflect.DeepEqual(got, q) {
+		t.Fatalf("version 1 record: %+v, %v", got, err)
+	}
+	nm := engine.NewMessage{Body: "b", MD5OfSysAttrs: "s"}
+	mv := encodeMessage(nil, "id", 1, 2, &nm, "")
+	mv1 := append([]byte{recordVersion}, mv[1:len(mv)-1]...)
+	var m engine.Message
+	if err := decodeMessage(mv1, &m); err != nil || m.Body != "b" || m.MessageID != "id" {
+		t.Fatalf("version 1 message: %+v, %v", m, err)
+	}
+	sm, err := decodeStoredMessage(mv1)
+	if err != nil || sm.msg.MD5OfSysAttrs != "s" || sm.dlqSource != "" {
+		t.Fatalf("version 1 stored message: %+v, %v", sm, err)
 	}
 }
 
@@ -50,7 +77,7 @@ func TestMessageRecordRoundTrip(t *testing.T) {
 	}
 	for _, nm := range tests {
 		const sentAt, visibleAt = int64(1_900_000_000_000_000_000), int64(1_900_000_001_000_000_000)
-		v := encodeMessage(nil, "id-1", sentAt, visibleAt, &nm)
+		v := encodeMessage(nil, "id-1", sentAt, visibleAt, &nm, "arn:src")
 		s, vis, err := decodeMessageHead(v)
 		if err != nil || s != sentAt || vis != visibleAt {
 			t.Fatalf("head = %d %d %v", s, vis, err)
@@ -62,11 +89,47 @@ func TestMessageRecordRoundTrip(t *testing.T) {
 		want := engine.Message{
 			MessageID: "id-1", Body: nm.Body, Attributes: nm.Attributes, TraceHeader: nm.TraceHeader,
 			MessageGroupID: nm.MessageGroupID, SenderID: nm.SenderID, MD5OfBody: nm.MD5OfBody, MD5OfAttrs: nm.MD5OfAttrs,
-			SentAt: fromNanos(sentAt),
+			SentAt: fromNanos(sentAt), DeadLetterSourceARN: "arn:src",
 		}
 		if !reflect.DeepEqual(m, want) {
 			t.Errorf("round trip:\n got %+v\nwant %+v", m, want)
 		}
+		sm, err := decodeStoredMessage(v)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if sm.id != "id-1" || sm.sentAt != sentAt || sm.dlqSource != "arn:src" || !reflect.DeepEqual(sm.msg, nm) {
+			t.Errorf("stored message:\n got %+v\nwant %+v", sm, nm)
+		}
+	}
+}
+
+func TestTaskRecordRoundTrip(t *testing.T) {
+	tests := []engine.MoveTask{
+		{ID: "id", Status: engine.MoveTaskRunning},
+		{
+			ID: "5b0ac1e4", SourceAccount: "1", SourceName: "dlq", SourceARN: "arn:dlq", DestinationARN: "arn:dst",
+			MaxPerSecond: 500, Status: engine.MoveTaskFailed, ToMove: 1 << 40, Moved: 7,
+			Started: time.Date(2030, 1, 2, 3, 4, 5, 6, time.UTC), FailureReason: engine.MoveTaskFailureNonExistentQueue,
+		},
+	}
+	for _, mt := range tests {
+		got, err := decodeTask(encodeTask(nil, &mt))
+		if err != nil || !reflect.DeepEqual(got, mt) {
+			t.Errorf("round trip:\n got %+v, %v\nwant %+v", got, err, mt)
+		}
+	}
+	bad := engine.MoveTask{ID: "x", Status: "SLEEPING"}
+	if _, err := decodeTask(encodeTask(nil, &bad)); !errors.Is(err, errCorrupt) {
+		t.Errorf("unknown status: err = %v", err)
+	}
+	k := taskKey(3, 9)
+	if qid, seq, ok := parseTaskKey(k); !ok || qid != 3 || seq != 9 {
+		t.Errorf("parseTaskKey = %d %d %v", qid, seq, ok)
+	}
+	lo, hi := queueTaskSpan(3)
+	if string(k) < string(lo) || string(k) >= string(hi) || string(taskKey(4, 0)) < string(hi) {
+		t.Error("task span is wrong")
 	}
 }
 
@@ -80,16 +143,25 @@ func TestStateRecordRoundTrip(t *testing.T) {
 
 // Every truncation or corruption of a record is an error, never a panic.
 func TestDecodeCorrupt(t *testing.T) {
-	q := engine.Queue{Account: "a", Name: "n", Attributes: map[string]string{"k": "v"}, Created: time.Unix(5, 0)}
+	q := engine.Queue{Account: "a", Name: "n", ARN: "arn", Attributes: map[string]string{"k": "v"}, Created: time.Unix(5, 0),
+		Settings: engine.QueueSettings{Redrive: &engine.Redrive{TargetAccount: "a", TargetName: "d", MaxReceiveCount: 3}}}
 	nm := engine.NewMessage{Body: "body", Attributes: []engine.MessageAttribute{{Name: "a", DataType: "Binary", BinaryValue: []byte("x")}}}
 	records := map[string]struct {
 		v      []byte
 		decode func([]byte) error
 	}{
 		"queue": {encodeQueue(nil, &q), func(v []byte) error { _, err := decodeQueue(v); return err }},
-		"message": {encodeMessage(nil, "id", 1, 2, &nm), func(v []byte) error {
+		"message": {encodeMessage(nil, "id", 1, 2, &nm, "arn"), func(v []byte) error {
 			var m engine.Message
 			return decodeMessage(v, &m)
+		}},
+		"stored message": {encodeMessage(nil, "id", 1, 2, &nm, "arn"), func(v []byte) error {
+			_, err := decodeStoredMessage(v)
+			return err
+		}},
+		"task": {encodeTask(nil, &engine.MoveTask{ID: "i", Status: engine.MoveTaskRunning, Started: time.Unix(5, 0)}), func(v []byte) error {
+			_, err := decodeTask(v)
+			return err
 		}},
 		"state": {encodeState(nil, msgState{receiveCount: 1, gen: 300}), func(v []byte) error { _, err := decodeState(v); return err }},
 	}
@@ -103,7 +175,7 @@ func TestDecodeCorrupt(t *testing.T) {
 			t.Errorf("%s with a trailing byte: err = %v", name, err)
 		}
 		bad := append([]byte(nil), r.v...)
-		bad[0] = recordVersion + 1
+		bad[0] = recordVersion2 + 1
 		if err := r.decode(bad); !errors.Is(err, errCorrupt) {
 			t.Errorf("%s with an unknown version: err = %v", name, err)
 		}

@@ -5,15 +5,19 @@
 //
 // Lock order, outermost first:
 //
-//	Engine.closeMu (read) → Engine.adminMu → queue.mu → Engine.mu
+//	Engine.closeMu (read) → Engine.adminMu → queue.mu → task.mu → Engine.mu, Engine.taskMu
 //
 // closeMu is read-held by every call while it touches the store (never while
 // a receive waits) and write-held by Close. adminMu serialises queue create
 // and delete. queue.mu guards one queue's index and description; batches
 // whose order matters are entered into Pebble's commit pipeline under it,
 // and the fsync is awaited after it is released, so concurrent calls share
-// WAL syncs. Engine.mu guards the name → queue map and is never held while
-// taking another lock.
+// WAL syncs. No call ever holds two queue locks: a dead-letter move or a
+// move task takes messages out of one queue under its lock, lets go, and
+// puts them into the other under that one's lock (see redrive.go and
+// movetask.go). task.mu guards one move task's state and orders the writes
+// of its record. Engine.mu guards the name and ARN maps, Engine.taskMu the
+// active task counts; neither is held while taking another lock.
 package embedded
 
 import (
@@ -77,6 +81,16 @@ type Engine struct {
 
 	mu     sync.RWMutex
 	queues map[qname]*queue
+	arns   map[string]*queue // by Queue.ARN, for move tasks
+
+	taskMu sync.Mutex
+	// active counts the RUNNING and CANCELLING tasks of each account.
+	active map[string]int // guarded by taskMu
+	// maxActive is engine.MaxActiveMoveTasks; tests lower it.
+	maxActive int
+	stopping  bool          // guarded by taskMu; set once Close begins
+	quit      chan struct{} // closed when Close begins: runners return
+	runners   sync.WaitGroup
 
 	// beforeSendCommit, when set (tests only), runs between a send's seq
 	// allocation and its commit.
@@ -90,11 +104,15 @@ var _ engine.Backend = (*Engine)(nil)
 // Open opens (or creates) the store and rebuilds every queue's index.
 func Open(ctx context.Context, opts Options) (*Engine, error) {
 	e := &Engine{
-		clock:   opts.Clock,
-		log:     opts.Logger,
-		sync:    !opts.NoSync,
-		deleted: make(map[qname]time.Time),
-		queues:  make(map[qname]*queue),
+		clock:     opts.Clock,
+		log:       opts.Logger,
+		sync:      !opts.NoSync,
+		deleted:   make(map[qname]time.Time),
+		queues:    make(map[qname]*queue),
+		arns:      make(map[string]*queue),
+		active:    make(map[string]int),
+		maxActive: engine.MaxActiveMoveTasks,
+		quit:      make(chan struct{}),
 	}
 	if e.clock == nil {
 		e.clock = clock.Real{}
@@ -125,6 +143,7 @@ func Open(ctx context.Context, opts Options) (*Engine, error) {
 		_ = db.Close()
 		return nil, err
 	}
+	e.resumeTasks()
 	return e, nil
 }
 
@@ -189,9 +208,20 @@ func (e *Engine) get(key []byte) ([]byte, error) {
 	return slices.Clone(v), nil
 }
 
-// Close wakes every waiting receive (they return empty), stops the timers
-// and closes the store. Calls made after Close fail with engine.ErrClosed.
+// Close stops the move task runners (each finishes the batch it is
+// writing; a RUNNING task resumes at the next Open), wakes every waiting
+// receive (they return empty), stops the timers and closes the store. Calls
+// made after Close fail with engine.ErrClosed.
 func (e *Engine) Close() error {
+	e.taskMu.Lock()
+	if !e.stopping {
+		e.stopping = true
+		close(e.quit)
+	}
+	e.taskMu.Unlock()
+	// Before closeMu: a runner finishing its batch needs to enter.
+	e.runners.Wait()
+
 	e.closeMu.Lock()
 	defer e.closeMu.Unlock()
 	if e.closed {
@@ -239,6 +269,16 @@ func (e *Engine) lookup(account, name string) (*queue, error) {
 		return nil, engine.ErrQueueNotFound
 	}
 	return q, nil
+}
+
+// lookupARN finds a queue by its ARN; nil if none has it.
+func (e *Engine) lookupARN(arn string) *queue {
+	if arn == "" {
+		return nil
+	}
+	e.mu.RLock()
+	defer e.mu.RUnlock()
+	return e.arns[arn]
 }
 
 // applyOrdered enters b into the commit pipeline: its place in the store's
@@ -333,6 +373,9 @@ func (e *Engine) CreateQueue(ctx context.Context, q engine.Queue) (engine.Queue,
 	nq := newQueue(e, id, desc, e.firstID)
 	e.mu.Lock()
 	e.queues[key] = nq
+	if desc.ARN != "" {
+		e.arns[desc.ARN] = nq
+	}
 	e.mu.Unlock()
 	return cloneQueue(&desc), true, nil
 }
@@ -416,6 +459,16 @@ func (e *Engine) UpdateQueue(ctx context.Context, account, name string, fn func(
 		b.Close()
 		return err
 	}
+	if d.ARN != q.desc.ARN {
+		e.mu.Lock()
+		if e.arns[q.desc.ARN] == q {
+			delete(e.arns, q.desc.ARN)
+		}
+		if d.ARN != "" {
+			e.arns[d.ARN] = q
+		}
+		e.mu.Unlock()
+	}
 	q.desc = d
 	now := e.now()
 	q.advanceLocked(now)
@@ -425,7 +478,9 @@ func (e *Engine) UpdateQueue(ctx context.Context, account, name string, fn func(
 }
 
 // DeleteQueue implements engine.Backend. Waiting receives return empty; the
-// name stays reserved for engine.RecreateDelay (in memory only).
+// name stays reserved for engine.RecreateDelay (in memory only). The
+// queue's move tasks go with it: their records are deleted in the same
+// batch, and their runners end them FAILED.
 func (e *Engine) DeleteQueue(ctx context.Context, account, name string) error {
 	if err := ctx.Err(); err != nil {
 		return err
@@ -444,18 +499,27 @@ func (e *Engine) DeleteQueue(ctx context.Context, account, name string) error {
 	b := e.db.NewBatch()
 	lo, hi := queueMsgSpan(q.id)
 	_ = b.DeleteRange(lo, hi, nil)
+	lo, hi = queueTaskSpan(q.id)
+	_ = b.DeleteRange(lo, hi, nil)
 	_ = b.Delete(queueKey(q.id), nil)
 	q.mu.Lock()
 	q.deleted = true
 	q.stopTimerLocked()
 	q.wakeAllLocked()
 	q.resetIndexLocked()
+	for _, tk := range q.tasks {
+		tk.wake()
+	}
 	err = e.applyOrdered(b)
+	arn := q.desc.ARN
 	q.mu.Unlock()
 
 	key := qname{account, name}
 	e.mu.Lock()
 	delete(e.queues, key)
+	if e.arns[arn] == q {
+		delete(e.arns, arn)
+	}
 	e.mu.Unlock()
 	e.deleted[key] = e.clock.Now()
 	if err != nil {
@@ -469,6 +533,10 @@ func cloneQueue(q *engine.Queue) engine.Queue {
 	c := *q
 	c.Attributes = cloneMap(q.Attributes)
 	c.Tags = cloneMap(q.Tags)
+	if q.Settings.Redrive != nil {
+		rd := *q.Settings.Redrive
+		c.Settings.Redrive = &rd
+	}
 	c.Created = normTime(q.Created)
 	c.Modified = normTime(q.Modified)
 	c.LastPurge = normTime(q.LastPurge)

@@ -55,6 +55,19 @@ func (l *readyList) pushBack(m *message) {
 	l.n++
 }
 
+// pushFront puts back at the head a message taken out of it, so that it
+// keeps its place in the ready order.
+func (l *readyList) pushFront(m *message) {
+	m.prev, m.next = nil, l.head
+	if l.head != nil {
+		l.head.prev = m
+	} else {
+		l.tail = m
+	}
+	l.head = m
+	l.n++
+}
+
 func (l *readyList) remove(m *message) {
 	if m.prev != nil {
 		m.prev.next = m.next

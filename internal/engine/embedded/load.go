@@ -30,6 +30,9 @@ func (e *Engine) load(ctx context.Context) error {
 		q := newQueue(e, binary.BigEndian.Uint64(k[1:]), d, e.firstID)
 		byID[q.id] = q
 		e.queues[qname{d.Account, d.Name}] = q
+		if d.ARN != "" {
+			e.arns[d.ARN] = q
+		}
 		return false, nil
 	})
 	if err != nil {
@@ -108,6 +111,9 @@ func (e *Engine) load(ctx context.Context) error {
 			q.insertLocked(m, now)
 		}
 		q.mu.Unlock()
+	}
+	if err := e.loadTasks(byID, cleanup); err != nil {
+		return err
 	}
 	if !cleanup.Empty() {
 		if err := cleanup.Commit(pebble.NoSync); err != nil {

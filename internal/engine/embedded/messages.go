@@ -12,6 +12,7 @@ import (
 	"github.com/cockroachdb/pebble/v2"
 	"github.com/google/uuid"
 
+	"github.com/ferrymq/ferry/internal/clock"
 	"github.com/ferrymq/ferry/internal/engine"
 )
 
@@ -64,7 +65,7 @@ func (e *Engine) Send(ctx context.Context, account, name string, msgs []engine.N
 		m := &ms[i]
 		*m = message{seq: first + uint64(i), sentAt: sentAt, deadline: after(sentAt, max0(delay)), timerSlot: -1, ageSlot: -1}
 		res[i].MessageID = id.String()
-		buf = encodeMessage(buf[:0], res[i].MessageID, sentAt, m.deadline, &msgs[i])
+		buf = encodeMessage(buf[:0], res[i].MessageID, sentAt, m.deadline, &msgs[i], "")
 		k := makeMsgKey(q.id, m.seq, kindBody)
 		if err := b.Set(k[:], buf, nil); err != nil {
 			return nil, fmt.Errorf("embedded: send: %w", err)
@@ -106,7 +107,10 @@ func (e *Engine) Send(ctx context.Context, account, name string, msgs []engine.N
 	return res, nil
 }
 
-// Receive implements engine.Backend.
+// Receive implements engine.Backend. Messages over the redrive policy's
+// receive count are moved to the dead-letter queue on the way and do not
+// count towards req.Max; a long poll that found only such messages keeps
+// waiting.
 func (e *Engine) Receive(ctx context.Context, account, name string, req engine.ReceiveRequest) ([]engine.Message, error) {
 	if ctx.Err() != nil {
 		return nil, nil
@@ -126,50 +130,98 @@ func (e *Engine) Receive(ctx context.Context, account, name string, req engine.R
 		vis = &v
 	}
 
-	q.mu.Lock()
-	if q.deleted {
-		q.mu.Unlock()
-		e.leave()
-		return nil, engine.ErrQueueNotFound
-	}
-	now := e.now()
-	q.advanceLocked(now)
-	if q.ready.n > 0 || req.Wait <= 0 {
-		got, err := q.takeLocked(now, maxMsgs, vis)
-		q.rearmLocked(now)
-		q.mu.Unlock()
-		defer e.leave()
-		if err != nil {
-			return nil, fmt.Errorf("embedded: receive: %w", err)
+	// expired is closed when the wait is over; nil until the wait starts.
+	var expired chan struct{}
+	var waitTimer clock.Timer
+	defer func() {
+		if waitTimer != nil {
+			waitTimer.Stop()
 		}
-		return e.fetch(q, got)
+	}()
+	// Every round starts entered.
+	for round := 0; ; round++ {
+		q.mu.Lock()
+		if q.deleted {
+			q.mu.Unlock()
+			e.leave()
+			if round == 0 {
+				return nil, engine.ErrQueueNotFound
+			}
+			return nil, nil
+		}
+		now := e.now()
+		q.advanceLocked(now)
+		var (
+			got  []taken
+			job  *redriveJob
+			terr error
+		)
+		if q.ready.n > 0 || req.Wait <= 0 {
+			got, job, terr = q.takeLocked(now, maxMsgs, vis)
+			q.rearmLocked(now)
+			q.mu.Unlock()
+		} else {
+			w := &waiter{ctx: ctx, max: maxMsgs, vis: vis, done: make(chan struct{})}
+			w.elem = q.waiters.PushBack(w)
+			q.mu.Unlock()
+			e.leave() // Close must not wait for a long poll
+			if expired == nil {
+				expired = make(chan struct{})
+				ch := expired
+				waitTimer = e.clock.AfterFunc(req.Wait, func() { close(ch) })
+			}
+			select {
+			case <-w.done:
+			case <-ctx.Done():
+			case <-expired:
+			}
+			q.mu.Lock()
+			if w.elem != nil {
+				q.waiters.Remove(w.elem)
+				w.elem = nil
+			}
+			got, job = w.got, w.job
+			q.mu.Unlock()
+			if e.enter() != nil {
+				// Closed: what was taken stays in the store as it was.
+				return nil, nil
+			}
+		}
+		restored := 0
+		if job != nil {
+			restored = e.redrive(job)
+		}
+		if terr != nil {
+			e.leave()
+			return nil, fmt.Errorf("embedded: receive: %w", terr)
+		}
+		if len(got) > 0 {
+			defer e.leave()
+			return e.fetch(q, got)
+		}
+		// Nothing taken. Without a move this is an empty short poll, or a
+		// wait that ended (time, cancel, queue deleted, engine closed).
+		// After a move, a short poll has seen every visible message and
+		// looks again only at those whose dead-letter queue has gone (two
+		// queues that are each other's dead-letter queue would otherwise
+		// keep it busy); a long poll goes on waiting.
+		if job == nil || ctx.Err() != nil || isClosed(expired) || (req.Wait <= 0 && restored == 0) {
+			e.leave()
+			return nil, nil
+		}
 	}
-	w := &waiter{ctx: ctx, max: maxMsgs, vis: vis, done: make(chan struct{})}
-	w.elem = q.waiters.PushBack(w)
-	q.mu.Unlock()
-	e.leave() // Close must not wait for a long poll
+}
 
-	expired := make(chan struct{})
-	t := e.clock.AfterFunc(req.Wait, func() { close(expired) })
+func isClosed(ch chan struct{}) bool {
+	if ch == nil {
+		return false
+	}
 	select {
-	case <-w.done:
-	case <-ctx.Done():
-	case <-expired:
+	case <-ch:
+		return true
+	default:
+		return false
 	}
-	t.Stop()
-
-	q.mu.Lock()
-	if w.elem != nil {
-		q.waiters.Remove(w.elem)
-		w.elem = nil
-	}
-	got := w.got
-	q.mu.Unlock()
-	if len(got) == 0 || e.enter() != nil {
-		return nil, nil
-	}
-	defer e.leave()
-	return e.fetch(q, got)
 }
 
 // fetch reads the bodies of taken messages and makes their handles. One

@@ -2,22 +2,618 @@ package embedded
 
 import (
 	"context"
-	"errors"
+	"fmt"
+	"runtime"
+	"sync"
+	"time"
+
+	"github.com/cockroachdb/pebble/v2"
+	"github.com/google/uuid"
 
 	"github.com/ferrymq/ferry/internal/engine"
 )
 
-// Placeholder until move tasks land in this file.
-var errMoveTasksPending = errors.New("embedded: move tasks are not built yet")
+// Move tasks (the dead-letter redrive API).
+//
+// A task is a record under its source queue (key 0x04 qid seq, seq drawn
+// from the queue's seq space, so records sort oldest first) and a runner
+// goroutine. Each step of the runner takes up to moveBatch visible messages
+// out of the source index under the source lock, lets go, allocates seqs in
+// each destination under that destination's lock, and writes one synced
+// batch that deletes the messages from the source, writes each as a new
+// message in its destination and rewrites the task record with the new
+// Moved count: Moved is exact and no message is lost or duplicated across a
+// crash. Purges and deletes racing a step are covered by the same reasoning
+// as dead-letter moves (redrive.go); a step never holds two queue locks.
+//
+// Restart: Open reloads every task record. A RUNNING task resumes where its
+// last batch left it (ToMove, Moved and Started kept; its rate counts afresh
+// from the restart, and MoveTaskMaxDuration still from Started); a
+// CANCELLING one becomes CANCELLED, its runner having stopped between
+// batches.
 
+const (
+	// moveBatch is the most messages one step moves (one synced batch).
+	moveBatch = 10
+	// keepTasks is how many tasks a source keeps at least; older ended ones
+	// are pruned when a new task starts.
+	keepTasks = 10
+	// moveFailureInternal ends a task the store cannot serve (a failed
+	// write or a corrupt record); the messages stay in the source.
+	moveFailureInternal = "AWS.SimpleQueueService.InternalError"
+)
+
+// task is a move task and its runner's wake-up. Only the runner changes
+// Moved; Status changes under mu, and every write of the record is entered
+// into the store's order under mu, so the record never goes back.
+type task struct {
+	seq  uint64
+	src  *queue
+	kick chan struct{} // cancel or source delete: stop waiting for the rate
+
+	mu sync.Mutex
+	t  engine.MoveTask
+}
+
+func newTask(seq uint64, src *queue, t engine.MoveTask) *task {
+	return &task{seq: seq, src: src, kick: make(chan struct{}, 1), t: t}
+}
+
+func (tk *task) wake() {
+	select {
+	case tk.kick <- struct{}{}:
+	default:
+	}
+}
+
+func (tk *task) snapshot() engine.MoveTask {
+	tk.mu.Lock()
+	defer tk.mu.Unlock()
+	return tk.t
+}
+
+// StartMoveTask implements engine.Backend. The task record is durable
+// before it returns; the runner starts then.
 func (e *Engine) StartMoveTask(ctx context.Context, t engine.MoveTask) (engine.MoveTask, error) {
-	return engine.MoveTask{}, errMoveTasksPending
+	if err := ctx.Err(); err != nil {
+		return engine.MoveTask{}, err
+	}
+	if err := e.enter(); err != nil {
+		return engine.MoveTask{}, err
+	}
+	defer e.leave()
+	q, err := e.lookup(t.SourceAccount, t.SourceName)
+	if err != nil {
+		return engine.MoveTask{}, err
+	}
+	id, err := uuid.NewRandom()
+	if err != nil {
+		return engine.MoveTask{}, fmt.Errorf("embedded: move task id: %w", err)
+	}
+
+	q.mu.Lock()
+	if q.deleted {
+		q.mu.Unlock()
+		return engine.MoveTask{}, engine.ErrQueueNotFound
+	}
+	for _, o := range q.tasks {
+		if o.snapshot().Status.Active() {
+			q.mu.Unlock()
+			return engine.MoveTask{}, engine.ErrMoveTaskActive
+		}
+	}
+	now := e.now()
+	q.advanceLocked(now)
+	q.rearmLocked(now)
+	t.ID = id.String()
+	if t.SourceARN == "" {
+		t.SourceARN = q.desc.ARN
+	}
+	t.MaxPerSecond = max(t.MaxPerSecond, 0)
+	t.Status = engine.MoveTaskRunning
+	t.ToMove, t.Moved = int64(q.ready.n), 0
+	t.Started = fromNanos(now)
+	t.FailureReason = ""
+	if err := e.admitTask(t.SourceAccount); err != nil {
+		q.mu.Unlock()
+		return engine.MoveTask{}, err
+	}
+	tk := newTask(q.nextSeq, q, t)
+	q.nextSeq++
+	b := e.db.NewBatch()
+	_ = b.Set(taskKey(q.id, tk.seq), encodeTask(nil, &t), nil)
+	kept := q.pruneTasksLocked(b)
+	if err := e.applyOrdered(b); err != nil {
+		q.mu.Unlock()
+		b.Close()
+		e.releaseTask(t.SourceAccount)
+		e.runners.Done()
+		return engine.MoveTask{}, err
+	}
+	q.tasks = append(kept, tk)
+	q.mu.Unlock()
+	err = e.awaitDurable(b)
+	// Run it even if the sync failed: it is in the store's order and
+	// counted active, and a failed sync ends the process anyway.
+	go e.runTask(tk)
+	if err != nil {
+		return engine.MoveTask{}, err
+	}
+	return t, nil
 }
 
+// admitTask counts a new active task of acct and registers its runner.
+func (e *Engine) admitTask(acct string) error {
+	e.taskMu.Lock()
+	defer e.taskMu.Unlock()
+	if e.stopping {
+		return engine.ErrClosed
+	}
+	if e.active[acct] >= e.maxActive {
+		return engine.ErrMoveTaskLimit
+	}
+	e.active[acct]++
+	e.runners.Add(1)
+	return nil
+}
+
+func (e *Engine) releaseTask(acct string) {
+	e.taskMu.Lock()
+	defer e.taskMu.Unlock()
+	if e.active[acct]--; e.active[acct] <= 0 {
+		delete(e.active, acct)
+	}
+}
+
+// pruneTasksLocked returns q's tasks less the oldest ended ones beyond
+// keepTasks (counting a task about to be added), deleting their records in b.
+func (q *queue) pruneTasksLocked(b *pebble.Batch) []*task {
+	ts := q.tasks
+	for len(ts)+1 > keepTasks {
+		i := 0
+		for i < len(ts) && ts[i].snapshot().Status.Active() {
+			i++
+		}
+		if i == len(ts) {
+			break
+		}
+		_ = b.Delete(taskKey(q.id, ts[i].seq), nil)
+		ts = append(ts[:i:i], ts[i+1:]...)
+	}
+	return ts
+}
+
+// ListMoveTasks implements engine.Backend.
 func (e *Engine) ListMoveTasks(ctx context.Context, account, name string) ([]engine.MoveTask, error) {
-	return nil, errMoveTasksPending
+	if err := e.enter(); err != nil {
+		return nil, err
+	}
+	defer e.leave()
+	q, err := e.lookup(account, name)
+	if err != nil {
+		return nil, err
+	}
+	q.mu.Lock()
+	defer q.mu.Unlock()
+	if q.deleted {
+		return nil, engine.ErrQueueNotFound
+	}
+	out := make([]engine.MoveTask, 0, len(q.tasks))
+	for i := len(q.tasks) - 1; i >= 0; i-- {
+		out = append(out, q.tasks[i].snapshot())
+	}
+	return out, nil
 }
 
+// CancelMoveTask implements engine.Backend. The task is CANCELLING, durably,
+// when it returns; its runner finishes the batch it may be writing and ends
+// it CANCELLED, which freezes Moved.
 func (e *Engine) CancelMoveTask(ctx context.Context, account, name, id string) (engine.MoveTask, error) {
-	return engine.MoveTask{}, errMoveTasksPending
+	if err := ctx.Err(); err != nil {
+		return engine.MoveTask{}, err
+	}
+	if err := e.enter(); err != nil {
+		return engine.MoveTask{}, err
+	}
+	defer e.leave()
+	q, err := e.lookup(account, name)
+	if err != nil {
+		return engine.MoveTask{}, err
+	}
+	q.mu.Lock()
+	if q.deleted {
+		q.mu.Unlock()
+		return engine.MoveTask{}, engine.ErrQueueNotFound
+	}
+	var tk *task
+	for _, o := range q.tasks {
+		if o.t.ID == id { // ID never changes
+			tk = o
+			break
+		}
+	}
+	if tk == nil {
+		q.mu.Unlock()
+		return engine.MoveTask{}, engine.ErrMoveTaskNotFound
+	}
+	tk.mu.Lock()
+	if tk.t.Status != engine.MoveTaskRunning {
+		snap := tk.t
+		tk.mu.Unlock()
+		q.mu.Unlock()
+		return snap, engine.ErrMoveTaskNotRunning
+	}
+	tk.t.Status = engine.MoveTaskCancelling
+	b := e.db.NewBatch()
+	_ = b.Set(taskKey(q.id, tk.seq), encodeTask(nil, &tk.t), nil)
+	if err := e.applyOrdered(b); err != nil {
+		tk.t.Status = engine.MoveTaskRunning
+		tk.mu.Unlock()
+		q.mu.Unlock()
+		b.Close()
+		return engine.MoveTask{}, err
+	}
+	snap := tk.t
+	tk.mu.Unlock()
+	q.mu.Unlock()
+	tk.wake()
+	if err := e.awaitDurable(b); err != nil {
+		return engine.MoveTask{}, err
+	}
+	return snap, nil
+}
+
+// runTask moves tk's messages until the task ends or the engine closes.
+// With a rate, time is cut into one-second slots from the runner's start
+// and each slot moves at most MaxPerSecond messages, so N seconds after
+// the start at most (N+1)×MaxPerSecond have moved; without one, batches
+// follow each other, yielding in between so other calls are served.
+func (e *Engine) runTask(tk *task) {
+	defer e.runners.Done()
+	rate := tk.t.MaxPerSecond // set before the runner starts, never changed
+	const second = int64(time.Second)
+	slot := e.now()
+	used := 0
+	for {
+		select {
+		case <-e.quit:
+			return
+		default:
+		}
+		limit := moveBatch
+		var wait time.Duration
+		if rate > 0 {
+			now := e.now()
+			if d := now - slot; d >= second {
+				slot += d - d%second
+				used = 0
+			} else if d < 0 {
+				slot = now // the wall clock went back
+			}
+			if used >= rate {
+				limit, wait = 0, time.Duration(slot+second-now)
+			} else {
+				limit = min(limit, rate-used)
+			}
+		}
+		n, done := e.moveStep(tk, limit)
+		if done {
+			return
+		}
+		used += n
+		switch {
+		case wait > 0:
+			if !e.waitTask(tk, wait) {
+				return
+			}
+		case rate == 0:
+			runtime.Gosched()
+		}
+	}
+}
+
+// waitTask waits d on the engine's clock, or until the task is kicked; it
+// reports false if the engine is closing.
+func (e *Engine) waitTask(tk *task, d time.Duration) bool {
+	due := make(chan struct{}, 1)
+	t := e.clock.AfterFunc(d, func() { due <- struct{}{} })
+	defer t.Stop()
+	select {
+	case <-due:
+	case <-tk.kick:
+	case <-e.quit:
+		return false
+	}
+	return true
+}
+
+// moveStep moves up to limit messages; a limit of 0 only checks whether the
+// task must end. It reports how many moved and whether the task has ended.
+func (e *Engine) moveStep(tk *task, limit int) (int, bool) {
+	if e.enter() != nil {
+		return 0, true
+	}
+	defer e.leave()
+	src := tk.src
+	src.mu.Lock()
+	if src.deleted {
+		src.mu.Unlock()
+		// The record went with the queue: do not write it again.
+		e.endTask(tk, engine.MoveTaskFailed, engine.MoveTaskFailureNonExistentQueue, false)
+		return 0, true
+	}
+	now := e.now()
+	src.advanceLocked(now)
+	src.rearmLocked(now)
+	tk.mu.Lock()
+	st, left, started := tk.t.Status, tk.t.ToMove-tk.t.Moved, tk.t.Started
+	tk.mu.Unlock()
+	var end engine.MoveTaskStatus
+	reason := ""
+	switch {
+	case st == engine.MoveTaskCancelling:
+		end = engine.MoveTaskCancelled
+	case st != engine.MoveTaskRunning:
+		src.mu.Unlock()
+		return 0, true
+	case now-started.UnixNano() >= int64(engine.MoveTaskMaxDuration):
+		end, reason = engine.MoveTaskFailed, engine.MoveTaskFailureTimedOut
+	case left <= 0 || src.ready.n == 0:
+		end = engine.MoveTaskCompleted
+	}
+	if end != "" {
+		src.mu.Unlock()
+		e.endTask(tk, end, reason, true)
+		return 0, true
+	}
+	if limit <= 0 {
+		src.mu.Unlock()
+		return 0, false
+	}
+	n := min(int64(limit), left, int64(src.ready.n))
+	ms := make([]*message, 0, n)
+	for range n {
+		m := src.ready.popFront()
+		src.takeOutLocked(m)
+		ms = append(ms, m)
+	}
+	src.mu.Unlock()
+	return e.moveOut(tk, ms)
+}
+
+// moveDest is one destination of a step: its seqs and new index entries.
+type moveDest struct {
+	q           *queue
+	first, next uint64
+	count       uint64
+	delay       time.Duration
+	msgs        []message
+}
+
+// moveOut writes ms, taken out of the source index, as new messages in
+// their destinations. Whatever cannot be moved goes back to the source.
+func (e *Engine) moveOut(tk *task, ms []*message) (int, bool) {
+	src := tk.src
+	fail := func(reason string) (int, bool) {
+		e.restore(src, ms)
+		e.endTask(tk, engine.MoveTaskFailed, reason, true)
+		return 0, true
+	}
+	destARN := tk.t.DestinationARN // never changes
+	type item struct {
+		m  *message
+		sm storedMessage
+		d  *moveDest
+	}
+	items := make([]item, 0, len(ms))
+	var dests []*moveDest
+	for _, m := range ms {
+		k := makeMsgKey(src.id, m.seq, kindBody)
+		v, err := e.get(k[:])
+		if err != nil {
+			e.log.Error("move task: read message", "task", tk.t.ID, "err", err)
+			return fail(moveFailureInternal)
+		}
+		if v == nil {
+			continue // purged or deleted with the source since it was taken
+		}
+		sm, err := decodeStoredMessage(v)
+		if err != nil {
+			e.log.Error("move task: decode message", "task", tk.t.ID, "seq", m.seq, "err", err)
+			return fail(moveFailureInternal)
+		}
+		arn := destARN
+		if arn == "" {
+			arn = sm.dlqSource
+		}
+		dq := e.lookupARN(arn)
+		if dq == nil {
+			return fail(engine.MoveTaskFailureNonExistentQueue)
+		}
+		var d *moveDest
+		for _, o := range dests {
+			if o.q == dq {
+				d = o
+				break
+			}
+		}
+		if d == nil {
+			d = &moveDest{q: dq}
+			dests = append(dests, d)
+		}
+		d.count++
+		items = append(items, item{m: m, sm: sm, d: d})
+	}
+	if len(items) == 0 {
+		return 0, false
+	}
+	for _, d := range dests {
+		d.q.mu.Lock()
+		if d.q.deleted {
+			d.q.mu.Unlock()
+			return fail(engine.MoveTaskFailureNonExistentQueue)
+		}
+		d.first = d.q.nextSeq
+		d.q.nextSeq += d.count
+		d.next = d.first
+		d.delay = d.q.desc.Settings.Delay
+		d.q.mu.Unlock()
+		d.msgs = make([]message, 0, d.count)
+	}
+
+	now := e.now()
+	b := e.db.NewBatch()
+	var buf []byte
+	for _, it := range items {
+		id, err := uuid.NewRandom()
+		if err != nil {
+			b.Close()
+			e.log.Error("move task: message id", "task", tk.t.ID, "err", err)
+			return fail(moveFailureInternal)
+		}
+		d := it.d
+		nm := message{seq: d.next, sentAt: now, deadline: after(now, max0(d.delay)), timerSlot: -1, ageSlot: -1}
+		d.next++
+		buf = encodeMessage(buf[:0], id.String(), now, nm.deadline, &it.sm.msg, "")
+		k := makeMsgKey(d.q.id, nm.seq, kindBody)
+		_ = b.Set(k[:], buf, nil)
+		deleteMsgKeys(b, src.id, it.m)
+		d.msgs = append(d.msgs, nm)
+	}
+	tk.mu.Lock()
+	tk.t.Moved += int64(len(items))
+	_ = b.Set(taskKey(src.id, tk.seq), encodeTask(nil, &tk.t), nil)
+	if err := e.applyOrdered(b); err != nil {
+		tk.t.Moved -= int64(len(items))
+		tk.mu.Unlock()
+		b.Close()
+		e.log.Error("move task: write", "task", tk.t.ID, "err", err)
+		return fail(moveFailureInternal)
+	}
+	tk.mu.Unlock()
+	if err := e.awaitDurable(b); err != nil {
+		// In the store's order already; a failed sync ends the process.
+		e.log.Error("move task: sync", "task", tk.t.ID, "err", err)
+	}
+
+	for _, d := range dests {
+		e.deliverMoved(d)
+	}
+	return len(items), false
+}
+
+// deliverMoved enters a step's durable messages into a destination's index,
+// or removes their records if the destination was purged or deleted since
+// its seqs were allocated (as Send does).
+func (e *Engine) deliverMoved(d *moveDest) {
+	q := d.q
+	q.mu.Lock()
+	defer q.mu.Unlock()
+	if q.deleted || d.first < q.purgeFloor {
+		cb := e.db.NewBatch()
+		for i := range d.msgs {
+			k := makeMsgKey(q.id, d.msgs[i].seq, kindBody)
+			_ = cb.Delete(k[:], nil)
+		}
+		if err := e.db.Apply(cb, pebble.NoSync); err != nil {
+			e.log.Error("drop messages moved to a purged queue", "queue", q.desc.Name, "err", err)
+		}
+		cb.Close()
+		return
+	}
+	now := e.now()
+	q.advanceLocked(now)
+	for i := range d.msgs {
+		q.insertLocked(&d.msgs[i], now)
+	}
+	q.serveLocked(now)
+	q.rearmLocked(now)
+}
+
+// endTask gives tk its final status and releases its account slot. write
+// is false when the source queue, and the record with it, is gone.
+func (e *Engine) endTask(tk *task, st engine.MoveTaskStatus, reason string, write bool) {
+	tk.mu.Lock()
+	if st == engine.MoveTaskCompleted && tk.t.Status == engine.MoveTaskCancelling {
+		st = engine.MoveTaskCancelled
+	}
+	tk.t.Status = st
+	if st == engine.MoveTaskFailed {
+		tk.t.FailureReason = reason
+	}
+	var b *pebble.Batch
+	if write {
+		b = e.db.NewBatch()
+		_ = b.Set(taskKey(tk.src.id, tk.seq), encodeTask(nil, &tk.t), nil)
+		if err := e.applyOrdered(b); err != nil {
+			e.log.Error("move task: write", "task", tk.t.ID, "err", err)
+			b.Close()
+			b = nil
+		}
+	}
+	// Under mu, so that a task is never seen ended yet still counted.
+	e.releaseTask(tk.t.SourceAccount)
+	tk.mu.Unlock()
+	if b != nil {
+		if err := e.awaitDurable(b); err != nil {
+			e.log.Error("move task: sync", "task", tk.t.ID, "err", err)
+		}
+	}
+}
+
+// loadTasks rebuilds every queue's task list from the store (cleanup
+// collects the records of deleted queues and the CANCELLING tasks made
+// CANCELLED). Runners start in resumeTasks, once the engine is open.
+func (e *Engine) loadTasks(byID map[uint64]*queue, cleanup *pebble.Batch) error {
+	return e.scan([]byte{prefixTask}, []byte{prefixTask + 1}, func(it *pebble.Iterator) (bool, error) {
+		qid, seq, ok := parseTaskKey(it.Key())
+		if !ok {
+			return false, fmt.Errorf("embedded: task key %x: %w", it.Key(), errCorrupt)
+		}
+		q := byID[qid]
+		if q == nil {
+			// Written by a step or cancel that raced the queue's delete.
+			lo, hi := queueTaskSpan(qid)
+			_ = cleanup.DeleteRange(lo, hi, nil)
+			it.SeekGE(hi)
+			return true, nil
+		}
+		v, err := it.ValueAndErr()
+		if err != nil {
+			return false, fmt.Errorf("embedded: read task: %w", err)
+		}
+		t, err := decodeTask(v)
+		if err != nil {
+			return false, fmt.Errorf("embedded: task key %x: %w", it.Key(), err)
+		}
+		if t.Status == engine.MoveTaskCancelling {
+			t.Status = engine.MoveTaskCancelled
+			_ = cleanup.Set(it.Key(), encodeTask(nil, &t), nil)
+		}
+		if t.Status.Active() {
+			e.active[t.SourceAccount]++
+		}
+		q.tasks = append(q.tasks, newTask(seq, q, t))
+		return false, nil
+	})
+}
+
+// resumeTasks starts a runner for every RUNNING task.
+func (e *Engine) resumeTasks() {
+	e.mu.RLock()
+	qs := make([]*queue, 0, len(e.queues))
+	for _, q := range e.queues {
+		qs = append(qs, q)
+	}
+	e.mu.RUnlock()
+	for _, q := range qs {
+		q.mu.Lock()
+		for _, tk := range q.tasks {
+			if tk.snapshot().Status == engine.MoveTaskRunning {
+				e.runners.Add(1)
+				go e.runTask(tk)
+			}
+		}
+		q.mu.Unlock()
+	}
 }

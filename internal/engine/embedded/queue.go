@@ -38,6 +38,9 @@ type queue struct {
 
 	waiters list.List // of *waiter, oldest first
 
+	// tasks are the move tasks whose source this queue is, oldest first.
+	tasks []*task
+
 	// One timer per queue, armed at the earliest deadline or expiry.
 	timer    clock.Timer
 	timerAt  int64
@@ -52,6 +55,7 @@ type waiter struct {
 	max  int
 	vis  *time.Duration
 	got  []taken
+	job  *redriveJob   // messages taken for the dead-letter queue, if any
 	elem *list.Element // nil once served or gone
 	done chan struct{}
 }
@@ -110,6 +114,38 @@ func (q *queue) insertLocked(m *message, now int64) {
 		q.inflight++
 		q.timers.push(m)
 	}
+}
+
+// takeOutLocked removes from the index a message just popped from the
+// ready list; restoreLocked can put it back.
+func (q *queue) takeOutLocked(m *message) {
+	q.ages.remove(m)
+	delete(q.msgs, m.seq)
+}
+
+// restoreLocked puts back, at the head of the ready list and in their
+// order, messages taken out with takeOutLocked whose move did not happen.
+// Messages a purge has deleted meanwhile stay out. It reports how many it
+// put back.
+func (q *queue) restoreLocked(ms []*message, now int64) int {
+	n := 0
+	for i := len(ms) - 1; i >= 0; i-- {
+		m := ms[i]
+		if m.seq < q.purgeFloor {
+			continue
+		}
+		m.status = statusReady
+		q.msgs[m.seq] = m
+		q.ages.push(m)
+		q.ready.pushFront(m)
+		n++
+	}
+	if n > 0 {
+		q.advanceLocked(now)
+		q.serveLocked(now)
+		q.rearmLocked(now)
+	}
+	return n
 }
 
 // dropLocked removes m from the index.
@@ -254,22 +290,51 @@ func (q *queue) fire(tok uint64) {
 // takeLocked receives up to max visible messages: each gets a new
 // generation and hides for the visibility timeout. The bookkeeping is
 // written without waiting for a sync (at-least-once across a crash).
-func (q *queue) takeLocked(now int64, max int, vis *time.Duration) ([]taken, error) {
+//
+// A message whose receive count has reached the redrive policy's maximum is
+// not handed out: it is taken out of the index into the returned job, which
+// the caller must pass to Engine.redrive once it has released the lock, and
+// the take goes on with the next message. A queue whose messages are all
+// under the maximum pays one comparison per message.
+func (q *queue) takeLocked(now int64, max int, vis *time.Duration) ([]taken, *redriveJob, error) {
 	n := min(max, q.ready.n)
 	if n <= 0 {
-		return nil, nil
+		return nil, nil, nil
 	}
 	v := q.desc.Settings.VisibilityTimeout
 	if vis != nil {
 		v = *vis
 	}
 	v = max0(v)
+	var limit uint64
+	if rd := q.desc.Settings.Redrive; rd != nil && rd.MaxReceiveCount > 0 {
+		limit = uint64(rd.MaxReceiveCount)
+	}
+	var job *redriveJob
 	got := make([]taken, 0, n)
 	b := q.e.db.NewBatch()
 	defer b.Close()
 	var buf [64]byte
-	for range n {
+	for len(got) < max && q.ready.n > 0 {
 		m := q.ready.popFront()
+		if limit > 0 && m.receiveCount >= limit {
+			if job == nil {
+				rd := q.desc.Settings.Redrive
+				// A queue that is its own dead-letter queue would move the
+				// message onto itself at every receive: hand it out instead,
+				// as when the dead-letter queue is gone.
+				if target, err := q.e.lookup(rd.TargetAccount, rd.TargetName); err == nil && target != q {
+					job = &redriveJob{src: q, target: target, srcARN: q.desc.ARN}
+				} else {
+					limit = 0
+				}
+			}
+			if job != nil {
+				q.takeOutLocked(m)
+				job.msgs = append(job.msgs, m)
+				continue
+			}
+		}
 		m.receiveCount++
 		if m.receiveCount == 1 {
 			m.firstReceiveAt = now
@@ -285,10 +350,13 @@ func (q *queue) takeLocked(now int64, max int, vis *time.Duration) ([]taken, err
 		_ = b.Set(k[:], encodeState(buf[:0], m.state()), nil)
 		got = append(got, taken{seq: m.seq, gen: m.gen, receiveCount: m.receiveCount, firstReceiveAt: m.firstReceiveAt})
 	}
-	if err := q.e.db.Apply(b, pebble.NoSync); err != nil {
-		return got, err
+	if b.Empty() {
+		return got, job, nil
 	}
-	return got, nil
+	if err := q.e.db.Apply(b, pebble.NoSync); err != nil {
+		return got, job, err
+	}
+	return got, job, nil
 }
 
 func max0(d time.Duration) time.Duration {
@@ -305,11 +373,11 @@ func (q *queue) serveLocked(now int64) {
 		w.elem = nil
 		// A receive whose client has gone would hide messages for nothing.
 		if w.ctx.Err() == nil {
-			got, err := q.takeLocked(now, w.max, w.vis)
+			got, job, err := q.takeLocked(now, w.max, w.vis)
 			if err != nil {
 				q.e.log.Error("record receive", "queue", q.desc.Name, "err", err)
 			}
-			w.got = got
+			w.got, w.job = got, job
 		}
 		close(w.done)
 	}

@@ -68,6 +68,26 @@ func Run(t *testing.T, open func(t *testing.T, clk *clock.Fake) engine.Backend) 
 		{"ReceiveCancelledContext", testReceiveCancelled},
 		{"ConcurrentWaitersAndSenders", testConcurrent},
 		{"Close", testClose},
+
+		{"RedriveOnReceive", testRedriveOnReceive},
+		{"RedriveKeepsMax", testRedriveKeepsMax},
+		{"RedriveTargetMissing", testRedriveTargetMissing},
+		{"RedriveLongPoll", testRedriveLongPoll},
+		{"RedriveLoop", testRedriveLoop},
+		{"MoveTaskToSources", testMoveTaskToSources},
+		{"MoveTaskToDestination", testMoveTaskToDestination},
+		{"MoveTaskRate", testMoveTaskRate},
+		{"MoveTaskUnlimited", testMoveTaskUnlimited},
+		{"MoveTaskOnePerSource", testMoveTaskOnePerSource},
+		{"MoveTaskAccountLimit", testMoveTaskAccountLimit},
+		{"MoveTaskCancel", testMoveTaskCancel},
+		{"MoveTaskCancelEnded", testMoveTaskCancelEnded},
+		{"MoveTaskDestinationDeleted", testMoveTaskDestinationDeleted},
+		{"MoveTaskNoSourceARN", testMoveTaskNoSourceARN},
+		{"MoveTaskSourceDeleted", testMoveTaskSourceDeleted},
+		{"MoveTaskTimeout", testMoveTaskTimeout},
+		{"MoveTaskList", testMoveTaskList},
+		{"MoveTaskMissingQueue", testMoveTaskMissingQueue},
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
@@ -97,6 +117,9 @@ func Settings() engine.QueueSettings {
 	}
 }
 
+// ARN is the ARN the suite gives a queue of Account.
+func ARN(name string) string { return "arn:aws:sqs:us-east-1:" + Account + ":" + name }
+
 // Create creates a queue with the default settings changed by mod.
 func (h *H) Create(name string, mod func(*engine.QueueSettings)) {
 	h.Helper()
@@ -104,7 +127,7 @@ func (h *H) Create(name string, mod func(*engine.QueueSettings)) {
 	if mod != nil {
 		mod(&s)
 	}
-	_, created, err := h.B.CreateQueue(h.Ctx, engine.Queue{Account: Account, Name: name, Settings: s})
+	_, created, err := h.B.CreateQueue(h.Ctx, engine.Queue{Account: Account, Name: name, ARN: ARN(name), Settings: s})
 	if err != nil || !created {
 		h.Fatalf("CreateQueue(%s) = created %v, %v", name, created, err)
 	}

@@ -1,0 +1,437 @@
+package embedded
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"log/slog"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/cockroachdb/pebble/v2"
+
+	"github.com/ferrymq/ferry/internal/clock"
+	"github.com/ferrymq/ferry/internal/engine"
+	"github.com/ferrymq/ferry/internal/engine/enginetest"
+)
+
+func arn(name string) string { return enginetest.ARN(name) }
+
+func redriveTo(dlq string, max int) engine.QueueSettings {
+	s := settings()
+	s.Retention = 14 * 24 * time.Hour
+	s.Redrive = &engine.Redrive{TargetAccount: acct, TargetName: dlq, MaxReceiveCount: max}
+	return s
+}
+
+func sendBodies(t testing.TB, e *Engine, name string, n int) {
+	t.Helper()
+	for i := 0; i < n; i += 10 {
+		msgs := make([]engine.NewMessage, 0, 10)
+		for j := i; j < min(i+10, n); j++ {
+			msgs = append(msgs, engine.NewMessage{Body: fmt.Sprint("m-", j)})
+		}
+		if _, err := e.Send(context.Background(), acct, name, msgs); err != nil {
+			t.Fatalf("Send: %v", err)
+		}
+	}
+}
+
+func taskOf(t *testing.T, e *Engine, source, id string) engine.MoveTask {
+	t.Helper()
+	ts, err := e.ListMoveTasks(context.Background(), acct, source)
+	if err != nil {
+		t.Fatalf("ListMoveTasks: %v", err)
+	}
+	for _, mt := range ts {
+		if mt.ID == id {
+			return mt
+		}
+	}
+	t.Fatalf("no task %s", id)
+	return engine.MoveTask{}
+}
+
+func waitTask(t *testing.T, e *Engine, source, id string, cond func(engine.MoveTask) bool) engine.MoveTask {
+	t.Helper()
+	deadline := time.Now().Add(10 * time.Second)
+	for {
+		mt := taskOf(t, e, source, id)
+		if cond(mt) {
+			return mt
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("task %s: %+v", id, mt)
+		}
+		time.Sleep(time.Millisecond)
+	}
+}
+
+func checkIndexes(t *testing.T, e *Engine) {
+	t.Helper()
+	e.mu.RLock()
+	defer e.mu.RUnlock()
+	now := e.now()
+	for k, q := range e.queues {
+		q.mu.Lock()
+		err := q.checkIndex(now)
+		q.mu.Unlock()
+		if err != nil {
+			t.Fatalf("queue %s: %v", k.name, err)
+		}
+	}
+}
+
+// A queue's ARN and redrive policy, and a moved message's dead-letter
+// source, survive a restart.
+func TestRedriveRestart(t *testing.T) {
+	dir := t.TempDir()
+	clk := clock.NewFake(enginetest.Start)
+	e := openTest(t, Options{Dir: dir, Clock: clk})
+	mustCreate(t, e, engine.Queue{Name: "dlq", ARN: arn("dlq"), Settings: settings()})
+	mustCreate(t, e, engine.Queue{Name: "src", ARN: arn("src"), Settings: redriveTo("dlq", 1)})
+	ids := mustSend(t, e, "src", engine.NewMessage{Body: "a", MD5OfSysAttrs: "sys", TraceHeader: "Root=1"})
+	zero := time.Duration(0)
+	clk.Advance(time.Second)
+	mustReceive(t, e, "src", engine.ReceiveRequest{Visibility: &zero})
+	if got := mustReceive(t, e, "src", engine.ReceiveRequest{}); len(got) != 0 {
+		t.Fatalf("received %d", len(got))
+	}
+	checkIndexes(t, e)
+
+	e = reopen(t, e, dir, clk)
+	q, err := e.GetQueue(context.Background(), acct, "src")
+	if err != nil || q.ARN != arn("src") || q.Settings.Redrive == nil || *q.Settings.Redrive != *redriveTo("dlq", 1).Redrive {
+		t.Fatalf("source after restart: %+v, %v", q, err)
+	}
+	if e.lookupARN(arn("dlq")) == nil {
+		t.Fatal("ARN index not rebuilt")
+	}
+	got := mustReceive(t, e, "dlq", engine.ReceiveRequest{})
+	if len(got) != 1 || got[0].MessageID != ids[0] || got[0].ReceiveCount != 2 || got[0].DeadLetterSourceARN != arn("src") ||
+		!got[0].SentAt.Equal(enginetest.Start) || !got[0].FirstReceiveAt.Equal(enginetest.Start.Add(time.Second)) || got[0].TraceHeader != "Root=1" {
+		t.Fatalf("dead-letter queue after restart: %+v", got)
+	}
+	if s := mustStats(t, e, "src"); s != (engine.Stats{}) {
+		t.Fatalf("source after restart: %+v", s)
+	}
+	checkIndexes(t, e)
+}
+
+// A RUNNING task resumes after a restart where its last batch left it and
+// completes with exact counts.
+func TestMoveTaskResumesAfterRestart(t *testing.T) {
+	ctx := context.Background()
+	dir := t.TempDir()
+	clk := clock.NewFake(enginetest.Start)
+	e := openTest(t, Options{Dir: dir, Clock: clk})
+	mustCreate(t, e, engine.Queue{Name: "dlq", ARN: arn("dlq"), Settings: settings()})
+	mustCreate(t, e, engine.Queue{Name: "dst", ARN: arn("dst"), Settings: settings()})
+	mustCreate(t, e, engine.Queue{Name: "other", ARN: arn("other"), Settings: settings()})
+	sendBodies(t, e, "dlq", 25)
+	mustSend(t, e, "other", engine.NewMessage{Body: "x"})
+	task := engine.MoveTask{SourceAccount: acct, SourceName: "dlq", DestinationARN: arn("dst"), MaxPerSecond: 10}
+	started, err := e.StartMoveTask(ctx, task)
+	if err != nil {
+		t.Fatal(err)
+	}
+	waitTask(t, e, "dlq", started.ID, func(mt engine.MoveTask) bool { return mt.Moved == 10 })
+
+	clk.Advance(time.Hour)
+	e = reopen(t, e, dir, clk)
+	// It resumes at once: a new second, ten more.
+	mt := waitTask(t, e, "dlq", started.ID, func(mt engine.MoveTask) bool { return mt.Moved == 20 })
+	if mt.Status != engine.MoveTaskRunning || mt.ToMove != 25 || !mt.Started.Equal(started.Started) || mt.SourceARN != arn("dlq") {
+		t.Fatalf("resumed task %+v, started as %+v", mt, started)
+	}
+	if _, err := e.StartMoveTask(ctx, task); !errors.Is(err, engine.ErrMoveTaskActive) {
+		t.Fatalf("second task on a resumed source: %v", err)
+	}
+	// The resumed task holds its account's place.
+	e.maxActive = 1
+	if _, err := e.StartMoveTask(ctx, engine.MoveTask{SourceAccount: acct, SourceName: "other", DestinationARN: arn("dst")}); !errors.Is(err, engine.ErrMoveTaskLimit) {
+		t.Fatalf("task beyond the limit after restart: %v", err)
+	}
+	clk.Advance(time.Second)
+	mt = waitTask(t, e, "dlq", started.ID, func(mt engine.MoveTask) bool { return !mt.Status.Active() })
+	if mt.Status != engine.MoveTaskCompleted || mt.Moved != 25 {
+		t.Fatalf("ended %+v", mt)
+	}
+	other, err := e.StartMoveTask(ctx, engine.MoveTask{SourceAccount: acct, SourceName: "other", DestinationARN: arn("dst")})
+	if err != nil {
+		t.Fatalf("task after the resumed one ended: %v", err)
+	}
+	waitTask(t, e, "other", other.ID, func(mt engine.MoveTask) bool { return mt.Status == engine.MoveTaskCompleted })
+	e.maxActive = engine.MaxActiveMoveTasks
+
+	e = reopen(t, e, dir, clk)
+	if mt := taskOf(t, e, "dlq", started.ID); mt.Status != engine.MoveTaskCompleted || mt.Moved != 25 || mt.ToMove != 25 {
+		t.Fatalf("after a second restart: %+v", mt)
+	}
+	if s := mustStats(t, e, "dst"); s.Visible != 26 {
+		t.Fatalf("destination %+v, want the 25 moved and 1 from other", s)
+	}
+	if s := mustStats(t, e, "dlq"); s != (engine.Stats{}) {
+		t.Fatalf("source %+v", s)
+	}
+	checkIndexes(t, e)
+}
+
+// rawUpdateTask rewrites the one task record of a closed store.
+func rawUpdateTask(t *testing.T, dir string, fn func(*engine.MoveTask)) {
+	t.Helper()
+	db, err := pebble.Open(dir, &pebble.Options{Logger: pebbleLogger{slog.New(slog.DiscardHandler)}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer db.Close()
+	it, err := db.NewIter(&pebble.IterOptions{LowerBound: []byte{prefixTask}, UpperBound: []byte{prefixTask + 1}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !it.First() {
+		t.Fatal("no task record")
+	}
+	k := append([]byte(nil), it.Key()...)
+	mt, err := decodeTask(it.Value())
+	if err != nil {
+		t.Fatal(err)
+	}
+	if it.Next() {
+		t.Fatal("more than one task record")
+	}
+	_ = it.Close()
+	fn(&mt)
+	if err := db.Set(k, encodeTask(nil, &mt), pebble.Sync); err != nil {
+		t.Fatal(err)
+	}
+}
+
+// A task left CANCELLING by a stop between batches ends CANCELLED at the
+// next open, with its count as it was.
+func TestMoveTaskCancellingAfterRestart(t *testing.T) {
+	dir := t.TempDir()
+	clk := clock.NewFake(enginetest.Start)
+	e := openTest(t, Options{Dir: dir, Clock: clk})
+	mustCreate(t, e, engine.Queue{Name: "dlq", ARN: arn("dlq"), Settings: settings()})
+	mustCreate(t, e, engine.Queue{Name: "dst", ARN: arn("dst"), Settings: settings()})
+	sendBodies(t, e, "dlq", 5)
+	started, err := e.StartMoveTask(context.Background(), engine.MoveTask{SourceAccount: acct, SourceName: "dlq", DestinationARN: arn("dst"), MaxPerSecond: 1})
+	if err != nil {
+		t.Fatal(err)
+	}
+	waitTask(t, e, "dlq", started.ID, func(mt engine.MoveTask) bool { return mt.Moved == 1 })
+	if err := e.Close(); err != nil {
+		t.Fatal(err)
+	}
+	rawUpdateTask(t, dir, func(mt *engine.MoveTask) { mt.Status = engine.MoveTaskCancelling })
+	e = openTest(t, Options{Dir: dir, Clock: clk})
+	if mt := taskOf(t, e, "dlq", started.ID); mt.Status != engine.MoveTaskCancelled || mt.Moved != 1 {
+		t.Fatalf("after restart: %+v", mt)
+	}
+	clk.Advance(10 * time.Second)
+	if s := mustStats(t, e, "dlq"); s.Visible != 4 {
+		t.Fatalf("source %+v", s)
+	}
+	e = reopen(t, e, dir, clk)
+	if mt := taskOf(t, e, "dlq", started.ID); mt.Status != engine.MoveTaskCancelled {
+		t.Fatalf("after a second restart: %+v", mt)
+	}
+	// The place it held is free again.
+	if _, err := e.StartMoveTask(context.Background(), engine.MoveTask{SourceAccount: acct, SourceName: "dlq", DestinationARN: arn("dst")}); err != nil {
+		t.Fatal(err)
+	}
+}
+
+func countTaskRecords(t *testing.T, e *Engine) int {
+	t.Helper()
+	n := 0
+	if err := e.scan([]byte{prefixTask}, []byte{prefixTask + 1}, func(*pebble.Iterator) (bool, error) {
+		n++
+		return false, nil
+	}); err != nil {
+		t.Fatal(err)
+	}
+	return n
+}
+
+// A deleted source takes its task records along; stray records of unknown
+// queues are removed at startup.
+func TestMoveTaskRecordsGoWithTheQueue(t *testing.T) {
+	ctx := context.Background()
+	dir := t.TempDir()
+	clk := clock.NewFake(enginetest.Start)
+	e := openTest(t, Options{Dir: dir, Clock: clk})
+	mustCreate(t, e, engine.Queue{Name: "dlq", ARN: arn("dlq"), Settings: settings()})
+	mustCreate(t, e, engine.Queue{Name: "dst", ARN: arn("dst"), Settings: settings()})
+	sendBodies(t, e, "dlq", 3)
+	started, err := e.StartMoveTask(ctx, engine.MoveTask{SourceAccount: acct, SourceName: "dlq", DestinationARN: arn("dst"), MaxPerSecond: 1})
+	if err != nil {
+		t.Fatal(err)
+	}
+	waitTask(t, e, "dlq", started.ID, func(mt engine.MoveTask) bool { return mt.Moved == 1 })
+	if err := e.DeleteQueue(ctx, acct, "dlq"); err != nil {
+		t.Fatal(err)
+	}
+	// The runner ends and gives the account's place back.
+	deadline := time.Now().Add(10 * time.Second)
+	for {
+		e.taskMu.Lock()
+		n := e.active[acct]
+		e.taskMu.Unlock()
+		if n == 0 {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("%d tasks still active", n)
+		}
+		time.Sleep(time.Millisecond)
+	}
+	if n := countTaskRecords(t, e); n != 0 {
+		t.Fatalf("%d task records after the delete", n)
+	}
+	if err := e.db.Set(taskKey(1<<62, 1), encodeTask(nil, &engine.MoveTask{ID: "stray", Status: engine.MoveTaskRunning}), pebble.Sync); err != nil {
+		t.Fatal(err)
+	}
+	e = reopen(t, e, dir, clk)
+	if n := countTaskRecords(t, e); n != 0 {
+		t.Fatalf("%d task records after restart", n)
+	}
+	if s := mustStats(t, e, "dst"); s.Visible != 1 {
+		t.Fatalf("destination %+v", s)
+	}
+}
+
+// Dead-letter moves racing purges and deletes of either queue: the indexes
+// and the store agree, no message is in two queues, and a restart changes
+// nothing.
+func TestRedriveRacingPurgeAndDelete(t *testing.T) {
+	ctx := context.Background()
+	dir := t.TempDir()
+	clk := clock.NewFake(enginetest.Start)
+	e := openTest(t, Options{Dir: dir, Clock: clk})
+	zero := time.Duration(0)
+	for round := range 30 {
+		src, dlq := fmt.Sprint("src-", round), fmt.Sprint("dlq-", round)
+		mustCreate(t, e, engine.Queue{Name: dlq, ARN: arn(dlq), Settings: settings()})
+		mustCreate(t, e, engine.Queue{Name: src, ARN: arn(src), Settings: redriveTo(dlq, 1)})
+		sendBodies(t, e, src, 40)
+		// Each message received once: the next receive of it moves it.
+		for range 4 {
+			if got := mustReceive(t, e, src, engine.ReceiveRequest{Visibility: &zero}); len(got) != 10 {
+				t.Fatalf("received %d", len(got))
+			}
+		}
+		var wg sync.WaitGroup
+		for range 4 {
+			wg.Add(1)
+			go func() {
+				defer wg.Done()
+				for range 5 {
+					if _, err := e.Receive(ctx, acct, src, engine.ReceiveRequest{Max: 10}); err != nil && !errors.Is(err, engine.ErrQueueNotFound) {
+						t.Errorf("receive: %v", err)
+					}
+				}
+			}()
+		}
+		var err error
+		switch round % 4 {
+		case 0:
+			err = e.Purge(ctx, acct, src)
+		case 1:
+			err = e.Purge(ctx, acct, dlq)
+		case 2:
+			err = e.DeleteQueue(ctx, acct, dlq)
+		case 3:
+			err = e.DeleteQueue(ctx, acct, src)
+		}
+		if err != nil {
+			t.Fatal(err)
+		}
+		wg.Wait()
+	}
+	check := func() map[string]int {
+		checkIndexes(t, e)
+		qs, err := e.ListQueues(ctx, acct, "")
+		if err != nil {
+			t.Fatal(err)
+		}
+		where := map[string]string{}
+		counts := map[string]int{}
+		for _, q := range qs {
+			for id := range storedMessageIDs(t, e, q.Name) {
+				if o, ok := where[id]; ok {
+					t.Fatalf("message %s in %s and %s", id, o, q.Name)
+				}
+				where[id] = q.Name
+				counts[q.Name]++
+			}
+		}
+		return counts
+	}
+	before := check()
+	e = reopen(t, e, dir, clk)
+	after := check()
+	if fmt.Sprint(before) != fmt.Sprint(after) {
+		t.Fatalf("counts before restart %v, after %v", before, after)
+	}
+}
+
+// BenchmarkMoveTask: one move task without a rate limit, on disk with
+// fsync; each op is one message moved.
+func BenchmarkMoveTask(b *testing.B) {
+	ctx := context.Background()
+	dir := b.TempDir()
+	fill := openTest(b, Options{Dir: dir, NoSync: true})
+	for _, name := range []string{"dlq", "dst"} {
+		if _, _, err := fill.CreateQueue(ctx, engine.Queue{Account: acct, Name: name, ARN: arn(name), Settings: settings()}); err != nil {
+			b.Fatal(err)
+		}
+	}
+	msgs := benchBatch()
+	for i := 0; i < b.N; i += len(msgs) {
+		if _, err := fill.Send(ctx, acct, "dlq", msgs[:min(len(msgs), b.N-i)]); err != nil {
+			b.Fatal(err)
+		}
+	}
+	if err := fill.Close(); err != nil {
+		b.Fatal(err)
+	}
+	e := openTest(b, Options{Dir: dir})
+	b.ResetTimer()
+	mt, err := e.StartMoveTask(ctx, engine.MoveTask{SourceAccount: acct, SourceName: "dlq", DestinationARN: arn("dst")})
+	if err != nil {
+		b.Fatal(err)
+	}
+	for {
+		ts, err := e.ListMoveTasks(ctx, acct, "dlq")
+		if err != nil {
+			b.Fatal(err)
+		}
+		if !ts[0].Status.Active() {
+			if ts[0].Status != engine.MoveTaskCompleted || ts[0].Moved != int64(b.N) {
+				b.Fatalf("ended %+v, want %d moved", ts[0], b.N)
+			}
+			break
+		}
+		time.Sleep(100 * time.Microsecond)
+	}
+	b.StopTimer()
+	b.ReportMetric(float64(mt.ToMove)/b.Elapsed().Seconds(), "msgs/s")
+}
+
+// A queue named as its own dead-letter queue hands its messages out rather
+// than moving them onto itself at every receive.
+func TestRedriveToItself(t *testing.T) {
+	e := openTest(t, Options{InMemory: true, Clock: clock.NewFake(enginetest.Start)})
+	mustCreate(t, e, engine.Queue{Name: "q", ARN: arn("q"), Settings: redriveTo("q", 1)})
+	ids := mustSend(t, e, "q", engine.NewMessage{Body: "a"})
+	zero := time.Duration(0)
+	for i := 1; i <= 3; i++ {
+		got := mustReceive(t, e, "q", engine.ReceiveRequest{Visibility: &zero})
+		if len(got) != 1 || got[0].MessageID != ids[0] || got[0].ReceiveCount != i || got[0].DeadLetterSourceARN != "" {
+			t.Fatalf("receive %d: %+v", i, got)
+		}
+	}
+}
