@@ -94,15 +94,13 @@ const sseConflictMessage = "You can use one type of server-side encryption (SSE)
 
 // applyAttributes validates the requested attribute changes against a
 // standard queue and returns the queue's new attribute map (current is not
-// modified). Names are checked in sorted order so that the error a request
+// modified). A RedrivePolicy is checked here on its own; where its target
+// is, is for checkRedriveTarget. Names are checked in sorted order so that the error a request
 // gets does not depend on map iteration.
 func applyAttributes(current, req map[string]string) (map[string]string, *protocol.Error) {
 	next := maps.Clone(current)
 	for _, name := range slices.Sorted(maps.Keys(req)) {
 		value := req[name]
-		if err := unsupportedAttribute(name, value); err != nil {
-			return nil, err
-		}
 		if r, ok := intAttributes[name]; ok {
 			n, err := strconv.Atoi(value)
 			if err != nil || n < r.min || n > r.max {
@@ -133,10 +131,26 @@ func applyAttributes(current, req map[string]string) (map[string]string, *protoc
 				continue
 			}
 			next[name] = value
-		case attrRedrivePolicy, attrRedriveAllowPolicy:
-			// Only an empty value gets here (see unsupportedAttribute): it
-			// removes a policy a queue cannot have yet.
-			delete(next, name)
+		case attrRedrivePolicy:
+			if value == "" {
+				delete(next, name)
+				continue
+			}
+			p, perr := parseRedrivePolicy(value)
+			if perr != nil {
+				return nil, perr
+			}
+			next[name] = p.String()
+		case attrRedriveAllowPolicy:
+			if value == "" {
+				delete(next, name)
+				continue
+			}
+			p, perr := parseRedriveAllowPolicy(value)
+			if perr != nil {
+				return nil, perr
+			}
+			next[name] = p.String()
 		case attrFifoQueue, attrContentBasedDeduplication:
 			return nil, unknownAttribute(name)
 		case attrDeduplicationScope, attrFifoThroughputLimit:
@@ -182,6 +196,7 @@ func settingsOf(attrs map[string]string) engine.QueueSettings {
 		Retention:         seconds(attrMessageRetentionPeriod),
 		ReceiveWait:       seconds(attrReceiveMessageWaitTime),
 		MaximumSize:       size,
+		Redrive:           redriveOf(attrs),
 	}
 }
 

@@ -32,9 +32,10 @@ var (
 	errBatchRequestTooLong  = &protocol.Error{Shape: "BatchRequestTooLong", Code: "AWS.SimpleQueueService.BatchRequestTooLong", Status: http.StatusBadRequest}
 	errUnsupportedOperation = &protocol.Error{Shape: "UnsupportedOperation", Code: "AWS.SimpleQueueService.UnsupportedOperation", Status: http.StatusBadRequest}
 	errOverLimit            = &protocol.Error{Shape: "OverLimit", Code: "OverLimit", Status: http.StatusForbidden}
+	// errResourceNotFound answers move tasks whose queue or task is missing.
+	errResourceNotFound = &protocol.Error{Shape: "ResourceNotFoundException", Code: "ResourceNotFoundException", Status: http.StatusNotFound}
 	// Modeled but not raised yet: they belong to features still to come
-	// (message move tasks, KMS) and are listed so the catalogue is whole.
-	errResourceNotFound   = &protocol.Error{Shape: "ResourceNotFoundException", Code: "ResourceNotFoundException", Status: http.StatusNotFound}
+	// (KMS) and are listed so the catalogue is whole.
 	errMessageNotInflight = &protocol.Error{Shape: "MessageNotInflight", Code: "AWS.SimpleQueueService.MessageNotInflight", Status: http.StatusBadRequest}
 	errInvalidIDFormat    = &protocol.Error{Shape: "InvalidIdFormat", Code: "InvalidIdFormat", Status: http.StatusBadRequest}
 

@@ -280,6 +280,9 @@ func renderMessage(m *engine.Message, sys uint16, filter attributeFilter) Messag
 		if sys&sysAWSTraceHeader != 0 && m.TraceHeader != "" {
 			attrs[sysAttrTraceHeader] = m.TraceHeader
 		}
+		if sys&sysDeadLetterQueueSourceArn != 0 && m.DeadLetterSourceARN != "" {
+			attrs["DeadLetterQueueSourceArn"] = m.DeadLetterSourceARN
+		}
 		if len(attrs) > 0 {
 			out.Attributes = attrs
 		}

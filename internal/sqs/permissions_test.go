@@ -141,20 +141,3 @@ func TestAddPermissionExtendsAUserPolicy(t *testing.T) {
 		t.Errorf("policy left: %v", got)
 	}
 }
-
-func TestUnsupportedActions(t *testing.T) {
-	h := newHarness(t)
-	url := h.createQueue("q", nil)
-	actions := map[string]any{
-		"ListDeadLetterSourceQueues": &ListDeadLetterSourceQueuesInput{QueueUrl: url},
-		"StartMessageMoveTask":       &StartMessageMoveTaskInput{SourceArn: "arn:aws:sqs:eu-west-1:123456789012:q"},
-		"ListMessageMoveTasks":       &ListMessageMoveTasksInput{SourceArn: "arn:aws:sqs:eu-west-1:123456789012:q"},
-		"CancelMessageMoveTask":      &CancelMessageMoveTaskInput{TaskHandle: "x"},
-	}
-	for action, in := range actions {
-		err := fails(h, action, in, "AWS.SimpleQueueService.UnsupportedOperation", action+" is not supported yet.")
-		if err.Shape != "UnsupportedOperation" || err.Status != http.StatusBadRequest {
-			t.Errorf("%s: %+v", action, err)
-		}
-	}
-}

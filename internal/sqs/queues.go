@@ -40,10 +40,14 @@ func (s *service) createQueue(ctx context.Context, in *CreateQueueInput) (*Creat
 	if len(in.Tags) > maxTags {
 		return nil, tooManyTags(name)
 	}
+	if err := s.checkRedriveTarget(ctx, name, isFifo(attrs), in.Attributes); err != nil {
+		return nil, err
+	}
 	now := s.clock.Now()
 	q := engine.Queue{
 		Account:    s.account,
 		Name:       name,
+		ARN:        s.arn(name),
 		Attributes: attrs,
 		Tags:       in.Tags,
 		Settings:   settingsOf(attrs),
@@ -84,44 +88,71 @@ func (s *service) getQueueURL(ctx context.Context, in *GetQueueUrlInput) (*GetQu
 
 // ListQueues pages with an opaque token holding the last name returned.
 func (s *service) listQueues(ctx context.Context, in *ListQueuesInput) (*ListQueuesOutput, error) {
-	limit := maxListQueues
-	if in.MaxResults != nil {
-		if *in.MaxResults < 1 || *in.MaxResults > maxListQueues {
-			return nil, invalidValue(*in.MaxResults, "MaxResults", "MaxResults must be an integer between 1 and 1000.")
-		}
-		limit = *in.MaxResults
-	}
-	after := ""
-	if in.NextToken != "" {
-		b, err := base64.RawURLEncoding.DecodeString(in.NextToken)
-		if err != nil || len(b) == 0 {
-			return nil, invalidParameter("Invalid NextToken value.")
-		}
-		after = string(b)
+	pg, perr := newPaging(in.MaxResults, in.NextToken)
+	if perr != nil {
+		return nil, perr
 	}
 	queues, err := s.backend.ListQueues(ctx, s.account, in.QueueNamePrefix)
 	if err != nil {
 		return nil, s.engineError(err, "list queues")
 	}
+	names := make([]string, len(queues))
+	for i, q := range queues {
+		names[i] = q.Name
+	}
+	names, next := pg.page(names)
+	out := &ListQueuesOutput{NextToken: next}
+	for _, n := range names {
+		out.QueueUrls = append(out.QueueUrls, s.queueURL(ctx, n))
+	}
+	return out, nil
+}
+
+// paging is ListQueues' and ListDeadLetterSourceQueues' MaxResults and
+// NextToken: the token holds the last name returned.
+type paging struct {
+	limit int
+	paged bool // MaxResults was given
+	after string
+}
+
+func newPaging(maxResults *int, nextToken string) (paging, *protocol.Error) {
+	pg := paging{limit: maxListQueues}
+	if maxResults != nil {
+		if *maxResults < 1 || *maxResults > maxListQueues {
+			return pg, invalidValue(*maxResults, "MaxResults", "MaxResults must be an integer between 1 and 1000.")
+		}
+		pg.limit, pg.paged = *maxResults, true
+	}
+	if nextToken != "" {
+		b, err := base64.RawURLEncoding.DecodeString(nextToken)
+		if err != nil || len(b) == 0 {
+			return pg, invalidParameter("Invalid NextToken value.")
+		}
+		pg.after = string(b)
+	}
+	return pg, nil
+}
+
+// page cuts sorted names to the page after the token and returns the next
+// token, empty when nothing remains.
+func (pg paging) page(names []string) ([]string, string) {
 	start := 0
-	if after != "" {
-		for start < len(queues) && queues[start].Name <= after {
+	if pg.after != "" {
+		for start < len(names) && names[start] <= pg.after {
 			start++
 		}
 	}
-	queues = queues[start:]
-	out := &ListQueuesOutput{}
-	if len(queues) > limit {
-		queues = queues[:limit]
-		// Without MaxResults AWS lists up to 1000 and never pages.
-		if in.MaxResults != nil {
-			out.NextToken = base64.RawURLEncoding.EncodeToString([]byte(queues[limit-1].Name))
-		}
+	names = names[start:]
+	if len(names) <= pg.limit {
+		return names, ""
 	}
-	for _, q := range queues {
-		out.QueueUrls = append(out.QueueUrls, s.queueURL(ctx, q.Name))
+	names = names[:pg.limit]
+	// Without MaxResults AWS lists up to 1000 and never pages.
+	if !pg.paged {
+		return names, ""
 	}
-	return out, nil
+	return names, base64.RawURLEncoding.EncodeToString([]byte(names[pg.limit-1]))
 }
 
 func (s *service) deleteQueue(ctx context.Context, in *QueueInput) (*EmptyOutput, error) {
@@ -161,6 +192,20 @@ func (s *service) setQueueAttributes(ctx context.Context, in *SetQueueAttributes
 	if in.Attributes == nil {
 		return nil, missingParameter("Attributes")
 	}
+	if _, ok := in.Attributes[attrRedrivePolicy]; ok {
+		// The target is checked outside the queue's update, which must not
+		// wait on another queue; the source's type never changes.
+		q, err := s.getQueue(ctx, in.QueueUrl)
+		if err != nil {
+			return nil, err
+		}
+		if _, perr := applyAttributes(q.Attributes, in.Attributes); perr != nil {
+			return nil, perr
+		}
+		if err := s.checkRedriveTarget(ctx, q.Name, isFifo(q.Attributes), in.Attributes); err != nil {
+			return nil, err
+		}
+	}
 	now := s.clock.Now()
 	err := s.updateQueue(ctx, in.QueueUrl, func(q *engine.Queue) *protocol.Error {
 		attrs, perr := applyAttributes(q.Attributes, in.Attributes)
@@ -170,6 +215,9 @@ func (s *service) setQueueAttributes(ctx context.Context, in *SetQueueAttributes
 		q.Attributes = attrs
 		q.Settings = settingsOf(attrs)
 		q.Modified = now
+		if q.ARN == "" {
+			q.ARN = s.arn(q.Name)
+		}
 		return nil
 	})
 	if err != nil {

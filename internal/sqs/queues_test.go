@@ -35,7 +35,8 @@ func TestCreateQueue(t *testing.T) {
 		{"FifoQueue garbage", CreateQueueInput{QueueName: "q", Attributes: map[string]string{"FifoQueue": "maybe"}}, "InvalidAttributeValue", "Invalid value for the parameter FifoQueue."},
 		{"content dedup on standard", CreateQueueInput{QueueName: "q", Attributes: map[string]string{"ContentBasedDeduplication": "true"}}, "InvalidAttributeName", "Unknown Attribute ContentBasedDeduplication."},
 		{"bad attribute", CreateQueueInput{QueueName: "q", Attributes: map[string]string{"DelaySeconds": "901"}}, "InvalidAttributeValue", "Invalid value for the parameter DelaySeconds."},
-		{"redrive unsupported", CreateQueueInput{QueueName: "q", Attributes: map[string]string{"RedrivePolicy": `{"maxReceiveCount":1}`}}, "AWS.SimpleQueueService.UnsupportedOperation", ""},
+		{"bad redrive policy", CreateQueueInput{QueueName: "q", Attributes: map[string]string{"RedrivePolicy": `{"maxReceiveCount":1}`}}, "InvalidParameterValue",
+			`Value {"maxReceiveCount":1} for parameter RedrivePolicy is invalid. Reason: Redrive policy does not contain mandatory attribute: deadLetterTargetArn.`},
 		{"bad tag", CreateQueueInput{QueueName: "q", Tags: map[string]string{"": "v"}}, "InvalidParameterValue", "Tag keys must be between 1 and 128 characters in length."},
 		{"same name, other value", CreateQueueInput{QueueName: "orders", Attributes: map[string]string{"DelaySeconds": "1"}}, "QueueAlreadyExists",
 			"A queue already exists with the same name and a different value for attribute DelaySeconds"},
@@ -284,7 +285,8 @@ func TestSetQueueAttributes(t *testing.T) {
 	fails(h, "SetQueueAttributes", &SetQueueAttributesInput{QueueUrl: url}, "MissingParameter", "The request must contain the parameter Attributes.")
 	fails(h, "SetQueueAttributes", &SetQueueAttributesInput{QueueUrl: url, Attributes: map[string]string{"FifoQueue": "true"}}, "InvalidAttributeName", "Unknown Attribute FifoQueue.")
 	fails(h, "SetQueueAttributes", &SetQueueAttributesInput{QueueUrl: url, Attributes: map[string]string{"KmsMasterKeyId": "k", "SqsManagedSseEnabled": "true"}}, "InvalidAttributeName", sseConflictMessage)
-	fails(h, "SetQueueAttributes", &SetQueueAttributesInput{QueueUrl: url, Attributes: map[string]string{"RedrivePolicy": "{}"}}, "AWS.SimpleQueueService.UnsupportedOperation", "")
+	fails(h, "SetQueueAttributes", &SetQueueAttributesInput{QueueUrl: url, Attributes: map[string]string{"RedrivePolicy": "{}"}}, "InvalidParameterValue",
+		"Value {} for parameter RedrivePolicy is invalid. Reason: Redrive policy does not contain mandatory attribute: maxReceiveCount.")
 	fails(h, "SetQueueAttributes", &SetQueueAttributesInput{QueueUrl: testBase + "/" + testAccount + "/nope", Attributes: map[string]string{"DelaySeconds": "1"}}, "AWS.SimpleQueueService.NonExistentQueue", "")
 	if got := h.attributes(url, "VisibilityTimeout")["VisibilityTimeout"]; got != "5" {
 		t.Errorf("a refused set changed the queue: %s", got)

@@ -1,0 +1,259 @@
+package sqs
+
+import (
+	"context"
+	"encoding/base64"
+	"encoding/json"
+	"errors"
+
+	"github.com/ferrymq/ferry/internal/engine"
+)
+
+// Dead-letter source listing and message move tasks.
+
+const (
+	maxMovePerSecond   = 500
+	maxListMoveTasks   = 10
+	arnFormatMessage   = "You must use this format to specify the %s: arn:<partition>:<service>:<region>:<account-id>:<resource-id>"
+	resourceNotFound   = "The resource that you specified for the %s parameter doesn't exist."
+	taskDoesNotExist   = "Task does not exist."
+	taskActiveMessage  = "There is already a task running. Only one active task is allowed for a source queue arn at a given time."
+	notDeadLetterQueue = "Source queue must be configured as a Dead Letter Queue."
+	// AWS's wording for the next three is unrecorded; these are other
+	// emulators' (the rate's matches the style of AWS's TaskHandle message).
+	sameQueueMessage = "Source queue arn and destination queue arn cannot be the same."
+	sameTypeMessage  = "The source queue and destination queue must be of the same queue type."
+	rateMessage      = "Value for parameter MaxNumberOfMessagesPerSecond is invalid. Reason: You must enter a number that's between 1 and 500."
+)
+
+func (s *service) listDeadLetterSourceQueues(ctx context.Context, in *ListDeadLetterSourceQueuesInput) (*ListDeadLetterSourceQueuesOutput, error) {
+	dlq, err := s.getQueue(ctx, in.QueueUrl)
+	if err != nil {
+		return nil, err
+	}
+	pg, perr := newPaging(in.MaxResults, in.NextToken)
+	if perr != nil {
+		return nil, perr
+	}
+	sources, err := s.deadLetterSources(ctx, dlq.Name)
+	if err != nil {
+		return nil, err
+	}
+	names, next := pg.page(sources)
+	out := &ListDeadLetterSourceQueuesOutput{QueueUrls: make([]string, 0, len(names)), NextToken: next}
+	for _, n := range names {
+		out.QueueUrls = append(out.QueueUrls, s.queueURL(ctx, n))
+	}
+	return out, nil
+}
+
+// deadLetterSources names, sorted, the account's queues whose RedrivePolicy
+// targets the named queue.
+func (s *service) deadLetterSources(ctx context.Context, name string) ([]string, error) {
+	queues, err := s.backend.ListQueues(ctx, s.account, "")
+	if err != nil {
+		return nil, s.engineError(err, "list queues")
+	}
+	target := s.arn(name)
+	var names []string
+	for _, q := range queues {
+		if redriveTargetARN(q.Attributes) == target {
+			names = append(names, q.Name)
+		}
+	}
+	return names, nil
+}
+
+// moveTaskQueue resolves a move task's SourceArn or DestinationArn (param)
+// to a queue of this service; one of another region, account or service
+// does not exist here.
+func (s *service) moveTaskQueue(ctx context.Context, value, param string) (engine.Queue, error) {
+	a, ok := parseARN(value)
+	if !ok {
+		return engine.Queue{}, invalidParameter(arnFormatMessage, param)
+	}
+	notFound := errResourceNotFound.WithMessage(resourceNotFound, param)
+	name := a.resource
+	if a.partition != arnPartition || a.service != "sqs" || a.region != s.region || a.account != s.account ||
+		!validQueueName(name) && !validFifoQueueName(name) {
+		return engine.Queue{}, notFound
+	}
+	q, err := s.backend.GetQueue(ctx, s.account, name)
+	if errors.Is(err, engine.ErrQueueNotFound) {
+		return engine.Queue{}, notFound
+	}
+	if err != nil {
+		return engine.Queue{}, s.engineError(err, "get queue "+name)
+	}
+	return q, nil
+}
+
+func (s *service) startMessageMoveTask(ctx context.Context, in *StartMessageMoveTaskInput) (*StartMessageMoveTaskOutput, error) {
+	if in.SourceArn == "" {
+		return nil, missingParameter("SourceArn")
+	}
+	src, err := s.moveTaskQueue(ctx, in.SourceArn, "SourceArn")
+	if err != nil {
+		return nil, err
+	}
+	sources, err := s.deadLetterSources(ctx, src.Name)
+	if err != nil {
+		return nil, err
+	}
+	if len(sources) == 0 {
+		return nil, invalidParameter(notDeadLetterQueue)
+	}
+	task := engine.MoveTask{SourceAccount: s.account, SourceName: src.Name, SourceARN: s.arn(src.Name)}
+	if in.DestinationArn != "" {
+		if _, ok := parseARN(in.DestinationArn); !ok {
+			return nil, invalidParameter(arnFormatMessage, "DestinationArn")
+		}
+		if in.DestinationArn == in.SourceArn {
+			return nil, invalidParameter(sameQueueMessage)
+		}
+		dst, err := s.moveTaskQueue(ctx, in.DestinationArn, "DestinationArn")
+		if err != nil {
+			return nil, err
+		}
+		if dst.Name == src.Name {
+			return nil, invalidParameter(sameQueueMessage)
+		}
+		if isFifo(dst.Attributes) != isFifo(src.Attributes) {
+			return nil, invalidParameter(sameTypeMessage)
+		}
+		task.DestinationARN = s.arn(dst.Name)
+	}
+	if r := in.MaxNumberOfMessagesPerSecond; r != nil {
+		if *r < 1 || *r > maxMovePerSecond {
+			return nil, invalidParameter(rateMessage)
+		}
+		task.MaxPerSecond = *r
+	}
+	started, err := s.backend.StartMoveTask(ctx, task)
+	switch {
+	case errors.Is(err, engine.ErrMoveTaskActive):
+		return nil, invalidParameter(taskActiveMessage)
+	case errors.Is(err, engine.ErrMoveTaskLimit):
+		return nil, errOverLimit.WithMessage("An account can have at most %d active message move tasks.", engine.MaxActiveMoveTasks)
+	case errors.Is(err, engine.ErrQueueNotFound):
+		return nil, errResourceNotFound.WithMessage(resourceNotFound, "SourceArn")
+	case err != nil:
+		return nil, s.engineError(err, "start move task on "+src.Name)
+	}
+	s.log.DebugContext(ctx, "move task started", "queue", src.Name, "task", started.ID)
+	return &StartMessageMoveTaskOutput{TaskHandle: encodeTaskHandle(started.ID, task.SourceARN)}, nil
+}
+
+func (s *service) listMessageMoveTasks(ctx context.Context, in *ListMessageMoveTasksInput) (*ListMessageMoveTasksOutput, error) {
+	if in.SourceArn == "" {
+		return nil, missingParameter("SourceArn")
+	}
+	if _, ok := parseARN(in.SourceArn); !ok {
+		return nil, invalidParameter(arnFormatMessage, "SourceArn")
+	}
+	limit := 1
+	if n := in.MaxResults; n != nil {
+		if *n < 1 || *n > maxListMoveTasks {
+			return nil, invalidValue(*n, "MaxResults", "Must be between 1 and 10.")
+		}
+		limit = *n
+	}
+	src, err := s.moveTaskQueue(ctx, in.SourceArn, "SourceArn")
+	if err != nil {
+		return nil, err
+	}
+	tasks, err := s.backend.ListMoveTasks(ctx, s.account, src.Name)
+	if errors.Is(err, engine.ErrQueueNotFound) {
+		return nil, errResourceNotFound.WithMessage(resourceNotFound, "SourceArn")
+	}
+	if err != nil {
+		return nil, s.engineError(err, "list move tasks of "+src.Name)
+	}
+	if len(tasks) > limit {
+		tasks = tasks[:limit]
+	}
+	out := &ListMessageMoveTasksOutput{}
+	for _, t := range tasks {
+		out.Results = append(out.Results, moveTaskEntry(t))
+	}
+	return out, nil
+}
+
+// moveTaskEntry renders a task as ListMessageMoveTasks shows it: the handle
+// only while it runs, the destination and rate only when given, the failure
+// reason only when it failed.
+func moveTaskEntry(t engine.MoveTask) ListMessageMoveTasksResultEntry {
+	toMove := t.ToMove
+	e := ListMessageMoveTasksResultEntry{
+		Status:                            string(t.Status),
+		SourceArn:                         t.SourceARN,
+		DestinationArn:                    t.DestinationARN,
+		ApproximateNumberOfMessagesMoved:  t.Moved,
+		ApproximateNumberOfMessagesToMove: &toMove,
+		StartedTimestamp:                  t.Started.UnixMilli(),
+	}
+	if t.Status == engine.MoveTaskRunning {
+		e.TaskHandle = encodeTaskHandle(t.ID, t.SourceARN)
+	}
+	if t.MaxPerSecond > 0 {
+		rate := t.MaxPerSecond
+		e.MaxNumberOfMessagesPerSecond = &rate
+	}
+	if t.Status == engine.MoveTaskFailed {
+		e.FailureReason = t.FailureReason
+	}
+	return e
+}
+
+func (s *service) cancelMessageMoveTask(ctx context.Context, in *CancelMessageMoveTaskInput) (*CancelMessageMoveTaskOutput, error) {
+	if in.TaskHandle == "" {
+		return nil, missingParameter("TaskHandle")
+	}
+	id, sourceARN, ok := decodeTaskHandle(in.TaskHandle)
+	if !ok {
+		return nil, invalidParameter("Value for parameter TaskHandle is invalid.")
+	}
+	src, err := s.moveTaskQueue(ctx, sourceARN, "SourceArn")
+	if err != nil {
+		return nil, err
+	}
+	t, err := s.backend.CancelMoveTask(ctx, s.account, src.Name, id)
+	switch {
+	// AWS's answer for a task that is no longer running is unrecorded; it
+	// gets the unknown task's.
+	case errors.Is(err, engine.ErrMoveTaskNotFound), errors.Is(err, engine.ErrMoveTaskNotRunning):
+		return nil, errResourceNotFound.WithMessage(taskDoesNotExist)
+	case errors.Is(err, engine.ErrQueueNotFound):
+		return nil, errResourceNotFound.WithMessage(resourceNotFound, "SourceArn")
+	case err != nil:
+		return nil, s.engineError(err, "cancel move task on "+src.Name)
+	}
+	s.log.DebugContext(ctx, "move task cancelled", "queue", src.Name, "task", id)
+	return &CancelMessageMoveTaskOutput{ApproximateNumberOfMessagesMoved: t.Moved}, nil
+}
+
+// taskHandle is what a TaskHandle carries, base64 encoded: enough to find
+// the task from its source queue.
+type taskHandle struct {
+	TaskID    string `json:"taskId"`
+	SourceArn string `json:"sourceArn"`
+}
+
+func encodeTaskHandle(id, sourceARN string) string {
+	return base64.StdEncoding.EncodeToString([]byte(marshalCompact(taskHandle{id, sourceARN})))
+}
+
+func decodeTaskHandle(h string) (id, sourceARN string, ok bool) {
+	b, err := base64.StdEncoding.DecodeString(h)
+	if err != nil {
+		return "", "", false
+	}
+	var th taskHandle
+	if json.Unmarshal(b, &th) != nil || th.TaskID == "" {
+		return "", "", false
+	}
+	if _, ok := parseARN(th.SourceArn); !ok {
+		return "", "", false
+	}
+	return th.TaskID, th.SourceArn, true
+}
