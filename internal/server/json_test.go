@@ -809,15 +809,6 @@ func TestJSONPurgeAndTags(t *testing.T) {
 
 func TestJSONLaterFeaturesRefused(t *testing.T) {
 	f := start(t)
-	ctx := ctxT(t)
-	url := f.createQueue(t, "dlq", nil)
-	_, err := f.json.ListDeadLetterSourceQueues(ctx, &sqs.ListDeadLetterSourceQueuesInput{QueueUrl: aws.String(url)})
-	wantAPIError(t, err, "AWS.SimpleQueueService.UnsupportedOperation", 400)
-	_, err = f.json.StartMessageMoveTask(ctx, &sqs.StartMessageMoveTaskInput{SourceArn: aws.String("arn:aws:sqs:us-east-1:000000000000:dlq")})
-	wantAPIError(t, err, "AWS.SimpleQueueService.UnsupportedOperation", 400)
-	_, err = f.json.CreateQueue(ctx, &sqs.CreateQueueInput{QueueName: aws.String("q.fifo"), Attributes: map[string]string{"FifoQueue": "true"}})
-	wantAPIError(t, err, "AWS.SimpleQueueService.UnsupportedOperation", 400)
-	_, err = f.json.SetQueueAttributes(ctx, &sqs.SetQueueAttributesInput{QueueUrl: aws.String(url),
-		Attributes: map[string]string{"RedrivePolicy": `{"deadLetterTargetArn":"arn:aws:sqs:us-east-1:000000000000:dlq","maxReceiveCount":3}`}})
+	_, err := f.json.CreateQueue(ctxT(t), &sqs.CreateQueueInput{QueueName: aws.String("q.fifo"), Attributes: map[string]string{"FifoQueue": "true"}})
 	wantAPIError(t, err, "AWS.SimpleQueueService.UnsupportedOperation", 400)
 }
