@@ -7,6 +7,7 @@ import (
 	"os/exec"
 	"path/filepath"
 	"regexp"
+	"strconv"
 	"sync"
 	"sync/atomic"
 	"syscall"
@@ -124,6 +125,17 @@ func TestShutdownAnswersLongPolls(t *testing.T) {
 	}
 }
 
+// buildFerry builds the ferry binary into a temporary directory.
+func buildFerry(t *testing.T) string {
+	t.Helper()
+	bin := filepath.Join(t.TempDir(), "ferry")
+	build := exec.Command("go", "build", "-o", bin, "../../cmd/ferry")
+	if out, err := build.CombinedOutput(); err != nil {
+		t.Fatalf("build: %v\n%s", err, out)
+	}
+	return bin
+}
+
 var listening = regexp.MustCompile(`ferry listening.* addr=(\S+)`)
 
 // runFerry starts the ferry binary on dir and returns its process and URL.
@@ -163,11 +175,7 @@ func TestKillKeepsAcknowledged(t *testing.T) {
 	if testing.Short() {
 		t.Skip("builds and kills a real process")
 	}
-	bin := filepath.Join(t.TempDir(), "ferry")
-	build := exec.Command("go", "build", "-o", bin, "../../cmd/ferry")
-	if out, err := build.CombinedOutput(); err != nil {
-		t.Fatalf("build: %v\n%s", err, out)
-	}
+	bin := buildFerry(t)
 	dir := t.TempDir()
 	ctx := ctxT(t)
 	cmd, base := runFerry(t, bin, dir)
@@ -316,4 +324,132 @@ func waitNoDelayed(t *testing.T, f *ferry, queue string) {
 		}
 		time.Sleep(2 * time.Millisecond)
 	}
+}
+
+// TestKillDuringMoves SIGKILLs a Ferry while receives move messages into a
+// dead-letter queue and a move task moves them on to a third queue; after a
+// restart every message is in exactly one of the three queues.
+func TestKillDuringMoves(t *testing.T) {
+	if testing.Short() {
+		t.Skip("builds and kills a real process")
+	}
+	bin := buildFerry(t)
+	dir := t.TempDir()
+	ctx := ctxT(t)
+	cmd, base := runFerry(t, bin, dir)
+	client := jsonClient(base)
+	mk := func(name string, attrs map[string]string) *string {
+		out, err := client.CreateQueue(ctx, &sqs.CreateQueueInput{QueueName: aws.String(name), Attributes: attrs})
+		if err != nil {
+			t.Fatal(err)
+		}
+		return out.QueueUrl
+	}
+	dlq := mk("k-dlq", nil)
+	// Visibility 0: a received message is visible again at once, and the
+	// next receive moves it to the dead-letter queue.
+	src := mk("k-src", map[string]string{"RedrivePolicy": redrivePolicy("k-dlq", 1), "VisibilityTimeout": "0"})
+	dest := mk("k-dest", nil)
+	const total = 3000
+	for i := 0; i < total; i += 10 {
+		var entries []types.SendMessageBatchRequestEntry
+		for j := i; j < i+10; j++ {
+			entries = append(entries, types.SendMessageBatchRequestEntry{Id: aws.String(fmt.Sprint("e", j)), MessageBody: aws.String(fmt.Sprint("m", j))})
+		}
+		if _, err := client.SendMessageBatch(ctx, &sqs.SendMessageBatchInput{QueueUrl: src, Entries: entries}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	loadCtx, stopLoad := context.WithCancel(ctx)
+	var wg sync.WaitGroup
+	for r := 0; r < 3; r++ {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			for loadCtx.Err() == nil {
+				if _, err := client.ReceiveMessage(loadCtx, &sqs.ReceiveMessageInput{QueueUrl: src, MaxNumberOfMessages: 10}); err != nil {
+					return
+				}
+			}
+		}()
+	}
+	// Once some have arrived, a move task without a rate limit carries them
+	// on to the third queue.
+	deadline := time.Now().Add(20 * time.Second)
+	for {
+		st, err := client.GetQueueAttributes(ctx, &sqs.GetQueueAttributesInput{QueueUrl: dlq, AttributeNames: []types.QueueAttributeName{"ApproximateNumberOfMessages"}})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if n, _ := strconv.Atoi(st.Attributes["ApproximateNumberOfMessages"]); n >= 500 || time.Now().After(deadline) {
+			break
+		}
+		time.Sleep(5 * time.Millisecond)
+	}
+	if _, err := client.StartMessageMoveTask(ctx, &sqs.StartMessageMoveTaskInput{SourceArn: aws.String(arnPrefix + "k-dlq"), DestinationArn: aws.String(arnPrefix + "k-dest")}); err != nil {
+		t.Fatal(err)
+	}
+	time.Sleep(50 * time.Millisecond)
+	if err := cmd.Process.Signal(syscall.SIGKILL); err != nil {
+		t.Fatal(err)
+	}
+	cmd.Wait()
+	stopLoad()
+	wg.Wait()
+
+	_, base = runFerry(t, bin, dir)
+	client = jsonClient(base)
+	// Quiesce: stop the resumed task and the redrive policy, then count.
+	tasks, err := client.ListMessageMoveTasks(ctx, &sqs.ListMessageMoveTasksInput{SourceArn: aws.String(arnPrefix + "k-dlq")})
+	if err != nil || len(tasks.Results) != 1 {
+		t.Fatalf("tasks after restart: %+v, %v", tasks, err)
+	}
+	if task := tasks.Results[0]; aws.ToString(task.Status) == "RUNNING" {
+		if _, err := client.CancelMessageMoveTask(ctx, &sqs.CancelMessageMoveTaskInput{TaskHandle: task.TaskHandle}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	for {
+		tasks, err = client.ListMessageMoveTasks(ctx, &sqs.ListMessageMoveTasksInput{SourceArn: aws.String(arnPrefix + "k-dlq")})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if st := aws.ToString(tasks.Results[0].Status); st != "RUNNING" && st != "CANCELLING" {
+			break
+		}
+		time.Sleep(5 * time.Millisecond)
+	}
+	if _, err := client.SetQueueAttributes(ctx, &sqs.SetQueueAttributesInput{QueueUrl: src, Attributes: map[string]string{"RedrivePolicy": ""}}); err != nil {
+		t.Fatal(err)
+	}
+	where := map[string][]string{}
+	counts := map[string]int{}
+	for name, url := range map[string]*string{"source": src, "dead-letter": dlq, "destination": dest} {
+		for {
+			out, err := client.ReceiveMessage(ctx, &sqs.ReceiveMessageInput{QueueUrl: url, MaxNumberOfMessages: 10, VisibilityTimeout: 600})
+			if err != nil {
+				t.Fatal(err)
+			}
+			if len(out.Messages) == 0 {
+				break
+			}
+			for _, m := range out.Messages {
+				where[aws.ToString(m.Body)] = append(where[aws.ToString(m.Body)], name)
+				counts[name]++
+			}
+		}
+	}
+	wrong := 0
+	for i := 0; i < total; i++ {
+		if w := where[fmt.Sprint("m", i)]; len(w) != 1 {
+			if wrong++; wrong <= 10 {
+				t.Errorf("message m%d is in %v", i, w)
+			}
+		}
+	}
+	if len(where) != total {
+		t.Errorf("%d distinct messages, want %d", len(where), total)
+	}
+	t.Logf("after the kill: %v; task %s moved %d of %d", counts, aws.ToString(tasks.Results[0].Status),
+		tasks.Results[0].ApproximateNumberOfMessagesMoved, aws.ToInt64(tasks.Results[0].ApproximateNumberOfMessagesToMove))
 }
