@@ -33,6 +33,22 @@ var (
 	ErrMoveTaskLimit      = errors.New("engine: too many active move tasks")
 	ErrMoveTaskNotFound   = errors.New("engine: move task does not exist")
 	ErrMoveTaskNotRunning = errors.New("engine: move task is not running")
+	// ErrReceiptHandleExpired (FIFO queues only): a delete or visibility
+	// change used a handle whose visibility timeout has run out. SQS
+	// answers InvalidParameterValue "... Reason: The receipt handle has
+	// expired."; standard queues accept such handles instead.
+	ErrReceiptHandleExpired = errors.New("engine: receipt handle has expired")
+)
+
+// DeduplicationWindow is how long a FIFO queue remembers a deduplication
+// key, counted from the first send that used it. The window keeps running
+// after that message was received or deleted.
+const DeduplicationWindow = 5 * time.Minute
+
+// Deduplication scopes (QueueSettings.DeduplicationScope).
+const (
+	DeduplicationScopeQueue        = "queue"
+	DeduplicationScopeMessageGroup = "messageGroup"
 )
 
 // MaxVisibility is the longest a message may stay in flight, counted from
@@ -71,6 +87,14 @@ type QueueSettings struct {
 	// Redrive, when set, sends a message to a dead-letter queue instead of
 	// handing it out once its receive count has reached MaxReceiveCount.
 	Redrive *Redrive
+	// FIFO makes the queue a FIFO queue: strict order and blocking within
+	// a message group, deduplication, expiring receipt handles. It is fixed
+	// at creation.
+	FIFO bool
+	// DeduplicationScope (FIFO only) is DeduplicationScopeQueue or
+	// DeduplicationScopeMessageGroup; empty means queue. With messageGroup
+	// the same DeduplicationID in two groups names two messages.
+	DeduplicationScope string
 }
 
 // Redrive is a source queue's dead-letter configuration. The SQS layer has
@@ -118,17 +142,29 @@ type NewMessage struct {
 	// TraceHeader is the AWSTraceHeader system attribute, if sent.
 	TraceHeader string
 	// Delay overrides the queue's delay when non-nil.
-	Delay          *time.Duration
+	Delay *time.Duration
+	// MessageGroupID is required on FIFO queues; on standard queues it
+	// only tags the message (fair queues).
 	MessageGroupID string
-	SenderID       string
-	MD5OfBody      string
-	MD5OfAttrs     string // empty when there are no attributes
-	MD5OfSysAttrs  string // empty when there is no trace header
+	// DeduplicationID (FIFO only) is always set by the SQS layer: the
+	// explicit MessageDeduplicationId or the SHA-256 of the body.
+	DeduplicationID string
+	SenderID        string
+	MD5OfBody       string
+	MD5OfAttrs      string // empty when there are no attributes
+	MD5OfSysAttrs   string // empty when there is no trace header
 }
 
 // SendResult answers one NewMessage.
 type SendResult struct {
 	MessageID string
+	// SequenceNumber (FIFO only) is a decimal number of at least 20 digits
+	// that grows with every message enqueued in the queue.
+	SequenceNumber string
+	// Duplicate (FIFO only) reports that the message's deduplication key
+	// was used within DeduplicationWindow: it was accepted but not
+	// enqueued, and MessageID and SequenceNumber are the original's.
+	Duplicate bool
 }
 
 // Message is a message as a receive hands it out.
@@ -148,6 +184,9 @@ type Message struct {
 	// DeadLetterSourceARN is the queue a redrive policy moved the message
 	// from (the DeadLetterQueueSourceArn system attribute); empty otherwise.
 	DeadLetterSourceARN string
+	// SequenceNumber and DeduplicationID are set on FIFO queues only.
+	SequenceNumber  string
+	DeduplicationID string
 }
 
 // ReceiveRequest says how many messages to take and for how long.
@@ -157,6 +196,11 @@ type ReceiveRequest struct {
 	Visibility *time.Duration
 	// Wait is how long to wait for a first message when none is visible.
 	Wait time.Duration
+	// AttemptID (FIFO only) is the ReceiveRequestAttemptId. A repeat with
+	// the same id within DeduplicationWindow hands out the same messages
+	// with the same receipt handles (their visibility restarted) as long
+	// as none of them was deleted or had its visibility changed since.
+	AttemptID string
 }
 
 // VisibilityChange is one entry of ChangeVisibility.
@@ -189,7 +233,11 @@ func (s MoveTaskStatus) Active() bool { return s == MoveTaskRunning || s == Move
 
 // MoveTask moves messages out of a dead-letter queue. Every moved message
 // becomes a new message in its destination (new id, new sent time, receive
-// count zero) and leaves the source in the same atomic write.
+// count zero) and leaves the source in the same atomic write. Between FIFO
+// queues a message keeps its group and its DeduplicationID (the dead-letter
+// queue's: the original MessageID after a redrive), gets a new
+// SequenceNumber, and each group's order is kept; the destination's
+// deduplication window neither drops nor remembers moved messages.
 type MoveTask struct {
 	ID string
 	// SourceAccount/SourceName is the dead-letter queue; SourceARN its ARN.
@@ -226,6 +274,12 @@ type Backend interface {
 	UpdateQueue(ctx context.Context, account, name string, fn func(*Queue) error) error
 	DeleteQueue(ctx context.Context, account, name string) error
 
+	// Send enqueues msgs in order. On a FIFO queue a message whose
+	// deduplication key (DeduplicationID, with MessageGroupID in the
+	// messageGroup scope) was first sent less than DeduplicationWindow ago,
+	// earlier in the same call included, is a duplicate: accepted, not
+	// enqueued (SendResult.Duplicate). The window outlives the original's
+	// receive and delete, and restarts. Delay is the queue's only.
 	Send(ctx context.Context, account, name string, msgs []NewMessage) ([]SendResult, error)
 	// Receive hands out up to req.Max visible messages, waiting up to
 	// req.Wait for the first one. A cancelled ctx ends the wait early with
@@ -235,10 +289,24 @@ type Backend interface {
 	// time, receive counts; DeadLetterSourceARN set; visible at once; the
 	// source's handles stop working), and does not count towards req.Max;
 	// a long poll that found only such messages goes on waiting.
+	//
+	// On a FIFO queue messages of a group go out in order and never while
+	// another message of the group is in flight; one that becomes visible
+	// again goes out before those behind it. A receive takes as many as it
+	// can from the group with the oldest visible head, then from the next.
+	// A redrive into a FIFO dead-letter queue keeps the group, puts the
+	// message at the back of it, resets SentAt to the move and replaces
+	// the DeduplicationID by the MessageID; the dead-letter queue's window
+	// is not consulted. req.AttemptID: see ReceiveRequest.
 	Receive(ctx context.Context, account, name string, req ReceiveRequest) ([]Message, error)
 	// Delete deletes by receipt handle; the result has one error (or nil)
-	// per handle. A genuine but stale handle deletes nothing and succeeds.
+	// per handle. A genuine but stale handle deletes nothing and succeeds,
+	// except on a FIFO queue, where a handle whose visibility has expired
+	// fails with ErrReceiptHandleExpired (one whose message is gone still
+	// succeeds).
 	Delete(ctx context.Context, account, name string, handles []string) ([]error, error)
+	// ChangeVisibility changes in-flight messages' visibility; on a FIFO
+	// queue an expired handle fails with ErrReceiptHandleExpired.
 	ChangeVisibility(ctx context.Context, account, name string, changes []VisibilityChange) ([]error, error)
 	// Purge deletes every message; ErrPurgeInProgress within PurgeInterval
 	// of the previous purge.
@@ -260,4 +328,20 @@ type Backend interface {
 	CancelMoveTask(ctx context.Context, account, name, id string) (MoveTask, error)
 
 	Close() error
+}
+
+// Record is a small durable document another service keeps beside the
+// queues (SNS topics and subscriptions, for one).
+type Record struct {
+	Key   string
+	Value []byte
+}
+
+// RecordStore keeps Records by kind and key. Writes return once durable.
+type RecordStore interface {
+	PutRecord(ctx context.Context, kind, key string, value []byte) error
+	// DeleteRecord removes a record; a missing one is not an error.
+	DeleteRecord(ctx context.Context, kind, key string) error
+	// Records returns every record of a kind, sorted by key.
+	Records(ctx context.Context, kind string) ([]Record, error)
 }

@@ -806,9 +806,3 @@ func TestJSONPurgeAndTags(t *testing.T) {
 		t.Fatalf("tags after untag = %v, %v", tags, err)
 	}
 }
-
-func TestJSONLaterFeaturesRefused(t *testing.T) {
-	f := start(t)
-	_, err := f.json.CreateQueue(ctxT(t), &sqs.CreateQueueInput{QueueName: aws.String("q.fifo"), Attributes: map[string]string{"FifoQueue": "true"}})
-	wantAPIError(t, err, "AWS.SimpleQueueService.UnsupportedOperation", 400)
-}

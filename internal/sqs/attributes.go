@@ -67,6 +67,28 @@ func defaultAttributes() map[string]string {
 	}
 }
 
+// FIFO attribute values.
+const (
+	scopeQueue              = engine.DeduplicationScopeQueue
+	scopeMessageGroup       = engine.DeduplicationScopeMessageGroup
+	throughputPerQueue      = "perQueue"
+	throughputPerGroup      = "perMessageGroupId"
+	modifyingTypeMessage    = "Invalid value for the parameter FifoQueue. Reason: Modifying queue type is not supported."
+	throughputNeedsScopeMsg = "Invalid value for the parameter FifoThroughputLimit. Reason: To set FifoThroughputLimit to perMessageGroupId, the DeduplicationScope must be messageGroup."
+)
+
+// fifoDefaultAttributes are a new FIFO queue's settable attributes: the
+// standard ones and the FIFO ones at their defaults. FifoQueue itself is
+// stored, which is what makes the queue FIFO (see isFifo).
+func fifoDefaultAttributes() map[string]string {
+	attrs := defaultAttributes()
+	attrs[attrFifoQueue] = "true"
+	attrs[attrContentBasedDeduplication] = "false"
+	attrs[attrDeduplicationScope] = scopeQueue
+	attrs[attrFifoThroughputLimit] = throughputPerQueue
+	return attrs
+}
+
 // readOnlyAttributes are computed; they can be read but never set.
 var readOnlyAttributes = []string{
 	attrApproximateNumberOfMessages,
@@ -92,12 +114,15 @@ var readableAttributes = map[string]bool{
 
 const sseConflictMessage = "You can use one type of server-side encryption (SSE) at one time. You can either enable KMS SSE or SQS SSE."
 
-// applyAttributes validates the requested attribute changes against a
-// standard queue and returns the queue's new attribute map (current is not
-// modified). A RedrivePolicy is checked here on its own; where its target
-// is, is for checkRedriveTarget. Names are checked in sorted order so that the error a request
-// gets does not depend on map iteration.
+// applyAttributes validates the requested attribute changes against a queue
+// whose attributes are current and returns the queue's new attribute map
+// (current is not modified). The queue's type comes from current: FIFO
+// attributes are refused on a standard queue. A RedrivePolicy is checked
+// here on its own; where its target is, is for checkRedriveTarget. Names are
+// checked in sorted order so that the error a request gets does not depend
+// on map iteration.
 func applyAttributes(current, req map[string]string) (map[string]string, *protocol.Error) {
+	fifo := isFifo(current)
 	next := maps.Clone(current)
 	for _, name := range slices.Sorted(maps.Keys(req)) {
 		value := req[name]
@@ -151,13 +176,20 @@ func applyAttributes(current, req map[string]string) (map[string]string, *protoc
 				return nil, perr
 			}
 			next[name] = p.String()
-		case attrFifoQueue, attrContentBasedDeduplication:
-			return nil, unknownAttribute(name)
-		case attrDeduplicationScope, attrFifoThroughputLimit:
-			return nil, errInvalidAttributeName.WithMessage("You can specify the %s only when FifoQueue is set to true.", name)
+		case attrFifoQueue, attrContentBasedDeduplication, attrDeduplicationScope, attrFifoThroughputLimit:
+			if perr := applyFifoAttribute(next, fifo, name, value); perr != nil {
+				return nil, perr
+			}
 		default:
 			return nil, unknownAttribute(name)
 		}
+	}
+	// High throughput needs per-group deduplication, whichever of the two
+	// the request changed. AWS's wording is recorded for a create asking
+	// for both; a change of DeduplicationScope alone is assumed to get the
+	// same answer.
+	if fifo && next[attrFifoThroughputLimit] == throughputPerGroup && next[attrDeduplicationScope] != scopeMessageGroup {
+		return nil, errInvalidAttributeValue.WithMessage(throughputNeedsScopeMsg)
 	}
 	// KMS and SQS-managed encryption exclude each other: asking for both is
 	// an error, while a KMS key alone turns SQS-managed encryption off.
@@ -170,6 +202,45 @@ func applyAttributes(current, req map[string]string) (map[string]string, *protoc
 		}
 	}
 	return next, nil
+}
+
+// applyFifoAttribute validates one FIFO-only attribute into next. A
+// standard queue knows none of them (with AWS's two wordings); FifoQueue
+// can only be confirmed, never changed.
+func applyFifoAttribute(next map[string]string, fifo bool, name, value string) *protocol.Error {
+	if !fifo {
+		if name == attrDeduplicationScope || name == attrFifoThroughputLimit {
+			return errInvalidAttributeName.WithMessage("You can specify the %s only when FifoQueue is set to true.", name)
+		}
+		return unknownAttribute(name)
+	}
+	switch name {
+	case attrFifoQueue:
+		b, ok := parseBool(value)
+		if !ok {
+			return invalidAttributeValue(name)
+		}
+		if !b {
+			return errInvalidAttributeValue.WithMessage(modifyingTypeMessage)
+		}
+	case attrContentBasedDeduplication:
+		b, ok := parseBool(value)
+		if !ok {
+			return invalidAttributeValue(name)
+		}
+		next[name] = strconv.FormatBool(b)
+	case attrDeduplicationScope:
+		if value != scopeQueue && value != scopeMessageGroup {
+			return invalidAttributeValue(name)
+		}
+		next[name] = value
+	case attrFifoThroughputLimit:
+		if value != throughputPerQueue && value != throughputPerGroup {
+			return invalidAttributeValue(name)
+		}
+		next[name] = value
+	}
+	return nil
 }
 
 // parseBool reads a boolean attribute, case-insensitively as AWS does.
@@ -190,7 +261,7 @@ func settingsOf(attrs map[string]string) engine.QueueSettings {
 		return time.Duration(n) * time.Second
 	}
 	size, _ := strconv.Atoi(attrs[attrMaximumMessageSize])
-	return engine.QueueSettings{
+	st := engine.QueueSettings{
 		VisibilityTimeout: seconds(attrVisibilityTimeout),
 		Delay:             seconds(attrDelaySeconds),
 		Retention:         seconds(attrMessageRetentionPeriod),
@@ -198,6 +269,11 @@ func settingsOf(attrs map[string]string) engine.QueueSettings {
 		MaximumSize:       size,
 		Redrive:           redriveOf(attrs),
 	}
+	if isFifo(attrs) {
+		st.FIFO = true
+		st.DeduplicationScope = attrs[attrDeduplicationScope]
+	}
+	return st
 }
 
 // firstDifference names the first attribute (in sorted order) whose value

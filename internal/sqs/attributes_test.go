@@ -154,3 +154,104 @@ func TestSelectAttributes(t *testing.T) {
 		t.Error("DelaySeconds needs no stats")
 	}
 }
+
+func TestApplyFifoAttributes(t *testing.T) {
+	def := fifoDefaultAttributes()
+	with := func(kv ...string) map[string]string {
+		m := maps.Clone(def)
+		for i := 0; i < len(kv); i += 2 {
+			m[kv[i]] = kv[i+1]
+		}
+		return m
+	}
+	const needScope = "Invalid value for the parameter FifoThroughputLimit. Reason: To set FifoThroughputLimit to perMessageGroupId, the DeduplicationScope must be messageGroup."
+	highThroughput := with("DeduplicationScope", "messageGroup", "FifoThroughputLimit", "perMessageGroupId")
+	tests := []struct {
+		name    string
+		current map[string]string
+		req     map[string]string
+		want    map[string]string
+		code    string
+		message string
+	}{
+		{name: "defaults", want: def},
+		{name: "FifoQueue true is a no-op", req: map[string]string{"FifoQueue": "TRUE"}, want: def},
+		{name: "FifoQueue false", req: map[string]string{"FifoQueue": "false"}, code: "InvalidAttributeValue",
+			message: "Invalid value for the parameter FifoQueue. Reason: Modifying queue type is not supported."},
+		{name: "FifoQueue garbage", req: map[string]string{"FifoQueue": "yes"}, code: "InvalidAttributeValue", message: "Invalid value for the parameter FifoQueue."},
+		{name: "content dedup", req: map[string]string{"ContentBasedDeduplication": "True"}, want: with("ContentBasedDeduplication", "true")},
+		{name: "content dedup off", current: with("ContentBasedDeduplication", "true"), req: map[string]string{"ContentBasedDeduplication": "false"}, want: def},
+		{name: "content dedup garbage", req: map[string]string{"ContentBasedDeduplication": "1"}, code: "InvalidAttributeValue",
+			message: "Invalid value for the parameter ContentBasedDeduplication."},
+		{name: "scope messageGroup", req: map[string]string{"DeduplicationScope": "messageGroup"}, want: with("DeduplicationScope", "messageGroup")},
+		{name: "scope is case-sensitive", req: map[string]string{"DeduplicationScope": "MessageGroup"}, code: "InvalidAttributeValue",
+			message: "Invalid value for the parameter DeduplicationScope."},
+		{name: "scope garbage", req: map[string]string{"DeduplicationScope": ""}, code: "InvalidAttributeValue", message: "Invalid value for the parameter DeduplicationScope."},
+		{name: "limit garbage", req: map[string]string{"FifoThroughputLimit": "perGroup"}, code: "InvalidAttributeValue",
+			message: "Invalid value for the parameter FifoThroughputLimit."},
+		{name: "high throughput", req: map[string]string{"DeduplicationScope": "messageGroup", "FifoThroughputLimit": "perMessageGroupId"}, want: highThroughput},
+		{name: "per-group limit needs group scope", req: map[string]string{"FifoThroughputLimit": "perMessageGroupId"}, code: "InvalidAttributeValue", message: needScope},
+		{name: "per-group limit with queue scope", req: map[string]string{"FifoThroughputLimit": "perMessageGroupId", "DeduplicationScope": "queue"},
+			code: "InvalidAttributeValue", message: needScope},
+		{name: "per-group limit on a group-scoped queue", current: with("DeduplicationScope", "messageGroup"),
+			req: map[string]string{"FifoThroughputLimit": "perMessageGroupId"}, want: highThroughput},
+		{name: "scope back to queue under per-group limit", current: highThroughput, req: map[string]string{"DeduplicationScope": "queue"},
+			code: "InvalidAttributeValue", message: needScope},
+		{name: "group scope with per-queue limit", current: highThroughput, req: map[string]string{"FifoThroughputLimit": "perQueue"},
+			want: with("DeduplicationScope", "messageGroup")},
+		{name: "standard attributes still apply", req: map[string]string{"DelaySeconds": "10", "ContentBasedDeduplication": "true"},
+			want: with("DelaySeconds", "10", "ContentBasedDeduplication", "true")},
+		{name: "unknown", req: map[string]string{"FifoQueues": "true"}, code: "InvalidAttributeName", message: "Unknown Attribute FifoQueues."},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			current := tt.current
+			if current == nil {
+				current = def
+			}
+			before := maps.Clone(current)
+			got, err := applyAttributes(current, tt.req)
+			if !maps.Equal(current, before) {
+				t.Error("applyAttributes modified the current map")
+			}
+			if tt.code != "" {
+				if err == nil {
+					t.Fatalf("accepted, got %v", got)
+				}
+				if err.Code != tt.code || err.Message != tt.message {
+					t.Errorf("error = %s %q, want %s %q", err.Code, err.Message, tt.code, tt.message)
+				}
+				return
+			}
+			if err != nil {
+				t.Fatalf("%s: %s", err.Code, err.Message)
+			}
+			if !maps.Equal(got, tt.want) {
+				t.Errorf("attributes = %v, want %v", got, tt.want)
+			}
+		})
+	}
+}
+
+func TestFifoSettingsOf(t *testing.T) {
+	tests := []struct {
+		name  string
+		attrs map[string]string
+		fifo  bool
+		scope string
+	}{
+		{"standard", defaultAttributes(), false, ""},
+		{"fifo", fifoDefaultAttributes(), true, "queue"},
+		{"fifo per group", func() map[string]string {
+			a := fifoDefaultAttributes()
+			a["DeduplicationScope"] = "messageGroup"
+			return a
+		}(), true, "messageGroup"},
+	}
+	for _, tt := range tests {
+		st := settingsOf(tt.attrs)
+		if st.FIFO != tt.fifo || st.DeduplicationScope != tt.scope || st.VisibilityTimeout != 30*time.Second {
+			t.Errorf("%s: settings = %+v", tt.name, st)
+		}
+	}
+}

@@ -61,6 +61,12 @@ func (s *service) sendMessageBatch(ctx context.Context, in *SendMessageBatchInpu
 	if total > maxBatchBytes {
 		return nil, batchTooLong(total)
 	}
+	rules := rulesOf(q)
+	if rules.fifo {
+		if perr := checkFifoBatch(in.Entries, rules.contentDedup); perr != nil {
+			return nil, perr
+		}
+	}
 	out := &SendMessageBatchOutput{
 		Successful: make([]SendMessageBatchResultEntry, 0, len(in.Entries)),
 		Failed:     make([]BatchResultErrorEntry, 0),
@@ -79,7 +85,7 @@ func (s *service) sendMessageBatch(ctx context.Context, in *SendMessageBatchInpu
 		msg, perr := buildMessage(messageRequest{
 			body: e.MessageBody, delay: e.DelaySeconds, attrs: e.MessageAttributes,
 			sysAttrs: e.MessageSystemAttributes, dedupID: e.MessageDeduplicationId, groupID: e.MessageGroupId,
-		}, q.Settings.MaximumSize, sender, true)
+		}, rules, sender, true)
 		if perr != nil {
 			out.Failed = append(out.Failed, failure(e.Id, perr))
 			continue
@@ -104,9 +110,27 @@ func (s *service) sendMessageBatch(ctx context.Context, in *SendMessageBatchInpu
 			MD5OfMessageBody:             msgs[i].MD5OfBody,
 			MD5OfMessageAttributes:       msgs[i].MD5OfAttrs,
 			MD5OfMessageSystemAttributes: msgs[i].MD5OfSysAttrs,
+			SequenceNumber:               r.SequenceNumber,
 		})
 	}
 	return out, nil
+}
+
+// checkFifoBatch refuses a whole FIFO batch, as AWS does, when an entry
+// lacks a group id or a deduplication id the queue cannot derive; both
+// were observed as InvalidParameterValue (not MissingParameter) for the
+// request. Other FIFO rules fail only their entry.
+func checkFifoBatch(entries []SendMessageBatchRequestEntry, contentDedup bool) *protocol.Error {
+	for i := range entries {
+		e := &entries[i]
+		if e.MessageGroupId == nil {
+			return invalidParameter("The request must contain the parameter MessageGroupId.")
+		}
+		if e.MessageDeduplicationId == nil && !contentDedup {
+			return invalidParameter(needDedupMessage)
+		}
+	}
+	return nil
 }
 
 func (s *service) deleteMessageBatch(ctx context.Context, in *DeleteMessageBatchInput) (*DeleteMessageBatchOutput, error) {

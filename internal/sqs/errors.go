@@ -29,15 +29,15 @@ var (
 	errBatchEntryIdsNotDistinct = &protocol.Error{Shape: "BatchEntryIdsNotDistinct", Code: "AWS.SimpleQueueService.BatchEntryIdsNotDistinct", Status: http.StatusBadRequest}
 	errInvalidBatchEntryID      = &protocol.Error{Shape: "InvalidBatchEntryId", Code: "AWS.SimpleQueueService.InvalidBatchEntryId", Status: http.StatusBadRequest,
 		Message: "A batch entry id can only contain alphanumeric characters, hyphens and underscores. It can be at most 80 letters long."}
-	errBatchRequestTooLong  = &protocol.Error{Shape: "BatchRequestTooLong", Code: "AWS.SimpleQueueService.BatchRequestTooLong", Status: http.StatusBadRequest}
-	errUnsupportedOperation = &protocol.Error{Shape: "UnsupportedOperation", Code: "AWS.SimpleQueueService.UnsupportedOperation", Status: http.StatusBadRequest}
-	errOverLimit            = &protocol.Error{Shape: "OverLimit", Code: "OverLimit", Status: http.StatusForbidden}
+	errBatchRequestTooLong = &protocol.Error{Shape: "BatchRequestTooLong", Code: "AWS.SimpleQueueService.BatchRequestTooLong", Status: http.StatusBadRequest}
+	errOverLimit           = &protocol.Error{Shape: "OverLimit", Code: "OverLimit", Status: http.StatusForbidden}
 	// errResourceNotFound answers move tasks whose queue or task is missing.
 	errResourceNotFound = &protocol.Error{Shape: "ResourceNotFoundException", Code: "ResourceNotFoundException", Status: http.StatusNotFound}
-	// Modeled but not raised yet: they belong to features still to come
-	// (KMS) and are listed so the catalogue is whole.
-	errMessageNotInflight = &protocol.Error{Shape: "MessageNotInflight", Code: "AWS.SimpleQueueService.MessageNotInflight", Status: http.StatusBadRequest}
-	errInvalidIDFormat    = &protocol.Error{Shape: "InvalidIdFormat", Code: "InvalidIdFormat", Status: http.StatusBadRequest}
+	// Modeled but not raised: AWS answers these cases with other errors
+	// today; they are listed so the catalogue is whole.
+	errMessageNotInflight   = &protocol.Error{Shape: "MessageNotInflight", Code: "AWS.SimpleQueueService.MessageNotInflight", Status: http.StatusBadRequest}
+	errInvalidIDFormat      = &protocol.Error{Shape: "InvalidIdFormat", Code: "InvalidIdFormat", Status: http.StatusBadRequest}
+	errUnsupportedOperation = &protocol.Error{Shape: "UnsupportedOperation", Code: "AWS.SimpleQueueService.UnsupportedOperation", Status: http.StatusBadRequest}
 
 	errInvalidParameterValue = protocol.ErrInvalidParameterValue
 	errMissingParameter      = protocol.ErrMissingParameter
@@ -68,6 +68,11 @@ func invalidAttributeValue(name string) *protocol.Error {
 
 func receiptHandleInvalid(handle string) *protocol.Error {
 	return errReceiptHandleIsInvalid.WithMessage("The input receipt handle %q is not a valid receipt handle.", handle)
+}
+
+// receiptHandleExpired answers a FIFO handle whose visibility ran out.
+func receiptHandleExpired(handle string) *protocol.Error {
+	return invalidValue(handle, "ReceiptHandle", "The receipt handle has expired.")
 }
 
 func notInflight(handle string) *protocol.Error {

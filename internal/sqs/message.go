@@ -1,6 +1,9 @@
 package sqs
 
 import (
+	"crypto/sha256"
+	"encoding/hex"
+	"fmt"
 	"slices"
 	"strconv"
 	"strings"
@@ -33,10 +36,34 @@ type messageRequest struct {
 	groupID  *string
 }
 
-// buildMessage validates one message bound for a standard queue whose
-// maximum message size is maxSize, and returns it ready for the engine.
-// inBatch selects the wording AWS uses for a batch entry that is too long.
-func buildMessage(m messageRequest, maxSize int, senderID string, inBatch bool) (engine.NewMessage, *protocol.Error) {
+// queueRules is what validating a message needs to know of its queue.
+type queueRules struct {
+	maxSize int
+	fifo    bool
+	// contentDedup: a FIFO queue with ContentBasedDeduplication.
+	contentDedup bool
+}
+
+func rulesOf(q engine.Queue) queueRules {
+	return queueRules{
+		maxSize:      q.Settings.MaximumSize,
+		fifo:         isFifo(q.Attributes),
+		contentDedup: q.Attributes[attrContentBasedDeduplication] == "true",
+	}
+}
+
+// FIFO send refusals, in AWS's wording.
+const (
+	reasonPunctID       = "%s can only include alphanumeric and punctuation characters. 1 to 128 in length."
+	needDedupMessage    = "The queue should either have ContentBasedDeduplication enabled or MessageDeduplicationId provided explicitly"
+	fifoDelayReason     = "The request include parameter that is not valid for this queue type." // sic
+	standardDedupReason = "The request includes a parameter that is not valid for this queue type."
+)
+
+// buildMessage validates one message bound for a queue with the given rules
+// and returns it ready for the engine. inBatch selects the wording AWS uses
+// for a batch entry that is too long.
+func buildMessage(m messageRequest, q queueRules, senderID string, inBatch bool) (engine.NewMessage, *protocol.Error) {
 	var nm engine.NewMessage
 	if m.body == "" {
 		return nm, missingParameter("MessageBody")
@@ -45,13 +72,15 @@ func buildMessage(m messageRequest, maxSize int, senderID string, inBatch bool) 
 		return nm, invalidValue(*m.delay, "DelaySeconds", "DelaySeconds must be >= 0 and <= 900.")
 	}
 	if m.groupID != nil && !isPunctID(*m.groupID) {
-		return nm, invalidValue(*m.groupID, "MessageGroupId",
-			"MessageGroupId can only include alphanumeric and punctuation characters. 1 to 128 in length.")
+		return nm, invalidValue(*m.groupID, "MessageGroupId", fmt.Sprintf(reasonPunctID, "MessageGroupId"))
 	}
-	if m.dedupID != nil {
+	if q.fifo {
+		if perr := checkFifoMessage(m, q.contentDedup); perr != nil {
+			return nm, perr
+		}
+	} else if m.dedupID != nil {
 		// Deduplication is FIFO's; a standard queue refuses the parameter.
-		return nm, invalidValue(*m.dedupID, "MessageDeduplicationId",
-			"The request includes a parameter that is not valid for this queue type.")
+		return nm, invalidValue(*m.dedupID, "MessageDeduplicationId", standardDedupReason)
 	}
 	attrs, size, err := buildAttributes(m.attrs)
 	if err != nil {
@@ -64,12 +93,12 @@ func buildMessage(m messageRequest, maxSize int, senderID string, inBatch bool) 
 	if !validText(m.body) {
 		return nm, errInvalidMessageContents
 	}
-	if size += len(m.body); size > maxSize {
+	if size += len(m.body); size > q.maxSize {
 		verb := "are invalid"
 		if inBatch {
 			verb = "cannot be validated"
 		}
-		return nm, invalidParameter("One or more parameters %s. Reason: Message must be shorter than %d bytes.", verb, maxSize)
+		return nm, invalidParameter("One or more parameters %s. Reason: Message must be shorter than %d bytes.", verb, q.maxSize)
 	}
 	nm = engine.NewMessage{
 		Body:          m.body,
@@ -83,11 +112,45 @@ func buildMessage(m messageRequest, maxSize int, senderID string, inBatch bool) 
 	if m.groupID != nil {
 		nm.MessageGroupID = *m.groupID
 	}
-	if m.delay != nil {
+	switch {
+	case q.fifo:
+		// FIFO queues only know their own delay: a DelaySeconds of 0 got
+		// this far and leaves the queue's delay in force.
+		nm.DeduplicationID = deduplicationID(m)
+	case m.delay != nil:
 		d := time.Duration(*m.delay) * time.Second
 		nm.Delay = &d
 	}
 	return nm, nil
+}
+
+// checkFifoMessage applies the FIFO rules: a group id, a valid explicit
+// deduplication id unless the queue derives one from the body, and no
+// delay of the message's own.
+func checkFifoMessage(m messageRequest, contentDedup bool) *protocol.Error {
+	if m.groupID == nil {
+		return missingParameter("MessageGroupId")
+	}
+	if m.dedupID != nil && !isPunctID(*m.dedupID) {
+		return invalidValue(*m.dedupID, "MessageDeduplicationId", fmt.Sprintf(reasonPunctID, "MessageDeduplicationId"))
+	}
+	if m.dedupID == nil && !contentDedup {
+		return invalidParameter(needDedupMessage)
+	}
+	if m.delay != nil && *m.delay > 0 {
+		return invalidValue(*m.delay, "DelaySeconds", fifoDelayReason)
+	}
+	return nil
+}
+
+// deduplicationID is a FIFO message's deduplication key: the explicit id,
+// or else the lowercase hex SHA-256 of the body (attributes do not count).
+func deduplicationID(m messageRequest) string {
+	if m.dedupID != nil {
+		return *m.dedupID
+	}
+	sum := sha256.Sum256([]byte(m.body))
+	return hex.EncodeToString(sum[:])
 }
 
 // messageSize is what a message counts toward a batch's 1 MiB: its body and

@@ -96,6 +96,8 @@ func TestBuildMessageErrors(t *testing.T) {
 		m        messageRequest
 		max      int
 		inBatch  bool
+		fifo     bool
+		content  bool // ContentBasedDeduplication on the FIFO queue
 		code     string
 		message  string
 		contains bool
@@ -161,6 +163,28 @@ func TestBuildMessageErrors(t *testing.T) {
 			code: "InvalidParameterValue", message: "Message system attribute name 'Foo' is invalid."},
 		{name: "binary trace header", m: messageRequest{body: "b", sysAttrs: map[string]MessageAttributeValue{"AWSTraceHeader": {DataType: "Binary", BinaryValue: []byte("x")}}},
 			code: "InvalidParameterValue", message: "must be of type 'String'", contains: true},
+		{name: "fifo: no group id", fifo: true, content: true, m: messageRequest{body: "b"}, code: "MissingParameter",
+			message: "The request must contain the parameter MessageGroupId."},
+		{name: "fifo: no group id comes first", fifo: true, m: messageRequest{body: "b", delay: ptr(5)}, code: "MissingParameter",
+			message: "The request must contain the parameter MessageGroupId."},
+		{name: "fifo: bad group id", fifo: true, m: messageRequest{body: "b", groupID: ptr("g\u00e9")}, code: "InvalidParameterValue",
+			message: "Value g\u00e9 for parameter MessageGroupId is invalid. Reason: MessageGroupId can only include alphanumeric and punctuation characters. 1 to 128 in length."},
+		{name: "fifo: group id too long", fifo: true, m: messageRequest{body: "b", groupID: ptr(strings.Repeat("g", 129)), dedupID: ptr("d")}, code: "InvalidParameterValue",
+			message: "1 to 128 in length", contains: true},
+		{name: "fifo: no dedup id", fifo: true, m: messageRequest{body: "b", groupID: ptr("g")}, code: "InvalidParameterValue",
+			message: "The queue should either have ContentBasedDeduplication enabled or MessageDeduplicationId provided explicitly"},
+		{name: "fifo: bad dedup id", fifo: true, m: messageRequest{body: "b", groupID: ptr("g"), dedupID: ptr("a b")}, code: "InvalidParameterValue",
+			message: "Value a b for parameter MessageDeduplicationId is invalid. Reason: MessageDeduplicationId can only include alphanumeric and punctuation characters. 1 to 128 in length."},
+		{name: "fifo: empty dedup id", fifo: true, content: true, m: messageRequest{body: "b", groupID: ptr("g"), dedupID: ptr("")}, code: "InvalidParameterValue",
+			message: "Value  for parameter MessageDeduplicationId is invalid. Reason: MessageDeduplicationId can only include alphanumeric and punctuation characters. 1 to 128 in length."},
+		{name: "fifo: dedup id too long", fifo: true, m: messageRequest{body: "b", groupID: ptr("g"), dedupID: ptr(strings.Repeat("d", 129))}, code: "InvalidParameterValue",
+			message: "1 to 128 in length", contains: true},
+		{name: "fifo: message delay", fifo: true, content: true, m: messageRequest{body: "b", groupID: ptr("g"), delay: ptr(5)}, code: "InvalidParameterValue",
+			message: "Value 5 for parameter DelaySeconds is invalid. Reason: The request include parameter that is not valid for this queue type."},
+		{name: "fifo: delay out of range first", fifo: true, content: true, m: messageRequest{body: "b", groupID: ptr("g"), delay: ptr(901)}, code: "InvalidParameterValue",
+			message: "Value 901 for parameter DelaySeconds is invalid. Reason: DelaySeconds must be >= 0 and <= 900."},
+		{name: "fifo: too long", fifo: true, content: true, max: 1024, m: messageRequest{body: strings.Repeat("x", 1025), groupID: ptr("g")}, code: "InvalidParameterValue",
+			message: "One or more parameters are invalid. Reason: Message must be shorter than 1024 bytes."},
 		// Errors come in name order, whatever the map's order.
 		{name: "first name wins", m: messageRequest{body: "b", attrs: map[string]MessageAttributeValue{"zz bad": s("v"), "AWS.first": s("v")}},
 			code: "InvalidParameterValue", message: "reserved for internal use", contains: true},
@@ -172,7 +196,7 @@ func TestBuildMessageErrors(t *testing.T) {
 				limit = 1 << 20
 			}
 			for range 5 {
-				_, err := buildMessage(tt.m, limit, "sender", tt.inBatch)
+				_, err := buildMessage(tt.m, queueRules{maxSize: limit, fifo: tt.fifo, contentDedup: tt.content}, "sender", tt.inBatch)
 				if err == nil {
 					t.Fatal("buildMessage accepted the message")
 				}
@@ -200,7 +224,7 @@ func TestBuildMessageAccepts(t *testing.T) {
 		},
 		sysAttrs: map[string]MessageAttributeValue{"AWSTraceHeader": {DataType: "String", StringValue: "Root=1"}},
 		groupID:  ptr("tenant-1"),
-	}, 1<<20, "AKIDEXAMPLE", false)
+	}, queueRules{maxSize: 1 << 20}, "AKIDEXAMPLE", false)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -216,8 +240,50 @@ func TestBuildMessageAccepts(t *testing.T) {
 	if m.Delay == nil || *m.Delay != 0 || m.MessageGroupID != "tenant-1" || m.TraceHeader != "Root=1" || m.SenderID != "AKIDEXAMPLE" {
 		t.Errorf("message = %+v", m)
 	}
-	exact, err := buildMessage(messageRequest{body: strings.Repeat("x", 1000), attrs: map[string]MessageAttributeValue{"name": {DataType: "String", StringValue: strings.Repeat("v", 14)}}}, 1024, "", false)
+	exact, err := buildMessage(messageRequest{body: strings.Repeat("x", 1000), attrs: map[string]MessageAttributeValue{"name": {DataType: "String", StringValue: strings.Repeat("v", 14)}}}, queueRules{maxSize: 1024}, "", false)
 	if err != nil || exact.Delay != nil {
 		t.Errorf("a message of exactly the maximum size: %v, delay %v", err, exact.Delay)
+	}
+}
+
+func TestBuildFifoMessage(t *testing.T) {
+	const sha256OfHello = "2cf24dba5fb0a30e26e83b2ac5b9e29e1b161e5c1fa7425e73043362938b9824"
+	tests := []struct {
+		name      string
+		m         messageRequest
+		content   bool
+		wantDedup string
+	}{
+		{name: "explicit id", m: messageRequest{body: "hello", groupID: ptr("g"), dedupID: ptr("id-1")}, wantDedup: "id-1"},
+		{name: "explicit id wins over content", content: true, m: messageRequest{body: "hello", groupID: ptr("g"), dedupID: ptr("id-1")}, wantDedup: "id-1"},
+		{name: "content-based", content: true, m: messageRequest{body: "hello", groupID: ptr("g")}, wantDedup: sha256OfHello},
+		{name: "attributes do not count", content: true, wantDedup: sha256OfHello,
+			m: messageRequest{body: "hello", groupID: ptr("g"), attrs: map[string]MessageAttributeValue{"a": {DataType: "String", StringValue: "v"}}}},
+		{name: "zero delay accepted", content: true, m: messageRequest{body: "hello", groupID: ptr("g"), delay: ptr(0)}, wantDedup: sha256OfHello},
+		{name: "punctuation ids", m: messageRequest{body: "hello", groupID: ptr(`!"#$%&'()*+,-./:;<=>?@[\]^_{|}~` + "`"), dedupID: ptr(strings.Repeat("z", 128))},
+			wantDedup: strings.Repeat("z", 128)},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			m, err := buildMessage(tt.m, queueRules{maxSize: 1 << 20, fifo: true, contentDedup: tt.content}, "s", false)
+			if err != nil {
+				t.Fatalf("%s: %s", err.Code, err.Message)
+			}
+			if m.DeduplicationID != tt.wantDedup {
+				t.Errorf("DeduplicationID = %q, want %q", m.DeduplicationID, tt.wantDedup)
+			}
+			// A FIFO message never carries its own delay: the queue's applies.
+			if m.Delay != nil {
+				t.Errorf("Delay = %v", *m.Delay)
+			}
+			if m.MessageGroupID != *tt.m.groupID {
+				t.Errorf("MessageGroupID = %q", m.MessageGroupID)
+			}
+		})
+	}
+	// A standard queue takes no deduplication id and keeps a zero delay.
+	m, err := buildMessage(messageRequest{body: "hello", groupID: ptr("g"), delay: ptr(0)}, queueRules{maxSize: 1 << 20}, "s", false)
+	if err != nil || m.DeduplicationID != "" || m.Delay == nil || *m.Delay != 0 {
+		t.Errorf("standard: %+v, %v", m, err)
 	}
 }

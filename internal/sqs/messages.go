@@ -3,6 +3,7 @@ package sqs
 import (
 	"context"
 	"errors"
+	"fmt"
 	"strconv"
 	"strings"
 	"time"
@@ -25,7 +26,7 @@ func (s *service) sendMessage(ctx context.Context, in *SendMessageInput) (*SendM
 	msg, perr := buildMessage(messageRequest{
 		body: in.MessageBody, delay: in.DelaySeconds, attrs: in.MessageAttributes,
 		sysAttrs: in.MessageSystemAttributes, dedupID: in.MessageDeduplicationId, groupID: in.MessageGroupId,
-	}, q.Settings.MaximumSize, s.senderID(ctx), false)
+	}, rulesOf(q), s.senderID(ctx), false)
 	if perr != nil {
 		return nil, perr
 	}
@@ -36,11 +37,16 @@ func (s *service) sendMessage(ctx context.Context, in *SendMessageInput) (*SendM
 	if len(res) != 1 {
 		return nil, errors.New("sqs: send: engine answered " + strconv.Itoa(len(res)) + " results for 1 message")
 	}
+	// A duplicate of a FIFO message answers with the original's id and
+	// sequence number, which the engine returns. The digests are this
+	// request's, as SDKs check them against what they sent (what AWS
+	// answers for a duplicate id with another body is unrecorded).
 	return &SendMessageOutput{
 		MD5OfMessageBody:             msg.MD5OfBody,
 		MD5OfMessageAttributes:       msg.MD5OfAttrs,
 		MD5OfMessageSystemAttributes: msg.MD5OfSysAttrs,
 		MessageId:                    res[0].MessageID,
+		SequenceNumber:               res[0].SequenceNumber,
 	}, nil
 }
 
@@ -68,6 +74,15 @@ func (s *service) receiveMessage(ctx context.Context, in *ReceiveMessageInput) (
 			return nil, invalidValue(*w, "WaitTimeSeconds", "Must be >= 0 and <= 20, if provided.")
 		}
 		req.Wait = time.Duration(*w) * time.Second
+	}
+	// The attempt id only means something on FIFO queues; a standard
+	// queue ignores it, unchecked (whether AWS checks it there is
+	// unrecorded).
+	if id := in.ReceiveRequestAttemptId; id != "" && isFifo(q.Attributes) {
+		if !isPunctID(id) {
+			return nil, invalidValue(id, "ReceiveRequestAttemptId", fmt.Sprintf(reasonPunctID, "ReceiveRequestAttemptId"))
+		}
+		req.AttemptID = id
 	}
 	sys := selectSystemAttributes(in.AttributeNames, in.MessageSystemAttributeNames)
 	filter := newAttributeFilter(in.MessageAttributeNames)
@@ -105,13 +120,17 @@ func (s *service) deleteMessage(ctx context.Context, in *DeleteMessageInput) (*E
 }
 
 // deleteError maps the engine's answer for handle i of a delete. A stale
-// handle of a standard queue deletes nothing and succeeds, as on AWS.
+// handle of a standard queue deletes nothing and succeeds, as on AWS; an
+// expired one of a FIFO queue is refused.
 func deleteError(handle string, errs []error, i int) *protocol.Error {
 	if i >= len(errs) || errs[i] == nil || errors.Is(errs[i], engine.ErrMessageNotInflight) {
 		return nil
 	}
-	if errors.Is(errs[i], engine.ErrReceiptHandleInvalid) {
+	switch {
+	case errors.Is(errs[i], engine.ErrReceiptHandleInvalid):
 		return receiptHandleInvalid(handle)
+	case errors.Is(errs[i], engine.ErrReceiptHandleExpired):
+		return receiptHandleExpired(handle)
 	}
 	var perr *protocol.Error
 	if errors.As(errs[i], &perr) {
@@ -160,6 +179,8 @@ func visibilityError(err error, handle string, timeout int) *protocol.Error {
 		return receiptHandleInvalid(handle)
 	case errors.Is(err, engine.ErrVisibilityLimit):
 		return visibilityLimit(timeout)
+	case errors.Is(err, engine.ErrReceiptHandleExpired):
+		return receiptHandleExpired(handle)
 	}
 	var perr *protocol.Error
 	if errors.As(err, &perr) {
@@ -276,6 +297,12 @@ func renderMessage(m *engine.Message, sys uint16, filter attributeFilter) Messag
 		}
 		if sys&sysMessageGroupID != 0 && m.MessageGroupID != "" {
 			attrs["MessageGroupId"] = m.MessageGroupID
+		}
+		if sys&sysSequenceNumber != 0 && m.SequenceNumber != "" {
+			attrs["SequenceNumber"] = m.SequenceNumber
+		}
+		if sys&sysMessageDeduplicationID != 0 && m.DeduplicationID != "" {
+			attrs["MessageDeduplicationId"] = m.DeduplicationID
 		}
 		if sys&sysAWSTraceHeader != 0 && m.TraceHeader != "" {
 			attrs[sysAttrTraceHeader] = m.TraceHeader

@@ -75,7 +75,7 @@ func (s *service) moveTaskQueue(ctx context.Context, value, param string) (engin
 	notFound := errResourceNotFound.WithMessage(resourceNotFound, param)
 	name := a.resource
 	if a.partition != arnPartition || a.service != "sqs" || a.region != s.region || a.account != s.account ||
-		!validQueueName(name) && !validFifoQueueName(name) {
+		!validAnyQueueName(name) {
 		return engine.Queue{}, notFound
 	}
 	q, err := s.backend.GetQueue(ctx, s.account, name)

@@ -37,8 +37,12 @@ func validFifoQueueName(name string) bool {
 	return ok && len(name) <= maxQueueNameLen && validIdent(base, maxQueueNameLen)
 }
 
-// isPunctID reports whether s is a valid MessageGroupId or
-// MessageDeduplicationId: 1..128 ASCII alphanumerics and punctuation.
+// validAnyQueueName reports whether name can name a queue of either type.
+func validAnyQueueName(name string) bool { return validQueueName(name) || validFifoQueueName(name) }
+
+// isPunctID reports whether s is a valid MessageGroupId,
+// MessageDeduplicationId or ReceiveRequestAttemptId: 1..128 ASCII
+// alphanumerics and punctuation.
 func isPunctID(s string) bool {
 	if len(s) == 0 || len(s) > 128 {
 		return false

@@ -16,21 +16,28 @@ func (s *service) createQueue(ctx context.Context, in *CreateQueueInput) (*Creat
 	if name == "" {
 		return nil, missingParameter("QueueName")
 	}
+	// FifoQueue=true (any case) makes a FIFO queue; "false" is left for
+	// applyAttributes, which refuses it as a standard queue's unknown
+	// attribute, as AWS does.
+	fifo := false
 	if v, ok := in.Attributes[attrFifoQueue]; ok {
-		fifo, valid := parseBool(v)
-		switch {
-		case !valid:
+		b, valid := parseBool(v)
+		if !valid {
 			return nil, invalidAttributeValue(attrFifoQueue)
-		case fifo && !validFifoQueueName(name):
-			return nil, invalidParameter("The name of a FIFO queue can only include alphanumeric characters, hyphens, or underscores, must end with .fifo suffix and be 1 to 80 in length")
-		case fifo:
-			return nil, errFifoUnsupported
 		}
+		fifo = b
 	}
-	if !validQueueName(name) {
+	defaults := defaultAttributes()
+	switch {
+	case fifo && !validFifoQueueName(name):
+		return nil, invalidParameter("The name of a FIFO queue can only include alphanumeric characters, hyphens, or underscores, must end with .fifo suffix and be 1 to 80 in length")
+	case fifo:
+		defaults = fifoDefaultAttributes()
+	case !validQueueName(name):
+		// A .fifo name without FifoQueue=true lands here too.
 		return nil, invalidParameter("Can only include alphanumeric characters, hyphens, or underscores. 1 to 80 in length")
 	}
-	attrs, perr := applyAttributes(defaultAttributes(), in.Attributes)
+	attrs, perr := applyAttributes(defaults, in.Attributes)
 	if perr != nil {
 		return nil, perr
 	}
@@ -77,7 +84,7 @@ func (s *service) getQueueURL(ctx context.Context, in *GetQueueUrlInput) (*GetQu
 	if in.QueueOwnerAWSAccountId != "" && in.QueueOwnerAWSAccountId != s.account {
 		return nil, errQueueDoesNotExist
 	}
-	if !validQueueName(in.QueueName) {
+	if !validAnyQueueName(in.QueueName) {
 		return nil, errQueueDoesNotExist
 	}
 	if _, err := s.backend.GetQueue(ctx, s.account, in.QueueName); err != nil {

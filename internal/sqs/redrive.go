@@ -261,7 +261,7 @@ func (s *service) checkRedriveTarget(ctx context.Context, source string, sourceF
 		return bad(reasonSameType)
 	case name == source:
 		return bad(reasonTargetIsSource)
-	case t.partition != arnPartition || !validQueueName(name) && !validFifoQueueName(name):
+	case t.partition != arnPartition || !validAnyQueueName(name):
 		return bad(reasonTargetMissing)
 	}
 	target, err := s.backend.GetQueue(ctx, s.account, name)

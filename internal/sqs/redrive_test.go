@@ -178,7 +178,8 @@ func TestRedriveTargetChecks(t *testing.T) {
 	h.createQueue("dlq", nil)
 	h.createQueue("closed", map[string]string{"RedriveAllowPolicy": `{"redrivePermission":"denyAll"}`})
 	h.createQueue("picky", map[string]string{"RedriveAllowPolicy": `{"redrivePermission":"byQueue","sourceQueueArns":["` + testARN("friend") + `"]}`})
-	// A FIFO queue by its attribute (FIFO creation is refused for now).
+	// A FIFO queue by its attribute alone, which only the engine can make:
+	// the type check must not rely on the name.
 	if _, _, err := h.eng.CreateQueue(h.ctx, engine.Queue{Account: testAccount, Name: "oddball", ARN: testARN("oddball"),
 		Attributes: map[string]string{"FifoQueue": "true"}}); err != nil {
 		t.Fatal(err)

@@ -143,7 +143,7 @@ func (s *service) queueName(ctx context.Context, queueURL string) (string, error
 		ref = path
 	}
 	account, name, ok := parseQueueRef(ref)
-	if !ok || (account != "" && account != s.account) || !validQueueName(name) {
+	if !ok || (account != "" && account != s.account) || !validAnyQueueName(name) {
 		return "", errQueueDoesNotExist
 	}
 	return name, nil

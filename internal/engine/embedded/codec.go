@@ -20,11 +20,14 @@ import (
 //	0x03 qid seq 0x01               message record: written once, deleted once
 //	0x03 qid seq 0x02               message state: rewritten on receive/visibility change
 //	0x04 qid seq                    move task of source queue qid (seq from the queue's seq space)
+//	0x05 kind 0x00 key              generic record (records.go)
+//	0x06 qid seq                    FIFO deduplication entry of the message first sent as seq
 const (
 	prefixMeta  byte = 0x01
 	prefixQueue byte = 0x02
 	prefixMsg   byte = 0x03
 	prefixTask  byte = 0x04
+	prefixDedup byte = 0x06
 
 	kindBody  byte = 0x01
 	kindState byte = 0x02
@@ -36,6 +39,9 @@ const (
 	// to message records the dead-letter source ARN; version 1 records are
 	// still read.
 	recordVersion2 byte = 2
+	// recordVersion3 adds to queue records the FIFO flag and deduplication
+	// scope, and to message records the deduplication id.
+	recordVersion3 byte = 3
 )
 
 var (
@@ -99,6 +105,24 @@ func queueTaskSpan(qid uint64) (lo, hi []byte) {
 	lo = make([]byte, 9)
 	hi = make([]byte, 9)
 	lo[0], hi[0] = prefixTask, prefixTask
+	binary.BigEndian.PutUint64(lo[1:], qid)
+	binary.BigEndian.PutUint64(hi[1:], qid+1)
+	return lo, hi
+}
+
+func dedupRecordKey(qid, seq uint64) []byte {
+	k := make([]byte, 17)
+	k[0] = prefixDedup
+	binary.BigEndian.PutUint64(k[1:9], qid)
+	binary.BigEndian.PutUint64(k[9:], seq)
+	return k
+}
+
+// queueDedupSpan covers every deduplication entry of qid.
+func queueDedupSpan(qid uint64) (lo, hi []byte) {
+	lo = make([]byte, 9)
+	hi = make([]byte, 9)
+	lo[0], hi[0] = prefixDedup, prefixDedup
 	binary.BigEndian.PutUint64(lo[1:], qid)
 	binary.BigEndian.PutUint64(hi[1:], qid+1)
 	return lo, hi
@@ -269,7 +293,7 @@ func normTime(t time.Time) time.Time {
 }
 
 func encodeQueue(b []byte, q *engine.Queue) []byte {
-	b = append(b, recordVersion2)
+	b = append(b, recordVersion3)
 	b = appendString(b, q.Account)
 	b = appendString(b, q.Name)
 	b = appendMap(b, q.Attributes)
@@ -288,16 +312,23 @@ func encodeQueue(b []byte, q *engine.Queue) []byte {
 		b = append(b, 1)
 		b = appendString(b, rd.TargetAccount)
 		b = appendString(b, rd.TargetName)
-		return binary.AppendVarint(b, int64(rd.MaxReceiveCount))
+		b = binary.AppendVarint(b, int64(rd.MaxReceiveCount))
+	} else {
+		b = append(b, 0)
 	}
-	return append(b, 0)
+	if s.FIFO {
+		b = append(b, 1)
+	} else {
+		b = append(b, 0)
+	}
+	return appendString(b, s.DeduplicationScope)
 }
 
 func decodeQueue(v []byte) (engine.Queue, error) {
 	r := newReader(v, true)
 	var q engine.Queue
 	ver := r.byte()
-	if ver != recordVersion && ver != recordVersion2 {
+	if ver < recordVersion || ver > recordVersion3 {
 		return q, errCorrupt
 	}
 	q.Account = r.str()
@@ -312,7 +343,7 @@ func decodeQueue(v []byte) (engine.Queue, error) {
 	q.Created = r.time()
 	q.Modified = r.time()
 	q.LastPurge = r.time()
-	if ver == recordVersion2 {
+	if ver >= recordVersion2 {
 		q.ARN = r.str()
 		switch r.byte() {
 		case 0:
@@ -326,14 +357,25 @@ func decodeQueue(v []byte) (engine.Queue, error) {
 			return q, errCorrupt
 		}
 	}
+	if ver >= recordVersion3 {
+		switch r.byte() {
+		case 0:
+		case 1:
+			q.Settings.FIFO = true
+		default:
+			return q, errCorrupt
+		}
+		q.Settings.DeduplicationScope = r.str()
+	}
 	return q, r.done()
 }
 
 // encodeMessage writes the immutable message record. sentAt and the first
-// visible-at lead so that startup reads only them. dlqSource is the queue a
-// redrive moved the message from, if any.
+// visible-at lead so that startup reads only them (and, on FIFO queues, the
+// group id). dlqSource is the queue a redrive moved the message from, if
+// any.
 func encodeMessage(b []byte, id string, sentAt, visibleAt int64, m *engine.NewMessage, dlqSource string) []byte {
-	b = append(b, recordVersion2)
+	b = append(b, recordVersion3)
 	b = binary.AppendVarint(b, sentAt)
 	b = binary.AppendVarint(b, visibleAt)
 	b = appendString(b, id)
@@ -352,13 +394,14 @@ func encodeMessage(b []byte, id string, sentAt, visibleAt int64, m *engine.NewMe
 		b = appendString(b, a.StringValue)
 		b = appendBytes(b, a.BinaryValue)
 	}
-	return appendString(b, dlqSource)
+	b = appendString(b, dlqSource)
+	return appendString(b, m.DeduplicationID)
 }
 
 // decodeMessageHead reads what the memory index needs.
 func decodeMessageHead(v []byte) (sentAt, visibleAt int64, err error) {
 	r := newReader(v, false)
-	if ver := r.byte(); ver != recordVersion && ver != recordVersion2 {
+	if ver := r.byte(); ver < recordVersion || ver > recordVersion3 {
 		return 0, 0, errCorrupt
 	}
 	sentAt = r.varint()
@@ -369,10 +412,30 @@ func decodeMessageHead(v []byte) (sentAt, visibleAt int64, err error) {
 	return sentAt, visibleAt, nil
 }
 
+// decodeMessageGroup reads a record's message group id, which a FIFO
+// queue's index needs at startup. The fields before it are skipped, not
+// copied.
+func decodeMessageGroup(v []byte) (string, error) {
+	r := newReader(v, false)
+	if ver := r.byte(); ver < recordVersion || ver > recordVersion3 {
+		return "", errCorrupt
+	}
+	r.varint()
+	r.varint()
+	for range 3 { // id, body, trace header
+		r.span()
+	}
+	g := r.str()
+	if r.bad {
+		return "", errCorrupt
+	}
+	return g, nil
+}
+
 func decodeMessage(v []byte, out *engine.Message) error {
 	r := newReader(v, true)
 	ver := r.byte()
-	if ver != recordVersion && ver != recordVersion2 {
+	if ver < recordVersion || ver > recordVersion3 {
 		return errCorrupt
 	}
 	out.SentAt = fromNanos(r.varint())
@@ -399,8 +462,11 @@ func decodeMessage(v []byte, out *engine.Message) error {
 			a.BinaryValue = r.bytes()
 		}
 	}
-	if ver == recordVersion2 {
+	if ver >= recordVersion2 {
 		out.DeadLetterSourceARN = r.str()
+	}
+	if ver >= recordVersion3 {
+		out.DeduplicationID = r.str()
 	}
 	return r.done()
 }
@@ -436,14 +502,15 @@ func decodeStoredMessage(v []byte) (storedMessage, error) {
 	sm.sentAt = m.SentAt.UnixNano()
 	sm.dlqSource = m.DeadLetterSourceARN
 	sm.msg = engine.NewMessage{
-		Body:           m.Body,
-		Attributes:     m.Attributes,
-		TraceHeader:    m.TraceHeader,
-		MessageGroupID: m.MessageGroupID,
-		SenderID:       m.SenderID,
-		MD5OfBody:      m.MD5OfBody,
-		MD5OfAttrs:     m.MD5OfAttrs,
-		MD5OfSysAttrs:  sysMD5,
+		Body:            m.Body,
+		Attributes:      m.Attributes,
+		TraceHeader:     m.TraceHeader,
+		MessageGroupID:  m.MessageGroupID,
+		DeduplicationID: m.DeduplicationID,
+		SenderID:        m.SenderID,
+		MD5OfBody:       m.MD5OfBody,
+		MD5OfAttrs:      m.MD5OfAttrs,
+		MD5OfSysAttrs:   sysMD5,
 	}
 	return sm, nil
 }
@@ -525,4 +592,34 @@ func decodeTask(v []byte) (engine.MoveTask, error) {
 		return t, errCorrupt
 	}
 	return t, nil
+}
+
+// dedupRecord is a FIFO deduplication entry as stored: it outlives its
+// message (the window runs from the first send whatever becomes of it).
+type dedupRecord struct {
+	sentAt    int64
+	group     string // empty in queue scope
+	dedupID   string
+	messageID string
+}
+
+func encodeDedup(b []byte, d *dedupRecord) []byte {
+	b = append(b, recordVersion)
+	b = binary.AppendVarint(b, d.sentAt)
+	b = appendString(b, d.group)
+	b = appendString(b, d.dedupID)
+	return appendString(b, d.messageID)
+}
+
+func decodeDedup(v []byte) (dedupRecord, error) {
+	r := newReader(v, true)
+	var d dedupRecord
+	if r.byte() != recordVersion {
+		return d, errCorrupt
+	}
+	d.sentAt = r.varint()
+	d.group = r.str()
+	d.dedupID = r.str()
+	d.messageID = r.str()
+	return d, r.done()
 }

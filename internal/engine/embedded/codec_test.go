@@ -28,6 +28,10 @@ func TestQueueRecordRoundTrip(t *testing.T) {
 			Account: "1", Name: "src", ARN: "arn:aws:sqs:us-east-1:1:src",
 			Settings: engine.QueueSettings{Redrive: &engine.Redrive{TargetAccount: "1", TargetName: "dlq", MaxReceiveCount: 1000}},
 		},
+		{
+			Account: "1", Name: "f.fifo",
+			Settings: engine.QueueSettings{FIFO: true, DeduplicationScope: engine.DeduplicationScopeMessageGroup},
+		},
 	}
 	for _, q := range tests {
 		got, err := decodeQueue(encodeQueue(nil, &q))
@@ -40,26 +44,55 @@ func TestQueueRecordRoundTrip(t *testing.T) {
 	}
 }
 
-// Records written before ARNs and redrive policies existed still read.
-func TestQueueRecordVersion1(t *testing.T) {
+// Records written before ARNs and redrive policies existed (version 1), and
+// before FIFO queues (version 2), still read.
+func TestQueueRecordOldVersions(t *testing.T) {
 	q := engine.Queue{Account: "1", Name: "q", Tags: map[string]string{"k": "v"}, Created: time.Unix(5, 0).UTC()}
 	v := encodeQueue(nil, &q)
-	// Version 2 only appends the ARN (empty) and the redrive flag (0).
-	v1 := append([]byte{recordVersion}, v[1:len(v)-2]...)
-	got, err := decodeQueue(v1)
-	if err != nil || !reflect.DeepEqual(got, q) {
-		t.Fatalf("version 1 record: %+v, %v", got, err)
+	// Version 3 appends the FIFO flag (0) and scope (empty); version 2 the
+	// ARN (empty) and the redrive flag (0).
+	v2 := append([]byte{recordVersion2}, v[1:len(v)-2]...)
+	v1 := append([]byte{recordVersion}, v[1:len(v)-4]...)
+	for name, rec := range map[string][]byte{"1": v1, "2": v2} {
+		got, err := decodeQueue(rec)
+		if err != nil || !reflect.DeepEqual(got, q) {
+			t.Fatalf("version %s record: %+v, %v", name, got, err)
+		}
 	}
-	nm := engine.NewMessage{Body: "b", MD5OfSysAttrs: "s"}
+	nm := engine.NewMessage{Body: "b", MD5OfSysAttrs: "s", MessageGroupID: "g"}
 	mv := encodeMessage(nil, "id", 1, 2, &nm, "")
-	mv1 := append([]byte{recordVersion}, mv[1:len(mv)-1]...)
-	var m engine.Message
-	if err := decodeMessage(mv1, &m); err != nil || m.Body != "b" || m.MessageID != "id" {
-		t.Fatalf("version 1 message: %+v, %v", m, err)
+	// Version 3 appends the deduplication id, version 2 the source ARN.
+	mv2 := append([]byte{recordVersion2}, mv[1:len(mv)-1]...)
+	mv1 := append([]byte{recordVersion}, mv[1:len(mv)-2]...)
+	for name, rec := range map[string][]byte{"1": mv1, "2": mv2} {
+		var m engine.Message
+		if err := decodeMessage(rec, &m); err != nil || m.Body != "b" || m.MessageID != "id" {
+			t.Fatalf("version %s message: %+v, %v", name, m, err)
+		}
+		sm, err := decodeStoredMessage(rec)
+		if err != nil || sm.msg.MD5OfSysAttrs != "s" || sm.dlqSource != "" {
+			t.Fatalf("version %s stored message: %+v, %v", name, sm, err)
+		}
+		if g, err := decodeMessageGroup(rec); err != nil || g != "g" {
+			t.Fatalf("version %s message group: %q, %v", name, g, err)
+		}
 	}
-	sm, err := decodeStoredMessage(mv1)
-	if err != nil || sm.msg.MD5OfSysAttrs != "s" || sm.dlqSource != "" {
-		t.Fatalf("version 1 stored message: %+v, %v", sm, err)
+}
+
+func TestDedupRecordRoundTrip(t *testing.T) {
+	for _, d := range []dedupRecord{
+		{},
+		{sentAt: 1_900_000_000_000_000_000, group: "g", dedupID: "d\u00e9", messageID: "m"},
+	} {
+		got, err := decodeDedup(encodeDedup(nil, &d))
+		if err != nil || got != d {
+			t.Errorf("round trip of %+v: %+v, %v", d, got, err)
+		}
+	}
+	a, b, c := dedupRecordKey(1, 255), dedupRecordKey(1, 256), dedupRecordKey(2, 0)
+	lo, hi := queueDedupSpan(1)
+	if string(a) >= string(b) || string(a) < string(lo) || string(b) >= string(hi) || string(c) < string(hi) {
+		t.Fatal("deduplication keys do not sort by queue, then seq")
 	}
 }
 
@@ -73,6 +106,7 @@ func TestMessageRecordRoundTrip(t *testing.T) {
 				{Name: "num", DataType: "Number.int", StringValue: "-1.5"},
 			},
 			TraceHeader: "Root=1", MessageGroupID: "g", SenderID: "AIDA", MD5OfBody: "a", MD5OfAttrs: "b", MD5OfSysAttrs: "c",
+			DeduplicationID: "dedup",
 		},
 	}
 	for _, nm := range tests {
@@ -89,10 +123,13 @@ func TestMessageRecordRoundTrip(t *testing.T) {
 		want := engine.Message{
 			MessageID: "id-1", Body: nm.Body, Attributes: nm.Attributes, TraceHeader: nm.TraceHeader,
 			MessageGroupID: nm.MessageGroupID, SenderID: nm.SenderID, MD5OfBody: nm.MD5OfBody, MD5OfAttrs: nm.MD5OfAttrs,
-			SentAt: fromNanos(sentAt), DeadLetterSourceARN: "arn:src",
+			SentAt: fromNanos(sentAt), DeadLetterSourceARN: "arn:src", DeduplicationID: nm.DeduplicationID,
 		}
 		if !reflect.DeepEqual(m, want) {
 			t.Errorf("round trip:\n got %+v\nwant %+v", m, want)
+		}
+		if g, err := decodeMessageGroup(v); err != nil || g != nm.MessageGroupID {
+			t.Errorf("group = %q, %v", g, err)
 		}
 		sm, err := decodeStoredMessage(v)
 		if err != nil {
@@ -144,8 +181,8 @@ func TestStateRecordRoundTrip(t *testing.T) {
 // Every truncation or corruption of a record is an error, never a panic.
 func TestDecodeCorrupt(t *testing.T) {
 	q := engine.Queue{Account: "a", Name: "n", ARN: "arn", Attributes: map[string]string{"k": "v"}, Created: time.Unix(5, 0),
-		Settings: engine.QueueSettings{Redrive: &engine.Redrive{TargetAccount: "a", TargetName: "d", MaxReceiveCount: 3}}}
-	nm := engine.NewMessage{Body: "body", Attributes: []engine.MessageAttribute{{Name: "a", DataType: "Binary", BinaryValue: []byte("x")}}}
+		Settings: engine.QueueSettings{Redrive: &engine.Redrive{TargetAccount: "a", TargetName: "d", MaxReceiveCount: 3}, FIFO: true, DeduplicationScope: "queue"}}
+	nm := engine.NewMessage{Body: "body", Attributes: []engine.MessageAttribute{{Name: "a", DataType: "Binary", BinaryValue: []byte("x")}}, DeduplicationID: "d"}
 	records := map[string]struct {
 		v      []byte
 		decode func([]byte) error
@@ -164,6 +201,10 @@ func TestDecodeCorrupt(t *testing.T) {
 			return err
 		}},
 		"state": {encodeState(nil, msgState{receiveCount: 1, gen: 300}), func(v []byte) error { _, err := decodeState(v); return err }},
+		"dedup": {encodeDedup(nil, &dedupRecord{sentAt: 7, group: "g", dedupID: "d", messageID: "m"}), func(v []byte) error {
+			_, err := decodeDedup(v)
+			return err
+		}},
 	}
 	for name, r := range records {
 		for n := range len(r.v) {
@@ -175,7 +216,7 @@ func TestDecodeCorrupt(t *testing.T) {
 			t.Errorf("%s with a trailing byte: err = %v", name, err)
 		}
 		bad := append([]byte(nil), r.v...)
-		bad[0] = recordVersion2 + 1
+		bad[0] = recordVersion3 + 1
 		if err := r.decode(bad); !errors.Is(err, errCorrupt) {
 			t.Errorf("%s with an unknown version: err = %v", name, err)
 		}

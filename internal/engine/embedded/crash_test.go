@@ -106,7 +106,7 @@ func TestCrashRecovery(t *testing.T) {
 	log := crashLog{sent: map[string]bool{}, tried: map[string]bool{}, deleted: map[string]bool{}}
 	sent, deleted := log.sent, log.deleted
 	for round := range 3 {
-		runCrashChild(t, dir, 400+round*300, log)
+		runCrashChild(t, dir, "TestCrashChild", 400+round*300, log)
 
 		e := openTest(t, Options{Dir: dir, Clock: clock.NewFake(time.Now())})
 		present := storedMessageIDs(t, e, "q")
@@ -134,13 +134,14 @@ func TestCrashRecovery(t *testing.T) {
 
 type crashLog struct {
 	sent, tried, deleted map[string]bool
+	bodies               map[string]string // by id, when the child prints them
 }
 
 // runCrashChild runs the load generator until it has acknowledged at least
 // minOps operations, kills it with SIGKILL and records every line it wrote.
-func runCrashChild(t *testing.T, dir string, minOps int, log crashLog) {
+func runCrashChild(t *testing.T, dir, child string, minOps int, log crashLog) {
 	t.Helper()
-	cmd := exec.Command(os.Args[0], "-test.run=^TestCrashChild$", "-test.count=1")
+	cmd := exec.Command(os.Args[0], "-test.run=^"+child+"$", "-test.count=1")
 	cmd.Env = append(os.Environ(), crashDirEnv+"="+dir)
 	var stderr strings.Builder
 	cmd.Stderr = &stderr
@@ -163,7 +164,11 @@ func runCrashChild(t *testing.T, dir string, minOps int, log crashLog) {
 		}
 		switch kind {
 		case "S":
+			id, body, _ := strings.Cut(id, " ")
 			log.sent[id] = true
+			if log.bodies != nil {
+				log.bodies[id] = body
+			}
 		case "T":
 			log.tried[id] = true
 			continue
@@ -227,4 +232,141 @@ func storedMessageIDs(t *testing.T, e *Engine, name string) map[string]bool {
 		t.Fatalf("%d message records in the store, %d in the index", bodies, len(ids))
 	}
 	return ids
+}
+
+// TestFIFOCrashChild is TestCrashChild on a FIFO queue: each worker sends
+// to its own group (the body is the deduplication id), printing "S id
+// body", and receives and deletes whatever it gets.
+func TestFIFOCrashChild(t *testing.T) {
+	dir := os.Getenv(crashDirEnv)
+	if dir == "" {
+		t.Skip("run by TestFIFOCrashRecovery")
+	}
+	ctx := context.Background()
+	e, err := Open(ctx, Options{Dir: dir})
+	if err != nil {
+		fmt.Fprintln(os.Stderr, "open:", err)
+		os.Exit(2)
+	}
+	s := settings()
+	s.FIFO = true
+	if _, _, err := e.CreateQueue(ctx, engine.Queue{Account: acct, Name: "q.fifo", Settings: s}); err != nil {
+		fmt.Fprintln(os.Stderr, "create:", err)
+		os.Exit(2)
+	}
+	var out sync.Mutex
+	emit := func(line string) {
+		out.Lock()
+		defer out.Unlock()
+		os.Stdout.WriteString(line + "\n")
+	}
+	run := time.Now().UnixNano() // bodies stay unique across rounds
+	hour := time.Hour
+	var wg sync.WaitGroup
+	for w := range 4 {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			for i := 0; ; i++ {
+				msgs := make([]engine.NewMessage, 5)
+				for j := range msgs {
+					body := fmt.Sprintf("%d-%d-%06d-%d", run, w, i, j)
+					msgs[j] = engine.NewMessage{Body: body, MessageGroupID: fmt.Sprint("g", w), DeduplicationID: body}
+				}
+				res, err := e.Send(ctx, acct, "q.fifo", msgs)
+				if err != nil {
+					fmt.Fprintln(os.Stderr, "send:", err)
+					os.Exit(2)
+				}
+				for j, r := range res {
+					emit("S " + r.MessageID + " " + msgs[j].Body)
+				}
+				got, err := e.Receive(ctx, acct, "q.fifo", engine.ReceiveRequest{Max: 4, Visibility: &hour})
+				if err != nil {
+					fmt.Fprintln(os.Stderr, "receive:", err)
+					os.Exit(2)
+				}
+				handles := make([]string, len(got))
+				for k, m := range got {
+					handles[k] = m.ReceiptHandle
+					emit("T " + m.MessageID)
+				}
+				errs, err := e.Delete(ctx, acct, "q.fifo", handles)
+				if err != nil {
+					fmt.Fprintln(os.Stderr, "delete:", err)
+					os.Exit(2)
+				}
+				for k, m := range got {
+					if errs[k] == nil {
+						emit("D " + m.MessageID)
+					}
+				}
+			}
+		}()
+	}
+	wg.Wait()
+}
+
+// TestFIFOCrashRecovery kills a FIFO load generator and checks, after each
+// restart, that no acknowledged send is lost, no acknowledged delete comes
+// back, each group is still in send order, and every acknowledged send
+// still deduplicates (its entry was in the same batch as its message).
+func TestFIFOCrashRecovery(t *testing.T) {
+	if testing.Short() {
+		t.Skip("spawns processes")
+	}
+	dir := t.TempDir()
+	log := crashLog{sent: map[string]bool{}, tried: map[string]bool{}, deleted: map[string]bool{}, bodies: map[string]string{}}
+	for round := range 2 {
+		runCrashChild(t, dir, "TestFIFOCrashChild", 400+round*300, log)
+
+		e := openTest(t, Options{Dir: dir, Clock: clock.NewFake(time.Now())})
+		present := storedMessageIDs(t, e, "q.fifo")
+		for id := range log.deleted {
+			if present[id] {
+				t.Fatalf("round %d: acknowledged delete of %s came back", round, id)
+			}
+		}
+		for id := range log.sent {
+			if !log.tried[id] && !present[id] {
+				t.Fatalf("round %d: acknowledged send %s lost", round, id)
+			}
+			body := log.bodies[id]
+			g, _, _ := strings.Cut(body[strings.IndexByte(body, '-')+1:], "-")
+			res, err := e.Send(context.Background(), acct, "q.fifo", []engine.NewMessage{{Body: body, MessageGroupID: "g" + g, DeduplicationID: body}})
+			if err != nil || !res[0].Duplicate || res[0].MessageID != id {
+				t.Fatalf("round %d: resend of acknowledged %s (%s) = %+v, %v", round, id, body, res, err)
+			}
+		}
+		// Each group's list is in send order (bodies sort so).
+		q, _ := e.lookup(acct, "q.fifo")
+		q.mu.Lock()
+		lists := map[string][]uint64{}
+		for id, g := range q.groups.groups {
+			for m := g.head; m != nil; m = m.next {
+				lists[id] = append(lists[id], m.seq)
+			}
+		}
+		q.mu.Unlock()
+		for gid, seqs := range lists {
+			last := ""
+			for _, seq := range seqs {
+				k := makeMsgKey(q.id, seq, kindBody)
+				v, err := e.get(k[:])
+				var m engine.Message
+				if err != nil || v == nil || decodeMessage(v, &m) != nil {
+					t.Fatalf("round %d: message %d of %s unreadable: %v", round, seq, gid, err)
+				}
+				if m.Body <= last || m.MessageGroupID != gid {
+					t.Fatalf("round %d: %s (group %s) after %s in %s", round, m.Body, m.MessageGroupID, last, gid)
+				}
+				last = m.Body
+			}
+		}
+		checkIndexes(t, e)
+		t.Logf("round %d: %d sends and %d deletes acknowledged, %d messages stored", round, len(log.sent), len(log.deleted), len(present))
+		if err := e.Close(); err != nil {
+			t.Fatal(err)
+		}
+	}
 }

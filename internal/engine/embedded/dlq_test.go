@@ -153,8 +153,15 @@ func TestMoveTaskResumesAfterRestart(t *testing.T) {
 	if _, err := e.StartMoveTask(ctx, engine.MoveTask{SourceAccount: acct, SourceName: "other", DestinationARN: arn("dst")}); !errors.Is(err, engine.ErrMoveTaskLimit) {
 		t.Fatalf("task beyond the limit after restart: %v", err)
 	}
-	clk.Advance(time.Second)
-	mt = waitTask(t, e, "dlq", started.ID, func(mt engine.MoveTask) bool { return !mt.Status.Active() })
+	// The runner may not be waiting on the clock yet when it is moved:
+	// keep moving it until the task ends.
+	mt = waitTask(t, e, "dlq", started.ID, func(mt engine.MoveTask) bool {
+		if mt.Status.Active() {
+			clk.Advance(time.Second)
+			return false
+		}
+		return true
+	})
 	if mt.Status != engine.MoveTaskCompleted || mt.Moved != 25 {
 		t.Fatalf("ended %+v", mt)
 	}

@@ -2,6 +2,7 @@
 // remembers. Each queue keeps an in-memory index (ready list, timer heap,
 // age heap, seq map) that answers every call; every change is written to
 // Pebble as one batch per call, and startup rebuilds the indexes from it.
+// FIFO queues add groups, deduplication and receive attempts (fifo.go).
 //
 // Lock order, outermost first:
 //
@@ -95,6 +96,9 @@ type Engine struct {
 	// beforeSendCommit, when set (tests only), runs between a send's seq
 	// allocation and its commit.
 	beforeSendCommit func()
+	// beforeDeleteSync, when set (tests only), runs between a delete's
+	// entry into the commit pipeline and its wait for the sync.
+	beforeDeleteSync func()
 }
 
 type qname struct{ account, name string }
@@ -425,9 +429,11 @@ func (e *Engine) ListQueues(ctx context.Context, account, prefix string) ([]engi
 }
 
 // UpdateQueue implements engine.Backend. fn runs under the queue's lock and
-// must not call back into the engine for the same queue. The account and
-// name cannot be changed. New settings apply at once: retention to every
-// stored message, visibility to the next receives, delay to the next sends.
+// must not call back into the engine for the same queue. The account, name
+// and FIFO flag cannot be changed. New settings apply at once: retention to
+// every stored message, visibility to the next receives, delay to the next
+// sends (on a FIFO queue also to the messages still delayed, as on SQS),
+// the deduplication scope to the next sends.
 func (e *Engine) UpdateQueue(ctx context.Context, account, name string, fn func(*engine.Queue) error) error {
 	if err := ctx.Err(); err != nil {
 		return err
@@ -452,6 +458,7 @@ func (e *Engine) UpdateQueue(ctx context.Context, account, name string, fn func(
 	}
 	d = cloneQueue(&d) // detach maps fn may have kept
 	d.Account, d.Name = q.desc.Account, q.desc.Name
+	d.Settings.FIFO = q.fifo
 	b := e.db.NewBatch()
 	_ = b.Set(queueKey(q.id), encodeQueue(nil, &d), nil)
 	if err := e.applyOrdered(b); err != nil {
@@ -469,7 +476,11 @@ func (e *Engine) UpdateQueue(ctx context.Context, account, name string, fn func(
 		}
 		e.mu.Unlock()
 	}
+	redelay := q.fifo && d.Settings.Delay != q.desc.Settings.Delay
 	q.desc = d
+	if redelay {
+		q.redelayLocked(d.Settings.Delay)
+	}
 	now := e.now()
 	q.advanceLocked(now)
 	q.rearmLocked(now)
@@ -500,6 +511,8 @@ func (e *Engine) DeleteQueue(ctx context.Context, account, name string) error {
 	lo, hi := queueMsgSpan(q.id)
 	_ = b.DeleteRange(lo, hi, nil)
 	lo, hi = queueTaskSpan(q.id)
+	_ = b.DeleteRange(lo, hi, nil)
+	lo, hi = queueDedupSpan(q.id)
 	_ = b.DeleteRange(lo, hi, nil)
 	_ = b.Delete(queueKey(q.id), nil)
 	q.mu.Lock()

@@ -10,6 +10,9 @@ const (
 	statusDelayed  msgStatus = iota // never visible yet; in the timer heap
 	statusReady                     // visible; in the ready list
 	statusInflight                  // received, hidden; in the timer heap
+	// statusDeleting (FIFO): deleted, the delete not yet durable; still in
+	// its group, blocking it, counted in flight, in no heap but the age heap.
+	statusDeleting
 )
 
 type message struct {
@@ -21,9 +24,13 @@ type message struct {
 	firstReceiveAt int64
 	receiveCount   uint64
 	status         msgStatus
-	timerSlot      int // index in the timer heap, -1 when absent
-	ageSlot        int // index in the age heap, -1 when absent
-	prev, next     *message
+	// touched (FIFO) records a visibility change since the latest receive,
+	// which makes a receive attempt no longer repeatable.
+	touched    bool
+	timerSlot  int      // index in the timer heap, -1 when absent
+	ageSlot    int      // index in the age heap, -1 when absent
+	prev, next *message // ready list, or the group's list on a FIFO queue
+	grp        *group   // FIFO: the message's group (kept while taken out)
 }
 
 func (m *message) state() msgState {

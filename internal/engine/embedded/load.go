@@ -10,8 +10,9 @@ import (
 
 // load rebuilds every queue's index from the store: queues first, then one
 // forward scan over all messages (in seq order per queue, each body followed
-// by its state). Messages past retention, records of queues that no longer
-// exist and states without a body are deleted.
+// by its state), so FIFO groups are rebuilt in their order, then the FIFO
+// deduplication entries. Messages and entries past their time, records of
+// queues that no longer exist and states without a body are deleted.
 func (e *Engine) load(ctx context.Context) error {
 	byID := make(map[uint64]*queue)
 	err := e.scan([]byte{prefixQueue}, []byte{prefixQueue + 1}, func(it *pebble.Iterator) (bool, error) {
@@ -41,7 +42,11 @@ func (e *Engine) load(ctx context.Context) error {
 
 	cleanup := e.db.NewBatch()
 	defer cleanup.Close()
-	loaded := make(map[*queue][]*message, len(byID))
+	type loadedMsg struct {
+		m   *message
+		gid string // FIFO queues only
+	}
+	loaded := make(map[*queue][]loadedMsg, len(byID))
 	var last *message
 	var lastQ *queue
 	n := 0
@@ -75,7 +80,13 @@ func (e *Engine) load(ctx context.Context) error {
 			}
 			last = &message{seq: seq, sentAt: sentAt, deadline: visibleAt, timerSlot: -1, ageSlot: -1}
 			lastQ = q
-			loaded[q] = append(loaded[q], last)
+			var gid string
+			if q.fifo {
+				if gid, err = decodeMessageGroup(v); err != nil {
+					return false, fmt.Errorf("embedded: message key %x: %w", it.Key(), err)
+				}
+			}
+			loaded[q] = append(loaded[q], loadedMsg{last, gid})
 		case kindState:
 			if last == nil || lastQ != q || last.seq != seq {
 				_ = cleanup.Delete(it.Key(), nil)
@@ -103,14 +114,23 @@ func (e *Engine) load(ctx context.Context) error {
 	for q, ms := range loaded {
 		ret := q.desc.Settings.Retention
 		q.mu.Lock()
-		for _, m := range ms {
+		for _, lm := range ms {
+			m := lm.m
 			if ret > 0 && after(m.sentAt, ret) <= now {
 				deleteMsgKeys(cleanup, q.id, m)
 				continue
 			}
-			q.insertLocked(m, now)
+			if q.fifo && m.receiveCount == 0 {
+				// The FIFO queue delay is retroactive: it may have changed
+				// since the record was written.
+				m.deadline = after(m.sentAt, max0(q.desc.Settings.Delay))
+			}
+			q.insertLocked(m, lm.gid, now)
 		}
 		q.mu.Unlock()
+	}
+	if err := e.loadDedup(byID, cleanup, now); err != nil {
+		return err
 	}
 	if err := e.loadTasks(byID, cleanup); err != nil {
 		return err
@@ -127,6 +147,45 @@ func (e *Engine) load(ctx context.Context) error {
 	}
 	e.log.Info("store loaded", "queues", len(byID), "records", n)
 	return nil
+}
+
+// loadDedup rebuilds the FIFO queues' deduplication windows. Records are
+// in seq order per queue, which is their send order.
+func (e *Engine) loadDedup(byID map[uint64]*queue, cleanup *pebble.Batch, now int64) error {
+	return e.scan([]byte{prefixDedup}, []byte{prefixDedup + 1}, func(it *pebble.Iterator) (bool, error) {
+		k := it.Key()
+		if len(k) != 17 {
+			return false, fmt.Errorf("embedded: deduplication key %x: %w", k, errCorrupt)
+		}
+		qid, seq := binary.BigEndian.Uint64(k[1:9]), binary.BigEndian.Uint64(k[9:])
+		q := byID[qid]
+		if q == nil || !q.fifo {
+			// Written by a send that raced the queue's delete.
+			lo, hi := queueDedupSpan(qid)
+			_ = cleanup.DeleteRange(lo, hi, nil)
+			it.SeekGE(hi)
+			return true, nil
+		}
+		v, err := it.ValueAndErr()
+		if err != nil {
+			return false, fmt.Errorf("embedded: read deduplication entry: %w", err)
+		}
+		d, err := decodeDedup(v)
+		if err != nil {
+			return false, fmt.Errorf("embedded: deduplication key %x: %w", k, err)
+		}
+		if expired(d.sentAt, now) {
+			_ = cleanup.SingleDelete(k, nil)
+			return false, nil
+		}
+		q.dedup.add(&dedupEntry{
+			key:       dedupKey{group: d.group, id: d.dedupID},
+			messageID: d.messageID,
+			seq:       seq,
+			sentAt:    d.sentAt,
+		})
+		return false, nil
+	})
 }
 
 // scan calls fn on every key in [lo, hi); fn reports whether it has moved

@@ -5,6 +5,7 @@ import (
 	"cmp"
 	"context"
 	"crypto/rand"
+	"errors"
 	"fmt"
 	"slices"
 	"time"
@@ -15,6 +16,9 @@ import (
 	"github.com/ferrymq/ferry/internal/clock"
 	"github.com/ferrymq/ferry/internal/engine"
 )
+
+// errOriginalLost answers a FIFO duplicate whose original's write failed.
+var errOriginalLost = errors.New("embedded: send: the original of a duplicate was not stored")
 
 // Send implements engine.Backend. The messages enter the index only once
 // their batch is durable, so no receive can see a message a crash would
@@ -30,6 +34,9 @@ func (e *Engine) Send(ctx context.Context, account, name string, msgs []engine.N
 	q, err := e.lookup(account, name)
 	if err != nil || len(msgs) == 0 {
 		return nil, err
+	}
+	if q.fifo {
+		return e.sendFIFO(q, msgs)
 	}
 
 	q.mu.Lock()
@@ -55,16 +62,13 @@ func (e *Engine) Send(ctx context.Context, account, name string, msgs []engine.N
 		return nil, fmt.Errorf("embedded: message id: %w", err)
 	}
 	for i := range msgs {
-		id := uuid.UUID(rnd[16*i : 16*i+16])
-		id[6] = id[6]&0x0f | 0x40 // version 4
-		id[8] = id[8]&0x3f | 0x80 // RFC 4122 variant
 		delay := queueDelay
 		if msgs[i].Delay != nil {
 			delay = *msgs[i].Delay
 		}
 		m := &ms[i]
 		*m = message{seq: first + uint64(i), sentAt: sentAt, deadline: after(sentAt, max0(delay)), timerSlot: -1, ageSlot: -1}
-		res[i].MessageID = id.String()
+		res[i].MessageID = messageID(rnd, i)
 		buf = encodeMessage(buf[:0], res[i].MessageID, sentAt, m.deadline, &msgs[i], "")
 		k := makeMsgKey(q.id, m.seq, kindBody)
 		if err := b.Set(k[:], buf, nil); err != nil {
@@ -100,10 +104,138 @@ func (e *Engine) Send(ctx context.Context, account, name string, msgs []engine.N
 	now := e.now()
 	q.advanceLocked(now)
 	for i := range ms {
-		q.insertLocked(&ms[i], now)
+		q.insertLocked(&ms[i], "", now)
 	}
 	q.serveLocked(now)
 	q.rearmLocked(now)
+	return res, nil
+}
+
+// messageID makes the i-th UUID v4 out of random bytes drawn for a batch.
+func messageID(rnd []byte, i int) string {
+	id := uuid.UUID(rnd[16*i : 16*i+16])
+	id[6] = id[6]&0x0f | 0x40 // version 4
+	id[8] = id[8]&0x3f | 0x80 // RFC 4122 variant
+	return id.String()
+}
+
+// sendFIFO is Send for FIFO queues. Under the queue lock, in request order,
+// each message is looked up in the deduplication window (a key seen within
+// it, also earlier in the same batch, makes a duplicate that is accepted
+// but not enqueued) and the others get their seqs, entries and a reserved
+// place in the index order. The batch (messages and deduplication records)
+// is written outside the lock, so FIFO sends share fsyncs too, and the call
+// returns once it has entered the index. A message without a deduplication
+// id (the SQS layer always sets one) is never a duplicate.
+func (e *Engine) sendFIFO(q *queue, msgs []engine.NewMessage) ([]engine.SendResult, error) {
+	res := make([]engine.SendResult, len(msgs))
+	rnd := make([]byte, 16*len(msgs))
+	if _, err := rand.Read(rnd); err != nil {
+		return nil, fmt.Errorf("embedded: message id: %w", err)
+	}
+	fresh := make([]int, 0, len(msgs))
+	added := make([]*dedupEntry, 0, len(msgs)) // per fresh message; nil without an id
+	// waitFor is the latest batch, still being written, holding an
+	// original of one of the duplicates.
+	var waitFor *pendingBatch
+
+	q.mu.Lock()
+	if q.deleted {
+		q.mu.Unlock()
+		return nil, engine.ErrQueueNotFound
+	}
+	now := e.now()
+	q.advanceLocked(now)
+	scope := q.desc.Settings.DeduplicationScope
+	delay := max0(q.desc.Settings.Delay)
+	base := q.nextSeq
+	for i := range msgs {
+		k := q.dedup.key(scope, &msgs[i])
+		if k.id != "" {
+			if en := q.dedup.lookup(k, now); en != nil {
+				res[i] = engine.SendResult{MessageID: en.messageID, SequenceNumber: seqString(en.seq), Duplicate: true}
+				if en.batch != nil && (waitFor == nil || en.batch.first > waitFor.first) {
+					waitFor = en.batch
+				}
+				continue
+			}
+		}
+		seq := base + uint64(len(fresh))
+		res[i] = engine.SendResult{MessageID: messageID(rnd, i), SequenceNumber: seqString(seq)}
+		var en *dedupEntry
+		if k.id != "" {
+			en = &dedupEntry{key: k, messageID: res[i].MessageID, seq: seq, sentAt: now}
+			q.dedup.add(en)
+		}
+		added = append(added, en)
+		fresh = append(fresh, i)
+	}
+	if len(fresh) == 0 {
+		q.rearmLocked(now)
+		q.mu.Unlock()
+		if waitFor != nil {
+			<-waitFor.done
+			if waitFor.state == pendingFailed {
+				return nil, errOriginalLost
+			}
+		}
+		return res, nil
+	}
+	first, pb := q.reserveLocked(uint64(len(fresh)))
+	for _, en := range added {
+		if en != nil {
+			en.batch = pb
+		}
+	}
+	q.rearmLocked(now)
+	q.mu.Unlock()
+
+	ms := make([]message, len(fresh))
+	groups := make([]string, len(fresh))
+	b := e.db.NewBatch()
+	defer b.Close()
+	var buf []byte
+	for j, i := range fresh {
+		m := &ms[j]
+		*m = message{seq: first + uint64(j), sentAt: now, deadline: after(now, delay), timerSlot: -1, ageSlot: -1}
+		groups[j] = msgs[i].MessageGroupID
+		buf = encodeMessage(buf[:0], res[i].MessageID, now, m.deadline, &msgs[i], "")
+		k := makeMsgKey(q.id, m.seq, kindBody)
+		_ = b.Set(k[:], buf, nil)
+		if en := added[j]; en != nil {
+			buf = encodeDedup(buf[:0], &dedupRecord{sentAt: now, group: en.key.group, dedupID: en.key.id, messageID: res[i].MessageID})
+			_ = b.Set(dedupRecordKey(q.id, m.seq), buf, nil)
+		}
+	}
+	if e.beforeSendCommit != nil {
+		e.beforeSendCommit()
+	}
+	err := b.Commit(e.writeOptions())
+
+	q.mu.Lock()
+	now = e.now()
+	if err != nil {
+		q.dedup.forget(added)
+		q.failLocked(pb, now)
+		q.mu.Unlock()
+		return nil, fmt.Errorf("embedded: send: %w", err)
+	}
+	// Durable: a duplicate of these need not wait any more.
+	for _, en := range added {
+		if en != nil {
+			en.batch = nil
+		}
+	}
+	q.completeLocked(pb, ms, groups, now)
+	q.mu.Unlock()
+	// Earlier reservations (waitFor among them) enter first.
+	<-pb.done
+	if pb.gone {
+		return nil, engine.ErrQueueNotFound
+	}
+	if waitFor != nil && waitFor.state == pendingFailed {
+		return nil, errOriginalLost
+	}
 	return res, nil
 }
 
@@ -124,6 +256,10 @@ func (e *Engine) Receive(ctx context.Context, account, name string, req engine.R
 		return nil, err
 	}
 	maxMsgs := max(req.Max, 1)
+	attemptID := ""
+	if q.fifo {
+		attemptID = req.AttemptID
+	}
 	var vis *time.Duration
 	if req.Visibility != nil {
 		v := *req.Visibility
@@ -151,12 +287,20 @@ func (e *Engine) Receive(ctx context.Context, account, name string, req engine.R
 		}
 		now := e.now()
 		q.advanceLocked(now)
+		if round == 0 && attemptID != "" {
+			if got := q.retryAttemptLocked(attemptID, now, vis); got != nil {
+				q.rearmLocked(now)
+				q.mu.Unlock()
+				defer e.leave()
+				return e.fetch(q, got)
+			}
+		}
 		var (
 			got  []taken
 			job  *redriveJob
 			terr error
 		)
-		if q.ready.n > 0 || req.Wait <= 0 {
+		if q.takeableLocked() || req.Wait <= 0 {
 			got, job, terr = q.takeLocked(now, maxMsgs, vis)
 			q.rearmLocked(now)
 			q.mu.Unlock()
@@ -197,6 +341,15 @@ func (e *Engine) Receive(ctx context.Context, account, name string, req engine.R
 		}
 		if len(got) > 0 {
 			defer e.leave()
+			if attemptID != "" {
+				q.mu.Lock()
+				if !q.deleted {
+					now := e.now()
+					q.attempts.put(attemptID, got, now)
+					q.rearmLocked(now)
+				}
+				q.mu.Unlock()
+			}
 			return e.fetch(q, got)
 		}
 		// Nothing taken. Without a move this is an empty short poll, or a
@@ -259,6 +412,9 @@ func (e *Engine) fetch(q *queue, got []taken) ([]engine.Message, error) {
 			return nil, fmt.Errorf("embedded: message %d of queue %d: %w", t.seq, q.id, err)
 		}
 		m.ReceiptHandle = e.signer.sign(receipt{qid: q.id, seq: t.seq, gen: t.gen})
+		if q.fifo {
+			m.SequenceNumber = seqString(t.seq)
+		}
 		m.ReceiveCount = int(t.receiveCount)
 		m.FirstReceiveAt = fromNanos(t.firstReceiveAt)
 		found[i] = true
@@ -294,7 +450,10 @@ func (e *Engine) parseHandles(q *queue, n int, handle func(int) string) ([]recei
 // Delete implements engine.Backend. A handle deletes its message if it is
 // from the message's latest receive, even after its visibility expired; a
 // superseded handle, or one whose message is gone, succeeds and deletes
-// nothing.
+// nothing. On a FIFO queue a handle whose visibility has expired (or that
+// was superseded, which implies it) fails with ErrReceiptHandleExpired; a
+// deleted message keeps blocking its group until the delete is durable, so
+// that a crash cannot bring it back after the message behind it went out.
 func (e *Engine) Delete(ctx context.Context, account, name string, handles []string) ([]error, error) {
 	if err := ctx.Err(); err != nil {
 		return nil, err
@@ -310,6 +469,7 @@ func (e *Engine) Delete(ctx context.Context, account, name string, handles []str
 	rs, errs := e.parseHandles(q, len(handles), func(i int) string { return handles[i] })
 
 	var b *pebble.Batch
+	var doomed []*message // FIFO: deleting, to drop once durable
 	stale := false
 	q.mu.Lock()
 	if q.deleted {
@@ -323,11 +483,24 @@ func (e *Engine) Delete(ctx context.Context, account, name string, handles []str
 			continue
 		}
 		m := q.msgs[r.seq]
+		if m != nil && m.status == statusDeleting && m.gen == r.gen {
+			stale = true // a retry of a delete still under way
+			continue
+		}
+		if q.fifo && m != nil && (m.gen != r.gen || m.status != statusInflight) {
+			errs[i] = engine.ErrReceiptHandleExpired
+			continue
+		}
 		if m == nil || m.gen != r.gen {
 			stale = true
 			continue
 		}
-		q.dropLocked(m)
+		if q.fifo {
+			q.markDeletingLocked(m)
+			doomed = append(doomed, m)
+		} else {
+			q.dropLocked(m)
+		}
 		if b == nil {
 			b = e.db.NewBatch()
 		}
@@ -342,13 +515,30 @@ func (e *Engine) Delete(ctx context.Context, account, name string, handles []str
 	switch {
 	case b != nil && err != nil:
 		b.Close()
-		return nil, err
 	case b != nil:
+		if e.beforeDeleteSync != nil {
+			e.beforeDeleteSync()
+		}
 		err = e.awaitDurable(b)
 	case stale:
 		// The message may have been deleted by a call still waiting for its
 		// sync (a retried delete): do not acknowledge before that one is.
 		err = e.syncBarrier()
+	}
+	if len(doomed) > 0 {
+		// Durable (or failed, which ends the process): let the groups go.
+		q.mu.Lock()
+		if !q.deleted {
+			for _, m := range doomed {
+				if q.msgs[m.seq] == m && m.status == statusDeleting {
+					q.dropLocked(m)
+				}
+			}
+			now := e.now()
+			q.serveLocked(now)
+			q.rearmLocked(now)
+		}
+		q.mu.Unlock()
 	}
 	if err != nil {
 		return nil, err
@@ -358,7 +548,8 @@ func (e *Engine) Delete(ctx context.Context, account, name string, handles []str
 
 // ChangeVisibility implements engine.Backend. Only the latest receive's
 // handle works, while the message exists; a message whose visibility had
-// expired but that nobody received since is hidden again.
+// expired but that nobody received since is hidden again. On a FIFO queue
+// a handle whose visibility has expired fails with ErrReceiptHandleExpired.
 func (e *Engine) ChangeVisibility(ctx context.Context, account, name string, changes []engine.VisibilityChange) ([]error, error) {
 	if err := ctx.Err(); err != nil {
 		return nil, err
@@ -388,6 +579,14 @@ func (e *Engine) ChangeVisibility(ctx context.Context, account, name string, cha
 			continue
 		}
 		m := q.msgs[r.seq]
+		if m != nil && m.status == statusDeleting {
+			errs[i] = engine.ErrMessageNotInflight
+			continue
+		}
+		if q.fifo && m != nil && (m.gen != r.gen || m.status != statusInflight) {
+			errs[i] = engine.ErrReceiptHandleExpired
+			continue
+		}
 		if m == nil || m.gen != r.gen {
 			errs[i] = engine.ErrMessageNotInflight
 			continue
@@ -398,6 +597,7 @@ func (e *Engine) ChangeVisibility(ctx context.Context, account, name string, cha
 			errs[i] = engine.ErrVisibilityLimit
 			continue
 		}
+		m.touched = true
 		if timeout == 0 {
 			m.deadline = now
 			if m.status != statusReady {

@@ -42,6 +42,12 @@ func (q *queue) checkIndex(now int64) error {
 			if !inTimers || m.receiveCount != 0 {
 				return fmt.Errorf("delayed message %d: in timers %v, count %d", seq, inTimers, m.receiveCount)
 			}
+		case statusDeleting:
+			inflight++
+			if !q.fifo || m.timerSlot != -1 {
+				return fmt.Errorf("deleting message %d: FIFO %v, timer slot %d", seq, q.fifo, m.timerSlot)
+			}
+			continue
 		}
 		if m.status != statusReady && m.deadline <= now {
 			return fmt.Errorf("message %d due at %d still hidden at %d", seq, m.deadline, now)
@@ -59,11 +65,27 @@ func (q *queue) checkIndex(now int64) error {
 	if prev != q.ready.tail {
 		return errors.New("ready list tail is wrong")
 	}
-	if n != q.ready.n || n != ready || inflight != q.inflight || delayed != q.delayed {
-		return fmt.Errorf("counters: list %d/%d ready %d, in flight %d/%d, delayed %d/%d",
-			n, q.ready.n, ready, inflight, q.inflight, delayed, q.delayed)
+	if q.fifo {
+		// The ready list is unused; groups hold every message.
+		if err := q.checkGroups(); err != nil {
+			return err
+		}
+		if q.groups.visible != ready {
+			return fmt.Errorf("counters: %d visible, %d ready", q.groups.visible, ready)
+		}
+	} else if n != q.ready.n || n != ready {
+		return fmt.Errorf("counters: list %d/%d ready %d", n, q.ready.n, ready)
 	}
-	if q.timers.len() != inflight+delayed || q.ages.len() != len(q.msgs) {
+	if inflight != q.inflight || delayed != q.delayed {
+		return fmt.Errorf("counters: in flight %d/%d, delayed %d/%d", inflight, q.inflight, delayed, q.delayed)
+	}
+	deleting := 0
+	for _, m := range q.msgs {
+		if m.status == statusDeleting {
+			deleting++
+		}
+	}
+	if q.timers.len() != inflight-deleting+delayed || q.ages.len() != len(q.msgs) {
 		return fmt.Errorf("heap sizes %d, %d", q.timers.len(), q.ages.len())
 	}
 	for _, h := range []*msgHeap{&q.timers, &q.ages} {
@@ -79,6 +101,49 @@ func (q *queue) checkIndex(now int64) error {
 	if ret := q.desc.Settings.Retention; ret > 0 {
 		if m := q.ages.min(); m != nil && after(m.sentAt, ret) <= now {
 			return fmt.Errorf("message %d outlived retention", m.seq)
+		}
+	}
+	return nil
+}
+
+// checkGroups verifies a FIFO queue's groups: every message in exactly its
+// group's list, in seq order; counts; the ready heap holding exactly the
+// ready groups, ordered by head.
+func (q *queue) checkGroups() error {
+	if q.ready.n != 0 {
+		return fmt.Errorf("FIFO queue has %d messages in the ready list", q.ready.n)
+	}
+	total := 0
+	for id, g := range q.groups.groups {
+		if g.id != id || g.n == 0 {
+			return fmt.Errorf("group %q filed under %q with %d messages", g.id, id, g.n)
+		}
+		n, inflight := 0, 0
+		var prev *message
+		for m := g.head; m != nil; m = m.next {
+			if m.prev != prev || m.grp != g || q.msgs[m.seq] != m || (prev != nil && prev.seq >= m.seq) {
+				return fmt.Errorf("group %q list broken at %d", id, m.seq)
+			}
+			if m.status == statusInflight || m.status == statusDeleting {
+				inflight++
+			}
+			prev = m
+			n++
+		}
+		if prev != g.tail || n != g.n || inflight != g.inflight {
+			return fmt.Errorf("group %q: %d/%d messages, %d/%d in flight", id, n, g.n, inflight, g.inflight)
+		}
+		if inHeap := g.slot >= 0 && g.slot < q.groups.ready.len() && q.groups.ready.items[g.slot] == g; inHeap != g.isReady() {
+			return fmt.Errorf("group %q ready %v, in the ready heap %v", id, g.isReady(), inHeap)
+		}
+		total += n
+	}
+	if total != len(q.msgs) {
+		return fmt.Errorf("groups hold %d messages, the index %d", total, len(q.msgs))
+	}
+	for i, g := range q.groups.ready.items {
+		if g.slot != i || (i > 0 && q.groups.ready.less(i, (i-1)/2)) {
+			return fmt.Errorf("ready heap broken at %d", i)
 		}
 	}
 	return nil

@@ -26,6 +26,15 @@ import (
 // crash. Purges and deletes racing a step are covered by the same reasoning
 // as dead-letter moves (redrive.go); a step never holds two queue locks.
 //
+// FIFO: a step takes messages out of a FIFO source group by group, as a
+// receive would (a group with a message in flight waits), so each group's
+// messages leave in order; into a FIFO destination each becomes a new
+// message at the back of its group (new id, seq and send time; group and
+// deduplication id kept: the dead-letter queue's, which after a redrive
+// is the original message id). The destination's deduplication window is
+// neither consulted nor fed: moved messages are never dropped as
+// duplicates, and a producer's later send is not swallowed by one.
+//
 // Restart: Open reloads every task record. A RUNNING task resumes where its
 // last batch left it (ToMove, Moved and Started kept; its rate counts afresh
 // from the restart, and MoveTaskMaxDuration still from Started); a
@@ -111,7 +120,7 @@ func (e *Engine) StartMoveTask(ctx context.Context, t engine.MoveTask) (engine.M
 	}
 	t.MaxPerSecond = max(t.MaxPerSecond, 0)
 	t.Status = engine.MoveTaskRunning
-	t.ToMove, t.Moved = int64(q.ready.n), 0
+	t.ToMove, t.Moved = int64(q.visibleLocked()), 0
 	t.Started = fromNanos(now)
 	t.FailureReason = ""
 	if err := e.admitTask(t.SourceAccount); err != nil {
@@ -358,7 +367,7 @@ func (e *Engine) moveStep(tk *task, limit int) (int, bool) {
 		return 0, true
 	case now-started.UnixNano() >= int64(engine.MoveTaskMaxDuration):
 		end, reason = engine.MoveTaskFailed, engine.MoveTaskFailureTimedOut
-	case left <= 0 || src.ready.n == 0:
+	case left <= 0 || !src.takeableLocked():
 		end = engine.MoveTaskCompleted
 	}
 	if end != "" {
@@ -370,12 +379,17 @@ func (e *Engine) moveStep(tk *task, limit int) (int, bool) {
 		src.mu.Unlock()
 		return 0, false
 	}
-	n := min(int64(limit), left, int64(src.ready.n))
-	ms := make([]*message, 0, n)
-	for range n {
-		m := src.ready.popFront()
-		src.takeOutLocked(m)
-		ms = append(ms, m)
+	var ms []*message
+	if src.fifo {
+		ms = src.takeOutRunLocked(int(min(int64(limit), left)))
+	} else {
+		n := min(int64(limit), left, int64(src.ready.n))
+		ms = make([]*message, 0, n)
+		for range n {
+			m := src.ready.popFront()
+			src.takeOutLocked(m)
+			ms = append(ms, m)
+		}
 	}
 	src.mu.Unlock()
 	return e.moveOut(tk, ms)
@@ -388,13 +402,23 @@ type moveDest struct {
 	count       uint64
 	delay       time.Duration
 	msgs        []message
+	pb          *pendingBatch // FIFO destination: the reserved place
+	groups      []string      // FIFO destination: group of each of msgs
 }
 
 // moveOut writes ms, taken out of the source index, as new messages in
 // their destinations. Whatever cannot be moved goes back to the source.
 func (e *Engine) moveOut(tk *task, ms []*message) (int, bool) {
 	src := tk.src
+	var dests []*moveDest
 	fail := func(reason string) (int, bool) {
+		for _, d := range dests {
+			if d.pb != nil {
+				d.q.mu.Lock()
+				d.q.failLocked(d.pb, e.now())
+				d.q.mu.Unlock()
+			}
+		}
 		e.restore(src, ms)
 		e.endTask(tk, engine.MoveTaskFailed, reason, true)
 		return 0, true
@@ -406,7 +430,6 @@ func (e *Engine) moveOut(tk *task, ms []*message) (int, bool) {
 		d  *moveDest
 	}
 	items := make([]item, 0, len(ms))
-	var dests []*moveDest
 	for _, m := range ms {
 		k := makeMsgKey(src.id, m.seq, kindBody)
 		v, err := e.get(k[:])
@@ -453,8 +476,7 @@ func (e *Engine) moveOut(tk *task, ms []*message) (int, bool) {
 			d.q.mu.Unlock()
 			return fail(engine.MoveTaskFailureNonExistentQueue)
 		}
-		d.first = d.q.nextSeq
-		d.q.nextSeq += d.count
+		d.first, d.pb = d.q.reserveLocked(d.count)
 		d.next = d.first
 		d.delay = d.q.desc.Settings.Delay
 		d.q.mu.Unlock()
@@ -474,6 +496,9 @@ func (e *Engine) moveOut(tk *task, ms []*message) (int, bool) {
 		d := it.d
 		nm := message{seq: d.next, sentAt: now, deadline: after(now, max0(d.delay)), timerSlot: -1, ageSlot: -1}
 		d.next++
+		if d.pb != nil {
+			d.groups = append(d.groups, it.sm.msg.MessageGroupID)
+		}
 		buf = encodeMessage(buf[:0], id.String(), now, nm.deadline, &it.sm.msg, "")
 		k := makeMsgKey(d.q.id, nm.seq, kindBody)
 		_ = b.Set(k[:], buf, nil)
@@ -509,6 +534,10 @@ func (e *Engine) deliverMoved(d *moveDest) {
 	q := d.q
 	q.mu.Lock()
 	defer q.mu.Unlock()
+	if d.pb != nil {
+		q.completeLocked(d.pb, d.msgs, d.groups, e.now())
+		return
+	}
 	if q.deleted || d.first < q.purgeFloor {
 		cb := e.db.NewBatch()
 		for i := range d.msgs {
@@ -524,7 +553,7 @@ func (e *Engine) deliverMoved(d *moveDest) {
 	now := e.now()
 	q.advanceLocked(now)
 	for i := range d.msgs {
-		q.insertLocked(&d.msgs[i], now)
+		q.insertLocked(&d.msgs[i], "", now)
 	}
 	q.serveLocked(now)
 	q.rearmLocked(now)

@@ -19,14 +19,18 @@ type queue struct {
 	e  *Engine
 	id uint64
 
+	// fifo is fixed at creation (see fifo.go).
+	fifo bool
+
 	mu      sync.Mutex
 	desc    engine.Queue
 	deleted bool
 
 	msgs     map[uint64]*message
-	ready    readyList
-	timers   msgHeap // delayed and in-flight, by deadline
-	ages     msgHeap // every message, by send time
+	ready    readyList  // standard queues only
+	groups   groupIndex // FIFO queues only
+	timers   msgHeap    // delayed and in-flight, by deadline
+	ages     msgHeap    // every message, by send time
 	inflight int
 	delayed  int
 
@@ -40,6 +44,12 @@ type queue struct {
 
 	// tasks are the move tasks whose source this queue is, oldest first.
 	tasks []*task
+
+	// FIFO queues only: deduplication entries (they outlive purges),
+	// receive attempts, and the batches on their way into the index.
+	dedup    dedupTable
+	attempts attemptTable
+	pending  []*pendingBatch
 
 	// One timer per queue, armed at the earliest deadline or expiry.
 	timer    clock.Timer
@@ -68,7 +78,10 @@ type taken struct {
 }
 
 func newQueue(e *Engine, id uint64, desc engine.Queue, firstID uint64) *queue {
-	q := &queue{e: e, id: id, desc: desc, nextSeq: firstID, nextGen: firstID}
+	q := &queue{e: e, id: id, desc: desc, fifo: desc.Settings.FIFO, nextSeq: firstID, nextGen: firstID}
+	if q.fifo {
+		q.dedup.init()
+	}
 	q.resetIndexLocked()
 	return q
 }
@@ -79,6 +92,27 @@ func (q *queue) resetIndexLocked() {
 	q.timers = newTimerHeap()
 	q.ages = newAgeHeap()
 	q.inflight, q.delayed = 0, 0
+	if q.fifo {
+		q.groups = newGroupIndex()
+		q.attempts.init()
+	}
+}
+
+// visibleLocked counts the visible messages; on a FIFO queue this includes
+// those held back behind an in-flight message of their group.
+func (q *queue) visibleLocked() int {
+	if q.fifo {
+		return q.groups.visible
+	}
+	return q.ready.n
+}
+
+// takeableLocked reports whether a receive would find a message.
+func (q *queue) takeableLocked() bool {
+	if q.fifo {
+		return q.groups.ready.len() > 0
+	}
+	return q.ready.n > 0
 }
 
 // after is t+d, saturating instead of wrapping on absurd durations.
@@ -91,20 +125,30 @@ func after(t int64, d time.Duration) int64 {
 
 func (q *queue) stats() engine.Stats {
 	return engine.Stats{
-		Visible:    int64(q.ready.n),
+		Visible:    int64(q.visibleLocked()),
 		NotVisible: int64(q.inflight),
 		Delayed:    int64(q.delayed),
 	}
 }
 
-// insertLocked places a stored message in the index by its deadline.
-func (q *queue) insertLocked(m *message, now int64) {
+// insertLocked places a stored message in the index by its deadline; gid
+// is its group on a FIFO queue (ignored otherwise).
+func (q *queue) insertLocked(m *message, gid string, now int64) {
 	q.msgs[m.seq] = m
 	q.ages.push(m)
+	var g *group
+	if q.fifo {
+		g = q.groups.get(gid)
+		g.insert(m)
+	}
 	switch {
 	case m.deadline <= now:
 		m.status = statusReady
-		q.ready.pushBack(m)
+		if g != nil {
+			q.groups.visible++
+		} else {
+			q.ready.pushBack(m)
+		}
 	case m.receiveCount == 0:
 		m.status = statusDelayed
 		q.delayed++
@@ -113,12 +157,23 @@ func (q *queue) insertLocked(m *message, now int64) {
 		m.status = statusInflight
 		q.inflight++
 		q.timers.push(m)
+		if g != nil {
+			g.inflight++
+		}
+	}
+	if g != nil {
+		q.groups.update(g)
 	}
 }
 
-// takeOutLocked removes from the index a message just popped from the
-// ready list; restoreLocked can put it back.
+// takeOutLocked removes from the index a visible message: on a standard
+// queue one just popped from the ready list; on a FIFO queue it leaves its
+// group too (the caller updates the group). restoreLocked can put it back.
 func (q *queue) takeOutLocked(m *message) {
+	if q.fifo {
+		m.grp.remove(m)
+		q.groups.visible--
+	}
 	q.ages.remove(m)
 	delete(q.msgs, m.seq)
 }
@@ -137,7 +192,16 @@ func (q *queue) restoreLocked(ms []*message, now int64) int {
 		m.status = statusReady
 		q.msgs[m.seq] = m
 		q.ages.push(m)
-		q.ready.pushFront(m)
+		if q.fifo {
+			// Back into its group (a new one if it emptied meanwhile),
+			// at its place by seq.
+			g := q.groups.get(m.grp.id)
+			g.insert(m)
+			q.groups.visible++
+			q.groups.update(g)
+		} else {
+			q.ready.pushFront(m)
+		}
 		n++
 	}
 	if n > 0 {
@@ -148,31 +212,63 @@ func (q *queue) restoreLocked(ms []*message, now int64) int {
 	return n
 }
 
-// dropLocked removes m from the index.
+// dropLocked removes m from the index. On a FIFO queue this may unblock
+// its group; the caller serves waiters.
 func (q *queue) dropLocked(m *message) {
 	switch m.status {
 	case statusReady:
-		q.ready.remove(m)
+		if q.fifo {
+			q.groups.visible--
+		} else {
+			q.ready.remove(m)
+		}
 	case statusDelayed:
 		q.delayed--
 		q.timers.remove(m)
 	case statusInflight:
 		q.inflight--
 		q.timers.remove(m)
+		if q.fifo {
+			m.grp.inflight--
+		}
+	case statusDeleting:
+		q.inflight--
+		m.grp.inflight--
 	}
 	q.ages.remove(m)
 	delete(q.msgs, m.seq)
+	if q.fifo {
+		m.grp.remove(m)
+		q.groups.update(m.grp)
+	}
 }
 
-// revealLocked makes a delayed or in-flight message visible, at the back.
+// markDeletingLocked turns an in-flight FIFO message into one being
+// deleted: it never becomes visible again and keeps its group blocked
+// until dropLocked.
+func (q *queue) markDeletingLocked(m *message) {
+	q.timers.remove(m)
+	m.status = statusDeleting
+}
+
+// revealLocked makes a delayed or in-flight message visible: at the back
+// of a standard queue; where it stands in its group on a FIFO queue.
 func (q *queue) revealLocked(m *message) {
 	q.timers.remove(m)
 	if m.status == statusDelayed {
 		q.delayed--
 	} else {
 		q.inflight--
+		if q.fifo {
+			m.grp.inflight--
+		}
 	}
 	m.status = statusReady
+	if q.fifo {
+		q.groups.visible++
+		q.groups.update(m.grp)
+		return
+	}
 	q.ready.pushBack(m)
 }
 
@@ -180,10 +276,16 @@ func (q *queue) revealLocked(m *message) {
 func (q *queue) hideLocked(m *message, deadline int64) {
 	m.deadline = deadline
 	if m.status == statusReady {
-		q.ready.remove(m)
 		m.status = statusInflight
 		q.inflight++
 		q.timers.push(m)
+		if q.fifo {
+			q.groups.visible--
+			m.grp.inflight++
+			q.groups.update(m.grp)
+		} else {
+			q.ready.remove(m)
+		}
 		return
 	}
 	q.timers.fix(m)
@@ -204,28 +306,38 @@ func deleteMsgKeys(b *pebble.Batch, qid uint64, m *message) {
 // visible, and messages past retention are dropped and deleted from the
 // store (without waiting for a sync: a lost delete is redone at startup).
 func (q *queue) advanceLocked(now int64) {
-	revealed := false
+	// On a FIFO queue an expired in-flight message can unblock its group.
+	serve := false
 	for m := q.timers.min(); m != nil && m.deadline <= now; m = q.timers.min() {
 		q.revealLocked(m)
-		revealed = true
+		serve = true
 	}
+	var b *pebble.Batch
 	if ret := q.desc.Settings.Retention; ret > 0 {
-		var b *pebble.Batch
 		for m := q.ages.min(); m != nil && after(m.sentAt, ret) <= now; m = q.ages.min() {
+			deleting := m.status == statusDeleting
 			q.dropLocked(m)
+			serve = serve || q.fifo
+			if deleting {
+				continue // its delete batch removes the records
+			}
 			if b == nil {
 				b = q.e.db.NewBatch()
 			}
 			deleteMsgKeys(b, q.id, m)
 		}
-		if b != nil {
-			if err := q.e.db.Apply(b, pebble.NoSync); err != nil {
-				q.e.log.Error("delete expired messages", "queue", q.desc.Name, "err", err)
-			}
-			b.Close()
-		}
 	}
-	if revealed {
+	if q.fifo {
+		q.dedup.prune(q.id, now, &b, q.e.db)
+		q.attempts.prune(now)
+	}
+	if b != nil {
+		if err := q.e.db.Apply(b, pebble.NoSync); err != nil {
+			q.e.log.Error("delete expired records", "queue", q.desc.Name, "err", err)
+		}
+		b.Close()
+	}
+	if serve {
 		q.serveLocked(now)
 	}
 }
@@ -242,6 +354,14 @@ func (q *queue) nextEventLocked() (int64, bool) {
 			if exp := after(m.sentAt, ret); !ok || exp < next {
 				next, ok = exp, true
 			}
+		}
+	}
+	if q.fifo {
+		if exp, has := q.dedup.nextExpiry(); has && (!ok || exp < next) {
+			next, ok = exp, true
+		}
+		if exp, has := q.attempts.nextExpiry(); has && (!ok || exp < next) {
+			next, ok = exp, true
 		}
 	}
 	return next, ok
@@ -297,6 +417,9 @@ func (q *queue) fire(tok uint64) {
 // the take goes on with the next message. A queue whose messages are all
 // under the maximum pays one comparison per message.
 func (q *queue) takeLocked(now int64, max int, vis *time.Duration) ([]taken, *redriveJob, error) {
+	if q.fifo {
+		return q.takeFIFOLocked(now, max, vis)
+	}
 	n := min(max, q.ready.n)
 	if n <= 0 {
 		return nil, nil, nil
@@ -319,13 +442,7 @@ func (q *queue) takeLocked(now int64, max int, vis *time.Duration) ([]taken, *re
 		m := q.ready.popFront()
 		if limit > 0 && m.receiveCount >= limit {
 			if job == nil {
-				rd := q.desc.Settings.Redrive
-				// A queue that is its own dead-letter queue would move the
-				// message onto itself at every receive: hand it out instead,
-				// as when the dead-letter queue is gone.
-				if target, err := q.e.lookup(rd.TargetAccount, rd.TargetName); err == nil && target != q {
-					job = &redriveJob{src: q, target: target, srcARN: q.desc.ARN}
-				} else {
+				if job = q.redriveJobLocked(); job == nil {
 					limit = 0
 				}
 			}
@@ -359,6 +476,19 @@ func (q *queue) takeLocked(now int64, max int, vis *time.Duration) ([]taken, *re
 	return got, job, nil
 }
 
+// redriveJobLocked starts a job for the queue's dead-letter queue; nil if
+// the messages must be handed out instead.
+func (q *queue) redriveJobLocked() *redriveJob {
+	rd := q.desc.Settings.Redrive
+	// A queue that is its own dead-letter queue would move the message onto
+	// itself at every receive: hand it out instead, as when the dead-letter
+	// queue is gone.
+	if target, err := q.e.lookup(rd.TargetAccount, rd.TargetName); err == nil && target != q {
+		return &redriveJob{src: q, target: target, srcARN: q.desc.ARN}
+	}
+	return nil
+}
+
 func max0(d time.Duration) time.Duration {
 	if d < 0 {
 		return 0
@@ -368,7 +498,7 @@ func max0(d time.Duration) time.Duration {
 
 // serveLocked hands visible messages to waiting receives, oldest first.
 func (q *queue) serveLocked(now int64) {
-	for q.ready.n > 0 && q.waiters.Len() > 0 {
+	for q.waiters.Len() > 0 && q.takeableLocked() {
 		w := q.waiters.Remove(q.waiters.Front()).(*waiter)
 		w.elem = nil
 		// A receive whose client has gone would hide messages for nothing.

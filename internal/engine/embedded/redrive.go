@@ -38,6 +38,14 @@ import (
 //     them, the message reached the target and went with the purge or
 //     delete; step 4 removes its records again, since the range delete may
 //     have been ordered before the batch.
+//
+// Into a FIFO dead-letter queue a message keeps its group, gets a new seq
+// at the back of that group, has its send time reset to the move (FIFO
+// retention counts from the move, as on SQS) and its deduplication id
+// replaced by its message id. The target's deduplication window is not
+// consulted: a move is not a send, and no message may be dropped on the
+// way. Step 2 reserves the messages' place in the target's order (see
+// fifo.go) and step 4 ends the reservation.
 
 // redriveJob is messages a receive took out of src for target.
 type redriveJob struct {
@@ -67,14 +75,23 @@ func (e *Engine) redrive(job *redriveJob) int {
 		tq.mu.Unlock()
 		return e.restore(src, job.msgs)
 	}
-	first := tq.nextSeq
-	tq.nextSeq += uint64(len(job.msgs))
+	first, pb := tq.reserveLocked(uint64(len(job.msgs)))
 	tq.mu.Unlock()
+	// giveUp ends the reservation and puts the messages back.
+	giveUp := func() int {
+		if pb != nil {
+			tq.mu.Lock()
+			tq.failLocked(pb, e.now())
+			tq.mu.Unlock()
+		}
+		return e.restore(src, job.msgs)
+	}
 
 	now := e.now()
 	b := e.db.NewBatch()
 	defer b.Close()
 	moved := make([]message, 0, len(job.msgs))
+	var groups []string
 	var buf []byte
 	var sbuf [64]byte
 	for i, m := range job.msgs {
@@ -84,12 +101,18 @@ func (e *Engine) redrive(job *redriveJob) int {
 		sm, err := decodeStoredMessage(vals[i])
 		if err != nil {
 			e.log.Error("dead-letter move: decode message", "queue_id", src.id, "seq", m.seq, "err", err)
-			return e.restore(src, job.msgs)
+			return giveUp()
 		}
 		// Same id, sent time, receive count and first receive; visible now.
+		sentAt := m.sentAt
+		if tq.fifo {
+			sentAt = now
+			sm.msg.DeduplicationID = sm.id
+			groups = append(groups, sm.msg.MessageGroupID)
+		}
 		nm := message{
 			seq:            first + uint64(i),
-			sentAt:         m.sentAt,
+			sentAt:         sentAt,
 			deadline:       now,
 			receivedAt:     m.receivedAt,
 			firstReceiveAt: m.firstReceiveAt,
@@ -97,7 +120,7 @@ func (e *Engine) redrive(job *redriveJob) int {
 			timerSlot:      -1,
 			ageSlot:        -1,
 		}
-		buf = encodeMessage(buf[:0], sm.id, m.sentAt, now, &sm.msg, job.srcARN)
+		buf = encodeMessage(buf[:0], sm.id, sentAt, now, &sm.msg, job.srcARN)
 		k := makeMsgKey(tq.id, nm.seq, kindBody)
 		_ = b.Set(k[:], buf, nil)
 		k[17] = kindState
@@ -106,15 +129,24 @@ func (e *Engine) redrive(job *redriveJob) int {
 		moved = append(moved, nm)
 	}
 	if len(moved) == 0 {
+		if pb != nil {
+			tq.mu.Lock()
+			tq.failLocked(pb, e.now())
+			tq.mu.Unlock()
+		}
 		return 0
 	}
 	if err := b.Commit(e.writeOptions()); err != nil {
 		e.log.Error("dead-letter move", "queue_id", src.id, "err", err)
-		return e.restore(src, job.msgs)
+		return giveUp()
 	}
 
 	tq.mu.Lock()
 	defer tq.mu.Unlock()
+	if pb != nil {
+		tq.completeLocked(pb, moved, groups, e.now())
+		return 0
+	}
 	if tq.deleted || first < tq.purgeFloor {
 		cb := e.db.NewBatch()
 		for i := range moved {
@@ -132,7 +164,7 @@ func (e *Engine) redrive(job *redriveJob) int {
 	now = e.now()
 	tq.advanceLocked(now)
 	for i := range moved {
-		tq.insertLocked(&moved[i], now)
+		tq.insertLocked(&moved[i], "", now)
 	}
 	tq.serveLocked(now)
 	tq.rearmLocked(now)

@@ -88,6 +88,22 @@ func Run(t *testing.T, open func(t *testing.T, clk *clock.Fake) engine.Backend) 
 		{"MoveTaskTimeout", testMoveTaskTimeout},
 		{"MoveTaskList", testMoveTaskList},
 		{"MoveTaskMissingQueue", testMoveTaskMissingQueue},
+
+		{"FIFODedup", testFIFODedup},
+		{"FIFODedupGroupScope", testFIFODedupGroupScope},
+		{"FIFOOrder", testFIFOOrder},
+		{"FIFOVisibilityHeadFirst", testFIFOVisibilityHeadFirst},
+		{"FIFOBatchOneGroupFirst", testFIFOBatchOneGroupFirst},
+		{"FIFOGroupsIndependent", testFIFOGroupsIndependent},
+		{"FIFOReceiveAttempt", testFIFOReceiveAttempt},
+		{"FIFOExpiredHandle", testFIFOExpiredHandle},
+		{"FIFODelay", testFIFODelay},
+		{"FIFOLongPoll", testFIFOLongPoll},
+		{"FIFOSequenceNumbers", testFIFOSequenceNumbers},
+		{"FIFORedrive", testFIFORedrive},
+		{"FIFORedriveKeepsOrder", testFIFORedriveKeepsOrder},
+		{"FIFOMoveTask", testFIFOMoveTask},
+		{"FIFOProperty", testFIFOProperty},
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
