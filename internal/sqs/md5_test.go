@@ -3,6 +3,7 @@ package sqs
 import (
 	"testing"
 
+	"github.com/ferrymq/ferry/internal/digest"
 	"github.com/ferrymq/ferry/internal/engine"
 )
 
@@ -34,7 +35,7 @@ func TestMD5OfAttributes(t *testing.T) {
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			if got := md5OfAttributes(tt.attrs); got != tt.want {
+			if got := digest.MD5OfAttributes(tt.attrs); got != tt.want {
 				t.Errorf("md5OfAttributes = %q, want %q", got, tt.want)
 			}
 		})
@@ -42,8 +43,8 @@ func TestMD5OfAttributes(t *testing.T) {
 }
 
 func TestMD5OfBody(t *testing.T) {
-	if got, want := md5Hex("msg"), "6e2baaf3b97dbeef01c0043275f9a0e7"; got != want {
-		t.Errorf("md5Hex(msg) = %q, want %q", got, want)
+	if got, want := digest.MD5Hex("msg"), "6e2baaf3b97dbeef01c0043275f9a0e7"; got != want {
+		t.Errorf("digest.MD5Hex(msg) = %q, want %q", got, want)
 	}
 }
 
@@ -51,12 +52,12 @@ func TestMD5OfBody(t *testing.T) {
 // {AWSTraceHeader: String}.
 func TestMD5OfSystemAttributes(t *testing.T) {
 	trace := "Root=1-5759e988-bd862e3fe1be46a994272793;Sampled=1"
-	got := md5OfAttributes(traceHeaderAttrs(trace))
-	want := md5OfAttributes([]engine.MessageAttribute{str("AWSTraceHeader", "String", trace)})
+	got := digest.MD5OfAttributes(traceHeaderAttrs(trace))
+	want := digest.MD5OfAttributes([]engine.MessageAttribute{str("AWSTraceHeader", "String", trace)})
 	if got != want || got == "" {
 		t.Errorf("trace digest = %q, want %q", got, want)
 	}
-	if md5OfAttributes(traceHeaderAttrs("")) != "" {
+	if digest.MD5OfAttributes(traceHeaderAttrs("")) != "" {
 		t.Error("no trace header must give no digest")
 	}
 }
@@ -69,7 +70,7 @@ func TestBuildAttributesSortsByName(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if got, want := md5OfAttributes(attrs), "9b720b3af309c1c4b0d395c53b08c502"; got != want {
+	if got, want := digest.MD5OfAttributes(attrs), "9b720b3af309c1c4b0d395c53b08c502"; got != want {
 		t.Errorf("digest = %q, want %q", got, want)
 	}
 }

@@ -10,6 +10,7 @@ import (
 	"time"
 	"unicode/utf8"
 
+	"github.com/ferrymq/ferry/internal/digest"
 	"github.com/ferrymq/ferry/internal/engine"
 	"github.com/ferrymq/ferry/internal/protocol"
 )
@@ -105,9 +106,9 @@ func buildMessage(m messageRequest, q queueRules, senderID string, inBatch bool)
 		Attributes:    attrs,
 		TraceHeader:   trace,
 		SenderID:      senderID,
-		MD5OfBody:     md5Hex(m.body),
-		MD5OfAttrs:    md5OfAttributes(attrs),
-		MD5OfSysAttrs: md5OfAttributes(traceHeaderAttrs(trace)),
+		MD5OfBody:     digest.MD5Hex(m.body),
+		MD5OfAttrs:    digest.MD5OfAttributes(attrs),
+		MD5OfSysAttrs: digest.MD5OfAttributes(traceHeaderAttrs(trace)),
 	}
 	if m.groupID != nil {
 		nm.MessageGroupID = *m.groupID

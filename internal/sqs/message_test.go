@@ -3,6 +3,8 @@ package sqs
 import (
 	"strings"
 	"testing"
+
+	"github.com/ferrymq/ferry/internal/digest"
 )
 
 func TestValidText(t *testing.T) {
@@ -234,7 +236,7 @@ func TestBuildMessageAccepts(t *testing.T) {
 	if len(m.Attributes) != 5 || m.Attributes[0].Name != "Foo" || m.Attributes[0].BinaryValue != nil {
 		t.Errorf("attributes = %+v", m.Attributes)
 	}
-	if m.MD5OfAttrs != md5OfAttributes(m.Attributes) || m.MD5OfSysAttrs != md5OfAttributes(traceHeaderAttrs("Root=1")) {
+	if m.MD5OfAttrs != digest.MD5OfAttributes(m.Attributes) || m.MD5OfSysAttrs != digest.MD5OfAttributes(traceHeaderAttrs("Root=1")) {
 		t.Error("digests do not match the attributes")
 	}
 	if m.Delay == nil || *m.Delay != 0 || m.MessageGroupID != "tenant-1" || m.TraceHeader != "Root=1" || m.SenderID != "AKIDEXAMPLE" {

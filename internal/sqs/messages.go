@@ -8,6 +8,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/ferrymq/ferry/internal/digest"
 	"github.com/ferrymq/ferry/internal/engine"
 	"github.com/ferrymq/ferry/internal/protocol"
 )
@@ -336,7 +337,7 @@ func renderMessage(m *engine.Message, sys uint16, filter attributeFilter) Messag
 	if len(kept) == len(m.Attributes) && m.MD5OfAttrs != "" {
 		out.MD5OfMessageAttributes = m.MD5OfAttrs
 	} else {
-		out.MD5OfMessageAttributes = md5OfAttributes(kept)
+		out.MD5OfMessageAttributes = digest.MD5OfAttributes(kept)
 	}
 	return out
 }
