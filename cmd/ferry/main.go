@@ -22,6 +22,7 @@ const usage = `Ferry: an SQS-compatible message broker.
 
 Usage:
   ferry serve [flags]   run the broker (the default command)
+  ferry bench [flags]   measure an SQS/SNS endpoint, checking every answer
   ferry version         print the version
 
 Run "ferry serve -h" for the flags. Every flag also reads an environment
@@ -43,6 +44,8 @@ func run(ctx context.Context, args []string, getenv func(string) string, stdout,
 	switch cmd {
 	case "serve":
 		return serve(ctx, args, getenv, stderr)
+	case "bench":
+		return benchCmd(ctx, args, stdout, stderr)
 	case "version":
 		fmt.Fprintln(stdout, "ferry", version)
 		return 0

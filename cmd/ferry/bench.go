@@ -1,0 +1,83 @@
+package main
+
+import (
+	"context"
+	"errors"
+	"flag"
+	"fmt"
+	"io"
+	"os"
+	"os/signal"
+	"strings"
+	"syscall"
+
+	"github.com/ferrymq/ferry/internal/bench"
+)
+
+// benchCmd drives an SQS/SNS endpoint (Ferry or any other) with the
+// benchmark scenarios. With --json the document goes to stdout and the
+// per-scenario lines to stderr, so that the JSON can be redirected alone.
+func benchCmd(ctx context.Context, args []string, stdout, stderr io.Writer) int {
+	fs := flag.NewFlagSet("ferry bench", flag.ContinueOnError)
+	fs.SetOutput(stderr)
+	fs.Usage = func() {
+		fmt.Fprintf(stderr, "Usage: ferry bench --endpoint URL [flags]\n\nScenarios: %s\n\n", strings.Join(bench.Scenarios(), ", "))
+		fs.PrintDefaults()
+	}
+	endpoint := fs.String("endpoint", "", "base URL of the SQS/SNS endpoint, e.g. http://127.0.0.1:4566 (required)")
+	scenarios := fs.String("scenarios", "all", "comma-separated scenarios to run, or all")
+	duration := fs.Duration("duration", bench.DefaultDuration, "measured time of each scenario")
+	concurrency := fs.Int("concurrency", bench.DefaultConcurrency, "concurrent clients")
+	prefill := fs.Int("prefill", bench.DefaultPrefill, "most messages in a pre-filled queue (fewer if filling outlasts --duration)")
+	maxMessages := fs.Int("max-messages", bench.DefaultMaxMessages, "most messages one scenario sends")
+	asJSON := fs.Bool("json", false, "print a JSON document on stdout (lines go to stderr)")
+	if err := fs.Parse(args); err != nil {
+		if errors.Is(err, flag.ErrHelp) {
+			return 0
+		}
+		return 2
+	}
+	if fs.NArg() > 0 {
+		fmt.Fprintf(stderr, "ferry bench: unexpected argument %q\n", fs.Arg(0))
+		return 2
+	}
+	if *endpoint == "" {
+		fmt.Fprintln(stderr, "ferry bench: --endpoint is required")
+		return 2
+	}
+	if *duration <= 0 || *concurrency <= 0 || *prefill <= 0 || *maxMessages <= 0 {
+		fmt.Fprintln(stderr, "ferry bench: --duration, --concurrency, --prefill and --max-messages must be positive")
+		return 2
+	}
+	cfg := bench.Config{Endpoint: *endpoint, Duration: *duration, Concurrency: *concurrency, Prefill: *prefill, MaxMessages: *maxMessages}
+	if *scenarios != "all" {
+		for _, s := range strings.Split(*scenarios, ",") {
+			if s = strings.TrimSpace(s); s != "" {
+				cfg.Scenarios = append(cfg.Scenarios, s)
+			}
+		}
+	}
+	lines := stdout
+	if *asJSON {
+		lines = stderr
+	}
+	cfg.Progress = func(r bench.Result) { fmt.Fprintln(lines, r.Line()) }
+
+	ctx, stop := signal.NotifyContext(ctx, os.Interrupt, syscall.SIGTERM)
+	defer stop()
+	rep, err := bench.Run(ctx, cfg)
+	if err != nil {
+		fmt.Fprintf(stderr, "ferry %v\n", err)
+		return 2
+	}
+	if *asJSON {
+		if err := rep.WriteJSON(stdout); err != nil {
+			fmt.Fprintf(stderr, "ferry bench: %v\n", err)
+			return 1
+		}
+	}
+	if rep.Failed() {
+		return 1
+	}
+	return 0
+}

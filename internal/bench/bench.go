@@ -1,0 +1,387 @@
+// Package bench drives any SQS/SNS endpoint through the AWS SDK for Go v2
+// and measures how fast it goes while checking that it is right: every
+// scenario sends unique bodies and accounts for each of them, so a fast
+// wrong answer shows as a failure, never as a good figure.
+package bench
+
+import (
+	"context"
+	"crypto/rand"
+	"encoding/hex"
+	"errors"
+	"fmt"
+	"io"
+	"net"
+	"net/http"
+	"net/url"
+	"slices"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"github.com/aws/aws-sdk-go-v2/aws"
+	"github.com/aws/aws-sdk-go-v2/credentials"
+	"github.com/aws/aws-sdk-go-v2/service/sns"
+	"github.com/aws/aws-sdk-go-v2/service/sqs"
+	"github.com/aws/smithy-go"
+)
+
+// Defaults of Config.
+const (
+	DefaultDuration    = 10 * time.Second
+	DefaultConcurrency = 16
+	DefaultPrefill     = 100_000
+	DefaultMaxMessages = 1_000_000
+	Region             = "us-east-1"
+)
+
+// Config says what to run against which endpoint.
+type Config struct {
+	// Endpoint is the broker's base URL, e.g. http://127.0.0.1:4566. Every
+	// request goes there and nowhere else.
+	Endpoint string
+	// Scenarios to run, in this order; empty means all (see Scenarios).
+	Scenarios []string
+	// Duration is how long each scenario's measured phase runs; filling a
+	// queue beforehand and draining it afterwards are bounded separately.
+	Duration time.Duration
+	// Concurrency is the number of clients sending (and receiving) at once.
+	Concurrency int
+	// Prefill is the most messages a pre-filled queue gets (it gets fewer
+	// if filling takes longer than Duration).
+	Prefill int
+	// MaxMessages caps what one scenario sends, whatever the duration.
+	MaxMessages int
+	// Progress, when set, is told each result as soon as it is known.
+	Progress func(Result)
+	// HTTPClient overrides the client built for Endpoint (tests).
+	HTTPClient *http.Client
+}
+
+// Report is the outcome of a run.
+type Report struct {
+	Endpoint    string    `json:"endpoint"`
+	Started     time.Time `json:"started"`
+	Duration    string    `json:"duration"`
+	Concurrency int       `json:"concurrency"`
+	Results     []Result  `json:"results"`
+}
+
+// Statuses of a Result.
+const (
+	StatusOK          = "ok"
+	StatusFail        = "FAIL"        // a wrong answer: lost, duplicated, reordered, or an error
+	StatusUnsupported = "unsupported" // the endpoint lacks a feature the scenario needs
+	StatusError       = "error"       // the scenario could not be set up
+)
+
+// Result is one scenario's figures and counters.
+type Result struct {
+	Name   string `json:"name"`
+	Status string `json:"status"`
+	// Rate is Messages per second over Seconds, in Unit.
+	Rate     float64 `json:"rate"`
+	Unit     string  `json:"unit"`
+	Messages int64   `json:"messages"`
+	Seconds  float64 `json:"seconds"`
+	// Latency names what P50 and P99 measure; empty when nothing is.
+	Latency string   `json:"latency,omitempty"`
+	P50ms   *float64 `json:"p50_ms,omitempty"`
+	P99ms   *float64 `json:"p99_ms,omitempty"`
+	// Correctness counters: any of them above zero makes the result FAIL.
+	Lost       int64 `json:"lost"`
+	Duplicated int64 `json:"duplicated"`
+	OutOfOrder int64 `json:"out_of_order"`
+	Errors     int64 `json:"errors"`
+	// Unverified messages never arrived before the drain's time ran out but
+	// were, by the broker's count, still queued: slow, not lost.
+	Unverified int64  `json:"unverified,omitempty"`
+	Note       string `json:"note,omitempty"`
+}
+
+// Failed reports whether r counts against the endpoint.
+func (r Result) Failed() bool { return r.Status == StatusFail || r.Status == StatusError }
+
+// scenario is one entry of the catalogue.
+type scenario struct {
+	name  string
+	unit  string
+	about string // what it does, for readers of the results
+	run   func(ctx context.Context, e *env) error
+}
+
+// catalogue lists the scenarios in the order they run.
+var catalogue = []scenario{
+	{"send", "msgs/s", "SendMessage of one 256-byte body per request from every client; then the queue is drained " +
+		"and each acknowledged message must be there exactly once.", runSends(false)},
+	{"send-batch", "msgs/s", "SendMessageBatch of 10 × 256 bytes from every client; drained and checked the same way.", runSends(true)},
+	{"receive-delete", "msgs/s", "A queue pre-filled with up to --prefill messages (fewer if filling outlasts --duration), " +
+		"drained by every client with ReceiveMessage of 10 (long polling) and DeleteMessageBatch; each body seen exactly once.", runReceiveDelete},
+	{"produce-consume", "msgs/s", "Half the clients send single messages while the other half receive (10, long polling) " +
+		"and delete in batches; the rate is what arrived while the producers ran, the latency runs from the start of " +
+		"the send to the return of the receive.", runProduceConsume},
+	{"long-poll-wakeup", "msgs/s", "One client waits (WaitTimeSeconds 20) on an empty queue while a message is sent every " +
+		"50 ms; the latency runs from the send's acknowledgement to the return of the receive (zero if the receive " +
+		"returned first).", runLongPollWakeup},
+	{"dlq-move", "msgs/s", "A pre-filled queue with VisibilityTimeout 0 and maxReceiveCount 2, received by clients that " +
+		"never delete; the rate is arrivals in the dead-letter queue, where each must arrive exactly once, and none may " +
+		"be delivered from the source more than twice.", runDLQMove},
+	{"move-task", "msgs/s", "A pre-filled dead-letter queue moved back with StartMessageMoveTask (no rate), timed until " +
+		"ListMessageMoveTasks says COMPLETED; then each message must be in the destination exactly once.", runMoveTask},
+	{"fifo-1-group", "msgs/s", "FIFO: one producer sends batches of 10 to one message group while half the clients receive " +
+		"and delete; order within the group checked; rate and latency as in produce-consume.", runFIFO(1)},
+	{"fifo-100-groups", "msgs/s", "FIFO: the same with 100 groups, spread over producers that are half the clients.", runFIFO(100)},
+	{"sns-fanout", "publishes/s", "A topic with 4 SQS subscriptions (raw delivery): half the clients publish while a quarter " +
+		"per queue receive and delete; each copy seen exactly once; the latency runs from the start of a publish to " +
+		"the receive of its fourth copy.", runFanout},
+}
+
+// About says what a scenario does; empty for an unknown name.
+func About(name string) string {
+	for _, s := range catalogue {
+		if s.name == name {
+			return s.about
+		}
+	}
+	return ""
+}
+
+// Scenarios lists every scenario name, in the order Run runs them.
+func Scenarios() []string {
+	names := make([]string, len(catalogue))
+	for i, s := range catalogue {
+		names[i] = s.name
+	}
+	return names
+}
+
+func (c *Config) fill() error {
+	u, err := url.Parse(c.Endpoint)
+	if err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" {
+		return fmt.Errorf("bench: endpoint %q is not an http(s) URL", c.Endpoint)
+	}
+	if c.Duration <= 0 {
+		c.Duration = DefaultDuration
+	}
+	if c.Concurrency <= 0 {
+		c.Concurrency = DefaultConcurrency
+	}
+	if c.Prefill <= 0 {
+		c.Prefill = DefaultPrefill
+	}
+	if c.MaxMessages <= 0 {
+		c.MaxMessages = DefaultMaxMessages
+	}
+	if len(c.Scenarios) == 0 {
+		c.Scenarios = Scenarios()
+	}
+	known := Scenarios()
+	for _, s := range c.Scenarios {
+		if !slices.Contains(known, s) {
+			return fmt.Errorf("bench: unknown scenario %q (known: %s)", s, strings.Join(known, ", "))
+		}
+	}
+	if c.HTTPClient == nil {
+		c.HTTPClient = newHTTPClient(c.Concurrency)
+	}
+	return nil
+}
+
+// newHTTPClient keeps enough idle connections for every worker and long
+// poll, so that a run measures the broker rather than TCP handshakes, and
+// ignores proxy settings: requests go to the endpoint only.
+func newHTTPClient(concurrency int) *http.Client {
+	conns := 8*concurrency + 32
+	return &http.Client{Transport: plainBodies{&http.Transport{
+		Proxy:               nil,
+		DialContext:         (&net.Dialer{Timeout: 5 * time.Second, KeepAlive: 30 * time.Second}).DialContext,
+		MaxIdleConns:        conns,
+		MaxIdleConnsPerHost: conns,
+		IdleConnTimeout:     90 * time.Second,
+	}}}
+}
+
+// plainBodies hides the io.WriterTo of request bodies. The SDK closes a
+// request's body as soon as the response headers arrive, and its body's
+// WriteTo then returns io.EOF; net/http, still finishing the request on
+// another goroutine, takes that EOF from its check for excess bytes as a
+// failed write and closes the connection under the response being read.
+// Against a broker on the same machine, which answers the moment it has
+// the body, that race drops whole ReceiveMessage answers. A plain Read
+// returns EOF the ordinary way.
+type plainBodies struct{ next http.RoundTripper }
+
+func (p plainBodies) RoundTrip(req *http.Request) (*http.Response, error) {
+	if req.Body != nil && req.Body != http.NoBody {
+		r := *req
+		r.Body = readCloser{req.Body}
+		req = &r
+	}
+	return p.next.RoundTrip(req)
+}
+
+type readCloser struct{ io.ReadCloser }
+
+// Run runs the configured scenarios one after the other. It returns an
+// error only for a bad Config; a scenario that fails says so in its Result.
+func Run(ctx context.Context, cfg Config) (*Report, error) {
+	if err := cfg.fill(); err != nil {
+		return nil, err
+	}
+	creds := credentials.NewStaticCredentialsProvider("ferrybench", "ferrybench", "")
+	// No retries: a retried send could turn one error into a silent
+	// duplicate, and every error must be counted.
+	sqsClient := sqs.New(sqs.Options{
+		Region:       Region,
+		BaseEndpoint: aws.String(cfg.Endpoint),
+		Credentials:  creds,
+		HTTPClient:   cfg.HTTPClient,
+		Retryer:      aws.NopRetryer{},
+	})
+	snsClient := sns.New(sns.Options{
+		Region:       Region,
+		BaseEndpoint: aws.String(cfg.Endpoint),
+		Credentials:  creds,
+		HTTPClient:   cfg.HTTPClient,
+		Retryer:      aws.NopRetryer{},
+	})
+	rep := &Report{Endpoint: cfg.Endpoint, Started: time.Now().UTC(), Duration: cfg.Duration.String(), Concurrency: cfg.Concurrency}
+	for _, name := range cfg.Scenarios {
+		i := slices.IndexFunc(catalogue, func(s scenario) bool { return s.name == name })
+		if ctx.Err() != nil {
+			break
+		}
+		e := &env{cfg: cfg, sqs: sqsClient, sns: snsClient, run: newRunID(), res: Result{Name: name, Unit: catalogue[i].unit}}
+		res := e.execute(ctx, catalogue[i].run)
+		rep.Results = append(rep.Results, res)
+		if cfg.Progress != nil {
+			cfg.Progress(res)
+		}
+	}
+	return rep, nil
+}
+
+func newRunID() string {
+	var b [4]byte
+	rand.Read(b[:])
+	return hex.EncodeToString(b[:])
+}
+
+// env is one scenario's run: its clients, names, counters and cleanup.
+type env struct {
+	cfg Config
+	sqs *sqs.Client
+	sns *sns.Client
+	run string // unique per scenario run; in every name and body
+
+	res      Result
+	errs     atomic.Int64
+	mu       sync.Mutex
+	firstErr string
+	notes    []string
+	cleanup  []func(context.Context) error
+}
+
+// execute runs fn under a hard time limit (the longest scenario sets up,
+// fills a queue, runs a phase bounded by the drain limit and drains),
+// cleans up whatever it created and settles the status.
+func (e *env) execute(ctx context.Context, fn func(context.Context, *env) error) Result {
+	ctx, cancel := context.WithTimeout(ctx, 2*setupLimit+2*e.cfg.Duration+2*e.drainLimit())
+	err := fn(ctx, e)
+	cancel()
+
+	cctx, ccancel := context.WithTimeout(context.Background(), 15*time.Second)
+	defer ccancel()
+	for i := len(e.cleanup) - 1; i >= 0; i-- {
+		if cerr := e.cleanup[i](cctx); cerr != nil {
+			e.note("cleanup: %v", cerr)
+		}
+	}
+
+	r := e.res
+	r.Errors += e.errs.Load()
+	var uerr *unsupportedError
+	switch {
+	case errors.As(err, &uerr):
+		r.Status = StatusUnsupported
+		e.notes = append([]string{uerr.Error()}, e.notes...)
+	case err != nil:
+		r.Status = StatusError
+		e.notes = append([]string{err.Error()}, e.notes...)
+	case r.Lost > 0 || r.Duplicated > 0 || r.OutOfOrder > 0 || r.Errors > 0:
+		r.Status = StatusFail
+	default:
+		r.Status = StatusOK
+	}
+	if e.firstErr != "" {
+		e.notes = append(e.notes, "first error: "+e.firstErr)
+	}
+	r.Note = strings.Join(e.notes, "; ")
+	return r
+}
+
+// setupLimit bounds the setup and the teardown of a scenario.
+const setupLimit = 30 * time.Second
+
+// drainLimit bounds the receiving that follows a measured phase (or is
+// one): generous, so that a slow but correct broker is not called lossy.
+func (e *env) drainLimit() time.Duration { return 3*e.cfg.Duration + 10*time.Second }
+
+// fail counts an error of the measured phase; the first one is quoted.
+func (e *env) fail(err error) {
+	e.errs.Add(1)
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	if e.firstErr == "" {
+		e.firstErr = shorten(err.Error(), 300)
+	}
+}
+
+func (e *env) note(format string, args ...any) {
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	e.notes = append(e.notes, fmt.Sprintf(format, args...))
+}
+
+func shorten(s string, n int) string {
+	if len(s) <= n {
+		return s
+	}
+	return s[:n] + "…"
+}
+
+// unsupportedError is a feature the endpoint rejected: the scenario is
+// skipped, not failed.
+type unsupportedError struct {
+	op  string
+	err error
+}
+
+func (u *unsupportedError) Error() string { return u.op + ": " + shorten(u.err.Error(), 300) }
+func (u *unsupportedError) Unwrap() error { return u.err }
+
+// feature wraps the error of a call that only a broker with the feature
+// answers: an answer that rejects it (any 4xx or modelled API error) means
+// "unsupported"; anything else (no answer, a 5xx) is an error.
+func feature(op string, err error) error {
+	if err == nil {
+		return nil
+	}
+	var status interface{ HTTPStatusCode() int }
+	var api smithy.APIError
+	switch {
+	case errors.As(err, &status):
+		if code := status.HTTPStatusCode(); code >= 400 && code < 500 {
+			return &unsupportedError{op, err}
+		}
+	case errors.As(err, &api):
+		return &unsupportedError{op, err}
+	}
+	return fmt.Errorf("%s: %w", op, err)
+}
+
+// name is a unique queue or topic name for this run.
+func (e *env) name(suffix string) string {
+	return "fb" + e.run + "-" + suffix
+}

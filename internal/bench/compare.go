@@ -1,0 +1,264 @@
+package bench
+
+import (
+	"bufio"
+	"fmt"
+	"io"
+	"slices"
+	"strconv"
+	"strings"
+)
+
+// Column is one broker's report in a comparison.
+type Column struct {
+	Broker string
+	Report *Report
+}
+
+// scenarioRows lists the scenarios of cols: the catalogue's order first,
+// then any the catalogue does not know, as they come.
+func scenarioRows(cols []Column) []string {
+	rows := Scenarios()
+	present := map[string]bool{}
+	for _, c := range cols {
+		for _, r := range c.Report.Results {
+			present[r.Name] = true
+			if !slices.Contains(rows, r.Name) {
+				rows = append(rows, r.Name)
+			}
+		}
+	}
+	return slices.DeleteFunc(rows, func(n string) bool { return !present[n] })
+}
+
+func (c Column) result(name string) (Result, bool) {
+	for _, r := range c.Report.Results {
+		if r.Name == name {
+			return r, true
+		}
+	}
+	return Result{}, false
+}
+
+// Thousands renders v rounded, with thousands separators (one decimal
+// below 100, where rounding would hide the figure).
+func Thousands(v float64) string {
+	if v < 100 {
+		return strconv.FormatFloat(v, 'f', 1, 64)
+	}
+	s := strconv.FormatFloat(v, 'f', 0, 64)
+	var b strings.Builder
+	for i, c := range s {
+		if i > 0 && (len(s)-i)%3 == 0 {
+			b.WriteByte(',')
+		}
+		b.WriteRune(c)
+	}
+	return b.String()
+}
+
+// WriteMarkdown writes a comparison: the facts of the machine, one row per
+// scenario and one column per broker, and the notes of every result that
+// was not plainly ok.
+func WriteMarkdown(w io.Writer, facts []string, cols []Column) error {
+	bw := bufio.NewWriter(w)
+	p := func(format string, args ...any) { fmt.Fprintf(bw, format, args...) }
+	p("# Ferry benchmark: Ferry and its peers\n\n")
+	p("Every figure comes from `ferry bench` driving the broker through aws-sdk-go-v2 on the same machine, ")
+	p("over loopback. Each scenario checks every message it sends (unique bodies, each accounted for ")
+	p("exactly once, FIFO order within each group): a wrong answer reads FAIL, whatever its speed. ")
+	p("`scripts/compare-peers` reproduces the page (its settings are at its top).\n\n")
+	if len(facts) > 0 {
+		p("## Machine and run\n\n")
+		for _, f := range facts {
+			p("- %s\n", f)
+		}
+		p("\n")
+	}
+	p("## Results\n\n")
+	p("![results](results.svg)\n\n")
+	p("| Scenario | Latency measured |")
+	for _, c := range cols {
+		p(" %s |", mdEscape(c.Broker))
+	}
+	p("\n|---|---|")
+	for range cols {
+		p("---|")
+	}
+	p("\n")
+	for _, name := range scenarioRows(cols) {
+		latency := ""
+		for _, c := range cols {
+			if r, ok := c.result(name); ok && r.Latency != "" {
+				latency = r.Latency
+				break
+			}
+		}
+		p("| %s | %s |", name, latency)
+		for _, c := range cols {
+			r, ok := c.result(name)
+			if !ok {
+				p(" – |")
+				continue
+			}
+			p(" %s |", cell(r))
+		}
+		p("\n")
+	}
+	p("\n## Scenarios\n\n")
+	for _, name := range scenarioRows(cols) {
+		if about := About(name); about != "" {
+			p("- **%s**: %s\n", name, about)
+		}
+	}
+	var notes []string
+	for _, c := range cols {
+		for _, r := range c.Report.Results {
+			if r.Note != "" && (r.Status != StatusOK || r.Unverified > 0) {
+				notes = append(notes, fmt.Sprintf("- **%s, %s** (%s): %s", mdEscape(c.Broker), r.Name, r.Status, mdEscape(r.Note)))
+			}
+		}
+	}
+	if len(notes) > 0 {
+		p("\n## Notes on results that were not plainly ok\n\n%s\n", strings.Join(notes, "\n"))
+	}
+	return bw.Flush()
+}
+
+// cell renders one result for a Markdown table.
+func cell(r Result) string {
+	switch r.Status {
+	case StatusUnsupported:
+		return "unsupported"
+	case StatusError:
+		return "error"
+	}
+	var b strings.Builder
+	if r.Status == StatusFail {
+		b.WriteString("**FAIL** ")
+	}
+	fmt.Fprintf(&b, "%s %s", Thousands(r.Rate), r.Unit)
+	if r.P50ms != nil && r.P99ms != nil {
+		fmt.Fprintf(&b, "<br>p50 %s, p99 %s", FormatMillis(*r.P50ms), FormatMillis(*r.P99ms))
+	}
+	if r.Status == StatusFail {
+		fmt.Fprintf(&b, "<br>lost %d, dup %d, out of order %d, errors %d", r.Lost, r.Duplicated, r.OutOfOrder, r.Errors)
+	}
+	if r.Unverified > 0 {
+		fmt.Fprintf(&b, "<br>%s not received in time, still queued", Thousands(float64(r.Unverified)))
+	}
+	return b.String()
+}
+
+func mdEscape(s string) string {
+	return strings.NewReplacer("|", `\|`, "\n", " ", "<", "&lt;", "*", `\*`, "_", `\_`).Replace(s)
+}
+
+// chartMetric is what the chart draws for a scenario: the rate, except
+// where the rate is fixed by design and the latency is the point.
+func chartMetric(name string) (label string, value func(Result) (float64, bool)) {
+	if name == "long-poll-wakeup" {
+		return "p50 wake-up latency, ms (lower is better)", func(r Result) (float64, bool) {
+			if r.P50ms == nil {
+				return 0, false
+			}
+			return *r.P50ms, true
+		}
+	}
+	return "", func(r Result) (float64, bool) { return r.Rate, true }
+}
+
+var palette = []string{"#1f77b4", "#ff7f0e", "#2ca02c", "#9467bd", "#8c564b", "#17becf"}
+
+// WriteSVG draws a comparison as horizontal bars, one panel per scenario
+// with a scale of its own (the scenarios' rates differ by orders of
+// magnitude), one bar per broker, each labelled with its figure. Results
+// that failed keep their bar and say FAIL, slow ones say how many messages
+// were still queued; unsupported ones have no bar.
+func WriteSVG(w io.Writer, cols []Column) error {
+	const (
+		width  = 960
+		left   = 200 // labels
+		barMax = 520
+		barH   = 16
+		gap    = 4
+		top    = 70
+	)
+	rows := scenarioRows(cols)
+	panelH := 22 + len(cols)*(barH+gap) + 14
+	height := top + len(rows)*panelH + 10
+
+	bw := bufio.NewWriter(w)
+	p := func(format string, args ...any) { fmt.Fprintf(bw, format, args...) }
+	p(`<svg xmlns="http://www.w3.org/2000/svg" width="%d" height="%d" viewBox="0 0 %d %d" font-family="sans-serif" font-size="12">`+"\n", width, height, width, height)
+	p(`<rect width="100%%" height="100%%" fill="white"/>` + "\n")
+	p(`<text x="10" y="24" font-size="16" font-weight="bold">ferry bench: each scenario on its own scale; higher is better unless marked</text>` + "\n")
+	x := 10
+	for i, c := range cols {
+		p(`<rect x="%d" y="40" width="12" height="12" fill="%s"/><text x="%d" y="50">%s</text>`+"\n", x, palette[i%len(palette)], x+16, xmlEscape(c.Broker))
+		x += 16 + 8*len(c.Broker) + 24
+	}
+	y := top
+	for _, name := range rows {
+		label, value := chartMetric(name)
+		unit := ""
+		var most float64
+		for _, c := range cols {
+			if r, ok := c.result(name); ok && !unsupported(r) {
+				if v, ok := value(r); ok {
+					most = max(most, v)
+				}
+				if unit == "" {
+					unit = r.Unit
+				}
+			}
+		}
+		if label == "" {
+			label = unit
+		}
+		p(`<text x="10" y="%d" font-weight="bold">%s</text><text x="%d" y="%d" fill="#555">%s</text>`+"\n", y+12, xmlEscape(name), left, y+12, xmlEscape(label))
+		by := y + 20
+		for i, c := range cols {
+			p(`<text x="20" y="%d" fill="#333">%s</text>`, by+12, xmlEscape(c.Broker))
+			r, ok := c.result(name)
+			v, has := value(r)
+			switch {
+			case !ok:
+				p(`<text x="%d" y="%d" fill="#999">not run</text>`, left, by+12)
+			case unsupported(r):
+				p(`<text x="%d" y="%d" fill="#999">%s</text>`, left, by+12, r.Status)
+			case !has:
+				p(`<text x="%d" y="%d" fill="#999">no figure</text>`, left, by+12)
+			default:
+				length := 0.0
+				if most > 0 {
+					length = v / most * barMax
+				}
+				text := Thousands(v)
+				if name == "long-poll-wakeup" {
+					text = FormatMillis(v)
+				}
+				p(`<rect x="%d" y="%d" width="%.1f" height="%d" fill="%s"/>`, left, by, length, barH, palette[i%len(palette)])
+				p(`<text x="%.1f" y="%d">%s</text>`, float64(left)+length+6, by+12, text)
+				after := float64(left) + length + 14 + 7*float64(len(text))
+				switch {
+				case r.Status == StatusFail:
+					p(`<text x="%.1f" y="%d" fill="#d62728" font-weight="bold">FAIL</text>`, after, by+12)
+				case r.Unverified > 0:
+					p(`<text x="%.1f" y="%d" fill="#777">(%s still queued)</text>`, after, by+12, Thousands(float64(r.Unverified)))
+				}
+			}
+			p("\n")
+			by += barH + gap
+		}
+		y += panelH
+	}
+	p("</svg>\n")
+	return bw.Flush()
+}
+
+func unsupported(r Result) bool { return r.Status == StatusUnsupported || r.Status == StatusError }
+
+func xmlEscape(s string) string {
+	return strings.NewReplacer("&", "&amp;", "<", "&lt;", ">", "&gt;", `"`, "&quot;").Replace(s)
+}

@@ -1,0 +1,170 @@
+package bench
+
+import "sync"
+
+// Ledger is a scenario's book of every message it sends, by sequence
+// number, and of every copy it receives. A message is sent once and must
+// arrive exactly once in each of the ledger's copies (one per subscribed
+// queue for a fan-out, one otherwise). A send that failed leaves its
+// message uncertain: the broker may or may not have taken it, so its
+// absence is no loss, though a second arrival is still a duplicate.
+type Ledger struct {
+	mu      sync.Mutex
+	copies  int
+	acked   []bool
+	seen    []uint8 // per seq and copy: arrivals, saturating at 255
+	pending int     // acknowledged copies not yet seen
+	unknown int64   // arrivals of sequence numbers never handed out
+	dups    int64
+}
+
+// NewLedger returns a ledger expecting each message in copies places.
+func NewLedger(copies int) *Ledger {
+	return &Ledger{copies: max(copies, 1)}
+}
+
+// Next hands out the next sequence number, before its message is sent.
+func (l *Ledger) Next() uint64 {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	seq := uint64(len(l.acked))
+	l.acked = append(l.acked, false)
+	for range l.copies {
+		l.seen = append(l.seen, 0)
+	}
+	return seq
+}
+
+// Issued is how many sequence numbers were handed out.
+func (l *Ledger) Issued() int {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return len(l.acked)
+}
+
+// Ack records that the broker acknowledged the send of seq.
+func (l *Ledger) Ack(seq uint64) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	if seq >= uint64(len(l.acked)) || l.acked[seq] {
+		return
+	}
+	l.acked[seq] = true
+	for c := range l.copies {
+		if l.seen[int(seq)*l.copies+c] == 0 {
+			l.pending++
+		}
+	}
+}
+
+// Arrival is what a ledger made of one received copy.
+type Arrival int
+
+// Arrival outcomes.
+const (
+	First     Arrival = iota // the first time this copy arrived
+	Duplicate                // it had arrived before
+	Unknown                  // no such message was sent
+)
+
+// Seen records the arrival of seq in place copy (0 ≤ copy < copies).
+func (l *Ledger) Seen(seq uint64, copy int) Arrival {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	if seq >= uint64(len(l.acked)) || copy < 0 || copy >= l.copies {
+		l.unknown++
+		return Unknown
+	}
+	i := int(seq)*l.copies + copy
+	if l.seen[i] < 255 {
+		l.seen[i]++
+	}
+	if l.seen[i] > 1 {
+		l.dups++
+		return Duplicate
+	}
+	if l.acked[seq] {
+		l.pending--
+	}
+	return First
+}
+
+// Stray records the arrival of a body that is none of this ledger's
+// messages: another run's, or one the broker mangled.
+func (l *Ledger) Stray() {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	l.unknown++
+}
+
+// Pending is how many acknowledged copies have not arrived yet.
+func (l *Ledger) Pending() int {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return l.pending
+}
+
+// Tally is a ledger's account.
+type Tally struct {
+	Issued   int   // sequence numbers handed out
+	Acked    int   // sends the broker acknowledged
+	Received int64 // distinct copies that arrived
+	Missing  int64 // acknowledged copies that never arrived
+	Dups     int64 // arrivals beyond the first
+	Unknown  int64 // arrivals of messages never sent
+}
+
+// Tally counts the ledger.
+func (l *Ledger) Tally() Tally {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	t := Tally{Issued: len(l.acked), Missing: int64(l.pending), Dups: l.dups, Unknown: l.unknown}
+	for _, a := range l.acked {
+		if a {
+			t.Acked++
+		}
+	}
+	for _, n := range l.seen {
+		if n > 0 {
+			t.Received++
+		}
+	}
+	return t
+}
+
+// Order checks that the messages of each group arrive in the order they
+// were sent. Call Observe for the first arrival of each message only (a
+// redelivery is the ledger's business), in the order the broker handed
+// them out: for a FIFO queue, before deleting them.
+type Order struct {
+	mu    sync.Mutex
+	last  map[string]uint64 // next index expected at the least, per group
+	wrong int64
+}
+
+// NewOrder returns an empty order checker.
+func NewOrder() *Order { return &Order{last: make(map[string]uint64)} }
+
+// Observe records that the message at position idx of group arrived and
+// reports whether it came in order: after every earlier arrival of its
+// group with a smaller position. A gap is not a reordering by itself (the
+// missing message may be lost, which the ledger reports); the late
+// arrival of the message that filled it is.
+func (o *Order) Observe(group string, idx uint64) bool {
+	o.mu.Lock()
+	defer o.mu.Unlock()
+	next, ok := o.last[group]
+	if ok && idx < next {
+		o.wrong++
+		return false
+	}
+	o.last[group] = idx + 1
+	return true
+}
+
+// OutOfOrder is how many arrivals came after a later message of their group.
+func (o *Order) OutOfOrder() int64 {
+	o.mu.Lock()
+	defer o.mu.Unlock()
+	return o.wrong
+}

@@ -1,0 +1,170 @@
+package bench
+
+import (
+	"bytes"
+	"encoding/xml"
+	"errors"
+	"io"
+	"net/http"
+	"strings"
+	"testing"
+
+	smithy "github.com/aws/smithy-go"
+	smithyhttp "github.com/aws/smithy-go/transport/http"
+)
+
+func TestFeature(t *testing.T) {
+	status := func(code int) error {
+		return &smithyhttp.ResponseError{Response: &smithyhttp.Response{Response: &http.Response{StatusCode: code}}, Err: errors.New("boom")}
+	}
+	cases := []struct {
+		name        string
+		err         error
+		unsupported bool
+	}{
+		{"400 answer", status(400), true},
+		{"404 answer", status(404), true},
+		{"500 answer", status(500), false},
+		{"503 answer", status(503), false},
+		{"modelled error without status", &smithy.GenericAPIError{Code: "InvalidAction"}, true},
+		{"no answer at all", errors.New("connection refused"), false},
+	}
+	for _, tc := range cases {
+		err := feature("Op", tc.err)
+		var u *unsupportedError
+		if got := errors.As(err, &u); got != tc.unsupported {
+			t.Errorf("%s: unsupported=%v (%v)", tc.name, got, err)
+		}
+		if !errors.Is(err, tc.err) {
+			t.Errorf("%s: %v does not wrap the cause", tc.name, err)
+		}
+	}
+	if feature("Op", nil) != nil {
+		t.Error("nil error became one")
+	}
+}
+
+// recordingTransport keeps the request it was given.
+type recordingTransport struct{ req *http.Request }
+
+func (r *recordingTransport) RoundTrip(req *http.Request) (*http.Response, error) {
+	r.req = req
+	return &http.Response{StatusCode: 200, Body: http.NoBody}, nil
+}
+
+func TestPlainBodiesHidesWriterTo(t *testing.T) {
+	rec := &recordingTransport{}
+	body := io.NopCloser(bytes.NewReader([]byte("payload"))) // a WriterTo, as the SDK's
+	if _, ok := body.(io.WriterTo); !ok {
+		t.Fatal("test body should be a WriterTo")
+	}
+	req, _ := http.NewRequest("POST", "http://127.0.0.1:1/", nil)
+	req.Body = body
+	if _, err := (plainBodies{rec}).RoundTrip(req); err != nil {
+		t.Fatal(err)
+	}
+	if _, ok := rec.req.Body.(io.WriterTo); ok {
+		t.Error("the transport still sees a WriterTo")
+	}
+	if req.Body != body {
+		t.Error("the caller's request was changed")
+	}
+	if b, _ := io.ReadAll(rec.req.Body); string(b) != "payload" {
+		t.Errorf("body read as %q", b)
+	}
+}
+
+func f(v float64) *float64 { return &v }
+
+func sampleColumns() []Column {
+	return []Column{
+		{Broker: "ferry", Report: &Report{Results: []Result{
+			{Name: "send", Status: StatusOK, Rate: 12345.6, Unit: "msgs/s", Messages: 123456, Latency: "request", P50ms: f(0.4), P99ms: f(3.2)},
+			{Name: "long-poll-wakeup", Status: StatusOK, Rate: 19.9, Unit: "msgs/s", Latency: "wake-up", P50ms: f(0.1), P99ms: f(0.3)},
+			{Name: "sns-fanout", Status: StatusOK, Rate: 2000, Unit: "publishes/s", Unverified: 1234},
+		}}},
+		{Broker: "peer <x>", Report: &Report{Results: []Result{
+			{Name: "send", Status: StatusFail, Rate: 99999, Unit: "msgs/s", Lost: 3, Errors: 2, Note: "first error: a|b"},
+			{Name: "long-poll-wakeup", Status: StatusOK, Rate: 19.5, Unit: "msgs/s", Latency: "wake-up", P50ms: f(48), P99ms: f(99)},
+			{Name: "sns-fanout", Status: StatusUnsupported, Note: "CreateTopic: InvalidAction"},
+		}}},
+	}
+}
+
+func TestWriteMarkdown(t *testing.T) {
+	var b bytes.Buffer
+	if err := WriteMarkdown(&b, []string{"CPU: test"}, sampleColumns()); err != nil {
+		t.Fatal(err)
+	}
+	md := b.String()
+	for _, want := range []string{
+		"- CPU: test",
+		"| Scenario | Latency measured | ferry | peer &lt;x> |",
+		"| send | request | 12,346 msgs/s<br>p50 0.400ms, p99 3.2ms | **FAIL** 99,999 msgs/s<br>lost 3, dup 0, out of order 0, errors 2 |",
+		"| sns-fanout |  | 2,000 publishes/s<br>1,234 not received in time, still queued | unsupported |",
+		`first error: a\|b`,
+	} {
+		if !strings.Contains(md, want) {
+			t.Errorf("markdown lacks %q:\n%s", want, md)
+		}
+	}
+	// Rows follow the catalogue, not the reports.
+	if strings.Index(md, "| send |") > strings.Index(md, "| long-poll-wakeup |") {
+		t.Error("rows out of catalogue order")
+	}
+}
+
+func TestWriteSVG(t *testing.T) {
+	var b bytes.Buffer
+	if err := WriteSVG(&b, sampleColumns()); err != nil {
+		t.Fatal(err)
+	}
+	svg := b.String()
+	dec := xml.NewDecoder(strings.NewReader(svg))
+	for {
+		if _, err := dec.Token(); err == io.EOF {
+			break
+		} else if err != nil {
+			t.Fatalf("not well-formed XML: %v\n%s", err, svg)
+		}
+	}
+	for _, want := range []string{"peer &lt;x&gt;", ">FAIL<", ">unsupported<", "12,346", "48.0ms", "lower is better", "(1,234 still queued)"} {
+		if !strings.Contains(svg, want) {
+			t.Errorf("svg lacks %q", want)
+		}
+	}
+	// Each panel has its own scale: both brokers' best bars are full width.
+	if n := strings.Count(svg, `width="520.0"`); n != 3 {
+		t.Errorf("%d full-width bars, want 3 (send, long-poll-wakeup, sns-fanout)", n)
+	}
+}
+
+func TestLine(t *testing.T) {
+	cases := []struct {
+		r    Result
+		want []string
+	}{
+		{Result{Name: "send", Status: StatusOK, Rate: 1234, Unit: "msgs/s", Messages: 5, Latency: "request", P50ms: f(1), P99ms: f(2)},
+			[]string{"send", "ok", "1,234 msgs/s", "p50    1.0ms", "(request)", "lost=0 dup=0 ooo=0 err=0"}},
+		{Result{Name: "send", Status: StatusFail, Rate: 1, Unit: "msgs/s", Lost: 1, Unverified: 4, Note: "why"},
+			[]string{"FAIL", "lost=1", "unverified=4", "[why]"}},
+		{Result{Name: "sns-fanout", Status: StatusUnsupported, Note: "CreateTopic: no"},
+			[]string{"unsupported", "CreateTopic: no"}},
+	}
+	for _, tc := range cases {
+		line := tc.r.Line()
+		for _, w := range tc.want {
+			if !strings.Contains(line, w) {
+				t.Errorf("%q lacks %q", line, w)
+			}
+		}
+	}
+}
+
+func TestThousands(t *testing.T) {
+	for v, want := range map[float64]string{0: "0.0", 19.94: "19.9", 100: "100", 999.5: "1,000", 12345.6: "12,346", 1234567: "1,234,567"} {
+		if got := Thousands(v); got != want {
+			t.Errorf("Thousands(%v) = %q, want %q", v, got, want)
+		}
+	}
+}

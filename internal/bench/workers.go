@@ -1,0 +1,399 @@
+package bench
+
+import (
+	"context"
+	"fmt"
+	"strconv"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"github.com/aws/aws-sdk-go-v2/aws"
+	"github.com/aws/aws-sdk-go-v2/service/sqs"
+	"github.com/aws/aws-sdk-go-v2/service/sqs/types"
+)
+
+// createQueue makes the queue e.name(suffix) and schedules its deletion.
+func (e *env) createQueue(ctx context.Context, suffix string, attrs map[string]string) (string, error) {
+	out, err := e.sqs.CreateQueue(ctx, &sqs.CreateQueueInput{QueueName: aws.String(e.name(suffix)), Attributes: attrs})
+	if err != nil {
+		return "", fmt.Errorf("CreateQueue %s: %w", e.name(suffix), err)
+	}
+	url := aws.ToString(out.QueueUrl)
+	e.cleanup = append(e.cleanup, func(ctx context.Context) error {
+		_, err := e.sqs.DeleteQueue(ctx, &sqs.DeleteQueueInput{QueueUrl: aws.String(url)})
+		return err
+	})
+	return url, nil
+}
+
+// queueArn asks for the ARN of the queue at url.
+func (e *env) queueArn(ctx context.Context, url string) (string, error) {
+	out, err := e.sqs.GetQueueAttributes(ctx, &sqs.GetQueueAttributesInput{
+		QueueUrl: aws.String(url), AttributeNames: []types.QueueAttributeName{types.QueueAttributeNameQueueArn}})
+	if err != nil {
+		return "", fmt.Errorf("GetQueueAttributes QueueArn: %w", err)
+	}
+	arn := out.Attributes[string(types.QueueAttributeNameQueueArn)]
+	if arn == "" {
+		return "", fmt.Errorf("GetQueueAttributes: no QueueArn for %s", url)
+	}
+	return arn, nil
+}
+
+// held is how many messages the broker says the queues still hold,
+// visible, in flight or delayed.
+func (e *env) held(ctx context.Context, urls ...string) (int64, error) {
+	var n int64
+	for _, url := range urls {
+		out, err := e.sqs.GetQueueAttributes(ctx, &sqs.GetQueueAttributesInput{
+			QueueUrl: aws.String(url), AttributeNames: []types.QueueAttributeName{types.QueueAttributeNameAll}})
+		if err != nil {
+			return 0, fmt.Errorf("GetQueueAttributes: %w", err)
+		}
+		for _, a := range []types.QueueAttributeName{types.QueueAttributeNameApproximateNumberOfMessages,
+			types.QueueAttributeNameApproximateNumberOfMessagesNotVisible, types.QueueAttributeNameApproximateNumberOfMessagesDelayed} {
+			v, _ := strconv.ParseInt(out.Attributes[string(a)], 10, 64)
+			n += max(v, 0)
+		}
+	}
+	return n, nil
+}
+
+// measured records the scenario's rate: n messages in elapsed.
+func (e *env) measured(n int64, elapsed time.Duration) {
+	e.res.Messages = n
+	e.res.Seconds = elapsed.Seconds()
+	e.res.Rate = Rate(n, elapsed)
+}
+
+// latency records what s measured, if it has samples.
+func (e *env) latency(what string, s Summary) {
+	if s.N == 0 {
+		return
+	}
+	p50, p99 := ms(s.P50), ms(s.P99)
+	e.res.Latency = what
+	e.res.P50ms, e.res.P99ms = &p50, &p99
+}
+
+func ms(d time.Duration) float64 { return float64(d) / float64(time.Millisecond) }
+
+// loop runs n workers that call step until d has passed, ctx ends or step
+// returns false, and returns how long they ran. A request in flight at the
+// deadline is left to finish, so that no send ends in doubt.
+func loop(ctx context.Context, n int, d time.Duration, step func(worker int) bool) time.Duration {
+	start := time.Now()
+	end := start.Add(d)
+	var wg sync.WaitGroup
+	for w := range n {
+		wg.Go(func() {
+			for ctx.Err() == nil && time.Now().Before(end) && step(w) {
+			}
+		})
+	}
+	wg.Wait()
+	return time.Since(start)
+}
+
+// stamps hands out n sequence numbers of l, stamped now, for a standard queue.
+func (e *env) stamps(l *Ledger, n int) []Stamp {
+	now := time.Now()
+	s := make([]Stamp, n)
+	for i := range s {
+		s[i] = Stamp{Run: e.run, Seq: l.Next(), Sent: now}
+	}
+	return s
+}
+
+// send sends one message and acks it when the broker took it; lat, when
+// set, gets the request's latency.
+func (e *env) send(ctx context.Context, url string, l *Ledger, lat *Latencies) {
+	st := e.stamps(l, 1)[0]
+	_, err := e.sqs.SendMessage(ctx, &sqs.SendMessageInput{QueueUrl: aws.String(url), MessageBody: aws.String(st.Body())})
+	if err != nil {
+		if ctx.Err() == nil {
+			e.fail(fmt.Errorf("SendMessage: %w", err))
+		}
+		return
+	}
+	if lat != nil {
+		lat.Add(time.Since(st.Sent))
+	}
+	l.Ack(st.Seq)
+}
+
+// sendBatch sends stamps in one SendMessageBatch, those with a group as
+// FIFO messages with a deduplication id of their own, and acks each entry
+// the broker took. It returns how many entries went wrong (failed, left
+// out of the answer, or all of them when the call failed) and the first
+// such problem, for the caller to count.
+func (e *env) sendBatch(ctx context.Context, url string, l *Ledger, stamps []Stamp, lat *Latencies) (int, error) {
+	entries := make([]types.SendMessageBatchRequestEntry, len(stamps))
+	for i, st := range stamps {
+		entries[i] = types.SendMessageBatchRequestEntry{Id: aws.String(strconv.Itoa(i)), MessageBody: aws.String(st.Body())}
+		if st.Group != "" {
+			entries[i].MessageGroupId = aws.String(st.Group)
+			entries[i].MessageDeduplicationId = aws.String(e.run + "-" + strconv.FormatUint(st.Seq, 10))
+		}
+	}
+	t0 := time.Now()
+	out, err := e.sqs.SendMessageBatch(ctx, &sqs.SendMessageBatchInput{QueueUrl: aws.String(url), Entries: entries})
+	if err != nil {
+		if ctx.Err() != nil {
+			return 0, nil
+		}
+		return len(stamps), fmt.Errorf("SendMessageBatch: %w", err)
+	}
+	if lat != nil {
+		lat.Add(time.Since(t0))
+	}
+	var bad int
+	var first error
+	problem := func(err error) {
+		bad++
+		if first == nil {
+			first = err
+		}
+	}
+	answered := make([]bool, len(stamps))
+	entry := func(id *string) (int, bool) {
+		i, err := strconv.Atoi(aws.ToString(id))
+		if err != nil || i < 0 || i >= len(stamps) || answered[i] {
+			problem(fmt.Errorf("SendMessageBatch: answer for unknown or repeated entry %q", aws.ToString(id)))
+			return 0, false
+		}
+		answered[i] = true
+		return i, true
+	}
+	for _, s := range out.Successful {
+		if i, ok := entry(s.Id); ok {
+			l.Ack(stamps[i].Seq)
+		}
+	}
+	for _, f := range out.Failed {
+		if _, ok := entry(f.Id); ok {
+			problem(fmt.Errorf("SendMessageBatch entry: %s: %s", aws.ToString(f.Code), aws.ToString(f.Message)))
+		}
+	}
+	for i, a := range answered {
+		if !a {
+			problem(fmt.Errorf("SendMessageBatch: entry %d missing from the answer", i))
+		}
+	}
+	return bad, first
+}
+
+// failN counts n errors of which err is the first.
+func (e *env) failN(n int, err error) {
+	if n <= 0 || err == nil {
+		return
+	}
+	e.fail(err)
+	e.errs.Add(int64(n - 1))
+}
+
+// prefill fills url with up to Prefill messages in batches from every
+// worker, for at most Duration, and returns how many the broker took. A
+// broker whose SendMessageBatch answers wrongly (send-batch reports that)
+// is filled with single sends instead, so that what follows still runs.
+func (e *env) prefill(ctx context.Context, url string, l *Ledger) int {
+	target := min(e.cfg.Prefill, e.cfg.MaxMessages)
+	batches := true
+	if n, err := e.sendBatch(ctx, url, l, e.stamps(l, min(10, target)), nil); n > 0 {
+		batches = false
+		e.note("SendMessageBatch failed (%s), so pre-filled with SendMessage", shorten(err.Error(), 200))
+	}
+	elapsed := loop(ctx, e.cfg.Concurrency, e.cfg.Duration, func(int) bool {
+		n := min(10, target-l.Issued())
+		if n <= 0 {
+			return false
+		}
+		if batches {
+			e.failN(e.sendBatch(ctx, url, l, e.stamps(l, n), nil))
+		} else {
+			e.send(ctx, url, l, nil)
+		}
+		return true
+	})
+	t := l.Tally()
+	e.note("pre-filled %d in %s", t.Acked, elapsed.Round(time.Millisecond))
+	return t.Acked
+}
+
+// receiver describes workers that receive from one queue.
+type receiver struct {
+	url     string
+	workers int
+	wait    int32 // WaitTimeSeconds
+	keep    bool  // never delete (the message comes back)
+	async   bool  // delete in the background, so the receiver waits again at once
+	lat     *Latencies
+	handle  func(msgs []types.Message, at time.Time)
+}
+
+// crew is the receivers of a scenario, on one queue or several, that stop
+// together: once the producers are done and every acknowledged message has
+// arrived, or when their time is up.
+type crew struct {
+	ctx      context.Context
+	cancel   context.CancelFunc
+	ledger   *Ledger
+	produced atomic.Bool
+}
+
+// newCrew returns receivers' common stop for l, limited to limit; producing
+// says whether producers are still to run.
+func newCrew(ctx context.Context, limit time.Duration, l *Ledger, producing bool) *crew {
+	c := &crew{ledger: l}
+	c.ctx, c.cancel = context.WithTimeout(ctx, limit)
+	c.produced.Store(!producing)
+	return c
+}
+
+func (c *crew) done() bool { return c.produced.Load() && c.ledger.Pending() == 0 }
+
+// check ends every long poll of the crew once it is done.
+func (c *crew) check() bool {
+	if c.done() {
+		c.cancel()
+		return true
+	}
+	return false
+}
+
+// producersDone says no more messages come. Receivers check after each
+// receive, but one may be waiting in a long poll for a message that
+// already arrived elsewhere, hence the check here too.
+func (c *crew) producersDone() {
+	c.produced.Store(true)
+	c.check()
+}
+
+// receive runs r's workers, up to 10 messages a call, each batch handed
+// to r.handle (before it is deleted, so that a FIFO group's next messages
+// cannot be handled first), until the crew is done or its time is up.
+func (e *env) receive(c *crew, r receiver) {
+	ctx := c.ctx
+	var workers, deletes sync.WaitGroup
+	for range max(r.workers, 1) {
+		workers.Go(func() {
+			for ctx.Err() == nil && !c.check() {
+				t0 := time.Now()
+				out, err := e.sqs.ReceiveMessage(ctx, &sqs.ReceiveMessageInput{
+					QueueUrl: aws.String(r.url), MaxNumberOfMessages: 10, WaitTimeSeconds: r.wait})
+				at := time.Now()
+				if err != nil {
+					if ctx.Err() != nil {
+						return
+					}
+					e.fail(fmt.Errorf("ReceiveMessage: %w", err))
+					pause(ctx, 10*time.Millisecond) // a failing broker is not hammered
+					continue
+				}
+				if len(out.Messages) == 0 {
+					continue
+				}
+				if r.lat != nil {
+					r.lat.Add(at.Sub(t0))
+				}
+				r.handle(out.Messages, at)
+				switch {
+				case r.keep:
+				case r.async:
+					deletes.Go(func() { e.deleteBatch(ctx, r.url, out.Messages) })
+				default:
+					e.deleteBatch(ctx, r.url, out.Messages)
+				}
+			}
+		})
+	}
+	workers.Wait()
+	deletes.Wait()
+}
+
+func pause(ctx context.Context, d time.Duration) {
+	t := time.NewTimer(d)
+	defer t.Stop()
+	select {
+	case <-ctx.Done():
+	case <-t.C:
+	}
+}
+
+// deleteBatch deletes msgs in one call; each failure is an error.
+func (e *env) deleteBatch(ctx context.Context, url string, msgs []types.Message) {
+	entries := make([]types.DeleteMessageBatchRequestEntry, len(msgs))
+	for i, m := range msgs {
+		entries[i] = types.DeleteMessageBatchRequestEntry{Id: aws.String(strconv.Itoa(i)), ReceiptHandle: m.ReceiptHandle}
+	}
+	out, err := e.sqs.DeleteMessageBatch(ctx, &sqs.DeleteMessageBatchInput{QueueUrl: aws.String(url), Entries: entries})
+	if err != nil {
+		if ctx.Err() == nil {
+			e.fail(fmt.Errorf("DeleteMessageBatch: %w", err))
+		}
+		return
+	}
+	for _, f := range out.Failed {
+		e.fail(fmt.Errorf("DeleteMessageBatch entry: %s: %s", aws.ToString(f.Code), aws.ToString(f.Message)))
+	}
+	if n := len(out.Successful) + len(out.Failed); n != len(entries) {
+		e.fail(fmt.Errorf("DeleteMessageBatch: %d entries answered of %d", n, len(entries)))
+	}
+}
+
+// arrive books msgs in l as copy c and returns the stamps of those that
+// arrived for the first time.
+func (e *env) arrive(l *Ledger, c int, msgs []types.Message) []Stamp {
+	var first []Stamp
+	for _, m := range msgs {
+		st, ok := ParseBody(e.run, aws.ToString(m.Body))
+		if !ok {
+			l.Stray()
+			continue
+		}
+		if l.Seen(st.Seq, c) == First {
+			first = append(first, st)
+		}
+	}
+	return first
+}
+
+// drain receives and deletes from url with every worker until each
+// acknowledged message of l arrived or the drain's time ran out, and
+// returns how long it took; lat, when set, gets the receives' latencies.
+func (e *env) drain(ctx context.Context, url string, l *Ledger, lat *Latencies) time.Duration {
+	c := newCrew(ctx, e.drainLimit(), l, false)
+	defer c.cancel()
+	start := time.Now()
+	e.receive(c, receiver{url: url, workers: e.cfg.Concurrency, wait: 20, lat: lat,
+		handle: func(msgs []types.Message, _ time.Time) { e.arrive(l, 0, msgs) }})
+	return time.Since(start)
+}
+
+// settle turns l's account into the result's counters. A copy that never
+// arrived is lost, unless the broker says the queues in urls still hold
+// that many messages: then it was only too slow to come within the limit.
+func (e *env) settle(ctx context.Context, l *Ledger, urls ...string) Tally {
+	t := l.Tally()
+	e.res.Duplicated += t.Dups
+	if t.Unknown > 0 {
+		e.res.Errors += t.Unknown
+		e.note("%d bodies arrived that this run never sent", t.Unknown)
+	}
+	if t.Missing == 0 {
+		return t
+	}
+	// The scenario's own time may be up; counting what is left still is owed.
+	ctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 10*time.Second)
+	defer cancel()
+	held, err := e.held(ctx, urls...)
+	if err != nil {
+		e.note("counting what is left: %v", err)
+	}
+	unverified := min(t.Missing, held)
+	e.res.Lost += t.Missing - unverified
+	e.res.Unverified += unverified
+	e.note("%d acknowledged messages had not arrived when the %s limit ran out; the broker still held %d", t.Missing, e.drainLimit(), held)
+	return t
+}
