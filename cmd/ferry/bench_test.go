@@ -1,0 +1,34 @@
+package main
+
+import (
+	"bytes"
+	"context"
+	"strings"
+	"testing"
+)
+
+func TestBenchFlags(t *testing.T) {
+	noEnv := func(string) string { return "" }
+	cases := []struct {
+		args []string
+		code int
+		out  string
+	}{
+		{[]string{"bench"}, 2, "--endpoint is required"},
+		{[]string{"bench", "-h"}, 0, "Scenarios: send, send-batch"},
+		{[]string{"bench", "--endpoint", "http://127.0.0.1:1", "--scenarios", "send,warp"}, 2, `unknown scenario "warp"`},
+		{[]string{"bench", "--endpoint", "127.0.0.1:1"}, 2, "not an http(s) URL"},
+		{[]string{"bench", "--endpoint", "http://127.0.0.1:1", "--duration", "0s"}, 2, "must be positive"},
+		{[]string{"bench", "--endpoint", "http://127.0.0.1:1", "extra"}, 2, "unexpected argument"},
+		{[]string{"help"}, 0, "ferry bench"},
+		// Nothing listens there: every scenario reports an error, and the exit code says so.
+		{[]string{"bench", "--endpoint", "http://127.0.0.1:1", "--duration", "50ms", "--scenarios", "send,sns-fanout"}, 1, "sns-fanout        error"},
+	}
+	for _, tc := range cases {
+		var out, errOut bytes.Buffer
+		code := run(context.Background(), tc.args, noEnv, &out, &errOut)
+		if code != tc.code || !strings.Contains(out.String()+errOut.String(), tc.out) {
+			t.Errorf("%v: code %d, output %q%q", tc.args, code, out.String(), errOut.String())
+		}
+	}
+}
