@@ -18,7 +18,7 @@ import (
 	"github.com/ferrymq/ferry/internal/server"
 )
 
-const usage = `Ferry: an SQS-compatible message broker.
+const usage = `Ferry: an SQS- and SNS-compatible message broker.
 
 Usage:
   ferry serve [flags]   run the broker (the default command)
@@ -78,7 +78,10 @@ func serve(ctx context.Context, args []string, getenv func(string) string, stder
 	fs.BoolVar(&cfg.NoSync, "no-fsync", envBool("FERRY_NO_FSYNC"), "acknowledge writes before they are fsynced (FERRY_NO_FSYNC)")
 	fs.StringVar(&cfg.Account, "account", env("FERRY_ACCOUNT", server.DefaultAccount), "AWS account id in queue URLs and ARNs (FERRY_ACCOUNT)")
 	fs.StringVar(&cfg.Region, "region", env("FERRY_REGION", server.DefaultRegion), "AWS region in ARNs (FERRY_REGION)")
-	fs.StringVar(&cfg.QueueURLBase, "queue-url-base", env("FERRY_QUEUE_URL_BASE", ""), "scheme://host:port of queue URLs; default: the Host each client sent (FERRY_QUEUE_URL_BASE)")
+	fs.StringVar(&cfg.QueueURLBase, "queue-url-base", env("FERRY_QUEUE_URL_BASE", ""), "scheme://host:port of queue URLs and SNS links; default: the Host each client sent (FERRY_QUEUE_URL_BASE)")
+	fs.StringVar(&cfg.SMTPAddr, "smtp-addr", env("FERRY_SMTP_ADDR", ""), "host:port of the SMTP server for SNS email subscriptions; default: record emails only (FERRY_SMTP_ADDR)")
+	fs.StringVar(&cfg.SMTPFrom, "smtp-from", env("FERRY_SMTP_FROM", ""), "sender address of SNS emails (FERRY_SMTP_FROM)")
+	fs.StringVar(&cfg.CABundle, "sns-ca-bundle", env("FERRY_SNS_CA_BUNDLE", ""), "PEM file of extra CA certificates SNS trusts for https endpoints (FERRY_SNS_CA_BUNDLE)")
 	level := fs.String("log-level", env("FERRY_LOG_LEVEL", "info"), "debug, info, warn or error (FERRY_LOG_LEVEL)")
 	format := fs.String("log-format", env("FERRY_LOG_FORMAT", "text"), "text or json (FERRY_LOG_FORMAT)")
 	grace := fs.Duration("shutdown-grace", 30*time.Second, "how long a shutdown waits for requests in flight")

@@ -12,6 +12,7 @@ import (
 	"log/slog"
 	"net"
 	"net/http"
+	"path/filepath"
 	"sync"
 	"time"
 
@@ -19,6 +20,7 @@ import (
 	"github.com/ferrymq/ferry/internal/engine"
 	"github.com/ferrymq/ferry/internal/engine/embedded"
 	"github.com/ferrymq/ferry/internal/protocol"
+	"github.com/ferrymq/ferry/internal/sns"
 	"github.com/ferrymq/ferry/internal/sqs"
 )
 
@@ -39,8 +41,14 @@ type Config struct {
 	// QueueURLBase, when set, is the scheme://host[:port] of queue URLs;
 	// otherwise each response uses the Host the client sent.
 	QueueURLBase string
-	Clock        clock.Clock
-	Logger       *slog.Logger
+	// SMTPAddr (host:port) and SMTPFrom send SNS email notifications;
+	// without SMTPAddr they are only recorded (GET /_ferry/sns/deliveries).
+	SMTPAddr, SMTPFrom string
+	// CABundle is a PEM file of extra roots that SNS trusts when it
+	// delivers to https endpoints.
+	CABundle string
+	Clock    clock.Clock
+	Logger   *slog.Logger
 }
 
 // Defaults for an unset Config field.
@@ -76,6 +84,7 @@ func (c *Config) fill() {
 type Server struct {
 	cfg      Config
 	engine   engine.Backend
+	sns      *sns.Service
 	http     *http.Server
 	ln       net.Listener
 	served   chan error
@@ -108,6 +117,36 @@ func Start(ctx context.Context, cfg Config) (*Server, error) {
 	drain, stopAll := context.WithCancel(context.Background())
 	s := &Server{cfg: cfg, engine: eng, ln: ln, served: make(chan error, 1), drain: drain, stopAll: stopAll}
 
+	// SNS links (SubscribeURL, SigningCertURL) must reach this server,
+	// whose address is known only now that it listens.
+	baseURL := cfg.QueueURLBase
+	if baseURL == "" {
+		baseURL = "http://" + ln.Addr().String()
+	}
+	signerDir := ""
+	if !cfg.Memory {
+		signerDir = filepath.Join(cfg.DataDir, "sns")
+	}
+	snsSvc, err := sns.New(ctx, sns.Config{
+		Account:   cfg.Account,
+		Region:    cfg.Region,
+		Backend:   eng,
+		Records:   eng,
+		Clock:     cfg.Clock,
+		Logger:    cfg.Logger,
+		BaseURL:   baseURL,
+		SignerDir: signerDir,
+		CABundle:  cfg.CABundle,
+		SMTPAddr:  cfg.SMTPAddr,
+		SMTPFrom:  cfg.SMTPFrom,
+	})
+	if err != nil {
+		ln.Close()
+		eng.Close()
+		return nil, fmt.Errorf("start sns: %w", err)
+	}
+	s.sns = snsSvc
+
 	api := &protocol.Handler{
 		Logger: cfg.Logger,
 		Services: []*protocol.Service{sqs.NewService(sqs.Config{
@@ -117,9 +156,10 @@ func Start(ctx context.Context, cfg Config) (*Server, error) {
 			Clock:        cfg.Clock,
 			Logger:       cfg.Logger,
 			QueueURLBase: cfg.QueueURLBase,
-		})},
+		}), snsSvc.Protocol()},
 	}
 	if err := api.Check(); err != nil {
+		snsSvc.Close()
 		ln.Close()
 		eng.Close()
 		return nil, fmt.Errorf("describe actions: %w", err)
@@ -128,6 +168,7 @@ func Start(ctx context.Context, cfg Config) (*Server, error) {
 	mux.HandleFunc("GET /_ferry/health", s.health)
 	// LocalStack's health path, which existing wait-for-ready scripts poll.
 	mux.HandleFunc("GET /_localstack/health", s.health)
+	snsSvc.Register(mux)
 	mux.Handle("/", api)
 
 	s.http = &http.Server{
@@ -153,13 +194,17 @@ func (s *Server) URL() string { return "http://" + s.Addr() }
 // Engine exposes the backend, for tests that inspect state directly.
 func (s *Server) Engine() engine.Backend { return s.engine }
 
+// SNS exposes the SNS service (its counters and recorded deliveries).
+func (s *Server) SNS() *sns.Service { return s.sns }
+
 func (s *Server) health(w http.ResponseWriter, r *http.Request) {
 	w.Header().Set("Content-Type", "application/json")
-	io.WriteString(w, `{"status":"running","services":{"sqs":"running"}}`)
+	io.WriteString(w, `{"status":"running","services":{"sqs":"running","sns":"running"}}`)
 }
 
 // Shutdown stops accepting requests, ends long polls with empty answers,
-// waits for in-flight requests (until ctx ends), then closes the store.
+// waits for in-flight requests (until ctx ends), stops SNS deliveries, then
+// closes the store.
 func (s *Server) Shutdown(ctx context.Context) error {
 	s.once.Do(func() {
 		s.stopAll()
@@ -169,6 +214,10 @@ func (s *Server) Shutdown(ctx context.Context) error {
 		}
 		if serr := <-s.served; serr != nil && !errors.Is(serr, http.ErrServerClosed) {
 			err = errors.Join(err, serr)
+		}
+		// SNS delivery workers use the engine: they stop first.
+		if cerr := s.sns.Close(); cerr != nil {
+			err = errors.Join(err, fmt.Errorf("close sns: %w", cerr))
 		}
 		if cerr := s.engine.Close(); cerr != nil {
 			err = errors.Join(err, fmt.Errorf("close store: %w", cerr))

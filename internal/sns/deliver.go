@@ -1,0 +1,170 @@
+package sns
+
+import (
+	"bytes"
+	"context"
+	"io"
+	"net/http"
+	"time"
+
+	"github.com/ferrymq/ferry/internal/engine"
+)
+
+// jobMessage turns a queued notification back into the message it was.
+func jobMessage(j *job) *message {
+	return &message{id: j.MessageID, body: j.Message, subject: j.Subject, timestamp: j.Timestamp, attrs: j.Attributes, sequence: j.Sequence}
+}
+
+// attempt delivers a queued job once.
+func (s *Service) attempt(ctx context.Context, t *topic, sub *subscription, j *job) outcome {
+	switch sub.Protocol {
+	case protoHTTP, protoHTTPS:
+		return s.attemptHTTP(ctx, t, sub, j)
+	case protoEmail, protoEmailJSON:
+		return s.attemptEmail(ctx, t, sub, j)
+	}
+	return permanent
+}
+
+// confirmation builds the SubscriptionConfirmation of a queued job.
+func (s *Service) confirmation(t *topic, j *job) (*Confirmation, error) {
+	c := &Confirmation{
+		Type:             TypeSubscriptionConfirmation,
+		MessageID:        j.MessageID,
+		Token:            j.Token,
+		TopicARN:         t.ARN,
+		SubscribeURL:     s.subscribeURL(t.ARN, j.Token),
+		Timestamp:        j.Timestamp,
+		SignatureVersion: t.signatureVersion(),
+		SigningCertURL:   s.certURL(),
+	}
+	if err := c.Sign(s.signer); err != nil {
+		return nil, err
+	}
+	return c, nil
+}
+
+func (s *Service) attemptHTTP(ctx context.Context, t *topic, sub *subscription, j *job) outcome {
+	var (
+		body []byte
+		hdr  http.Header
+	)
+	if j.Type == TypeSubscriptionConfirmation {
+		c, err := s.confirmation(t, j)
+		if err != nil {
+			s.log.Error("sns: sign confirmation", "err", err)
+			return permanent
+		}
+		if body, err = c.JSON(); err != nil {
+			s.log.Error("sns: render confirmation", "err", err)
+			return permanent
+		}
+		hdr = c.Headers()
+	} else {
+		raw := sub.raw()
+		n := &Notification{MessageID: j.MessageID, TopicARN: t.ARN}
+		if raw {
+			body = []byte(j.Message) // no envelope, nothing to sign
+		} else {
+			var err error
+			if n, err = s.notification(t, jobMessage(j), j.Message, sub.ARN); err != nil {
+				s.log.Error("sns: sign notification", "err", err)
+				return permanent
+			}
+			if body, err = n.JSON(); err != nil {
+				s.log.Error("sns: render notification", "err", err)
+				return permanent
+			}
+		}
+		hdr = n.Headers(sub.ARN, s.deliveryPolicy(sub).contentType, raw)
+	}
+	return s.post(ctx, sub.Endpoint, hdr, body)
+}
+
+// post makes one HTTP/S delivery: 200–499 is delivered (SNS counts a 4xx
+// as the endpoint's answer), anything else, a transport error or no
+// answer within the timeout (on the service's clock) is retried.
+func (s *Service) post(ctx context.Context, endpoint string, hdr http.Header, body []byte) outcome {
+	ctx, cancel := context.WithCancel(ctx)
+	defer cancel()
+	timer := s.clock.AfterFunc(httpTimeout, cancel)
+	defer timer.Stop()
+	req, err := http.NewRequestWithContext(ctx, http.MethodPost, endpoint, bytes.NewReader(body))
+	if err != nil {
+		return permanent
+	}
+	req.Header = hdr
+	resp, err := s.client.Do(req)
+	if err != nil {
+		s.log.Debug("sns: HTTP delivery failed", "endpoint", redactURL(endpoint), "err", err)
+		return retryable
+	}
+	_, _ = io.Copy(io.Discard, io.LimitReader(resp.Body, 1<<16))
+	resp.Body.Close()
+	if resp.StatusCode >= 200 && resp.StatusCode < 500 {
+		return delivered
+	}
+	s.log.Debug("sns: HTTP delivery refused", "endpoint", redactURL(endpoint), "status", resp.StatusCode)
+	return retryable
+}
+
+// deadLetterCopy is a given-up job in the form the subscriber would have
+// received it: the raw message with its attributes as SQS attributes, or
+// the envelope.
+func (s *Service) deadLetterCopy(t *topic, sub *subscription, j *job) (engine.NewMessage, error) {
+	m := jobMessage(j)
+	if sub.raw() || sub.Protocol == protoEmail {
+		return rawSQSMessage(j.Message, attrList(j.Attributes)), nil
+	}
+	n, err := s.notification(t, m, j.Message, sub.ARN)
+	if err != nil {
+		return engine.NewMessage{}, err
+	}
+	body, err := n.JSON()
+	if err != nil {
+		return engine.NewMessage{}, err
+	}
+	return envelopeSQSMessage(body), nil
+}
+
+// sendUnsubscribeConfirmation tells an HTTP/S endpoint it was unsubscribed,
+// once and in the background: a lost UnsubscribeConfirmation is not
+// retried.
+func (s *Service) sendUnsubscribeConfirmation(sub *subscription) {
+	s.mu.RLock()
+	t := s.topics[sub.TopicARN]
+	s.mu.RUnlock()
+	if t == nil {
+		return
+	}
+	c := &Confirmation{
+		Type:             TypeUnsubscribeConfirmation,
+		MessageID:        newID(),
+		Token:            sub.Token,
+		TopicARN:         t.ARN,
+		SubscriptionARN:  sub.ARN,
+		SubscribeURL:     s.subscribeURL(t.ARN, sub.Token),
+		Timestamp:        s.clock.Now().UTC(),
+		SignatureVersion: t.signatureVersion(),
+		SigningCertURL:   s.certURL(),
+	}
+	if err := c.Sign(s.signer); err != nil {
+		s.log.Error("sns: sign unsubscribe confirmation", "err", err)
+		return
+	}
+	body, err := c.JSON()
+	if err != nil {
+		s.log.Error("sns: render unsubscribe confirmation", "err", err)
+		return
+	}
+	s.wg.Add(1)
+	go func() {
+		defer s.wg.Done()
+		if s.post(s.ctx, sub.Endpoint, c.Headers(), body) != delivered {
+			s.log.Info("sns: unsubscribe confirmation not delivered", "subscription", sub.ARN)
+		}
+	}()
+}
+
+// timeNow is the service's time, for deliveries recorded now.
+func (s *Service) timeNow() time.Time { return s.clock.Now().UTC() }

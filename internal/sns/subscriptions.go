@@ -1,0 +1,715 @@
+package sns
+
+import (
+	"context"
+	"crypto/rand"
+	"encoding/hex"
+	"encoding/json"
+	"errors"
+	"maps"
+	"net/url"
+	"regexp"
+	"slices"
+	"strings"
+	"time"
+
+	"github.com/google/uuid"
+
+	"github.com/ferrymq/ferry/internal/protocol"
+)
+
+// Subscription protocols.
+const (
+	protoHTTP        = "http"
+	protoHTTPS       = "https"
+	protoEmail       = "email"
+	protoEmailJSON   = "email-json"
+	protoSMS         = "sms"
+	protoSQS         = "sqs"
+	protoApplication = "application"
+	protoLambda      = "lambda"
+	protoFirehose    = "firehose"
+)
+
+var protocols = []string{protoHTTP, protoHTTPS, protoEmail, protoEmailJSON, protoSMS, protoSQS, protoApplication, protoLambda, protoFirehose}
+
+// Subscription attribute names.
+const (
+	attrSubscriptionArn              = "SubscriptionArn"
+	attrProtocol                     = "Protocol"
+	attrEndpoint                     = "Endpoint"
+	attrSubscriptionPrincipal        = "SubscriptionPrincipal"
+	attrPendingConfirmation          = "PendingConfirmation"
+	attrConfirmationWasAuthenticated = "ConfirmationWasAuthenticated"
+	attrRawMessageDelivery           = "RawMessageDelivery"
+	attrFilterPolicy                 = "FilterPolicy"
+	attrFilterPolicyScope            = "FilterPolicyScope"
+	attrRedrivePolicy                = "RedrivePolicy"
+	attrSubscriptionRoleArn          = "SubscriptionRoleArn"
+	attrReplayPolicy                 = "ReplayPolicy"
+)
+
+// pendingARN is what Subscribe answers for a subscription that waits for
+// its confirmation; the List actions show pendingListed in its place.
+const (
+	pendingARN    = "pending confirmation"
+	pendingListed = "PendingConfirmation"
+)
+
+// e164 is a phone number SNS can text.
+var e164 = regexp.MustCompile(`^\+?[1-9][0-9]{1,14}$`)
+
+// checkEndpoint validates a subscription's endpoint for its protocol.
+func (s *Service) checkEndpoint(t *topic, protocol, endpoint string) error {
+	if !slices.Contains(protocols, protocol) {
+		return invalidParameter("Amazon SNS does not support this protocol string: %s", protocol)
+	}
+	if t.FIFO && protocol != protoSQS && protocol != protoFirehose {
+		return invalidParameter("Invalid protocol type: %s", protocol)
+	}
+	if endpoint == "" {
+		return invalidParameter("Endpoint")
+	}
+	switch protocol {
+	case protoHTTP, protoHTTPS:
+		if !strings.HasPrefix(strings.ToLower(endpoint), protocol+"://") {
+			return invalidParameter("Endpoint must match the specified protocol")
+		}
+		if u, err := url.Parse(endpoint); err != nil || u.Host == "" {
+			return invalidParameter("Endpoint")
+		}
+	case protoEmail, protoEmailJSON:
+		local, domain, ok := strings.Cut(endpoint, "@")
+		if !ok || local == "" || domain == "" || strings.ContainsAny(endpoint, " \r\n<>") {
+			return invalidParameter("Email address")
+		}
+	case protoSMS:
+		if !e164.MatchString(endpoint) {
+			return invalidParameter("Invalid SMS endpoint: %s", endpoint)
+		}
+	case protoSQS:
+		ref, ok := parseQueueARN(endpoint)
+		if !ok {
+			return invalidParameter("SQS endpoint ARN")
+		}
+		if !t.FIFO && strings.HasSuffix(ref.name, ".fifo") {
+			return invalidParameter("Invalid parameter: Endpoint Reason: FIFO SQS Queues can not be subscribed to standard SNS topics")
+		}
+	case protoLambda:
+		if !isARN(endpoint, "lambda") {
+			return invalidParameter("Lambda endpoint ARN")
+		}
+	case protoFirehose:
+		if !isARN(endpoint, "firehose") {
+			return invalidParameter("Firehose endpoint ARN")
+		}
+	case protoApplication:
+		if !isARN(endpoint, "sns") {
+			return invalidParameter("ApplicationEndpoint ARN")
+		}
+	}
+	return nil
+}
+
+// subContext is what validating a subscription attribute needs to know.
+type subContext struct {
+	topic    *topic
+	protocol string
+	endpoint string
+	scope    string // the FilterPolicyScope in force
+}
+
+// checkSubscriptionAttribute validates one settable attribute and returns
+// the value to store ("" removes it). inSubscribe selects Subscribe's
+// wording.
+func checkSubscriptionAttribute(name, value string, sc subContext, inSubscribe bool) (string, error) {
+	switch name {
+	case attrRawMessageDelivery:
+		v, ok := parseBoolAttr(value)
+		if !ok {
+			return "", attrError(inSubscribe, "RawMessageDelivery: Invalid value ["+value+"]. Must be true or false.")
+		}
+		switch sc.protocol {
+		case protoSQS, protoHTTP, protoHTTPS, protoFirehose:
+		default:
+			if v == "true" {
+				return "", attrError(inSubscribe, "RawMessageDelivery: Delivery protocol ["+sc.protocol+"] does not support raw message delivery.")
+			}
+		}
+		return v, nil
+	case attrFilterPolicyScope:
+		if value != ScopeMessageAttributes && value != ScopeMessageBody {
+			return "", attrError(inSubscribe, "FilterPolicyScope: Invalid value ["+value+"]. Please use either MessageBody or MessageAttributes")
+		}
+		return value, nil
+	case attrFilterPolicy:
+		if value == "" {
+			return "", nil
+		}
+		if _, err := ParseFilterPolicy(value, sc.scope); err != nil {
+			return "", filterPolicyError(err, inSubscribe)
+		}
+		return value, nil
+	case attrDeliveryPolicy:
+		if sc.protocol != protoHTTP && sc.protocol != protoHTTPS {
+			return "", attrError(inSubscribe, "DeliveryPolicy: Delivery protocol ["+sc.protocol+"] does not support delivery policies")
+		}
+		if value == "" {
+			return "", nil
+		}
+		p, perr := parseSubscriptionPolicy(value)
+		if perr != nil {
+			return "", attrError(inSubscribe, perr.Error())
+		}
+		return mustJSON(p), nil
+	case attrRedrivePolicy:
+		if value == "" {
+			return "", nil
+		}
+		ref, err := parseRedriveTarget(value)
+		if err != nil {
+			return "", attrError(inSubscribe, err.Error())
+		}
+		if sc.topic.FIFO && !strings.HasSuffix(ref.name, ".fifo") {
+			// Recorded from AWS on Subscribe without "Attributes Reason: ".
+			return "", invalidParameter("RedrivePolicy: must use a FIFO queue as DLQ for a FIFO Subscription to a FIFO Topic.")
+		}
+		return value, nil
+	case attrSubscriptionRoleArn:
+		if value != "" && !isARN(value, "iam") {
+			return "", attrError(inSubscribe, "SubscriptionRoleArn: Invalid ARN")
+		}
+		return value, nil
+	case attrReplayPolicy:
+		if value == "" {
+			return "", nil
+		}
+		if !sc.topic.FIFO {
+			return "", attrError(inSubscribe, "ReplayPolicy: Replay is only available for FIFO topics.")
+		}
+		var m map[string]json.RawMessage
+		if json.Unmarshal([]byte(value), &m) != nil || m == nil {
+			return "", attrError(inSubscribe, "ReplayPolicy: failed to parse JSON.")
+		}
+		return value, nil
+	}
+	return "", attrError(inSubscribe, "AttributeName")
+}
+
+// filterPolicyError words a ParseFilterPolicy error for the action.
+func filterPolicyError(err error, inSubscribe bool) error {
+	var fe *FilterPolicyError
+	if !errors.As(err, &fe) {
+		return invalidParameter("FilterPolicy")
+	}
+	if inSubscribe {
+		return errInvalidParameter.WithMessage("%s", fe.SubscribeMessage())
+	}
+	return errInvalidParameter.WithMessage("%s", fe.Error())
+}
+
+// redriveError is a RedrivePolicy problem, worded after "Invalid parameter: ".
+type redriveError string
+
+func (e redriveError) Error() string { return string(e) }
+
+// parseRedriveTarget reads {"deadLetterTargetArn":"arn:aws:sqs:..."}.
+func parseRedriveTarget(raw string) (queueRef, error) {
+	var v struct {
+		DeadLetterTargetArn any `json:"deadLetterTargetArn"`
+	}
+	if err := json.Unmarshal([]byte(raw), &v); err != nil {
+		return queueRef{}, redriveError("RedrivePolicy: failed to parse JSON. " + err.Error())
+	}
+	arn, _ := v.DeadLetterTargetArn.(string)
+	ref, ok := parseQueueARN(arn)
+	if !ok {
+		return queueRef{}, redriveError("RedrivePolicy: deadLetterTargetArn is an invalid arn")
+	}
+	return ref, nil
+}
+
+// needsConfirmation: HTTP/S and email subscriptions wait for the endpoint's
+// owner; an SQS queue of another account would get a confirmation message.
+func (s *Service) needsConfirmation(protocol, endpoint string) bool {
+	switch protocol {
+	case protoHTTP, protoHTTPS, protoEmail, protoEmailJSON:
+		return true
+	case protoSQS:
+		ref, _ := parseQueueARN(endpoint)
+		return ref.account != s.account
+	}
+	return false
+}
+
+// newToken makes a confirmation token: the region, hex-encoded, so that
+// ConfirmSubscription can tell a token of another region, then random hex
+// to AWS's length.
+func (s *Service) newToken() string {
+	const tokenLen = 288
+	prefix := hex.EncodeToString([]byte(s.region + "/"))
+	b := make([]byte, (tokenLen-len(prefix)+1)/2)
+	_, _ = rand.Read(b)
+	return (prefix + hex.EncodeToString(b))[:tokenLen]
+}
+
+// tokenRegion reads the region back out of a token.
+func tokenRegion(token string) (string, bool) {
+	enc, _, ok := strings.Cut(token, "2f") // "/"
+	if !ok || len(enc)%2 != 0 {
+		return "", false
+	}
+	b, err := hex.DecodeString(enc)
+	if err != nil || len(b) == 0 {
+		return "", false
+	}
+	for _, c := range b {
+		if !(c >= 'a' && c <= 'z' || c >= '0' && c <= '9' || c == '-') {
+			return "", false
+		}
+	}
+	return string(b), true
+}
+
+// subscribeURL and unsubscribeURL carry ARNs unescaped, as AWS writes
+// them: their characters are all legal in a query.
+func (s *Service) subscribeURL(topicARN, token string) string {
+	return s.baseURL + "/?Action=ConfirmSubscription&TopicArn=" + topicARN + "&Token=" + token
+}
+
+func (s *Service) unsubscribeURL(subARN string) string {
+	return s.baseURL + "/?Action=Unsubscribe&SubscriptionArn=" + subARN
+}
+
+// subscribeAttributes validates Subscribe's attributes, the scope first
+// since the filter policy is read in it.
+func subscribeAttributes(in map[string]string, sc subContext) (map[string]string, error) {
+	out := map[string]string{}
+	if v, ok := in[attrFilterPolicyScope]; ok {
+		if _, err := checkSubscriptionAttribute(attrFilterPolicyScope, v, sc, true); err != nil {
+			return nil, err
+		}
+		sc.scope = v
+	}
+	for _, name := range slices.Sorted(maps.Keys(in)) {
+		v, err := checkSubscriptionAttribute(name, in[name], sc, true)
+		if err != nil {
+			return nil, err
+		}
+		if v != "" {
+			out[name] = v
+		}
+	}
+	return out, nil
+}
+
+func (s *Service) subscribe(ctx context.Context, in *subscribeInput) (*subscriptionArnOutput, error) {
+	t, err := s.lookupTopic(in.TopicArn, "TopicArn")
+	if err != nil {
+		return nil, err
+	}
+	if err := s.checkEndpoint(t, in.Protocol, in.Endpoint); err != nil {
+		return nil, err
+	}
+	attrs, err := subscribeAttributes(in.Attributes, subContext{topic: t, protocol: in.Protocol, endpoint: in.Endpoint})
+	if err != nil {
+		return nil, err
+	}
+	if in.Protocol == protoFirehose && attrs[attrSubscriptionRoleArn] == "" {
+		return nil, invalidParameter("Attributes Reason: SubscriptionRoleArn is required for firehose subscriptions")
+	}
+
+	s.writeMu.Lock()
+	defer s.writeMu.Unlock()
+	if t, err = s.lookupTopic(in.TopicArn, "TopicArn"); err != nil {
+		return nil, err
+	}
+	for _, sub := range s.subscriptionsOf(t.ARN) {
+		if sub.Deleted || sub.Protocol != in.Protocol || sub.Endpoint != in.Endpoint {
+			continue
+		}
+		for name, v := range attrs {
+			if subscriptionAttribute(sub, name) != v {
+				return nil, invalidParameter("Attributes Reason: Subscription already exists with different attributes")
+			}
+		}
+		if sub.Pending {
+			if sub.Queue != "" {
+				// A repeated Subscribe sends the confirmation again.
+				if err := s.enqueueConfirmation(ctx, sub); err != nil {
+					return nil, s.internal(ctx, "resend confirmation", err)
+				}
+			}
+			if !in.ReturnSubscriptionArn {
+				return &subscriptionArnOutput{SubscriptionArn: pendingARN}, nil
+			}
+		}
+		return &subscriptionArnOutput{SubscriptionArn: sub.ARN}, nil
+	}
+
+	if attrs[attrFilterPolicy] != "" && s.filterPolicies(t.ARN, "") >= maxFilterPolicies {
+		return nil, errFilterPolicyLimit
+	}
+	now := s.clock.Now().UTC()
+	sub := &subscription{
+		ARN:      t.ARN + ":" + uuid.NewString(),
+		TopicARN: t.ARN,
+		Protocol: in.Protocol,
+		Endpoint: in.Endpoint,
+		Owner:    s.account,
+		Attrs:    attrs,
+		Created:  now,
+		state:    &subState{},
+	}
+	if s.needsConfirmation(in.Protocol, in.Endpoint) {
+		sub.Pending = true
+		sub.Token, sub.TokenIssued = s.newToken(), now
+	} else {
+		sub.Authenticated = true
+	}
+	if needsQueue(in.Protocol) {
+		sub.Queue = newQueueName(sub)
+	}
+	if err := sub.prepare(); err != nil {
+		return nil, s.internal(ctx, "prepare subscription", err)
+	}
+	if err := s.saveSubscription(ctx, sub); err != nil {
+		return nil, s.internal(ctx, "subscribe", err)
+	}
+	if sub.Queue != "" {
+		if err := s.ensureQueue(ctx, sub); err != nil {
+			return nil, s.internal(ctx, "create delivery queue", err)
+		}
+		if sub.Pending {
+			if err := s.enqueueConfirmation(ctx, sub); err != nil {
+				return nil, s.internal(ctx, "send confirmation", err)
+			}
+		}
+		s.startWorker(sub)
+	}
+	if sub.Pending && !in.ReturnSubscriptionArn {
+		return &subscriptionArnOutput{SubscriptionArn: pendingARN}, nil
+	}
+	return &subscriptionArnOutput{SubscriptionArn: sub.ARN}, nil
+}
+
+// maxFilterPolicies is how many subscriptions of a topic may filter.
+const maxFilterPolicies = 200
+
+// filterPolicies counts the topic's live subscriptions with a filter
+// policy, but for the one named by except.
+func (s *Service) filterPolicies(topicARN, except string) int {
+	n := 0
+	for _, sub := range s.subscriptionsOf(topicARN) {
+		if !sub.Deleted && sub.ARN != except && sub.Attrs[attrFilterPolicy] != "" {
+			n++
+		}
+	}
+	return n
+}
+
+// subscriptionAttribute is a settable attribute's value, defaults included,
+// for comparing a repeated Subscribe.
+func subscriptionAttribute(sub *subscription, name string) string {
+	if v, ok := sub.Attrs[name]; ok {
+		return v
+	}
+	switch name {
+	case attrRawMessageDelivery:
+		return "false"
+	case attrFilterPolicyScope:
+		return ScopeMessageAttributes
+	}
+	return ""
+}
+
+// newQueueName names a subscription's delivery queue: its id and a random
+// suffix, so that a restored subscription never waits for its old queue's
+// name to be free again.
+func newQueueName(sub *subscription) string {
+	var b [4]byte
+	_, _ = rand.Read(b[:])
+	return sub.id() + "-" + hex.EncodeToString(b[:])
+}
+
+func (s *Service) confirmSubscription(ctx context.Context, in *confirmSubscriptionInput) (*subscriptionArnOutput, error) {
+	parts := strings.Split(in.TopicArn, ":")
+	if len(parts) != 6 || parts[0] != "arn" || parts[2] != "sns" {
+		return nil, invalidParameter("Topic")
+	}
+	region, ok := tokenRegion(in.Token)
+	if !ok {
+		return nil, invalidParameter("Token")
+	}
+	if region != parts[3] || parts[3] != s.region {
+		return nil, invalidParameter("Topic")
+	}
+	s.writeMu.Lock()
+	defer s.writeMu.Unlock()
+	s.mu.RLock()
+	sub := s.subs[s.tokens[in.Token]]
+	s.mu.RUnlock()
+	now := s.clock.Now()
+	if sub == nil || now.After(sub.TokenIssued.Add(tokenLifetime)) {
+		return nil, errInvalidParameter.WithMessage("Invalid token")
+	}
+	if sub.TopicARN != in.TopicArn {
+		return nil, invalidParameter("Token")
+	}
+	if !sub.Pending && !sub.Deleted {
+		return &subscriptionArnOutput{SubscriptionArn: sub.ARN}, nil
+	}
+	authOnUnsub := strings.EqualFold(in.AuthenticateOnUnsubscribe, "true")
+	c := sub.clone()
+	c.Pending = false
+	c.Authenticated = authOnUnsub || protocol.Info(ctx).AccessKey != ""
+	c.AuthOnUnsubscribe = authOnUnsub
+	restored := c.Deleted
+	if restored {
+		c.Deleted, c.DeletedAt = false, time.Time{}
+		if c.Queue != "" {
+			c.Queue = newQueueName(c)
+		}
+	}
+	if err := s.saveSubscription(ctx, c); err != nil {
+		return nil, s.internal(ctx, "confirm subscription", err)
+	}
+	if restored && c.Queue != "" {
+		if err := s.ensureQueue(ctx, c); err != nil {
+			return nil, s.internal(ctx, "create delivery queue", err)
+		}
+		s.startWorker(c)
+	}
+	return &subscriptionArnOutput{SubscriptionArn: c.ARN}, nil
+}
+
+func (s *Service) unsubscribe(ctx context.Context, in *subscriptionArnInput) (*emptyOutput, error) {
+	if _, err := s.checkSubscriptionARN(in.SubscriptionArn); err != nil {
+		return nil, err
+	}
+	s.writeMu.Lock()
+	defer s.writeMu.Unlock()
+	s.mu.RLock()
+	sub := s.subs[in.SubscriptionArn]
+	s.mu.RUnlock()
+	if sub == nil || sub.Deleted {
+		return &emptyOutput{}, nil
+	}
+	if sub.AuthOnUnsubscribe && protocol.Info(ctx).AccessKey == "" {
+		return nil, errAuthorization.WithMessage("User: anonymous is not authorized to perform: SNS:Unsubscribe on resource: %s", sub.ARN)
+	}
+	if sub.Protocol != protoHTTP && sub.Protocol != protoHTTPS {
+		if err := s.dropSubscription(ctx, sub); err != nil {
+			return nil, s.internal(ctx, "unsubscribe", err)
+		}
+		return &emptyOutput{}, nil
+	}
+	// An HTTP/S subscription is kept as a tombstone whose token the
+	// UnsubscribeConfirmation carries, so that its owner can restore it.
+	s.stopWorker(sub.ARN)
+	if err := s.deleteQueue(ctx, sub); err != nil {
+		return nil, s.internal(ctx, "unsubscribe", err)
+	}
+	c := sub.clone()
+	c.Deleted, c.DeletedAt = true, s.clock.Now().UTC()
+	c.Token, c.TokenIssued = s.newToken(), c.DeletedAt
+	if err := s.saveSubscription(ctx, c); err != nil {
+		return nil, s.internal(ctx, "unsubscribe", err)
+	}
+	s.sendUnsubscribeConfirmation(c)
+	return &emptyOutput{}, nil
+}
+
+// dropSubscription stops a subscription's deliveries and forgets it. The
+// caller holds writeMu.
+func (s *Service) dropSubscription(ctx context.Context, sub *subscription) error {
+	s.stopWorker(sub.ARN)
+	if err := s.deleteQueue(ctx, sub); err != nil {
+		return err
+	}
+	return s.removeSubscription(ctx, sub)
+}
+
+// pruneTombstones forgets unsubscribed subscriptions whose restore token
+// has expired.
+func (s *Service) pruneTombstones(ctx context.Context) {
+	s.writeMu.Lock()
+	defer s.writeMu.Unlock()
+	now := s.clock.Now()
+	s.mu.RLock()
+	var old []*subscription
+	for _, sub := range s.subs {
+		if sub.Deleted && now.After(sub.DeletedAt.Add(tokenLifetime)) {
+			old = append(old, sub)
+		}
+	}
+	s.mu.RUnlock()
+	for _, sub := range old {
+		if err := s.removeSubscription(ctx, sub); err != nil {
+			s.log.Warn("sns: forget unsubscribed subscription", "subscription", sub.ARN, "err", err)
+		}
+	}
+}
+
+func listEntry(sub *subscription) subscriptionEntry {
+	arn := sub.ARN
+	if sub.Pending {
+		arn = pendingListed
+	}
+	return subscriptionEntry{SubscriptionArn: arn, Owner: sub.Owner, Protocol: sub.Protocol, Endpoint: sub.Endpoint, TopicArn: sub.TopicARN}
+}
+
+// listPage pages over live subscriptions sorted by ARN.
+func listPage(subs []*subscription, token string) (*listSubscriptionsOutput, error) {
+	byARN := map[string]*subscription{}
+	keys := make([]string, 0, len(subs))
+	for _, sub := range subs {
+		if !sub.Deleted {
+			byARN[sub.ARN] = sub
+			keys = append(keys, sub.ARN)
+		}
+	}
+	slices.Sort(keys)
+	page, next, err := pageAfter(keys, token)
+	if err != nil {
+		return nil, err
+	}
+	out := &listSubscriptionsOutput{Subscriptions: make([]subscriptionEntry, len(page)), NextToken: next}
+	for i, arn := range page {
+		out.Subscriptions[i] = listEntry(byARN[arn])
+	}
+	return out, nil
+}
+
+func (s *Service) listSubscriptions(ctx context.Context, in *listInput) (*listSubscriptionsOutput, error) {
+	s.mu.RLock()
+	subs := slices.Collect(maps.Values(s.subs))
+	s.mu.RUnlock()
+	return listPage(subs, in.NextToken)
+}
+
+func (s *Service) listSubscriptionsByTopic(ctx context.Context, in *listSubscriptionsByTopicInput) (*listSubscriptionsOutput, error) {
+	t, err := s.lookupTopic(in.TopicArn, "TopicArn")
+	if err != nil {
+		return nil, err
+	}
+	return listPage(s.subscriptionsOf(t.ARN), in.NextToken)
+}
+
+func (s *Service) getSubscriptionAttributes(ctx context.Context, in *subscriptionArnInput) (*attributesOutput, error) {
+	sub, err := s.lookupSubscription(in.SubscriptionArn)
+	if err != nil {
+		return nil, err
+	}
+	attrs := maps.Clone(sub.Attrs)
+	if attrs == nil {
+		attrs = map[string]string{}
+	}
+	attrs[attrSubscriptionArn] = sub.ARN
+	attrs[attrTopicArn] = sub.TopicARN
+	attrs[attrOwner] = sub.Owner
+	attrs[attrProtocol] = sub.Protocol
+	attrs[attrEndpoint] = sub.Endpoint
+	attrs[attrSubscriptionPrincipal] = "arn:" + partitionOf(s.region) + ":iam::" + sub.Owner + ":root"
+	attrs[attrPendingConfirmation] = boolString(sub.Pending)
+	attrs[attrConfirmationWasAuthenticated] = boolString(sub.Authenticated)
+	if _, ok := attrs[attrRawMessageDelivery]; !ok {
+		attrs[attrRawMessageDelivery] = "false"
+	}
+	if _, ok := attrs[attrFilterPolicy]; ok && attrs[attrFilterPolicyScope] == "" {
+		attrs[attrFilterPolicyScope] = ScopeMessageAttributes
+	}
+	if sub.Protocol == protoHTTP || sub.Protocol == protoHTTPS {
+		attrs[attrEffectiveDeliveryPolicy] = s.deliveryPolicy(sub).json()
+	}
+	return &attributesOutput{Attributes: attrs}, nil
+}
+
+// deliveryPolicy is the policy an HTTP/S subscription's deliveries follow.
+func (s *Service) deliveryPolicy(sub *subscription) subscriptionDelivery {
+	s.mu.RLock()
+	t := s.topics[sub.TopicARN]
+	s.mu.RUnlock()
+	var tp *topicPolicy
+	if t != nil {
+		tp = t.policy
+	}
+	return tp.effective().forSubscription(sub.policy)
+}
+
+func boolString(b bool) string {
+	if b {
+		return "true"
+	}
+	return "false"
+}
+
+func (s *Service) setSubscriptionAttributes(ctx context.Context, in *setSubscriptionAttributesInput) (*emptyOutput, error) {
+	if _, err := s.checkSubscriptionARN(in.SubscriptionArn); err != nil {
+		return nil, err
+	}
+	if in.AttributeName == "" {
+		return nil, invalidParameter("AttributeName")
+	}
+	value := ""
+	if in.AttributeValue != nil {
+		value = *in.AttributeValue
+	}
+	s.writeMu.Lock()
+	defer s.writeMu.Unlock()
+	sub, err := s.lookupSubscription(in.SubscriptionArn)
+	if err != nil {
+		return nil, err
+	}
+	s.mu.RLock()
+	t := s.topics[sub.TopicARN]
+	s.mu.RUnlock()
+	if t == nil {
+		return nil, errSubscriptionNotFound
+	}
+	sc := subContext{topic: t, protocol: sub.Protocol, endpoint: sub.Endpoint, scope: sub.Attrs[attrFilterPolicyScope]}
+	v, err := checkSubscriptionAttribute(in.AttributeName, value, sc, false)
+	if err != nil {
+		return nil, err
+	}
+	if in.AttributeName == attrFilterPolicyScope {
+		// The policy in place must hold in the new scope.
+		if fp := sub.Attrs[attrFilterPolicy]; fp != "" {
+			if _, err := ParseFilterPolicy(fp, v); err != nil {
+				return nil, filterPolicyError(err, false)
+			}
+		}
+	}
+	if in.AttributeName == attrFilterPolicy && v != "" && sub.Attrs[attrFilterPolicy] == "" && s.filterPolicies(t.ARN, sub.ARN) >= maxFilterPolicies {
+		return nil, errFilterPolicyLimit
+	}
+	c := sub.clone()
+	if c.Attrs == nil {
+		c.Attrs = map[string]string{}
+	}
+	if v == "" {
+		delete(c.Attrs, in.AttributeName)
+	} else {
+		c.Attrs[in.AttributeName] = v
+	}
+	if err := c.prepare(); err != nil {
+		return nil, s.internal(ctx, "prepare subscription", err)
+	}
+	if err := s.saveSubscription(ctx, c); err != nil {
+		return nil, s.internal(ctx, "set subscription attributes", err)
+	}
+	return &emptyOutput{}, nil
+}
+
+// ConfirmationToken returns a pending subscription's confirmation token,
+// for endpoints that cannot receive their SubscriptionConfirmation (an
+// address that does not reach them, email without SMTP).
+func (s *Service) ConfirmationToken(subscriptionARN string) (string, bool) {
+	s.mu.RLock()
+	defer s.mu.RUnlock()
+	sub := s.subs[subscriptionARN]
+	if sub == nil || !sub.Pending || sub.Token == "" {
+		return "", false
+	}
+	return sub.Token, true
+}

@@ -1,0 +1,750 @@
+package sns
+
+import (
+	"context"
+	"encoding/base64"
+	"encoding/json"
+	"fmt"
+	"maps"
+	"slices"
+	"strconv"
+	"strings"
+	"unicode/utf8"
+)
+
+// Topic attribute names.
+const (
+	attrTopicArn                  = "TopicArn"
+	attrOwner                     = "Owner"
+	attrPolicy                    = "Policy"
+	attrDisplayName               = "DisplayName"
+	attrDeliveryPolicy            = "DeliveryPolicy"
+	attrEffectiveDeliveryPolicy   = "EffectiveDeliveryPolicy"
+	attrKmsMasterKeyID            = "KmsMasterKeyId"
+	attrSignatureVersion          = "SignatureVersion"
+	attrTracingConfig             = "TracingConfig"
+	attrFifoTopic                 = "FifoTopic"
+	attrContentBasedDeduplication = "ContentBasedDeduplication"
+	attrFifoThroughputScope       = "FifoThroughputScope"
+	attrArchivePolicy             = "ArchivePolicy"
+	attrSubscriptionsConfirmed    = "SubscriptionsConfirmed"
+	attrSubscriptionsPending      = "SubscriptionsPending"
+	attrSubscriptionsDeleted      = "SubscriptionsDeleted"
+)
+
+// Topic limits.
+const (
+	maxTopicName      = 256
+	maxDisplayName    = 100
+	maxStandardTopics = 100_000
+	maxFIFOTopics     = 1_000
+	maxTags           = 50
+	maxTagKey         = 128
+	maxTagValue       = 256
+	listPageSize      = 100
+	maxDataProtection = 30_720
+)
+
+// feedbackProtocols have delivery-status logging attributes
+// (<P>SuccessFeedbackRoleArn, <P>FailureFeedbackRoleArn,
+// <P>SuccessFeedbackSampleRate), which Ferry accepts and stores.
+var feedbackProtocols = []string{"HTTP", "SQS", "Lambda", "Firehose", "Application"}
+
+func isFeedbackAttribute(name string) (sampleRate, ok bool) {
+	for _, p := range feedbackProtocols {
+		switch name {
+		case p + "SuccessFeedbackRoleArn", p + "FailureFeedbackRoleArn":
+			return false, true
+		case p + "SuccessFeedbackSampleRate":
+			return true, true
+		}
+	}
+	return false, false
+}
+
+// validTopicName: 1–256 of [A-Za-z0-9_-], plus ".fifo" for FIFO topics.
+func validTopicName(name string, fifo bool) bool {
+	base := name
+	if fifo {
+		var ok bool
+		if base, ok = strings.CutSuffix(name, ".fifo"); !ok {
+			return false
+		}
+	}
+	if base == "" || len(base) > maxTopicName {
+		return false
+	}
+	for i := 0; i < len(base); i++ {
+		c := base[i]
+		if !(c >= 'a' && c <= 'z' || c >= 'A' && c <= 'Z' || c >= '0' && c <= '9' || c == '_' || c == '-') {
+			return false
+		}
+	}
+	return true
+}
+
+func parseBoolAttr(v string) (string, bool) {
+	switch strings.ToLower(v) {
+	case "true":
+		return "true", true
+	case "false":
+		return "false", true
+	}
+	return "", false
+}
+
+// checkTopicAttribute validates one settable attribute and returns the
+// value to store ("" removes it). inCreate selects CreateTopic's wording.
+func (s *Service) checkTopicAttribute(name, value string, fifo, inCreate bool) (string, error) {
+	if sample, ok := isFeedbackAttribute(name); ok {
+		if sample && value != "" {
+			if n, err := strconv.Atoi(value); err != nil || n < 0 || n > 100 {
+				return "", attrError(inCreate, name)
+			}
+		}
+		return value, nil
+	}
+	switch name {
+	case attrDisplayName:
+		if utf8.RuneCountInString(value) > maxDisplayName {
+			return "", attrError(inCreate, attrDisplayName)
+		}
+		return value, nil
+	case attrPolicy:
+		if value == "" {
+			return "", nil // back to the default policy
+		}
+		var m map[string]json.RawMessage
+		if err := json.Unmarshal([]byte(value), &m); err != nil || m == nil {
+			return "", attrError(inCreate, "Policy Error: null")
+		}
+		return value, nil
+	case attrDeliveryPolicy:
+		if value == "" {
+			return "", nil
+		}
+		if _, perr := parseTopicPolicy(value); perr != nil {
+			return "", attrError(inCreate, perr.Error())
+		}
+		return value, nil
+	case attrKmsMasterKeyID:
+		return value, nil
+	case attrSignatureVersion:
+		if value != SignatureVersion1 && value != SignatureVersion2 {
+			return "", attrError(inCreate, "SignatureVersion: Invalid value ["+value+"]. Valid values are 1 and 2.")
+		}
+		return value, nil
+	case attrTracingConfig:
+		if fifo {
+			return "", attrError(inCreate, "TracingConfig: Tracing is not available for FIFO topics.")
+		}
+		if value != "PassThrough" && value != "Active" {
+			return "", attrError(inCreate, "TracingConfig: Invalid value ["+value+"]. Please use either PassThrough or Active.")
+		}
+		return value, nil
+	case attrContentBasedDeduplication:
+		if !fifo {
+			return "", attrError(inCreate, "ContentBasedDeduplication: ContentBasedDeduplication can only be set for FIFO topics.")
+		}
+		v, ok := parseBoolAttr(value)
+		if !ok {
+			return "", attrError(inCreate, "ContentBasedDeduplication: Invalid value ["+value+"]. Must be true or false.")
+		}
+		return v, nil
+	case attrFifoThroughputScope:
+		if !fifo {
+			return "", attrError(inCreate, "FifoThroughputScope: FifoThroughputScope can only be set for FIFO topics.")
+		}
+		if value != "Topic" && value != "MessageGroup" {
+			return "", attrError(inCreate, "FifoThroughputScope: Invalid value ["+value+"]. Please use either Topic or MessageGroup.")
+		}
+		return value, nil
+	case attrArchivePolicy:
+		if !fifo {
+			return "", attrError(inCreate, "ArchivePolicy: ArchivePolicy can only be set for FIFO topics.")
+		}
+		if value == "" || value == "{}" {
+			return "", nil
+		}
+		if !validArchivePolicy(value) {
+			return "", attrError(inCreate, "ArchivePolicy: MessageRetentionPeriod must be a number of days between 1 and 365.")
+		}
+		return value, nil
+	}
+	if inCreate {
+		return "", invalidParameter("Attributes Reason: Unknown attribute %s", name)
+	}
+	return "", invalidParameter("AttributeName")
+}
+
+// validArchivePolicy: {"MessageRetentionPeriod":"<days>"}, 1–365 days.
+func validArchivePolicy(raw string) bool {
+	var m map[string]json.RawMessage
+	if json.Unmarshal([]byte(raw), &m) != nil {
+		return false
+	}
+	v, ok := m["MessageRetentionPeriod"]
+	if !ok {
+		return false
+	}
+	var s string
+	if json.Unmarshal(v, &s) != nil {
+		s = string(v)
+	}
+	n, err := strconv.Atoi(s)
+	return err == nil && n >= 1 && n <= 365
+}
+
+// defaultPolicy is the Policy of a new topic, byte for byte as AWS writes it.
+func (s *Service) defaultPolicy(topicARN string) string {
+	return `{"Version":"2008-10-17","Id":"__default_policy_ID","Statement":[{"Sid":"__default_statement_ID","Effect":"Allow","Principal":{"AWS":"*"},` +
+		`"Action":["SNS:GetTopicAttributes","SNS:SetTopicAttributes","SNS:AddPermission","SNS:RemovePermission","SNS:DeleteTopic","SNS:Subscribe","SNS:ListSubscriptionsByTopic","SNS:Publish"],` +
+		`"Resource":"` + topicARN + `","Condition":{"StringEquals":{"AWS:SourceOwner":"` + s.account + `"}}}]}`
+}
+
+// checkTags validates tags to add: AWS's framework constraints first,
+// then duplicates.
+func checkTags(tags []tag, member string) error {
+	seen := make(map[string]bool, len(tags))
+	for i, t := range tags {
+		switch {
+		case t.Key == "":
+			return notNull(fmt.Sprintf("%s.%d.member.key", member, i+1))
+		case utf8.RuneCountInString(t.Key) > maxTagKey:
+			return errValidation.WithMessage("1 validation error detected: Value '%s' at '%s.%d.member.key' failed to satisfy constraint: Member must have length less than or equal to %d", t.Key, member, i+1, maxTagKey)
+		case utf8.RuneCountInString(t.Value) > maxTagValue:
+			return errValidation.WithMessage("1 validation error detected: Value '%s' at '%s.%d.member.value' failed to satisfy constraint: Member must have length less than or equal to %d", t.Value, member, i+1, maxTagValue)
+		}
+		if seen[t.Key] {
+			return invalidParameter("Duplicated keys are not allowed.")
+		}
+		seen[t.Key] = true
+	}
+	return nil
+}
+
+func (s *Service) createTopic(ctx context.Context, in *createTopicInput) (*createTopicOutput, error) {
+	fifo := false
+	if v, ok := in.Attributes[attrFifoTopic]; ok {
+		b, valid := parseBoolAttr(v)
+		if !valid {
+			return nil, invalidParameter("Attributes Reason: FifoTopic: Invalid value [%s]. Must be true or false.", v)
+		}
+		fifo = b == "true"
+	}
+	if !validTopicName(in.Name, fifo) {
+		return nil, invalidParameter("Topic Name")
+	}
+	attrs := map[string]string{}
+	for _, name := range slices.Sorted(maps.Keys(in.Attributes)) {
+		if name == attrFifoTopic {
+			continue
+		}
+		v, err := s.checkTopicAttribute(name, in.Attributes[name], fifo, true)
+		if err != nil {
+			return nil, err
+		}
+		if v != "" {
+			attrs[name] = v
+		}
+	}
+	if err := checkTags(in.Tags, "tags"); err != nil {
+		return nil, err
+	}
+	if len(in.Tags) > maxTags {
+		return nil, errTagLimit
+	}
+	dpp := ""
+	if in.DataProtectionPolicy != nil {
+		if dpp = *in.DataProtectionPolicy; len(dpp) > maxDataProtection || dpp != "" && !json.Valid([]byte(dpp)) {
+			return nil, invalidParameter("DataProtectionPolicy")
+		}
+	}
+	arn := s.topicARN(in.Name)
+
+	s.writeMu.Lock()
+	defer s.writeMu.Unlock()
+	s.mu.RLock()
+	existing := s.topics[arn]
+	nFIFO, nStd := 0, 0
+	for _, t := range s.topics {
+		if t.FIFO {
+			nFIFO++
+		} else {
+			nStd++
+		}
+	}
+	s.mu.RUnlock()
+	if existing != nil {
+		for name, v := range attrs {
+			if topicAttribute(existing, name) != v {
+				return nil, invalidParameter("Attributes Reason: Topic already exists with different attributes")
+			}
+		}
+		for _, tg := range in.Tags {
+			if old, ok := existing.Tags[tg.Key]; !ok || old != tg.Value {
+				return nil, invalidParameter("Tags Reason: Topic already exists with different tags")
+			}
+		}
+		return &createTopicOutput{TopicArn: arn}, nil
+	}
+	if fifo && nFIFO >= maxFIFOTopics || !fifo && nStd >= maxStandardTopics {
+		return nil, errTopicLimit
+	}
+	if attrs[attrPolicy] == "" {
+		attrs[attrPolicy] = s.defaultPolicy(arn)
+	}
+	if fifo && attrs[attrContentBasedDeduplication] == "" {
+		attrs[attrContentBasedDeduplication] = "false"
+	}
+	t := &topic{ARN: arn, Name: in.Name, FIFO: fifo, Attrs: attrs, DataProtectionPolicy: dpp, Created: s.clock.Now().UTC(), state: newTopicState()}
+	if len(in.Tags) > 0 {
+		t.Tags = make(map[string]string, len(in.Tags))
+		for _, tg := range in.Tags {
+			t.Tags[tg.Key] = tg.Value
+		}
+	}
+	if err := t.prepare(); err != nil {
+		return nil, s.internal(ctx, "prepare topic", err)
+	}
+	if err := s.saveTopic(ctx, t); err != nil {
+		return nil, s.internal(ctx, "create topic", err)
+	}
+	return &createTopicOutput{TopicArn: arn}, nil
+}
+
+// topicAttribute is a settable attribute's current value, defaults
+// included, for comparing a repeated CreateTopic.
+func topicAttribute(t *topic, name string) string {
+	if v, ok := t.Attrs[name]; ok {
+		return v
+	}
+	switch name {
+	case attrContentBasedDeduplication:
+		if t.FIFO {
+			return "false"
+		}
+	case attrFifoThroughputScope:
+		if t.FIFO {
+			return "Topic"
+		}
+	case attrTracingConfig:
+		return "PassThrough"
+	case attrSignatureVersion:
+		return SignatureVersion1
+	}
+	return ""
+}
+
+func (s *Service) deleteTopic(ctx context.Context, in *topicArnInput) (*emptyOutput, error) {
+	if _, err := s.checkTopicARN(in.TopicArn, "TopicArn"); err != nil {
+		if err == errTopicNotFound {
+			return &emptyOutput{}, nil
+		}
+		return nil, err
+	}
+	s.writeMu.Lock()
+	defer s.writeMu.Unlock()
+	s.mu.RLock()
+	t := s.topics[in.TopicArn]
+	s.mu.RUnlock()
+	if t == nil {
+		return &emptyOutput{}, nil
+	}
+	// The topic record goes first: subscriptions left behind by a crash
+	// are dropped at the next start.
+	if err := s.records.DeleteRecord(ctx, kindTopic, t.ARN); err != nil {
+		return nil, s.internal(ctx, "delete topic", err)
+	}
+	s.mu.Lock()
+	delete(s.topics, t.ARN)
+	s.mu.Unlock()
+	for _, sub := range s.subscriptionsOf(t.ARN) {
+		if err := s.dropSubscription(ctx, sub); err != nil {
+			return nil, s.internal(ctx, "delete topic subscription", err)
+		}
+	}
+	s.mu.Lock()
+	delete(s.topicSubs, t.ARN)
+	s.mu.Unlock()
+	return &emptyOutput{}, nil
+}
+
+// pageAfter returns the page of sorted keys that follows the NextToken
+// (the last key of the previous page), and the token of the next page.
+func pageAfter(keys []string, token string) (page []string, next string, err error) {
+	start := 0
+	if token != "" {
+		b, derr := base64.RawURLEncoding.DecodeString(token)
+		if derr != nil {
+			return nil, "", invalidParameter("NextToken")
+		}
+		after := string(b)
+		start, _ = slices.BinarySearch(keys, after)
+		if start < len(keys) && keys[start] == after {
+			start++
+		}
+	}
+	end := min(start+listPageSize, len(keys))
+	page = keys[start:end]
+	if end < len(keys) {
+		next = base64.RawURLEncoding.EncodeToString([]byte(keys[end-1]))
+	}
+	return page, next, nil
+}
+
+func (s *Service) listTopics(ctx context.Context, in *listInput) (*listTopicsOutput, error) {
+	s.mu.RLock()
+	arns := slices.Sorted(maps.Keys(s.topics))
+	s.mu.RUnlock()
+	page, next, err := pageAfter(arns, in.NextToken)
+	if err != nil {
+		return nil, err
+	}
+	out := &listTopicsOutput{Topics: make([]topicEntry, len(page)), NextToken: next}
+	for i, arn := range page {
+		out.Topics[i] = topicEntry{TopicArn: arn}
+	}
+	return out, nil
+}
+
+func (s *Service) getTopicAttributes(ctx context.Context, in *topicArnInput) (*attributesOutput, error) {
+	t, err := s.lookupTopic(in.TopicArn, "TopicArn")
+	if err != nil {
+		return nil, err
+	}
+	attrs := maps.Clone(t.Attrs)
+	attrs[attrTopicArn] = t.ARN
+	attrs[attrOwner] = s.account
+	if _, ok := attrs[attrDisplayName]; !ok {
+		attrs[attrDisplayName] = ""
+	}
+	attrs[attrEffectiveDeliveryPolicy] = t.policy.effective().topicJSON()
+	if t.FIFO {
+		attrs[attrFifoTopic] = "true"
+	}
+	confirmed, pending, deleted := 0, 0, 0
+	now := s.clock.Now()
+	for _, sub := range s.subscriptionsOf(t.ARN) {
+		switch {
+		case sub.Deleted:
+			if now.Before(sub.DeletedAt.Add(tokenLifetime)) {
+				deleted++
+			}
+		case sub.Pending:
+			pending++
+		default:
+			confirmed++
+		}
+	}
+	attrs[attrSubscriptionsConfirmed] = strconv.Itoa(confirmed)
+	attrs[attrSubscriptionsPending] = strconv.Itoa(pending)
+	attrs[attrSubscriptionsDeleted] = strconv.Itoa(deleted)
+	return &attributesOutput{Attributes: attrs}, nil
+}
+
+// updateTopic applies fn to a copy of the topic named by arn and stores
+// the copy. fn may refuse with an error, which is returned as it is, or
+// report that nothing changed.
+func (s *Service) updateTopic(ctx context.Context, arn, param, op string, fn func(c *topic) (changed bool, err error)) error {
+	s.writeMu.Lock()
+	defer s.writeMu.Unlock()
+	t, err := s.lookupTopic(arn, param)
+	if err != nil {
+		return err
+	}
+	c := t.clone()
+	changed, err := fn(c)
+	if err != nil || !changed {
+		return err
+	}
+	if err := c.prepare(); err != nil {
+		return s.internal(ctx, op, err)
+	}
+	if err := s.saveTopic(ctx, c); err != nil {
+		return s.internal(ctx, op, err)
+	}
+	return nil
+}
+
+func (s *Service) setTopicAttributes(ctx context.Context, in *setTopicAttributesInput) (*emptyOutput, error) {
+	if _, err := s.checkTopicARN(in.TopicArn, "TopicArn"); err != nil {
+		return nil, err
+	}
+	if in.AttributeName == "" || in.AttributeName == attrFifoTopic {
+		return nil, invalidParameter("AttributeName")
+	}
+	value := ""
+	if in.AttributeValue != nil {
+		value = *in.AttributeValue
+	}
+	err := s.updateTopic(ctx, in.TopicArn, "TopicArn", "set topic attributes", func(c *topic) (bool, error) {
+		v, err := s.checkTopicAttribute(in.AttributeName, value, c.FIFO, false)
+		if err != nil {
+			return false, err
+		}
+		switch {
+		case in.AttributeName == attrPolicy && v == "":
+			c.Attrs[attrPolicy] = s.defaultPolicy(c.ARN)
+		case in.AttributeName == attrDisplayName || v != "":
+			c.Attrs[in.AttributeName] = v
+		default:
+			delete(c.Attrs, in.AttributeName)
+		}
+		return true, nil
+	})
+	if err != nil {
+		return nil, err
+	}
+	return &emptyOutput{}, nil
+}
+
+// tagTarget resolves a ResourceArn to its topic: tags live on topics only.
+func (s *Service) tagTarget(arn string) (*topic, error) {
+	t, err := s.lookupTopic(arn, "ResourceArn")
+	if err == errTopicNotFound {
+		return nil, errResourceNotFound
+	}
+	return t, err
+}
+
+// updateTags changes a topic's tags; a missing topic is a missing resource.
+func (s *Service) updateTags(ctx context.Context, arn, op string, fn func(tags map[string]string) error) error {
+	err := s.updateTopic(ctx, arn, "ResourceArn", op, func(c *topic) (bool, error) {
+		if c.Tags == nil {
+			c.Tags = map[string]string{}
+		}
+		return true, fn(c.Tags)
+	})
+	if err == errTopicNotFound {
+		return errResourceNotFound
+	}
+	return err
+}
+
+func (s *Service) tagResource(ctx context.Context, in *tagResourceInput) (*emptyOutput, error) {
+	if len(in.Tags) == 0 {
+		return nil, notNull("tags")
+	}
+	if err := checkTags(in.Tags, "tags"); err != nil {
+		return nil, err
+	}
+	err := s.updateTags(ctx, in.ResourceArn, "tag topic", func(tags map[string]string) error {
+		for _, tg := range in.Tags {
+			tags[tg.Key] = tg.Value
+		}
+		if len(tags) > maxTags {
+			return errTagLimit
+		}
+		return nil
+	})
+	if err != nil {
+		return nil, err
+	}
+	return &emptyOutput{}, nil
+}
+
+func (s *Service) untagResource(ctx context.Context, in *untagResourceInput) (*emptyOutput, error) {
+	if len(in.TagKeys) == 0 {
+		return nil, notNull("tagKeys")
+	}
+	err := s.updateTags(ctx, in.ResourceArn, "untag topic", func(tags map[string]string) error {
+		for _, k := range in.TagKeys {
+			delete(tags, k)
+		}
+		return nil
+	})
+	if err != nil {
+		return nil, err
+	}
+	return &emptyOutput{}, nil
+}
+
+func (s *Service) listTagsForResource(ctx context.Context, in *resourceArnInput) (*listTagsOutput, error) {
+	t, err := s.tagTarget(in.ResourceArn)
+	if err != nil {
+		return nil, err
+	}
+	out := &listTagsOutput{Tags: []tagOut{}}
+	for _, k := range slices.Sorted(maps.Keys(t.Tags)) {
+		out.Tags = append(out.Tags, tagOut{Key: k, Value: ptr(t.Tags[k])})
+	}
+	return out, nil
+}
+
+// policyActions are the actions a topic policy statement may grant.
+var policyActions = []string{"GetTopicAttributes", "SetTopicAttributes", "AddPermission", "RemovePermission",
+	"DeleteTopic", "Subscribe", "ListSubscriptionsByTopic", "Publish", "Receive"}
+
+// policyDoc is a topic policy read loosely: its statements, and the other
+// members kept as they were.
+type policyDoc struct {
+	members    map[string]json.RawMessage
+	statements []json.RawMessage
+}
+
+func parsePolicy(raw string) (*policyDoc, error) {
+	d := &policyDoc{}
+	if err := json.Unmarshal([]byte(raw), &d.members); err != nil || d.members == nil {
+		return nil, fmt.Errorf("policy is not a JSON object")
+	}
+	st := d.members["Statement"]
+	switch {
+	case isNull(st):
+	case strings.HasPrefix(strings.TrimSpace(string(st)), "["):
+		if err := json.Unmarshal(st, &d.statements); err != nil {
+			return nil, fmt.Errorf("policy statements: %w", err)
+		}
+	default:
+		d.statements = []json.RawMessage{st}
+	}
+	return d, nil
+}
+
+func statementSid(st json.RawMessage) string {
+	var v struct{ Sid string }
+	_ = json.Unmarshal(st, &v)
+	return v.Sid
+}
+
+// String writes the policy back with Version, Id and Statement first.
+func (d *policyDoc) String() string {
+	st, _ := json.Marshal(d.statements)
+	d.members["Statement"] = st
+	var b strings.Builder
+	b.WriteByte('{')
+	first := true
+	write := func(k string) {
+		v, ok := d.members[k]
+		if !ok {
+			return
+		}
+		if !first {
+			b.WriteByte(',')
+		}
+		first = false
+		kb, _ := json.Marshal(k)
+		b.Write(kb)
+		b.WriteByte(':')
+		b.Write(v)
+	}
+	lead := []string{"Version", "Id", "Statement"}
+	for _, k := range lead {
+		write(k)
+	}
+	for _, k := range slices.Sorted(maps.Keys(d.members)) {
+		if !slices.Contains(lead, k) {
+			write(k)
+		}
+	}
+	b.WriteByte('}')
+	return b.String()
+}
+
+func (s *Service) addPermission(ctx context.Context, in *addPermissionInput) (*emptyOutput, error) {
+	switch {
+	case in.Label == "":
+		return nil, notNull("label")
+	case len(in.AWSAccountId) == 0:
+		return nil, notNull("aWSAccountId")
+	case len(in.ActionName) == 0:
+		return nil, notNull("actionName")
+	}
+	actions := make([]string, len(in.ActionName))
+	for i, a := range in.ActionName {
+		if !slices.Contains(policyActions, a) && a != "*" {
+			return nil, invalidParameter("Policy statement action out of service scope!")
+		}
+		actions[i] = "SNS:" + a
+	}
+	principals := make([]string, len(in.AWSAccountId))
+	for i, acct := range in.AWSAccountId {
+		principals[i] = "arn:" + partitionOf(s.region) + ":iam::" + acct + ":root"
+	}
+	err := s.updateTopic(ctx, in.TopicArn, "TopicArn", "add permission", func(c *topic) (bool, error) {
+		doc, err := parsePolicy(c.Attrs[attrPolicy])
+		if err != nil {
+			doc, _ = parsePolicy(s.defaultPolicy(c.ARN))
+		}
+		for _, st := range doc.statements {
+			if statementSid(st) == in.Label {
+				return false, invalidParameter("Statement already exists")
+			}
+		}
+		type principal struct {
+			AWS any `json:"AWS"`
+		}
+		type statement struct {
+			Sid       string    `json:"Sid"`
+			Effect    string    `json:"Effect"`
+			Principal principal `json:"Principal"`
+			Action    any       `json:"Action"`
+			Resource  string    `json:"Resource"`
+		}
+		b, err := json.Marshal(statement{Sid: in.Label, Effect: "Allow", Principal: principal{AWS: oneOrMany(principals)}, Action: oneOrMany(actions), Resource: c.ARN})
+		if err != nil {
+			return false, s.internal(ctx, "encode statement", err)
+		}
+		doc.statements = append(doc.statements, b)
+		c.Attrs[attrPolicy] = doc.String()
+		return true, nil
+	})
+	if err != nil {
+		return nil, err
+	}
+	return &emptyOutput{}, nil
+}
+
+// oneOrMany is a single value as itself, several as a list, as IAM writes
+// them.
+func oneOrMany(v []string) any {
+	if len(v) == 1 {
+		return v[0]
+	}
+	return v
+}
+
+func (s *Service) removePermission(ctx context.Context, in *removePermissionInput) (*emptyOutput, error) {
+	if in.Label == "" {
+		return nil, notNull("label")
+	}
+	err := s.updateTopic(ctx, in.TopicArn, "TopicArn", "remove permission", func(c *topic) (bool, error) {
+		doc, err := parsePolicy(c.Attrs[attrPolicy])
+		if err != nil {
+			return false, nil
+		}
+		n := len(doc.statements)
+		doc.statements = slices.DeleteFunc(doc.statements, func(st json.RawMessage) bool { return statementSid(st) == in.Label })
+		if len(doc.statements) == n {
+			return false, nil
+		}
+		c.Attrs[attrPolicy] = doc.String()
+		return true, nil
+	})
+	if err != nil {
+		return nil, err
+	}
+	return &emptyOutput{}, nil
+}
+
+func (s *Service) getDataProtectionPolicy(ctx context.Context, in *resourceArnInput) (*dataProtectionPolicyOutput, error) {
+	t, err := s.lookupTopic(in.ResourceArn, "ResourceArn")
+	if err != nil {
+		return nil, err
+	}
+	return &dataProtectionPolicyOutput{DataProtectionPolicy: t.DataProtectionPolicy}, nil
+}
+
+func (s *Service) putDataProtectionPolicy(ctx context.Context, in *putDataProtectionPolicyInput) (*emptyOutput, error) {
+	if len(in.DataProtectionPolicy) > maxDataProtection || in.DataProtectionPolicy != "" && !json.Valid([]byte(in.DataProtectionPolicy)) {
+		return nil, invalidParameter("DataProtectionPolicy")
+	}
+	err := s.updateTopic(ctx, in.ResourceArn, "ResourceArn", "put data protection policy", func(c *topic) (bool, error) {
+		c.DataProtectionPolicy = in.DataProtectionPolicy
+		return true, nil
+	})
+	if err != nil {
+		return nil, err
+	}
+	return &emptyOutput{}, nil
+}
