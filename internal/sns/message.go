@@ -15,6 +15,7 @@ import (
 
 	"github.com/ferrymq/ferry/internal/digest"
 	"github.com/ferrymq/ferry/internal/engine"
+	"github.com/ferrymq/ferry/internal/xmlchar"
 )
 
 // Message limits (sns.md §5).
@@ -88,27 +89,6 @@ type publishRequest struct {
 	groupID   *string
 	// batchPos is the entry's 1-based position in a batch; 0 for Publish.
 	batchPos int
-}
-
-// validText reports whether s is UTF-8 of the code points SNS carries:
-// #x9 | #xA | #xD | #x20–#xD7FF | #xE000–#xFFFD | #x10000–#x10FFFF.
-func validText(s string) bool {
-	for i := 0; i < len(s); {
-		c := s[i]
-		if c < utf8.RuneSelf {
-			if c < 0x20 && c != '\t' && c != '\n' && c != '\r' {
-				return false
-			}
-			i++
-			continue
-		}
-		r, n := utf8.DecodeRuneInString(s[i:])
-		if r == utf8.RuneError && n == 1 || r == 0xFFFE || r == 0xFFFF {
-			return false
-		}
-		i += n
-	}
-	return true
 }
 
 // checkSubject: present means non-empty, shorter than 100 characters, one
@@ -252,7 +232,7 @@ func checkAttributes(in map[string]messageAttributeValue, pos int) (map[string]M
 // validAttributeText: message text without characters outside the Basic
 // Multilingual Plane, which SNS refuses in attribute values.
 func validAttributeText(s string) bool {
-	if !validText(s) {
+	if !xmlchar.Valid(s) {
 		return false
 	}
 	for _, r := range s {
@@ -320,7 +300,7 @@ func (s *Service) buildMessage(r publishRequest) (*message, error) {
 	if size > maxMessageBytes && r.batchPos == 0 {
 		return nil, invalidParameter("Message too long")
 	}
-	if !validText(r.message) {
+	if !xmlchar.Valid(r.message) {
 		return nil, invalidParameter("Message")
 	}
 	m := &message{body: r.message, attrs: attrs, attrList: list, size: size}

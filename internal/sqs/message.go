@@ -13,6 +13,7 @@ import (
 	"github.com/ferrymq/ferry/internal/digest"
 	"github.com/ferrymq/ferry/internal/engine"
 	"github.com/ferrymq/ferry/internal/protocol"
+	"github.com/ferrymq/ferry/internal/xmlchar"
 )
 
 const (
@@ -91,7 +92,7 @@ func buildMessage(m messageRequest, q queueRules, senderID string, inBatch bool)
 	if err != nil {
 		return nm, err
 	}
-	if !validText(m.body) {
+	if !xmlchar.Valid(m.body) {
 		return nm, errInvalidMessageContents
 	}
 	if size += len(m.body); size > q.maxSize {
@@ -230,7 +231,7 @@ func checkAttributeValue(a *engine.MessageAttribute) *protocol.Error {
 		if a.StringValue == "" {
 			return invalidParameter("Message (user) attribute '%s' must contain a non-empty value of type '%s'.", a.Name, base)
 		}
-		if !validText(a.StringValue) {
+		if !xmlchar.Valid(a.StringValue) {
 			return invalidParameter(invalidCharactersMessage)
 		}
 		if base == "Number" && !validNumber(a.StringValue) {
@@ -262,35 +263,12 @@ func buildSystemAttributes(in map[string]MessageAttributeValue) (string, *protoc
 		if v.StringValue == "" {
 			return "", invalidParameter("Message system attribute '%s' must contain a non-empty value of type 'String'.", name)
 		}
-		if !validText(v.StringValue) {
+		if !xmlchar.Valid(v.StringValue) {
 			return "", invalidParameter(invalidCharactersMessage)
 		}
 		trace = v.StringValue
 	}
 	return trace, nil
-}
-
-// validText reports whether s is valid UTF-8 made only of the code points
-// SQS allows in bodies and string values: #x9 | #xA | #xD | #x20-#xD7FF |
-// #xE000-#xFFFD | #x10000-#x10FFFF.
-func validText(s string) bool {
-	for i := 0; i < len(s); {
-		c := s[i]
-		if c < utf8.RuneSelf {
-			if c < 0x20 && c != '\t' && c != '\n' && c != '\r' {
-				return false
-			}
-			i++
-			continue
-		}
-		r, n := utf8.DecodeRuneInString(s[i:])
-		if r == utf8.RuneError && n == 1 || r == 0xFFFE || r == 0xFFFF {
-			return false
-		}
-		// DecodeRuneInString already refuses surrogates (U+D800-U+DFFF).
-		i += n
-	}
-	return true
 }
 
 // validNumber reports whether s is a decimal number SQS accepts for a Number

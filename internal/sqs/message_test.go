@@ -5,6 +5,7 @@ import (
 	"testing"
 
 	"github.com/ferrymq/ferry/internal/digest"
+	"github.com/ferrymq/ferry/internal/xmlchar"
 )
 
 func TestValidText(t *testing.T) {
@@ -27,8 +28,8 @@ func TestValidText(t *testing.T) {
 		{"", true},
 	}
 	for _, tt := range tests {
-		if got := validText(tt.s); got != tt.ok {
-			t.Errorf("validText(%q) = %v, want %v", tt.s, got, tt.ok)
+		if got := xmlchar.Valid(tt.s); got != tt.ok {
+			t.Errorf("xmlchar.Valid(%q) = %v, want %v", tt.s, got, tt.ok)
 		}
 	}
 }
