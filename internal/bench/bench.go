@@ -193,7 +193,7 @@ func (c *Config) fill() error {
 // ignores proxy settings: requests go to the endpoint only.
 func newHTTPClient(concurrency int) *http.Client {
 	conns := 8*concurrency + 32
-	return &http.Client{Transport: plainBodies{&http.Transport{
+	return &http.Client{Transport: PlainBodies{&http.Transport{
 		Proxy:               nil,
 		DialContext:         (&net.Dialer{Timeout: 5 * time.Second, KeepAlive: 30 * time.Second}).DialContext,
 		MaxIdleConns:        conns,
@@ -202,7 +202,9 @@ func newHTTPClient(concurrency int) *http.Client {
 	}}}
 }
 
-// plainBodies hides the io.WriterTo of request bodies. The SDK closes a
+// PlainBodies is an http.RoundTripper that hides the io.WriterTo of request
+// bodies; every aws-sdk-go-v2 client of a Ferry on the same machine wants it
+// (the benchmark, the integration tests). The SDK closes a
 // request's body as soon as the response headers arrive, and its body's
 // WriteTo then returns io.EOF; net/http, still finishing the request on
 // another goroutine, takes that EOF from its check for excess bytes as a
@@ -210,15 +212,16 @@ func newHTTPClient(concurrency int) *http.Client {
 // Against a broker on the same machine, which answers the moment it has
 // the body, that race drops whole ReceiveMessage answers. A plain Read
 // returns EOF the ordinary way.
-type plainBodies struct{ next http.RoundTripper }
+type PlainBodies struct{ Next http.RoundTripper }
 
-func (p plainBodies) RoundTrip(req *http.Request) (*http.Response, error) {
+// RoundTrip passes req on with a body that only reads.
+func (p PlainBodies) RoundTrip(req *http.Request) (*http.Response, error) {
 	if req.Body != nil && req.Body != http.NoBody {
 		r := *req
 		r.Body = readCloser{req.Body}
 		req = &r
 	}
-	return p.next.RoundTrip(req)
+	return p.Next.RoundTrip(req)
 }
 
 type readCloser struct{ io.ReadCloser }

@@ -60,7 +60,7 @@ func TestPlainBodiesHidesWriterTo(t *testing.T) {
 	}
 	req, _ := http.NewRequest("POST", "http://127.0.0.1:1/", nil)
 	req.Body = body
-	if _, err := (plainBodies{rec}).RoundTrip(req); err != nil {
+	if _, err := (PlainBodies{rec}).RoundTrip(req); err != nil {
 		t.Fatal(err)
 	}
 	if _, ok := rec.req.Body.(io.WriterTo); ok {
