@@ -74,7 +74,7 @@ func TestServeFromEnvironment(t *testing.T) {
 			time.Sleep(5 * time.Millisecond)
 		}
 	}
-	if !strings.Contains(logs.String(), "account=123456789012") || !strings.Contains(logs.String(), "memory=true") {
+	if !strings.Contains(logs.String(), "account=123456789012") || !strings.Contains(logs.String(), "store=memory") {
 		t.Errorf("environment not applied: %q", logs.String())
 	}
 	resp, err := http.Get(base + "/_ferry/health")

@@ -180,8 +180,12 @@ func Start(ctx context.Context, cfg Config) (*Server, error) {
 		ErrorLog:    slog.NewLogLogger(cfg.Logger.Handler(), slog.LevelWarn),
 	}
 	go func() { s.served <- s.http.Serve(ln) }()
-	cfg.Logger.Info("ferry listening", "addr", ln.Addr().String(), "memory", cfg.Memory,
-		"data", cfg.DataDir, "account", cfg.Account, "region", cfg.Region, "startup", time.Since(began))
+	store := cfg.DataDir
+	if cfg.Memory {
+		store = "memory"
+	}
+	cfg.Logger.Info("ferry listening", "addr", ln.Addr().String(), "store", store,
+		"account", cfg.Account, "region", cfg.Region, "startup", time.Since(began))
 	return s, nil
 }
 
