@@ -16,9 +16,13 @@ import (
 	"sync"
 	"time"
 
+	"github.com/prometheus/client_golang/prometheus"
+	"github.com/prometheus/client_golang/prometheus/promhttp"
+
 	"github.com/ferrymq/ferry/internal/clock"
 	"github.com/ferrymq/ferry/internal/engine"
 	"github.com/ferrymq/ferry/internal/engine/embedded"
+	"github.com/ferrymq/ferry/internal/metrics"
 	"github.com/ferrymq/ferry/internal/protocol"
 	"github.com/ferrymq/ferry/internal/sns"
 	"github.com/ferrymq/ferry/internal/sqs"
@@ -85,6 +89,7 @@ type Server struct {
 	cfg      Config
 	engine   engine.Backend
 	sns      *sns.Service
+	metrics  *metrics.Store
 	http     *http.Server
 	ln       net.Listener
 	served   chan error
@@ -147,6 +152,15 @@ func Start(ctx context.Context, cfg Config) (*Server, error) {
 	}
 	s.sns = snsSvc
 
+	s.metrics = metrics.New(metrics.Options{Clock: cfg.Clock})
+	registry := prometheus.NewRegistry()
+	if err := registry.Register(metrics.NewCollector(s.metrics, eng, cfg.Account, cfg.Logger)); err != nil {
+		snsSvc.Close()
+		ln.Close()
+		eng.Close()
+		return nil, fmt.Errorf("register metrics: %w", err)
+	}
+
 	api := &protocol.Handler{
 		Logger: cfg.Logger,
 		Services: []*protocol.Service{sqs.NewService(sqs.Config{
@@ -156,6 +170,7 @@ func Start(ctx context.Context, cfg Config) (*Server, error) {
 			Clock:        cfg.Clock,
 			Logger:       cfg.Logger,
 			QueueURLBase: cfg.QueueURLBase,
+			Metrics:      s.metrics,
 		}), snsSvc.Protocol()},
 	}
 	if err := api.Check(); err != nil {
@@ -168,6 +183,9 @@ func Start(ctx context.Context, cfg Config) (*Server, error) {
 	mux.HandleFunc("GET /_ferry/health", s.health)
 	// LocalStack's health path, which existing wait-for-ready scripts poll.
 	mux.HandleFunc("GET /_localstack/health", s.health)
+	mux.Handle("GET /metrics", promhttp.HandlerFor(registry, promhttp.HandlerOpts{
+		ErrorLog: slog.NewLogLogger(cfg.Logger.Handler(), slog.LevelWarn),
+	}))
 	snsSvc.Register(mux)
 	mux.Handle("/", api)
 
@@ -197,6 +215,9 @@ func (s *Server) URL() string { return "http://" + s.Addr() }
 
 // Engine exposes the backend, for tests that inspect state directly.
 func (s *Server) Engine() engine.Backend { return s.engine }
+
+// Metrics exposes the per-queue metric store.
+func (s *Server) Metrics() *metrics.Store { return s.metrics }
 
 // SNS exposes the SNS service (its counters and recorded deliveries).
 func (s *Server) SNS() *sns.Service { return s.sns }

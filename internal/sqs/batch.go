@@ -103,6 +103,7 @@ func (s *service) sendMessageBatch(ctx context.Context, in *SendMessageBatchInpu
 	if len(res) != len(msgs) {
 		return nil, errors.New("sqs: send batch: engine answered " + strconv.Itoa(len(res)) + " results for " + strconv.Itoa(len(msgs)) + " messages")
 	}
+	s.recordSent(q.Name, msgs, res)
 	for i, r := range res {
 		out.Successful = append(out.Successful, SendMessageBatchResultEntry{
 			Id:                           ids[i],
@@ -158,9 +159,14 @@ func (s *service) deleteMessageBatch(ctx context.Context, in *DeleteMessageBatch
 		if err != nil {
 			return nil, s.engineError(err, "delete batch from "+name)
 		}
+		deleted := 0
 		for j, i := range sent {
 			failed[i] = deleteError(handles[j], errs, j)
+			if failed[i] == nil {
+				deleted++
+			}
 		}
+		s.recordDeleted(name, deleted)
 	}
 	ok, bad := batchResults(in.Entries, failed, func(e *DeleteMessageBatchRequestEntry) string { return e.Id })
 	return &DeleteMessageBatchOutput{Successful: ok, Failed: bad}, nil

@@ -38,6 +38,7 @@ func (s *service) sendMessage(ctx context.Context, in *SendMessageInput) (*SendM
 	if len(res) != 1 {
 		return nil, errors.New("sqs: send: engine answered " + strconv.Itoa(len(res)) + " results for 1 message")
 	}
+	s.recordSent(q.Name, []engine.NewMessage{msg}, res)
 	// A duplicate of a FIFO message answers with the original's id and
 	// sequence number, which the engine returns. The digests are this
 	// request's, as SDKs check them against what they sent (what AWS
@@ -91,6 +92,7 @@ func (s *service) receiveMessage(ctx context.Context, in *ReceiveMessageInput) (
 	if err != nil {
 		return nil, s.engineError(err, "receive from "+q.Name)
 	}
+	s.recordReceived(q.Name, len(msgs))
 	out := &ReceiveMessageOutput{}
 	if len(msgs) == 0 {
 		return out, nil
@@ -117,6 +119,7 @@ func (s *service) deleteMessage(ctx context.Context, in *DeleteMessageInput) (*E
 	if perr := deleteError(in.ReceiptHandle, errs, 0); perr != nil {
 		return nil, perr
 	}
+	s.recordDeleted(name, 1)
 	return &EmptyOutput{}, nil
 }
 

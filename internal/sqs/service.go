@@ -31,6 +31,14 @@ type Config struct {
 	// QueueURLBase prefixes queue URLs, e.g. "http://localhost:4566"; empty
 	// means "http://" + the request's Host.
 	QueueURLBase string
+	// Metrics receives the CloudWatch-style counts of the message actions;
+	// nil records nothing.
+	Metrics Recorder
+}
+
+// Recorder takes one sample of a metric of a queue (metrics.Store).
+type Recorder interface {
+	Record(namespace, metric, queue string, value float64)
 }
 
 // Defaults for an empty Config.
@@ -46,6 +54,7 @@ type service struct {
 	clock           clock.Clock
 	log             *slog.Logger
 	urlBase         string
+	metrics         Recorder
 }
 
 // NewService returns the SQS service with every action.
@@ -57,6 +66,7 @@ func NewService(cfg Config) *protocol.Service {
 		clock:   cfg.Clock,
 		log:     cfg.Logger,
 		urlBase: strings.TrimRight(cfg.QueueURLBase, "/"),
+		metrics: cfg.Metrics,
 	}
 	if s.account == "" {
 		s.account = DefaultAccount

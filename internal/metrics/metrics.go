@@ -1,0 +1,285 @@
+// Package metrics keeps CloudWatch-style one-minute datapoints per queue
+// and exposes them to Prometheus. Recording is cheap enough for the
+// message hot path: a map lookup under a read lock and a short critical
+// section on the series, with no allocation once a minute's bucket exists.
+package metrics
+
+import (
+	"sort"
+	"sync"
+	"time"
+
+	"github.com/ferrymq/ferry/internal/clock"
+)
+
+// NamespaceSQS is the CloudWatch namespace of the SQS metrics.
+const NamespaceSQS = "AWS/SQS"
+
+// SQS metric names, as CloudWatch spells them.
+const (
+	MessagesSent             = "NumberOfMessagesSent"
+	SentMessageSize          = "SentMessageSize"
+	MessagesReceived         = "NumberOfMessagesReceived"
+	EmptyReceives            = "NumberOfEmptyReceives"
+	MessagesDeleted          = "NumberOfMessagesDeleted"
+	DeduplicatedSentMessages = "NumberOfDeduplicatedSentMessages"
+)
+
+// Defaults of Options.
+const (
+	DefaultRetention = 15 * 24 * time.Hour
+	DefaultMaxSeries = 10000
+)
+
+// SeriesKey names one series: a metric of a namespace for one queue (the
+// QueueName dimension).
+type SeriesKey struct {
+	Namespace, Metric, Queue string
+}
+
+// Datapoint is one minute's statistics of a series.
+type Datapoint struct {
+	// Timestamp is the start of the minute.
+	Timestamp                          time.Time
+	Sum, SampleCount, Minimum, Maximum float64
+}
+
+// Average is Sum / SampleCount (0 for an empty datapoint).
+func (d Datapoint) Average() float64 {
+	if d.SampleCount == 0 {
+		return 0
+	}
+	return d.Sum / d.SampleCount
+}
+
+// Totals are a series' statistics since the store started; unlike the
+// datapoints they are never evicted (Prometheus counters need them).
+type Totals struct {
+	Sum, SampleCount float64
+}
+
+// Options configure a Store.
+type Options struct {
+	Clock clock.Clock // clock.Real if nil
+	// Retention is how long minutes are kept (DefaultRetention if zero).
+	Retention time.Duration
+	// MaxSeries bounds the number of series (DefaultMaxSeries if zero);
+	// a new series beyond it replaces the least recently recorded one.
+	MaxSeries int
+}
+
+// Store holds the series. It is safe for concurrent use.
+type Store struct {
+	clock     clock.Clock
+	retention int64 // minutes
+	maxSeries int
+
+	mu     sync.RWMutex
+	series map[SeriesKey]*series
+}
+
+// bucket is one minute; minute counts minutes since the Unix epoch.
+type bucket struct {
+	minute               int64
+	sum, count, min, max float64
+}
+
+type series struct {
+	mu sync.Mutex
+	// buckets are sorted by minute, oldest first; head is the first live
+	// one, so that eviction does not shift the slice on every minute.
+	buckets []bucket
+	head    int
+	totals  Totals
+	last    int64 // minute of the latest record, to pick a series to evict
+}
+
+// New returns an empty store.
+func New(o Options) *Store {
+	s := &Store{clock: o.Clock, maxSeries: o.MaxSeries, series: make(map[SeriesKey]*series)}
+	if s.clock == nil {
+		s.clock = clock.Real{}
+	}
+	ret := o.Retention
+	if ret <= 0 {
+		ret = DefaultRetention
+	}
+	s.retention = int64((ret + time.Minute - 1) / time.Minute)
+	if s.maxSeries <= 0 {
+		s.maxSeries = DefaultMaxSeries
+	}
+	return s
+}
+
+func minuteOf(t time.Time) int64 {
+	m := t.Unix() / 60
+	if t.Unix()%60 < 0 {
+		m-- // floor for times before 1970
+	}
+	return m
+}
+
+// Record adds one sample of value to the current minute of the series.
+func (s *Store) Record(ns, metric, queue string, value float64) {
+	if s == nil {
+		return
+	}
+	now := minuteOf(s.clock.Now())
+	k := SeriesKey{ns, metric, queue}
+	s.mu.RLock()
+	se := s.series[k]
+	s.mu.RUnlock()
+	if se == nil {
+		se = s.create(k, now)
+	}
+	se.mu.Lock()
+	se.add(now, value, s.retention)
+	se.mu.Unlock()
+}
+
+// create adds the series k, evicting the least recently recorded series
+// when the store is full.
+func (s *Store) create(k SeriesKey, now int64) *series {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if se := s.series[k]; se != nil {
+		return se
+	}
+	if len(s.series) >= s.maxSeries {
+		var oldest SeriesKey
+		var oldestMin int64
+		first := true
+		for key, se := range s.series {
+			se.mu.Lock()
+			l := se.last
+			se.mu.Unlock()
+			if first || l < oldestMin {
+				oldest, oldestMin, first = key, l, false
+			}
+		}
+		delete(s.series, oldest)
+	}
+	se := &series{last: now}
+	s.series[k] = se
+	return se
+}
+
+func (se *series) add(now int64, v float64, retention int64) {
+	se.totals.Sum += v
+	se.totals.SampleCount++
+	if now > se.last {
+		se.last = now
+	}
+	live := se.buckets[se.head:]
+	if n := len(live); n > 0 && live[n-1].minute == now {
+		live[n-1].merge(v)
+		return
+	}
+	se.evict(now, retention)
+	b := bucket{minute: now, sum: v, count: 1, min: v, max: v}
+	live = se.buckets[se.head:]
+	i := sort.Search(len(live), func(i int) bool { return live[i].minute >= now })
+	switch {
+	case i < len(live) && live[i].minute == now:
+		live[i].merge(v)
+	case i == len(live):
+		se.buckets = append(se.buckets, b)
+	case now <= se.last-retention:
+		// Older than the window (the clock went back): counted in the
+		// totals only.
+	default:
+		// The clock went back to a minute with no bucket yet: rare.
+		se.buckets = append(se.buckets, bucket{})
+		j := se.head + i
+		copy(se.buckets[j+1:], se.buckets[j:])
+		se.buckets[j] = b
+	}
+}
+
+func (b *bucket) merge(v float64) {
+	b.sum += v
+	b.count++
+	if v < b.min {
+		b.min = v
+	}
+	if v > b.max {
+		b.max = v
+	}
+}
+
+// evict drops the minutes that have left the retention window, and
+// compacts the slice when most of it is dead.
+func (se *series) evict(now, retention int64) {
+	for se.head < len(se.buckets) && se.buckets[se.head].minute <= now-retention {
+		se.head++
+	}
+	if se.head > 0 && se.head*2 >= len(se.buckets) {
+		n := copy(se.buckets, se.buckets[se.head:])
+		se.buckets = se.buckets[:n]
+		se.head = 0
+	}
+}
+
+// Datapoints returns the series' minutes that start in [from, to), oldest
+// first, within the retention window. Minutes without samples are absent.
+func (s *Store) Datapoints(ns, metric, queue string, from, to time.Time) []Datapoint {
+	s.mu.RLock()
+	se := s.series[SeriesKey{ns, metric, queue}]
+	s.mu.RUnlock()
+	if se == nil {
+		return nil
+	}
+	lo, hi := minuteOf(from), minuteOf(to)
+	if from.After(time.Unix(lo*60, 0)) {
+		lo++ // a minute starting before from is not in the range
+	}
+	if cut := minuteOf(s.clock.Now()) - s.retention; lo <= cut {
+		lo = cut + 1
+	}
+	var out []Datapoint
+	se.mu.Lock()
+	defer se.mu.Unlock()
+	for _, b := range se.buckets[se.head:] {
+		if b.minute < lo || b.minute >= hi {
+			continue
+		}
+		out = append(out, Datapoint{Timestamp: time.Unix(b.minute*60, 0).UTC(),
+			Sum: b.sum, SampleCount: b.count, Minimum: b.min, Maximum: b.max})
+	}
+	return out
+}
+
+// Totals returns the series' statistics since the store started (or since
+// the series was created again after an eviction), and whether it exists.
+func (s *Store) Totals(ns, metric, queue string) (Totals, bool) {
+	s.mu.RLock()
+	se := s.series[SeriesKey{ns, metric, queue}]
+	s.mu.RUnlock()
+	if se == nil {
+		return Totals{}, false
+	}
+	se.mu.Lock()
+	defer se.mu.Unlock()
+	return se.totals, true
+}
+
+// Series lists the keys of every series, sorted.
+func (s *Store) Series() []SeriesKey {
+	s.mu.RLock()
+	out := make([]SeriesKey, 0, len(s.series))
+	for k := range s.series {
+		out = append(out, k)
+	}
+	s.mu.RUnlock()
+	sort.Slice(out, func(i, j int) bool {
+		a, b := out[i], out[j]
+		if a.Namespace != b.Namespace {
+			return a.Namespace < b.Namespace
+		}
+		if a.Metric != b.Metric {
+			return a.Metric < b.Metric
+		}
+		return a.Queue < b.Queue
+	})
+	return out
+}
