@@ -13,11 +13,13 @@ test:
 	$(GO) vet ./...
 	$(GO) test -race -count=1 -timeout 20m ./...
 
-# Each decoder fuzzed for a short while (longer runs: FUZZTIME=10m make fuzz).
+# Each fuzz target for a short while (longer runs: FUZZTIME=10m make fuzz).
 FUZZTIME ?= 30s
+FUZZ_PROTOCOL = FuzzJSONDecode FuzzQueryDecode FuzzHandler FuzzXMLRoundTrip
+FUZZ_SNS = FuzzParseFilterPolicy FuzzMatch FuzzParseJSON FuzzNotificationJSON
 fuzz:
-	$(GO) test ./internal/protocol -run '^$$' -fuzz '^FuzzJSONDecode$$' -fuzztime $(FUZZTIME)
-	$(GO) test ./internal/protocol -run '^$$' -fuzz '^FuzzQueryDecode$$' -fuzztime $(FUZZTIME)
+	@for f in $(FUZZ_PROTOCOL); do $(GO) test ./internal/protocol -run '^$$' -fuzz "^$$f\$$" -fuzztime $(FUZZTIME) || exit 1; done
+	@for f in $(FUZZ_SNS); do $(GO) test ./internal/sns -run '^$$' -fuzz "^$$f\$$" -fuzztime $(FUZZTIME) || exit 1; done
 
 bench:
 	$(GO) test -run '^$$' -bench . -benchmem ./...
