@@ -547,21 +547,7 @@ func (q *queue) takeFIFOLocked(now int64, max int, vis *time.Duration) ([]taken,
 			}
 			x.visible--
 			g.inflight++
-			m.receiveCount++
-			if m.receiveCount == 1 {
-				m.firstReceiveAt = now
-			}
-			m.gen = q.nextGen
-			q.nextGen++
-			m.receivedAt = now
-			m.deadline = after(now, v)
-			m.status = statusInflight
-			m.touched = false
-			q.inflight++
-			q.timers.push(m)
-			k := makeMsgKey(q.id, m.seq, kindState)
-			_ = b.Set(k[:], encodeState(buf[:0], m.state()), nil)
-			got = append(got, taken{seq: m.seq, gen: m.gen, receiveCount: m.receiveCount, firstReceiveAt: m.firstReceiveAt})
+			got = append(got, q.handOutLocked(m, now, v, b, buf[:0]))
 			took = true
 			m = next
 		}

@@ -452,20 +452,7 @@ func (q *queue) takeLocked(now int64, max int, vis *time.Duration) ([]taken, *re
 				continue
 			}
 		}
-		m.receiveCount++
-		if m.receiveCount == 1 {
-			m.firstReceiveAt = now
-		}
-		m.gen = q.nextGen
-		q.nextGen++
-		m.receivedAt = now
-		m.deadline = after(now, v)
-		m.status = statusInflight
-		q.inflight++
-		q.timers.push(m)
-		k := makeMsgKey(q.id, m.seq, kindState)
-		_ = b.Set(k[:], encodeState(buf[:0], m.state()), nil)
-		got = append(got, taken{seq: m.seq, gen: m.gen, receiveCount: m.receiveCount, firstReceiveAt: m.firstReceiveAt})
+		got = append(got, q.handOutLocked(m, now, v, b, buf[:0]))
 	}
 	if b.Empty() {
 		return got, job, nil
@@ -520,4 +507,27 @@ func (q *queue) wakeAllLocked() {
 		w.elem = nil
 		close(w.done)
 	}
+}
+
+// handOutLocked makes m in flight for a receive at now with visibility v:
+// a new receipt generation, the receive count and first receive time, the
+// timer, and its state record in b (written without a sync, as all receive
+// bookkeeping). Both the standard and the FIFO receive use it. The caller
+// holds q.mu and has taken m out of its ready structure.
+func (q *queue) handOutLocked(m *message, now int64, v time.Duration, b *pebble.Batch, buf []byte) taken {
+	m.receiveCount++
+	if m.receiveCount == 1 {
+		m.firstReceiveAt = now
+	}
+	m.gen = q.nextGen
+	q.nextGen++
+	m.receivedAt = now
+	m.deadline = after(now, v)
+	m.status = statusInflight
+	m.touched = false
+	q.inflight++
+	q.timers.push(m)
+	k := makeMsgKey(q.id, m.seq, kindState)
+	_ = b.Set(k[:], encodeState(buf, m.state()), nil)
+	return taken{seq: m.seq, gen: m.gen, receiveCount: m.receiveCount, firstReceiveAt: m.firstReceiveAt}
 }
