@@ -82,51 +82,38 @@ func msgSpan(qid, from, to uint64) (lo, hi []byte) {
 	return lo, hi
 }
 
-// queueMsgSpan covers every message of qid.
-func queueMsgSpan(qid uint64) (lo, hi []byte) {
+// queueSpan covers every key of qid under prefix: prefix qid ... sorts
+// below prefix qid+1.
+func queueSpan(prefix byte, qid uint64) (lo, hi []byte) {
 	lo = make([]byte, 9)
 	hi = make([]byte, 9)
-	lo[0], hi[0] = prefixMsg, prefixMsg
+	lo[0], hi[0] = prefix, prefix
 	binary.BigEndian.PutUint64(lo[1:], qid)
 	binary.BigEndian.PutUint64(hi[1:], qid+1)
 	return lo, hi
 }
 
-func taskKey(qid, seq uint64) []byte {
+// seqKey is prefix qid seq: the key of a move task or deduplication entry.
+func seqKey(prefix byte, qid, seq uint64) []byte {
 	k := make([]byte, 17)
-	k[0] = prefixTask
+	k[0] = prefix
 	binary.BigEndian.PutUint64(k[1:9], qid)
 	binary.BigEndian.PutUint64(k[9:], seq)
 	return k
 }
+
+// queueMsgSpan covers every message of qid.
+func queueMsgSpan(qid uint64) (lo, hi []byte) { return queueSpan(prefixMsg, qid) }
+
+func taskKey(qid, seq uint64) []byte { return seqKey(prefixTask, qid, seq) }
 
 // queueTaskSpan covers every move task of source queue qid.
-func queueTaskSpan(qid uint64) (lo, hi []byte) {
-	lo = make([]byte, 9)
-	hi = make([]byte, 9)
-	lo[0], hi[0] = prefixTask, prefixTask
-	binary.BigEndian.PutUint64(lo[1:], qid)
-	binary.BigEndian.PutUint64(hi[1:], qid+1)
-	return lo, hi
-}
+func queueTaskSpan(qid uint64) (lo, hi []byte) { return queueSpan(prefixTask, qid) }
 
-func dedupRecordKey(qid, seq uint64) []byte {
-	k := make([]byte, 17)
-	k[0] = prefixDedup
-	binary.BigEndian.PutUint64(k[1:9], qid)
-	binary.BigEndian.PutUint64(k[9:], seq)
-	return k
-}
+func dedupRecordKey(qid, seq uint64) []byte { return seqKey(prefixDedup, qid, seq) }
 
 // queueDedupSpan covers every deduplication entry of qid.
-func queueDedupSpan(qid uint64) (lo, hi []byte) {
-	lo = make([]byte, 9)
-	hi = make([]byte, 9)
-	lo[0], hi[0] = prefixDedup, prefixDedup
-	binary.BigEndian.PutUint64(lo[1:], qid)
-	binary.BigEndian.PutUint64(hi[1:], qid+1)
-	return lo, hi
-}
+func queueDedupSpan(qid uint64) (lo, hi []byte) { return queueSpan(prefixDedup, qid) }
 
 func parseTaskKey(k []byte) (qid, seq uint64, ok bool) {
 	if len(k) != 17 || k[0] != prefixTask {
