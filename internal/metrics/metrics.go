@@ -1,4 +1,4 @@
-// Package metrics keeps CloudWatch-style one-minute datapoints per queue
+// Package metrics keeps CloudWatch-style one-minute datapoints per queue and topic
 // and exposes them to Prometheus. Recording is cheap enough for the
 // message hot path: a map lookup under a read lock and a short critical
 // section on the series, with no allocation once a minute's bucket exists.
@@ -31,10 +31,28 @@ const (
 	DefaultMaxSeries = 10000
 )
 
-// SeriesKey names one series: a metric of a namespace for one queue (the
-// QueueName dimension).
+// Dimension is the one name/value pair that tells a metric's series apart:
+// QueueName for SQS, TopicName for SNS.
+type Dimension struct {
+	Name, Value string
+}
+
+// Dimension names, as CloudWatch spells them.
+const (
+	DimQueueName = "QueueName"
+	DimTopicName = "TopicName"
+)
+
+// Queue is the QueueName dimension of queue.
+func Queue(name string) Dimension { return Dimension{DimQueueName, name} }
+
+// Topic is the TopicName dimension of topic.
+func Topic(name string) Dimension { return Dimension{DimTopicName, name} }
+
+// SeriesKey names one series: a metric of a namespace for one dimension.
 type SeriesKey struct {
-	Namespace, Metric, Queue string
+	Namespace, Metric string
+	Dimension         Dimension
 }
 
 // Datapoint is one minute's statistics of a series.
@@ -120,12 +138,12 @@ func minuteOf(t time.Time) int64 {
 }
 
 // Record adds one sample of value to the current minute of the series.
-func (s *Store) Record(ns, metric, queue string, value float64) {
+func (s *Store) Record(ns, metric string, dim Dimension, value float64) {
 	if s == nil {
 		return
 	}
 	now := minuteOf(s.clock.Now())
-	k := SeriesKey{ns, metric, queue}
+	k := SeriesKey{ns, metric, dim}
 	s.mu.RLock()
 	se := s.series[k]
 	s.mu.RUnlock()
@@ -222,9 +240,9 @@ func (se *series) evict(now, retention int64) {
 
 // Datapoints returns the series' minutes that start in [from, to), oldest
 // first, within the retention window. Minutes without samples are absent.
-func (s *Store) Datapoints(ns, metric, queue string, from, to time.Time) []Datapoint {
+func (s *Store) Datapoints(ns, metric string, dim Dimension, from, to time.Time) []Datapoint {
 	s.mu.RLock()
-	se := s.series[SeriesKey{ns, metric, queue}]
+	se := s.series[SeriesKey{ns, metric, dim}]
 	s.mu.RUnlock()
 	if se == nil {
 		return nil
@@ -251,9 +269,9 @@ func (s *Store) Datapoints(ns, metric, queue string, from, to time.Time) []Datap
 
 // Totals returns the series' statistics since the store started (or since
 // the series was created again after an eviction), and whether it exists.
-func (s *Store) Totals(ns, metric, queue string) (Totals, bool) {
+func (s *Store) Totals(ns, metric string, dim Dimension) (Totals, bool) {
 	s.mu.RLock()
-	se := s.series[SeriesKey{ns, metric, queue}]
+	se := s.series[SeriesKey{ns, metric, dim}]
 	s.mu.RUnlock()
 	if se == nil {
 		return Totals{}, false
@@ -279,7 +297,10 @@ func (s *Store) Series() []SeriesKey {
 		if a.Metric != b.Metric {
 			return a.Metric < b.Metric
 		}
-		return a.Queue < b.Queue
+		if a.Dimension.Name != b.Dimension.Name {
+			return a.Dimension.Name < b.Dimension.Name
+		}
+		return a.Dimension.Value < b.Dimension.Value
 	})
 	return out
 }

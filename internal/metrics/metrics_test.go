@@ -97,14 +97,14 @@ func TestStoreBuckets(t *testing.T) {
 			for _, st := range tt.steps {
 				clk.now = clk.now.Add(st.advance)
 				for _, v := range st.values {
-					s.Record(NamespaceSQS, MessagesSent, "q", v)
+					s.Record(NamespaceSQS, MessagesSent, Queue("q"), v)
 				}
 			}
-			got := s.Datapoints(NamespaceSQS, MessagesSent, "q", t0.Add(tt.from), t0.Add(tt.to))
+			got := s.Datapoints(NamespaceSQS, MessagesSent, Queue("q"), t0.Add(tt.from), t0.Add(tt.to))
 			if fmt.Sprint(got) != fmt.Sprint(tt.want) {
 				t.Errorf("datapoints\n got %v\nwant %v", got, tt.want)
 			}
-			tot, _ := s.Totals(NamespaceSQS, MessagesSent, "q")
+			tot, _ := s.Totals(NamespaceSQS, MessagesSent, Queue("q"))
 			if tot != tt.totals {
 				t.Errorf("totals = %+v, want %+v", tot, tt.totals)
 			}
@@ -117,17 +117,17 @@ func TestDefaultRetentionKeeps15Days(t *testing.T) {
 	s := New(Options{Clock: clk})
 	for i := 0; i < 16*24*60; i++ { // one sample a minute for 16 days
 		clk.Advance(time.Minute)
-		s.Record(NamespaceSQS, MessagesSent, "q", 1)
+		s.Record(NamespaceSQS, MessagesSent, Queue("q"), 1)
 	}
 	// The window is 15 days of minutes, the current one included.
-	got := s.Datapoints(NamespaceSQS, MessagesSent, "q", t0, clk.Now().Add(time.Minute))
+	got := s.Datapoints(NamespaceSQS, MessagesSent, Queue("q"), t0, clk.Now().Add(time.Minute))
 	if len(got) != 15*24*60 {
 		t.Fatalf("kept %d minutes, want %d", len(got), 15*24*60)
 	}
 	if first := got[0].Timestamp; !first.Equal(clk.Now().Add(-15*24*time.Hour + time.Minute)) {
 		t.Errorf("oldest minute %v", first)
 	}
-	se := s.series[SeriesKey{NamespaceSQS, MessagesSent, "q"}]
+	se := s.series[SeriesKey{NamespaceSQS, MessagesSent, Queue("q")}]
 	if n := len(se.buckets); n > 2*15*24*60 {
 		t.Errorf("series holds %d buckets", n)
 	}
@@ -150,24 +150,24 @@ func TestAverage(t *testing.T) {
 func TestMaxSeriesEvictsLeastRecent(t *testing.T) {
 	clk := clock.NewFake(t0)
 	s := New(Options{Clock: clk, MaxSeries: 2})
-	s.Record(NamespaceSQS, MessagesSent, "a", 1)
+	s.Record(NamespaceSQS, MessagesSent, Queue("a"), 1)
 	clk.Advance(time.Minute)
-	s.Record(NamespaceSQS, MessagesSent, "b", 1)
+	s.Record(NamespaceSQS, MessagesSent, Queue("b"), 1)
 	clk.Advance(time.Minute)
-	s.Record(NamespaceSQS, MessagesSent, "a", 1) // a is now the most recent
-	s.Record(NamespaceSQS, MessagesSent, "c", 1)
-	want := []SeriesKey{{NamespaceSQS, MessagesSent, "a"}, {NamespaceSQS, MessagesSent, "c"}}
+	s.Record(NamespaceSQS, MessagesSent, Queue("a"), 1) // a is now the most recent
+	s.Record(NamespaceSQS, MessagesSent, Queue("c"), 1)
+	want := []SeriesKey{{NamespaceSQS, MessagesSent, Queue("a")}, {NamespaceSQS, MessagesSent, Queue("c")}}
 	if got := s.Series(); fmt.Sprint(got) != fmt.Sprint(want) {
 		t.Fatalf("series = %v, want %v", got, want)
 	}
-	if _, ok := s.Totals(NamespaceSQS, MessagesSent, "b"); ok {
+	if _, ok := s.Totals(NamespaceSQS, MessagesSent, Queue("b")); ok {
 		t.Error("b survived")
 	}
 }
 
 func TestNilStoreRecords(t *testing.T) {
 	var s *Store
-	s.Record(NamespaceSQS, MessagesSent, "q", 1) // must not panic
+	s.Record(NamespaceSQS, MessagesSent, Queue("q"), 1) // must not panic
 }
 
 func TestConcurrentRecord(t *testing.T) {
@@ -179,10 +179,10 @@ func TestConcurrentRecord(t *testing.T) {
 		go func(g int) {
 			defer wg.Done()
 			for i := 0; i < 1000; i++ {
-				s.Record(NamespaceSQS, MessagesSent, fmt.Sprint("q", g%2), 1)
+				s.Record(NamespaceSQS, MessagesSent, Queue(fmt.Sprint("q", g%2)), 1)
 				if i%100 == 0 {
 					s.Series()
-					s.Datapoints(NamespaceSQS, MessagesSent, "q0", t0, t0.Add(time.Hour))
+					s.Datapoints(NamespaceSQS, MessagesSent, Queue("q0"), t0, t0.Add(time.Hour))
 				}
 			}
 		}(g)
@@ -190,7 +190,7 @@ func TestConcurrentRecord(t *testing.T) {
 	wg.Wait()
 	var sum float64
 	for _, q := range []string{"q0", "q1"} {
-		tot, _ := s.Totals(NamespaceSQS, MessagesSent, q)
+		tot, _ := s.Totals(NamespaceSQS, MessagesSent, Queue(q))
 		sum += tot.SampleCount
 	}
 	if sum != 8000 {
@@ -200,11 +200,11 @@ func TestConcurrentRecord(t *testing.T) {
 
 func BenchmarkRecord(b *testing.B) {
 	s := New(Options{Clock: clock.NewFake(t0)})
-	s.Record(NamespaceSQS, MessagesSent, "orders", 1)
+	s.Record(NamespaceSQS, MessagesSent, Queue("orders"), 1)
 	b.ReportAllocs()
 	b.ResetTimer()
 	for i := 0; i < b.N; i++ {
-		s.Record(NamespaceSQS, MessagesSent, "orders", 1)
+		s.Record(NamespaceSQS, MessagesSent, Queue("orders"), 1)
 	}
 }
 
@@ -213,7 +213,7 @@ func BenchmarkRecordParallel(b *testing.B) {
 	b.ReportAllocs()
 	b.RunParallel(func(pb *testing.PB) {
 		for pb.Next() {
-			s.Record(NamespaceSQS, MessagesSent, "orders", 1)
+			s.Record(NamespaceSQS, MessagesSent, Queue("orders"), 1)
 		}
 	})
 }

@@ -91,17 +91,17 @@ func (c *Collector) Collect(ch chan<- prometheus.Metric) {
 		if k.Namespace != NamespaceSQS {
 			continue
 		}
-		t, ok := c.store.Totals(k.Namespace, k.Metric, k.Queue)
+		t, ok := c.store.Totals(k.Namespace, k.Metric, k.Dimension)
 		if !ok {
 			continue
 		}
 		if k.Metric == SentMessageSize {
-			c.emit(ch)(prometheus.NewConstSummary(descSize, uint64(t.SampleCount), t.Sum, nil, k.Queue))
+			c.emit(ch)(prometheus.NewConstSummary(descSize, uint64(t.SampleCount), t.Sum, nil, k.Dimension.Value))
 			continue
 		}
 		for _, m := range counters {
 			if m.metric == k.Metric {
-				c.emit(ch)(prometheus.NewConstMetric(m.desc, prometheus.CounterValue, t.Sum, k.Queue))
+				c.emit(ch)(prometheus.NewConstMetric(m.desc, prometheus.CounterValue, t.Sum, k.Dimension.Value))
 			}
 		}
 	}

@@ -28,7 +28,7 @@ func TestCollectorCounters(t *testing.T) {
 		{"AWS/SNS", "NumberOfMessagesPublished", "a", 9}, // not an SQS series
 		{NamespaceSQS, "SomethingElse", "a", 9},          // not exported
 	} {
-		s.Record(r.ns, r.metric, r.queue, r.v)
+		s.Record(r.ns, r.metric, Queue(r.queue), r.v)
 	}
 	reg := prometheus.NewPedanticRegistry()
 	reg.MustRegister(NewCollector(s, nil, "000000000000", nil))

@@ -120,7 +120,7 @@ func TestMetricsScenario(t *testing.T) {
 	store := f.srv.Metrics()
 	for queue, ms := range want {
 		for metric, w := range ms {
-			tot, _ := store.Totals(metrics.NamespaceSQS, metric, queue)
+			tot, _ := store.Totals(metrics.NamespaceSQS, metric, metrics.Queue(queue))
 			if metric == metrics.MessagesReceived {
 				w.SampleCount = tot.SampleCount // one sample per call: how many calls is the engine's choice
 			}
@@ -128,7 +128,7 @@ func TestMetricsScenario(t *testing.T) {
 				t.Errorf("%s %s = %+v, want %+v", queue, metric, tot, w)
 			}
 			// Everything happened within the clock's first minute.
-			dps := store.Datapoints(metrics.NamespaceSQS, metric, queue, epoch.Truncate(time.Minute), epoch.Add(time.Minute))
+			dps := store.Datapoints(metrics.NamespaceSQS, metric, metrics.Queue(queue), epoch.Truncate(time.Minute), epoch.Add(time.Minute))
 			if w.Sum == 0 && len(dps) == 0 {
 				continue
 			}
@@ -137,10 +137,10 @@ func TestMetricsScenario(t *testing.T) {
 			}
 		}
 	}
-	if tot, ok := store.Totals(metrics.NamespaceSQS, metrics.MessagesDeleted, "m-dlq"); ok {
+	if tot, ok := store.Totals(metrics.NamespaceSQS, metrics.MessagesDeleted, metrics.Queue("m-dlq")); ok {
 		t.Errorf("m-dlq deletes = %+v", tot)
 	}
-	if dps := store.Datapoints(metrics.NamespaceSQS, metrics.SentMessageSize, "m-src", epoch.Truncate(time.Minute), epoch.Add(time.Minute)); len(dps) != 1 || dps[0].Minimum != 1 || dps[0].Maximum != 10 {
+	if dps := store.Datapoints(metrics.NamespaceSQS, metrics.SentMessageSize, metrics.Queue("m-src"), epoch.Truncate(time.Minute), epoch.Add(time.Minute)); len(dps) != 1 || dps[0].Minimum != 1 || dps[0].Maximum != 10 {
 		t.Errorf("m-src sizes = %+v", dps)
 	}
 
@@ -183,7 +183,7 @@ func TestMetricsFIFODuplicates(t *testing.T) {
 	f.sendFIFO(t, url, "two", "g", "d2")
 	store := f.srv.Metrics()
 	for metric, want := range map[string]float64{metrics.MessagesSent: 2, metrics.DeduplicatedSentMessages: 1} {
-		if tot, _ := store.Totals(metrics.NamespaceSQS, metric, "m.fifo"); tot.Sum != want {
+		if tot, _ := store.Totals(metrics.NamespaceSQS, metric, metrics.Queue("m.fifo")); tot.Sum != want {
 			t.Errorf("%s = %v, want %v", metric, tot.Sum, want)
 		}
 	}

@@ -13,11 +13,11 @@ func (s *service) recordSent(queue string, msgs []engine.NewMessage, res []engin
 	}
 	for i := range res {
 		if res[i].Duplicate {
-			s.metrics.Record(metrics.NamespaceSQS, metrics.DeduplicatedSentMessages, queue, 1)
+			s.metrics.Record(metrics.NamespaceSQS, metrics.DeduplicatedSentMessages, metrics.Queue(queue), 1)
 			continue
 		}
-		s.metrics.Record(metrics.NamespaceSQS, metrics.MessagesSent, queue, 1)
-		s.metrics.Record(metrics.NamespaceSQS, metrics.SentMessageSize, queue, float64(sentSize(&msgs[i])))
+		s.metrics.Record(metrics.NamespaceSQS, metrics.MessagesSent, metrics.Queue(queue), 1)
+		s.metrics.Record(metrics.NamespaceSQS, metrics.SentMessageSize, metrics.Queue(queue), float64(sentSize(&msgs[i])))
 	}
 }
 
@@ -38,10 +38,10 @@ func (s *service) recordReceived(queue string, n int) {
 		return
 	}
 	if n == 0 {
-		s.metrics.Record(metrics.NamespaceSQS, metrics.EmptyReceives, queue, 1)
+		s.metrics.Record(metrics.NamespaceSQS, metrics.EmptyReceives, metrics.Queue(queue), 1)
 		return
 	}
-	s.metrics.Record(metrics.NamespaceSQS, metrics.MessagesReceived, queue, float64(n))
+	s.metrics.Record(metrics.NamespaceSQS, metrics.MessagesReceived, metrics.Queue(queue), float64(n))
 }
 
 // recordDeleted counts successful deletes (repeats of a valid handle too).
@@ -49,5 +49,5 @@ func (s *service) recordDeleted(queue string, n int) {
 	if s.metrics == nil || n == 0 {
 		return
 	}
-	s.metrics.Record(metrics.NamespaceSQS, metrics.MessagesDeleted, queue, float64(n))
+	s.metrics.Record(metrics.NamespaceSQS, metrics.MessagesDeleted, metrics.Queue(queue), float64(n))
 }

@@ -14,13 +14,13 @@ type countingRecorder struct {
 	sums map[string]float64
 }
 
-func (r *countingRecorder) Record(ns, metric, queue string, v float64) {
+func (r *countingRecorder) Record(ns, metric string, dim metrics.Dimension, v float64) {
 	r.mu.Lock()
 	defer r.mu.Unlock()
 	if ns != metrics.NamespaceSQS {
 		panic("namespace " + ns)
 	}
-	r.sums[metric+" "+queue] += v
+	r.sums[metric+" "+dim.Value] += v
 }
 
 func TestMetricsDeletes(t *testing.T) {

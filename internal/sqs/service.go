@@ -15,6 +15,7 @@ import (
 
 	"github.com/ferrymq/ferry/internal/clock"
 	"github.com/ferrymq/ferry/internal/engine"
+	"github.com/ferrymq/ferry/internal/metrics"
 	"github.com/ferrymq/ferry/internal/protocol"
 )
 
@@ -38,7 +39,7 @@ type Config struct {
 
 // Recorder takes one sample of a metric of a queue (metrics.Store).
 type Recorder interface {
-	Record(namespace, metric, queue string, value float64)
+	Record(namespace, metric string, dim metrics.Dimension, value float64)
 }
 
 // Defaults for an empty Config.
