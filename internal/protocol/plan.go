@@ -5,6 +5,7 @@ import (
 	"reflect"
 	"strings"
 	"sync"
+	"time"
 )
 
 // kind is what a codec node reads and writes.
@@ -19,6 +20,8 @@ const (
 	kStruct
 	kList
 	kMap
+	kFloat // float32, float64
+	kTime  // time.Time
 )
 
 // codec is the query/XML plan of one Go type, built once from its struct
@@ -43,6 +46,10 @@ type field struct {
 	key     string // map entry key member name
 	value   string // map entry value member name
 	c       *codec
+	// jname is the JSON and CBOR member name ("" when json:"-"), and
+	// omitEmpty its omitempty option; see member.go.
+	jname     string
+	omitEmpty bool
 }
 
 // planCache maps reflect.Type to *codec. The zero value is ready to use.
@@ -69,7 +76,10 @@ func (pc *planCache) plan(t reflect.Type) (*codec, error) {
 	return c, nil
 }
 
-var bytesType = reflect.TypeFor[[]byte]()
+var (
+	bytesType = reflect.TypeFor[[]byte]()
+	timeType  = reflect.TypeFor[time.Time]()
+)
 
 func buildCodec(t reflect.Type, building map[reflect.Type]*codec) (*codec, error) {
 	if c, ok := building[t]; ok {
@@ -82,6 +92,8 @@ func buildCodec(t reflect.Type, building map[reflect.Type]*codec) (*codec, error
 		return &codec{kind: kInt, typ: t, bits: t.Bits()}, nil
 	case reflect.Bool:
 		return &codec{kind: kBool, typ: t}, nil
+	case reflect.Float32, reflect.Float64:
+		return &codec{kind: kFloat, typ: t, bits: t.Bits()}, nil
 	case reflect.Pointer:
 		c := &codec{kind: kPtr, typ: t}
 		building[t] = c
@@ -125,6 +137,9 @@ func buildCodec(t reflect.Type, building map[reflect.Type]*codec) (*codec, error
 		c.elem = elem
 		return c, nil
 	case reflect.Struct:
+		if t == timeType {
+			return &codec{kind: kTime, typ: t}, nil
+		}
 		c := &codec{kind: kStruct, typ: t}
 		building[t] = c
 		for i := range t.NumField() {
@@ -140,6 +155,7 @@ func buildCodec(t reflect.Type, building map[reflect.Type]*codec) (*codec, error
 				continue
 			}
 			f.index = i
+			f.jname, f.omitEmpty = jsonMember(sf)
 			if f.c, err = buildCodec(sf.Type, building); err != nil {
 				return nil, err
 			}

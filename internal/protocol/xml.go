@@ -7,6 +7,7 @@ import (
 	"slices"
 	"strconv"
 	"strings"
+	"time"
 	"unicode/utf8"
 )
 
@@ -113,6 +114,10 @@ func writeXMLValue(b *bytes.Buffer, c *codec, name string, v reflect.Value) {
 		b.Write(strconv.AppendInt(b.AvailableBuffer(), v.Int(), 10))
 	case kBool:
 		b.WriteString(strconv.FormatBool(v.Bool()))
+	case kFloat:
+		b.Write(appendJavaDouble(b.AvailableBuffer(), v.Float(), c.bits))
+	case kTime:
+		b.Write(appendXMLTime(b.AvailableBuffer(), v.Interface().(time.Time)))
 	case kBytes:
 		raw := v.Bytes()
 		enc := base64.StdEncoding
