@@ -1,6 +1,6 @@
 // Package protocol holds Ferry's wire formats: AWS JSON 1.0 (SQS), the AWS
-// query protocol (SQS and SNS: form in, XML out), their error envelopes and
-// request ids. It knows nothing of queues: an Action describes an operation
+// query protocol (SQS and SNS: form in, XML out), Smithy RPC v2 CBOR, their
+// error envelopes and request ids. It knows nothing of queues: an Action describes an operation
 // by its Go input and output types, whose struct tags name each member on
 // both wires, and one handler serves both protocols.
 //
@@ -54,7 +54,12 @@ type Service struct {
 	// JSONTargetPrefix is the X-Amz-Target prefix ("AmazonSQS"); empty for
 	// a query-only service.
 	JSONTargetPrefix string
-	// ShapeNamespace prefixes JSON error __type values ("com.amazonaws.sqs").
+	// RPCv2ServiceName is the service's name in Smithy RPC v2 CBOR paths
+	// (/service/{name}/operation/{action}); empty for a service that does
+	// not speak it.
+	RPCv2ServiceName string
+	// ShapeNamespace prefixes JSON and CBOR error __type values
+	// ("com.amazonaws.sqs").
 	ShapeNamespace string
 	// Version is the query protocol API version ("2012-11-05").
 	Version string

@@ -70,6 +70,7 @@ type call struct {
 	svc    *Service // the service answering, once known
 	action string   // the action's name, once known
 	json   bool
+	cbor   bool   // RPC v2 CBOR
 	scope  string // the SigV4 credential scope's service name
 
 	status      int
@@ -99,6 +100,9 @@ func (h *Handler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	if c.queryError != "" {
 		hdr.Set("x-amzn-query-error", c.queryError)
 	}
+	if c.cbor {
+		hdr.Set(smithyProtocol, rpcv2CBOR)
+	}
 	if c.status == http.StatusMethodNotAllowed {
 		hdr.Set("Allow", "GET, POST")
 	}
@@ -120,17 +124,22 @@ func (h *Handler) serve(r *http.Request, c *call) {
 		}
 	}()
 
+	rpcService, rpcOp, rpc := rpcv2Route(r)
 	target := r.Header.Get("X-Amz-Target")
-	c.json = target != "" || strings.HasPrefix(strings.ToLower(r.Header.Get("Content-Type")), "application/x-amz-json")
-	if c.json {
+	c.cbor = rpc
+	c.json = !rpc && (target != "" || strings.HasPrefix(strings.ToLower(r.Header.Get("Content-Type")), "application/x-amz-json"))
+	switch {
+	case c.cbor:
+		c.info.Protocol = "rpcv2-cbor"
+	case c.json:
 		c.info.Protocol = "json"
-	} else {
+	default:
 		c.info.Protocol = "query"
 	}
 	if cred, ok := parseAuthorization(r.Header.Get("Authorization")); ok {
 		c.info.AccessKey, c.info.Region, c.scope = cred.accessKey, cred.region, cred.service
 	}
-	if r.Method != http.MethodPost && (r.Method != http.MethodGet || c.json) {
+	if r.Method != http.MethodPost && (r.Method != http.MethodGet || c.json || c.cbor) {
 		h.fail(r.Context(), c, ErrMethodNotAllowed)
 		return
 	}
@@ -141,9 +150,12 @@ func (h *Handler) serve(r *http.Request, c *call) {
 		h.fail(r.Context(), c, err)
 		return
 	}
-	if c.json {
+	switch {
+	case c.cbor:
+		h.serveRPCv2(r, c, rpcService, rpcOp, body)
+	case c.json:
 		h.serveJSON(r, c, target, body)
-	} else {
+	default:
 		h.serveQuery(r, c, body)
 	}
 }
@@ -167,7 +179,7 @@ func (h *Handler) readBody(r *http.Request, buf *bytes.Buffer) ([]byte, error) {
 	if int64(buf.Len()) > limit {
 		return nil, ErrRequestTooLarge
 	}
-	return buf.Bytes(), nil
+	return h.decodeContentEncoding(r, buf.Bytes(), limit)
 }
 
 func (h *Handler) serveJSON(r *http.Request, c *call, target string, body []byte) {
@@ -347,6 +359,14 @@ func (h *Handler) fail(ctx context.Context, c *call, err error) {
 	}
 	c.body.Reset()
 	c.status = e.status()
+	if c.cbor {
+		c.contentType = cborContentType
+		if code := e.queryCode(); code != "" {
+			c.queryError = code + ";" + e.Fault()
+		}
+		encodeCBORError(c.body, c.svc, e)
+		return
+	}
 	if c.json {
 		c.contentType = jsonContentType
 		if code := e.queryCode(); code != "" {

@@ -101,11 +101,18 @@ func epochSeconds(t time.Time) float64 {
 	return float64(t.UnixMilli()) / 1e3
 }
 
+// Timestamps outside years 0001 to 9999 have no ISO 8601 form and are
+// refused.
+const (
+	minEpochSeconds = -62135596800
+	maxEpochSeconds = 253402300799
+)
+
 // fromEpochSeconds reads a JSON or CBOR timestamp, rounded to the
 // millisecond so that 1.7e9 + 0.123 comes back as .123 exactly. ok is false
-// for values no time.Time can hold.
+// outside years 0001 to 9999.
 func fromEpochSeconds(s float64) (time.Time, bool) {
-	if math.IsNaN(s) || math.IsInf(s, 0) || math.Abs(s) > 1e14 {
+	if math.IsNaN(s) || s < minEpochSeconds || s >= maxEpochSeconds+1 {
 		return time.Time{}, false
 	}
 	return time.UnixMilli(int64(math.Round(s * 1e3))).UTC(), true

@@ -94,7 +94,7 @@ func TestEpochSeconds(t *testing.T) {
 	if back, ok := fromEpochSeconds(1767323045.123); !ok || !back.Equal(tm) {
 		t.Errorf("fromEpochSeconds %v %v", back, ok)
 	}
-	for _, bad := range []float64{math.NaN(), math.Inf(1), 1e300} {
+	for _, bad := range []float64{math.NaN(), math.Inf(1), math.Inf(-1), 1e300, 253402300800, -62135596801} {
 		if _, ok := fromEpochSeconds(bad); ok {
 			t.Errorf("%v accepted", bad)
 		}
