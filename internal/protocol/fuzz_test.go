@@ -7,6 +7,7 @@ import (
 	"net/http"
 	"net/url"
 	"reflect"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -45,11 +46,42 @@ func FuzzJSONDecode(f *testing.F) {
 	} {
 		f.Add([]byte(s))
 	}
+	f.Add([]byte(`{"StartTime":1767323045.5,"EndTime":"2026-01-02T03:04:05Z","MetricDataQueries":[{"Id":"m","MetricStat":{"Period":60}}]}`))
+	f.Add([]byte(`{"Data":"AAEC","Tags":{"a":"b"},"I64":-1,"F32":"NaN","Flag":true}`))
+	h := &Handler{}
+	a := Action{Name: "Echo"}
 	f.Fuzz(func(t *testing.T, body []byte) {
 		for _, typ := range fuzzTypes {
 			checkClientError(t, decodeJSON(body, reflect.New(typ).Interface()))
 		}
+		// Types with timestamps and doubles: along their plans, and what
+		// decodes writes back out and decodes to the same.
+		for _, typ := range cwFuzzTypes {
+			v := reflect.New(typ)
+			err := h.decodeJSONInput(typ, body, v.Interface())
+			checkClientError(t, err)
+			if err != nil {
+				continue
+			}
+			var b bytes.Buffer
+			if err := h.encodeJSONOutput(&b, a, v.Interface()); err != nil {
+				t.Fatal(err)
+			}
+			again := reflect.New(typ)
+			if err := h.decodeJSONInput(typ, b.Bytes(), again.Interface()); err != nil {
+				t.Fatalf("%s: %s does not decode: %v", typ, b.Bytes(), err)
+			}
+			if !cborEqual(v.Interface(), again.Interface()) {
+				t.Fatalf("%s: round trip through %s changed\n%+v\ninto\n%+v", typ, b.Bytes(), v.Interface(), again.Interface())
+			}
+		}
 	})
+}
+
+// cwFuzzTypes are CloudWatch-like inputs, which have timestamps and doubles.
+var cwFuzzTypes = []reflect.Type{
+	reflect.TypeFor[cwGetMetricDataInput](), reflect.TypeFor[cwPutMetricDataInput](),
+	reflect.TypeFor[cwDescribeAlarmsOutput](), reflect.TypeFor[cwBlobs](),
 }
 
 func FuzzQueryDecode(f *testing.F) {
@@ -146,10 +178,7 @@ func FuzzCBORDecode(f *testing.F) {
 		"a1 69 5374 6172 7454 696d 65 c1 f9 3c00", "9f 9f 9f ff ff ff", "bb 7fffffffffffffff", "c6 c6 c6 a0"} {
 		f.Add(hexBytes(f, s))
 	}
-	types := append([]reflect.Type{
-		reflect.TypeFor[cwGetMetricDataInput](), reflect.TypeFor[cwPutMetricDataInput](),
-		reflect.TypeFor[cwDescribeAlarmsOutput](), reflect.TypeFor[cwBlobs](),
-	}, fuzzTypes...)
+	types := append(slices.Clone(cwFuzzTypes), fuzzTypes...)
 	f.Fuzz(func(t *testing.T, body []byte) {
 		for _, typ := range types {
 			c, err := pc.plan(typ)

@@ -201,7 +201,7 @@ func (h *Handler) serveJSON(r *http.Request, c *call, target string, body []byte
 	}
 	c.action = a.Name
 	in := a.NewInput()
-	if err := decodeJSON(body, in); err != nil {
+	if err := h.decodeJSONInput(a.InputType, body, in); err != nil {
 		h.fail(r.Context(), c, err)
 		return
 	}
@@ -210,7 +210,7 @@ func (h *Handler) serveJSON(r *http.Request, c *call, target string, body []byte
 		h.fail(r.Context(), c, err)
 		return
 	}
-	if err := encodeJSON(c.body, out); err != nil {
+	if err := h.encodeJSONOutput(c.body, a, out); err != nil {
 		c.body.Reset()
 		h.fail(r.Context(), c, fmt.Errorf("encode %s output: %w", c.action, err))
 		return

@@ -32,6 +32,10 @@ type codec struct {
 	bits   int     // kInt: the integer's size
 	elem   *codec  // kPtr: the pointee; kList: the element; kMap: the value
 	fields []field // kStruct
+
+	// planJSON: the JSON wire goes along the plan (see usesPlanJSON).
+	planJSONOnce sync.Once
+	planJSON     bool
 }
 
 // field is one member of a struct codec.
