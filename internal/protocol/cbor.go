@@ -8,7 +8,6 @@ import (
 	"reflect"
 	"slices"
 	"strings"
-	"time"
 	"unicode/utf8"
 )
 
@@ -469,15 +468,24 @@ func (d *cborDecoder) entries(arg uint64, indef bool, per int, each func() error
 	}
 }
 
-func (d *cborDecoder) key() (string, error) {
+// key reads a map key. The bytes may alias the body: callers copy what
+// they keep.
+func (d *cborDecoder) key() ([]byte, error) {
 	major, _, arg, indef, err := d.head()
 	if err != nil {
-		return "", err
+		return nil, err
 	}
 	if major != cborText {
-		return "", cborError("The request body has a map key that is not a text string.")
+		return nil, cborError("The request body has a map key that is not a text string.")
 	}
-	return d.text(arg, indef)
+	p, err := d.str(cborText, arg, indef)
+	if err != nil {
+		return nil, err
+	}
+	if !utf8.Valid(p) {
+		return nil, cborError("The request body is not valid CBOR: a text string is not valid UTF-8.")
+	}
+	return p, nil
 }
 
 func (d *cborDecoder) structBody(c *codec, v reflect.Value, arg uint64, indef bool) error {
@@ -487,8 +495,8 @@ func (d *cborDecoder) structBody(c *codec, v reflect.Value, arg uint64, indef bo
 			return err
 		}
 		for i := range c.fields {
-			if f := &c.fields[i]; f.jname != "" && f.jname == name {
-				return d.value(f.c, v.Field(f.index), name)
+			if f := &c.fields[i]; f.jname != "" && f.jname == string(name) {
+				return d.value(f.c, v.Field(f.index), f.jname)
 			}
 		}
 		return d.skip() // unknown members are ignored, as on the JSON wire
@@ -503,10 +511,14 @@ func (d *cborDecoder) listBody(c *codec, v reflect.Value, arg uint64, indef bool
 		}
 		n = int(arg)
 	}
-	s := reflect.MakeSlice(c.typ, 0, n)
+	s := reflect.MakeSlice(c.typ, n, n)
+	i := 0
 	err := d.entries(arg, indef, 1, func() error {
-		s = reflect.Append(s, reflect.Zero(c.elem.typ))
-		return d.value(c.elem, s.Index(s.Len()-1), where)
+		if indef {
+			s = reflect.Append(s, reflect.Zero(c.elem.typ))
+		}
+		i++
+		return d.value(c.elem, s.Index(i-1), where)
 	})
 	if err != nil {
 		return err
@@ -534,7 +546,7 @@ func (d *cborDecoder) mapBody(c *codec, v reflect.Value, arg uint64, indef bool,
 		if err := d.value(c.elem, val, where); err != nil {
 			return err
 		}
-		m.SetMapIndex(reflect.ValueOf(k).Convert(keyType), val)
+		m.SetMapIndex(reflect.ValueOf(string(k)).Convert(keyType), val)
 		return nil
 	})
 	if err != nil {
@@ -618,7 +630,7 @@ func (e *cborEncoder) value(c *codec, v reflect.Value) {
 	case kTime:
 		// As Smithy's clients write them: tag 1, float64 epoch seconds.
 		e.head(cborTag, cborTagEpoch)
-		e.float(epochSeconds(v.Interface().(time.Time)))
+		e.float(epochSeconds(timeOf(v)))
 	case kStruct:
 		n := 0
 		for i := range c.fields {

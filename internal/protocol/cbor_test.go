@@ -252,3 +252,70 @@ func TestCBORRoundTrip(t *testing.T) {
 		t.Errorf("blobs: %v\n%+v", err, gotB)
 	}
 }
+
+// benchPutMetricData is a PutMetricData of 20 datums, each with a
+// dimension, a timestamp, and a value or 10 values and counts.
+func benchPutMetricData() *cwPutMetricDataInput {
+	in := &cwPutMetricDataInput{Namespace: "Ferry/Bench"}
+	for i := range 20 {
+		d := cwDatum{MetricName: "Latency", Dimensions: []cwDimension{{Name: "QueueName", Value: "jobs"}}, Timestamp: &cwT1, Unit: "Milliseconds"}
+		if i%2 == 0 {
+			d.Value = ptr(float64(i) + 0.5)
+		} else {
+			for j := range 10 {
+				d.Values = append(d.Values, float64(j)*1.5)
+				d.Counts = append(d.Counts, float64(j+1))
+			}
+		}
+		in.MetricData = append(in.MetricData, d)
+	}
+	return in
+}
+
+func BenchmarkCBORDecodePutMetricData(b *testing.B) {
+	pc := &planCache{}
+	body := encodeCBORValue(b, pc, benchPutMetricData())
+	c, _ := pc.plan(reflect.TypeFor[cwPutMetricDataInput]())
+	b.SetBytes(int64(len(body)))
+	b.ReportAllocs()
+	for b.Loop() {
+		var in cwPutMetricDataInput
+		if err := decodeCBOR(c, body, reflect.ValueOf(&in).Elem()); err != nil {
+			b.Fatal(err)
+		}
+	}
+}
+
+func BenchmarkJSONPlanDecodePutMetricData(b *testing.B) {
+	h := &Handler{}
+	var buf bytes.Buffer
+	if err := h.encodeJSONOutput(&buf, Action{}, benchPutMetricData()); err != nil {
+		b.Fatal(err)
+	}
+	body := buf.Bytes()
+	typ := reflect.TypeFor[cwPutMetricDataInput]()
+	b.SetBytes(int64(len(body)))
+	b.ReportAllocs()
+	for b.Loop() {
+		var in cwPutMetricDataInput
+		if err := h.decodeJSONInput(typ, body, &in); err != nil {
+			b.Fatal(err)
+		}
+	}
+}
+
+func BenchmarkCBOREncodeDescribeAlarms(b *testing.B) {
+	pc := &planCache{}
+	out := &cwDescribeAlarmsOutput{}
+	for range 50 {
+		out.MetricAlarms = append(out.MetricAlarms, cwAlarms...)
+	}
+	c, _ := pc.plan(reflect.TypeFor[cwDescribeAlarmsOutput]())
+	var buf bytes.Buffer
+	b.ReportAllocs()
+	for b.Loop() {
+		buf.Reset()
+		encodeCBOR(&buf, c, reflect.ValueOf(out).Elem())
+	}
+	b.SetBytes(int64(buf.Len()))
+}

@@ -287,7 +287,7 @@ func appendJSONValue(b []byte, c *codec, v reflect.Value) []byte {
 	case kFloat:
 		return appendJSONDouble(b, v.Float(), c.bits)
 	case kTime:
-		return strconv.AppendFloat(b, epochSeconds(v.Interface().(time.Time)), 'f', -1, 64)
+		return strconv.AppendFloat(b, epochSeconds(timeOf(v)), 'f', -1, 64)
 	case kBytes:
 		b = append(b, '"')
 		b = base64.StdEncoding.AppendEncode(b, v.Bytes())

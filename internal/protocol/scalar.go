@@ -2,6 +2,7 @@ package protocol
 
 import (
 	"math"
+	"reflect"
 	"strconv"
 	"strings"
 	"time"
@@ -93,6 +94,12 @@ func appendJavaDouble(b []byte, f float64, bits int) []byte {
 	}
 	b = append(b, 'E')
 	return strconv.AppendInt(b, int64(exp), 10)
+}
+
+// timeOf reads a time.Time member without boxing it.
+func timeOf(v reflect.Value) time.Time {
+	t, _ := reflect.TypeAssert[time.Time](v)
+	return t
 }
 
 // epochSeconds is t as the JSON and CBOR wires send a timestamp: seconds

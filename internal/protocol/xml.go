@@ -7,7 +7,6 @@ import (
 	"slices"
 	"strconv"
 	"strings"
-	"time"
 	"unicode/utf8"
 )
 
@@ -117,7 +116,7 @@ func writeXMLValue(b *bytes.Buffer, c *codec, name string, v reflect.Value) {
 	case kFloat:
 		b.Write(appendJavaDouble(b.AvailableBuffer(), v.Float(), c.bits))
 	case kTime:
-		b.Write(appendXMLTime(b.AvailableBuffer(), v.Interface().(time.Time)))
+		b.Write(appendXMLTime(b.AvailableBuffer(), timeOf(v)))
 	case kBytes:
 		raw := v.Bytes()
 		enc := base64.StdEncoding
