@@ -23,10 +23,11 @@ import (
 // stays well under it.
 const DefaultMaxBodyBytes = 8 << 20
 
-// Handler serves every Service on any path: AWS JSON 1.0 when X-Amz-Target
-// names a service's JSON prefix, the query protocol (form or URL
-// parameters, XML answers) otherwise. Use it by pointer; it must not be
-// copied after first use.
+// Handler serves every Service on any path: Smithy RPC v2 CBOR when the
+// request says so (see rpcv2Route), AWS JSON 1.0 when X-Amz-Target names a
+// service's JSON prefix, the query protocol (form or URL parameters, XML
+// answers) otherwise. Use it by pointer; it must not be copied after first
+// use.
 type Handler struct {
 	Services []*Service
 	Logger   *slog.Logger
