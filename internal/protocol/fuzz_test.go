@@ -92,6 +92,8 @@ func FuzzQueryDecode(f *testing.F) {
 		"S=1&I32=2&Raw=AA%3D%3D&Sub.X=1&Sub=2", "Tags.member.1.Key=k&Attributes.entry.1.key=a&Attributes.entry.1.value=b",
 		"PublishBatchRequestEntries.member.1.MessageAttributes.entry.1.Name=a&PublishBatchRequestEntries.member.1.MessageAttributes.entry.1.Value.DataType=S",
 		"Attribute.0.Name=x", "Tag.1.Value=v", "a..b.=c&.=d",
+		"StartTime=2026-01-02T03:04:05.123Z&EndTime=2026-01-02&MetricDataQueries.member.1.MetricStat.Period=60",
+		"MetricData.member.1.Value=1.0E-5&MetricData.member.1.Values.member.1=NaN&MetricData.member.1.Timestamp=x",
 	} {
 		f.Add(s)
 	}
@@ -101,7 +103,7 @@ func FuzzQueryDecode(f *testing.F) {
 		if err != nil {
 			return
 		}
-		for _, typ := range fuzzTypes {
+		for _, typ := range append(slices.Clone(fuzzTypes), cwFuzzTypes...) {
 			c, err := pc.plan(typ)
 			if err != nil {
 				t.Fatal(err)
