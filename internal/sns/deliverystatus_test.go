@@ -1,7 +1,12 @@
 package sns
 
 import (
+	"errors"
 	"fmt"
+	"io/fs"
+	"os"
+	"path/filepath"
+	"strings"
 	"testing"
 )
 
@@ -82,5 +87,29 @@ func TestPrepareFeedback(t *testing.T) {
 		if got != c.want || tp.logsFor(c.proto) != c.logs {
 			t.Errorf("%v %s: %+v logs %v, want %+v %v", c.attrs, c.proto, got, tp.logsFor(c.proto), c.want, c.logs)
 		}
+	}
+}
+
+func TestOpenStatusLog(t *testing.T) {
+	l, err := openStatusLog("-")
+	if err != nil || l.w != os.Stdout || l.close() != nil {
+		t.Errorf("stdout: %v %v", l, err)
+	}
+	if l, err = openStatusLog(""); err != nil || l.w != nil {
+		t.Errorf("memory only: %v %v", l, err)
+	}
+	if _, err = openStatusLog(filepath.Join(t.TempDir(), "missing", "x.log")); !errors.Is(err, fs.ErrNotExist) {
+		t.Errorf("missing directory: %v", err)
+	}
+	// The ring keeps the latest lines, oldest first.
+	s := testService()
+	l, _ = openStatusLog("")
+	for i := range statusLogSize + 3 {
+		l.write(s, &DeliveryStatus{Delivery: DeliveryStatusDelivery{Attempts: i}})
+	}
+	lines := l.lines()
+	if len(lines) != statusLogSize || !strings.Contains(string(lines[0]), `"attempts":3,`) ||
+		!strings.Contains(string(lines[statusLogSize-1]), fmt.Sprintf(`"attempts":%d,`, statusLogSize+2)) {
+		t.Errorf("%d lines, first %s", len(lines), lines[0])
 	}
 }
