@@ -445,3 +445,31 @@ func TestSNSDeliveryStatusAttributes(t *testing.T) {
 		}
 	}
 }
+
+// A raw copy with more attributes than SQS carries is refused at once:
+// failed, logged with SQS's own error.
+func TestSNSDeliveryLogRawTooManyAttributes(t *testing.T) {
+	f := start(t)
+	topic := f.createTopic(t, "many", map[string]string{"SQSFailureFeedbackRoleArn": "arn:aws:iam::000000000000:role/SNSFailureFeedback"})
+	q := f.createQueue(t, "many-raw", nil)
+	f.subscribe(t, topic, "sqs", arnPrefix+"many-raw", map[string]string{"RawMessageDelivery": "true"})
+	attrs := map[string]snstypes.MessageAttributeValue{}
+	for i := range 11 {
+		attrs[fmt.Sprint("a", i)] = strAttr("v")
+	}
+	f.publish(t, &snssdk.PublishInput{TopicArn: aws.String(topic), Message: aws.String("crowded"), MessageAttributes: attrs})
+	f.publish(t, &snssdk.PublishInput{TopicArn: aws.String(topic), Message: aws.String("fine")})
+	f.receiveOne(t, q)
+	f.wantEmpty(t, q)
+	ls := f.deliveryLogs(t)
+	if len(ls) != 1 || ls[0].Status != "FAILURE" || ls[0].Delivery.StatusCode != 400 ||
+		ls[0].Delivery.ProviderResponse != `{"ErrorCode":"InvalidParameterValue","ErrorMessage":"Number of message attributes [11] exceeds the maximum allowed [10].","sqsRequestId":"Unrecoverable"}` {
+		t.Errorf("logs: %+v", ls)
+	}
+	if got := f.snsTotal("many", metrics.NotificationsFailed); got != 1 {
+		t.Errorf("NumberOfNotificationsFailed = %v", got)
+	}
+	if got := f.snsTotal("many", metrics.NotificationsDelivered); got != 1 {
+		t.Errorf("NumberOfNotificationsDelivered = %v", got)
+	}
+}

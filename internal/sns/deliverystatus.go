@@ -137,7 +137,9 @@ type DeliveryStatusDelivery struct {
 	ProviderResponse string `json:"providerResponse"`
 	DwellTimeMs      int64  `json:"dwellTimeMs"` // from the publish to the hand-off
 	Attempts         int    `json:"attempts"`
-	StatusCode       int    `json:"statusCode"`
+	// StatusCode is the endpoint's HTTP status (SQS: 200, or 400 for a
+	// client-side error; Lambda: 202), 0 when no answer came.
+	StatusCode int `json:"statusCode"`
 }
 
 // Status values.
@@ -199,7 +201,8 @@ func (s *Service) logAttempt(t *topic, sub *subscription, a *attemptStatus) {
 	s.statusLog.write(s, &rec)
 }
 
-// sqsResponse is the providerResponse of an SQS delivery, as SNS words it.
+// sqsResponse is the providerResponse of an SQS delivery, as SNS words it
+// (the order of the two members is not recorded from AWS).
 func sqsResponse(messageID string) string {
 	return `{"sqsRequestId":"` + newID() + `","sqsMessageId":"` + messageID + `"}`
 }
@@ -292,20 +295,6 @@ func (l *statusLog) close() error {
 		return nil
 	}
 	return l.closer.Close()
-}
-
-// DeliveryStatusLogs returns the latest delivery status lines, oldest
-// first.
-func (s *Service) DeliveryStatusLogs() []DeliveryStatus {
-	lines := s.statusLog.lines()
-	out := make([]DeliveryStatus, 0, len(lines))
-	for _, b := range lines {
-		var d DeliveryStatus
-		if json.Unmarshal(b, &d) == nil {
-			out = append(out, d)
-		}
-	}
-	return out
 }
 
 // serveDeliveryStatusLogs answers the kept lines as a JSON array, oldest

@@ -182,6 +182,10 @@ func (s *Service) deliverSQS(ctx context.Context, t *topic, sub *subscription, m
 	ref, _ := parseQueueARN(sub.Endpoint)
 	fifoQueue := strings.HasSuffix(ref.name, ".fifo")
 	logs := t.logsFor(protoSQS)
+	var handoff time.Time
+	if logs {
+		handoff = s.clock.Now()
+	}
 	batch := make([]engine.NewMessage, 0, len(msgs))
 	sent := msgs[:0:0] // the messages of batch, when logs need them
 	var refused []engine.NewMessage
@@ -193,7 +197,7 @@ func (s *Service) deliverSQS(ctx context.Context, t *topic, sub *subscription, m
 		if n := len(nm.Attributes); sub.raw() && n > maxRawSQSAttrs {
 			refused = append(refused, nm)
 			if logs {
-				s.logSQS(t, sub, m, 400, sqsRefusal("InvalidParameterValue",
+				s.logSQS(t, sub, m, handoff, 400, sqsRefusal("InvalidParameterValue",
 					fmt.Sprintf("Number of message attributes [%d] exceeds the maximum allowed [%d].", n, maxRawSQSAttrs)))
 			}
 			continue
@@ -208,12 +212,12 @@ func (s *Service) deliverSQS(ctx context.Context, t *topic, sub *subscription, m
 		case err == nil:
 			s.count(sub, cDelivered, len(batch))
 			for i, m := range sent {
-				s.logSQS(t, sub, m, 200, sqsResponse(res[i].MessageID))
+				s.logSQS(t, sub, m, handoff, 200, sqsResponse(res[i].MessageID))
 			}
 		case errors.Is(err, engine.ErrQueueNotFound):
 			refused = append(refused, batch...)
 			for _, m := range sent {
-				s.logSQS(t, sub, m, 400, sqsRefusal("AWS.SimpleQueueService.NonExistentQueue",
+				s.logSQS(t, sub, m, handoff, 400, sqsRefusal("AWS.SimpleQueueService.NonExistentQueue",
 					"The specified queue does not exist or you do not have access to it."))
 			}
 		default:
@@ -229,9 +233,9 @@ func (s *Service) deliverSQS(ctx context.Context, t *topic, sub *subscription, m
 }
 
 // logSQS logs the one attempt SNS makes to deliver m to an SQS queue.
-func (s *Service) logSQS(t *topic, sub *subscription, m *message, status int, response string) {
+func (s *Service) logSQS(t *topic, sub *subscription, m *message, handoff time.Time, status int, response string) {
 	s.logAttempt(t, sub, &attemptStatus{messageID: m.id, text: m.textFor(protoSQS), published: m.timestamp,
-		handoff: s.clock.Now(), attempts: 1, success: status == 200, status: status, response: response})
+		handoff: handoff, attempts: 1, success: status == 200, status: status, response: response})
 }
 
 // sendLocal sends to a queue of this account; a queue elsewhere cannot be
