@@ -3,6 +3,7 @@ package server_test
 import (
 	"encoding/json"
 	"fmt"
+	"net"
 	"os"
 	"path/filepath"
 	"strings"
@@ -237,6 +238,29 @@ func TestSNSMetricsHTTPAndDeliveryLogs(t *testing.T) {
 		})
 		ls := logsOf(f.deliveryLogs(t), e.srv.URL+"/hook")
 		if len(ls) != 1 || ls[0].Status != "SUCCESS" || ls[0].Delivery.StatusCode != 400 || ls[0].Delivery.Attempts != 1 {
+			t.Errorf("logs: %+v", ls)
+		}
+		f.sns.Unsubscribe(ctx, &snssdk.UnsubscribeInput{SubscriptionArn: aws.String(sub)})
+	})
+
+	t.Run("no answer: status 0, the cause without the URL's credentials", func(t *testing.T) {
+		topic := f.createTopic(t, "webdown", logged)
+		ln, err := net.Listen("tcp", "127.0.0.1:0")
+		if err != nil {
+			t.Fatal(err)
+		}
+		dead := "http://user:s3cret@" + ln.Addr().String() + "/"
+		ln.Close()
+		sub := f.subscribe(t, topic, "http", dead, nil)
+		if _, err := f.sns.ConfirmSubscription(ctx, &snssdk.ConfirmSubscriptionInput{TopicArn: aws.String(topic),
+			Token: aws.String(f.pendingToken(t, sub))}); err != nil {
+			t.Fatal(err)
+		}
+		f.publish(t, &snssdk.PublishInput{TopicArn: aws.String(topic), Message: aws.String("anyone?")})
+		waitFor(t, f.failedAtLeast(sub, 1))
+		ls := logsOf(f.deliveryLogs(t), "http://user:xxxxx@"+ln.Addr().String()+"/")
+		if len(ls) != 1 || ls[0].Status != "FAILURE" || ls[0].Delivery.StatusCode != 0 ||
+			!strings.Contains(ls[0].Delivery.ProviderResponse, "connection refused") || strings.Contains(ls[0].Delivery.ProviderResponse, "s3cret") {
 			t.Errorf("logs: %+v", ls)
 		}
 		f.sns.Unsubscribe(ctx, &snssdk.UnsubscribeInput{SubscriptionArn: aws.String(sub)})

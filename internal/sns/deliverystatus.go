@@ -176,6 +176,10 @@ func (s *Service) logAttempt(t *topic, sub *subscription, a *attemptStatus) {
 		return
 	}
 	sum := md5.Sum([]byte(a.text))
+	dest := sub.Endpoint
+	if sub.Protocol == protoHTTP || sub.Protocol == protoHTTPS {
+		dest = redactURL(dest) // a log is no place for the endpoint's password
+	}
 	rec := DeliveryStatus{
 		Notification: DeliveryStatusNotification{
 			MessageMD5Sum: hex.EncodeToString(sum[:]),
@@ -185,7 +189,7 @@ func (s *Service) logAttempt(t *topic, sub *subscription, a *attemptStatus) {
 		},
 		Delivery: DeliveryStatusDelivery{
 			DeliveryID:       newID(),
-			Destination:      sub.Endpoint,
+			Destination:      dest,
 			ProviderResponse: a.response,
 			DwellTimeMs:      max(a.handoff.Sub(a.published).Milliseconds(), 0),
 			Attempts:         a.attempts,
