@@ -53,6 +53,11 @@ type Config struct {
 	CABundle string
 	Clock    clock.Clock
 	Logger   *slog.Logger
+
+	// SNSDeliveryLog receives SNS delivery status lines (topics with
+	// <P>SuccessFeedbackRoleArn and the like): a file path, or "-" for
+	// stdout; "" keeps them only at GET /_ferry/sns/delivery-logs.
+	SNSDeliveryLog string
 }
 
 // Defaults for an unset Config field.
@@ -128,6 +133,7 @@ func Start(ctx context.Context, cfg Config) (*Server, error) {
 	if baseURL == "" {
 		baseURL = "http://" + ln.Addr().String()
 	}
+	s.metrics = metrics.New(metrics.Options{Clock: cfg.Clock})
 	signerDir := ""
 	if !cfg.Memory {
 		signerDir = filepath.Join(cfg.DataDir, "sns")
@@ -144,6 +150,9 @@ func Start(ctx context.Context, cfg Config) (*Server, error) {
 		CABundle:  cfg.CABundle,
 		SMTPAddr:  cfg.SMTPAddr,
 		SMTPFrom:  cfg.SMTPFrom,
+		Metrics:   s.metrics,
+
+		DeliveryStatusLog: cfg.SNSDeliveryLog,
 	})
 	if err != nil {
 		ln.Close()
@@ -152,9 +161,9 @@ func Start(ctx context.Context, cfg Config) (*Server, error) {
 	}
 	s.sns = snsSvc
 
-	s.metrics = metrics.New(metrics.Options{Clock: cfg.Clock})
 	registry := prometheus.NewRegistry()
-	if err := registry.Register(metrics.NewCollector(s.metrics, eng, cfg.Account, cfg.Logger)); err != nil {
+	if err := errors.Join(registry.Register(metrics.NewCollector(s.metrics, eng, cfg.Account, cfg.Logger)),
+		registry.Register(metrics.NewSNSCollector(s.metrics, cfg.Logger))); err != nil {
 		snsSvc.Close()
 		ln.Close()
 		eng.Close()

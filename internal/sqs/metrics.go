@@ -17,19 +17,8 @@ func (s *service) recordSent(queue string, msgs []engine.NewMessage, res []engin
 			continue
 		}
 		s.metrics.Record(metrics.NamespaceSQS, metrics.MessagesSent, metrics.Queue(queue), 1)
-		s.metrics.Record(metrics.NamespaceSQS, metrics.SentMessageSize, metrics.Queue(queue), float64(sentSize(&msgs[i])))
+		s.metrics.Record(metrics.NamespaceSQS, metrics.SentMessageSize, metrics.Queue(queue), float64(metrics.MessageSize(&msgs[i])))
 	}
-}
-
-// sentSize is a message's body plus its attributes' names, types and
-// values, as SQS counts message size.
-func sentSize(m *engine.NewMessage) int {
-	n := len(m.Body)
-	for i := range m.Attributes {
-		a := &m.Attributes[i]
-		n += len(a.Name) + len(a.DataType) + len(a.StringValue) + len(a.BinaryValue)
-	}
-	return n
 }
 
 // recordReceived counts one receive call: its messages, or an empty receive.
