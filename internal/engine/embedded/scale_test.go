@@ -12,6 +12,7 @@ import (
 	"sync"
 	"testing"
 	"time"
+	"unsafe"
 
 	"github.com/ferrymq/ferry/internal/engine"
 )
@@ -322,4 +323,12 @@ func BenchmarkReceiveDelete10Parallel(b *testing.B) {
 		}
 	})
 	b.ReportMetric(float64(10*b.N)/b.Elapsed().Seconds(), "msgs/s")
+}
+
+// The index entry's size decides the memory a large backlog takes; keep
+// it in the 96-byte allocation class.
+func TestMessageEntrySize(t *testing.T) {
+	if s := unsafe.Sizeof(message{}); s > 96 {
+		t.Fatalf("message is %d bytes, want at most 96", s)
+	}
 }
