@@ -133,6 +133,10 @@ func Open(ctx context.Context, opts Options) (*Engine, error) {
 		// Room for large message batches without forcing a flush each.
 		MemTableSize: 64 << 20,
 	}
+	// Messages are read in seq order, neighbours together, and startup
+	// scans them all: larger blocks mean fewer block reads, cache inserts
+	// and index entries per message.
+	po.Levels[0].BlockSize = 32 << 10
 	dir := opts.Dir
 	if opts.InMemory {
 		po.FS = vfs.NewMem()
