@@ -11,6 +11,7 @@ import (
 	"slices"
 	"strings"
 	"time"
+	"unsafe"
 
 	"github.com/cockroachdb/pebble/v2"
 	"github.com/google/uuid"
@@ -404,8 +405,8 @@ func isClosed(ch chan struct{}) bool {
 // fetch reads the bodies of taken messages and makes their handles. One
 // iterator serves the whole receive: taken messages are mostly neighbours in
 // seq order, so ascending seeks reuse the blocks already loaded. The
-// records and handles are gathered into one buffer, made a string once, and
-// every message's strings are cut from it.
+// records and handles are gathered into one buffer that every message's
+// strings are cut from.
 func (e *Engine) fetch(q *queue, got []taken) ([]engine.Message, error) {
 	if len(got) == 0 {
 		return nil, nil
@@ -460,7 +461,9 @@ func (e *Engine) fetch(q *queue, got []taken) ([]engine.Message, error) {
 			raw = e.signer.appendSigned(raw, receipt{qid: q.id, seq: t.seq, gen: t.gen})
 		}
 	}
-	s := string(raw)
+	// raw is complete and never written again: its string view needs no
+	// copy (as strings.Builder does).
+	s := unsafe.String(unsafe.SliceData(raw), len(raw))
 	out := make([]engine.Message, 0, found)
 	attrs := &attrArena{left: found}
 	for _, p := range places {
