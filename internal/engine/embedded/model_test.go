@@ -22,10 +22,10 @@ func (q *queue) checkIndex(now int64) error {
 		if m.seq != seq {
 			return fmt.Errorf("message %d filed under %d", m.seq, seq)
 		}
-		if m.ageSlot < 0 || m.ageSlot >= q.ages.len() || q.ages.items[m.ageSlot] != m {
+		if m.ageSlot < 0 || int(m.ageSlot) >= q.ages.len() || q.ages.items[m.ageSlot] != m {
 			return fmt.Errorf("message %d not in the age heap", seq)
 		}
-		inTimers := m.timerSlot >= 0 && m.timerSlot < q.timers.len() && q.timers.items[m.timerSlot] == m
+		inTimers := m.timerSlot >= 0 && int(m.timerSlot) < q.timers.len() && q.timers.items[m.timerSlot] == m
 		switch m.status {
 		case statusReady:
 			ready++
@@ -90,7 +90,7 @@ func (q *queue) checkIndex(now int64) error {
 	}
 	for _, h := range []*msgHeap{&q.timers, &q.ages} {
 		for i, m := range h.items {
-			if *h.slot(m) != i {
+			if int(*h.slot(m)) != i {
 				return fmt.Errorf("message %d thinks it is at %d, is at %d", m.seq, *h.slot(m), i)
 			}
 			if i > 0 && h.less(m, h.items[(i-1)/2]) {

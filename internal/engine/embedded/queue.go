@@ -98,6 +98,16 @@ func (q *queue) resetIndexLocked() {
 	}
 }
 
+// growIndexLocked makes room in an empty index for n messages (startup),
+// so that the map and heap are not regrown and rehashed as they fill.
+func (q *queue) growIndexLocked(n int) {
+	if len(q.msgs) > 0 || q.ages.len() > 0 {
+		return
+	}
+	q.msgs = make(map[uint64]*message, n)
+	q.ages.items = make([]*message, 0, n)
+}
+
 // visibleLocked counts the visible messages; on a FIFO queue this includes
 // those held back behind an in-flight message of their group.
 func (q *queue) visibleLocked() int {
@@ -440,7 +450,7 @@ func (q *queue) takeLocked(now int64, max int, vis *time.Duration) ([]taken, *re
 	var buf [64]byte
 	for len(got) < max && q.ready.n > 0 {
 		m := q.ready.popFront()
-		if limit > 0 && m.receiveCount >= limit {
+		if limit > 0 && uint64(m.receiveCount) >= limit {
 			if job == nil {
 				if job = q.redriveJobLocked(); job == nil {
 					limit = 0
@@ -515,7 +525,11 @@ func (q *queue) wakeAllLocked() {
 // bookkeeping). Both the standard and the FIFO receive use it. The caller
 // holds q.mu and has taken m out of its ready structure.
 func (q *queue) handOutLocked(m *message, now int64, v time.Duration, b *pebble.Batch, buf []byte) taken {
-	m.receiveCount++
+	// Four billion receives of one message within its retention would take
+	// thousands a second for two weeks; past that the count stays put.
+	if m.receiveCount < math.MaxUint32 {
+		m.receiveCount++
+	}
 	if m.receiveCount == 1 {
 		m.firstReceiveAt = now
 	}
@@ -529,5 +543,5 @@ func (q *queue) handOutLocked(m *message, now int64, v time.Duration, b *pebble.
 	q.timers.push(m)
 	k := makeMsgKey(q.id, m.seq, kindState)
 	_ = b.Set(k[:], encodeState(buf, m.state()), nil)
-	return taken{seq: m.seq, gen: m.gen, receiveCount: m.receiveCount, firstReceiveAt: m.firstReceiveAt}
+	return taken{seq: m.seq, gen: m.gen, receiveCount: uint64(m.receiveCount), firstReceiveAt: m.firstReceiveAt}
 }
