@@ -1,6 +1,7 @@
 package cloudwatch
 
 import (
+	"bytes"
 	"context"
 	"encoding/json"
 	"fmt"
@@ -144,10 +145,13 @@ func (s *Service) recordConfig(ctx context.Context, kind string, old, cur *alarm
 		Summary: fmt.Sprintf("Alarm %q %s", name, verb), Data: string(b)})
 }
 
+// toMap turns a document into a map, keeping numbers as written (1.0).
 func toMap(v any) map[string]any {
 	b, _ := json.Marshal(v)
+	dec := json.NewDecoder(bytes.NewReader(b))
+	dec.UseNumber()
 	var m map[string]any
-	_ = json.Unmarshal(b, &m)
+	_ = dec.Decode(&m)
 	return m
 }
 
@@ -177,7 +181,8 @@ func (s *Service) recordState(ctx context.Context, old, cur *alarm, now time.Tim
 		Summary: fmt.Sprintf("Alarm updated from %s to %s", old.State, cur.State), Data: string(b)})
 }
 
-// recordAction records the outcome of one action.
+// recordAction records the outcome of one action of the state change at
+// at (the action runs at once, so the item carries the change's time).
 func (s *Service) recordAction(ctx context.Context, name, arn, message string, at time.Time, failure error) {
 	doc := struct {
 		ActionState          string `json:"actionState"`
@@ -194,7 +199,7 @@ func (s *Service) recordAction(ctx context.Context, name, arn, message string, a
 	b, _ := json.Marshal(doc)
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	s.addHistory(ctx, historyItem{AlarmName: name, Timestamp: s.now(), Type: "Action", Summary: summary, Data: string(b)})
+	s.addHistory(ctx, historyItem{AlarmName: name, Timestamp: at, Type: "Action", Summary: summary, Data: string(b)})
 }
 
 func (s *Service) describeAlarmHistory(ctx context.Context, in *DescribeAlarmHistoryInput) (*DescribeAlarmHistoryOutput, error) {
