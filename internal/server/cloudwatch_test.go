@@ -2,6 +2,7 @@ package server_test
 
 import (
 	"encoding/json"
+	"os"
 	"strings"
 	"testing"
 	"time"
@@ -357,4 +358,70 @@ func TestCloudWatchQueryAPI(t *testing.T) {
 	_, err = cw.PutMetricDataWithContext(ctx, &cwv1.PutMetricDataInput{Namespace: awsv1.String("Custom"),
 		MetricData: []*cwv1.MetricDatum{{MetricName: awsv1.String("m"), Value: awsv1.Float64(1)}}})
 	wantCWError(t, err, "InvalidAction", "", 400)
+}
+
+// The Debian AWS CLI 2.9 speaks the query protocol to CloudWatch.
+func TestCloudWatchDebianCLI(t *testing.T) {
+	if _, err := os.Stat(debianCLI); err != nil {
+		if os.Getenv("CI") != "" {
+			t.Fatalf("CI must install Debian's awscli: %v", err)
+		}
+		t.Skip("Debian's awscli is not installed")
+	}
+	f := start(t)
+	topic := f.createTopic(t, "cli-alerts", nil)
+	if _, stderr, err := awsCLI(t, f, "cloudwatch", "put-metric-alarm", "--alarm-name", "cli-alarm",
+		"--namespace", "AWS/SQS", "--metric-name", "ApproximateNumberOfMessagesVisible", "--dimensions", "Name=QueueName,Value=jobs-dlq",
+		"--statistic", "Maximum", "--period", "300", "--evaluation-periods", "2", "--datapoints-to-alarm", "1", "--threshold", "0",
+		"--comparison-operator", "GreaterThanThreshold", "--treat-missing-data", "notBreaching", "--alarm-actions", topic,
+		"--tags", "Key=team,Value=ops"); err != nil {
+		t.Fatalf("put-metric-alarm: %v\n%s", err, stderr)
+	}
+	out, stderr, err := awsCLI(t, f, "cloudwatch", "describe-alarms", "--alarm-names", "cli-alarm")
+	if err != nil {
+		t.Fatalf("describe-alarms: %v\n%s", err, stderr)
+	}
+	var desc struct {
+		MetricAlarms []struct {
+			AlarmName, StateValue, StateReason, ComparisonOperator, TreatMissingData string
+			Threshold                                                                float64
+			Period, EvaluationPeriods, DatapointsToAlarm                             int
+			AlarmActions                                                             []string
+			Dimensions                                                               []struct{ Name, Value string }
+			StateUpdatedTimestamp                                                    string
+		}
+		CompositeAlarms []any
+	}
+	if err := json.Unmarshal([]byte(out), &desc); err != nil || len(desc.MetricAlarms) != 1 {
+		t.Fatalf("describe-alarms said %s (%v)", out, err)
+	}
+	a := desc.MetricAlarms[0]
+	if a.StateValue != "OK" || a.Period != 300 || a.DatapointsToAlarm != 1 || a.Threshold != 0 || a.AlarmActions[0] != topic ||
+		a.Dimensions[0].Value != "jobs-dlq" || a.TreatMissingData != "notBreaching" || desc.CompositeAlarms == nil {
+		t.Errorf("describe-alarms said %s", out)
+	}
+	if _, stderr, err := awsCLI(t, f, "cloudwatch", "set-alarm-state", "--alarm-name", "cli-alarm", "--state-value", "ALARM",
+		"--state-reason", "drill"); err != nil {
+		t.Fatalf("set-alarm-state: %v\n%s", err, stderr)
+	}
+	out, stderr, err = awsCLI(t, f, "cloudwatch", "describe-alarm-history", "--alarm-name", "cli-alarm", "--history-item-type", "StateUpdate")
+	if err != nil || !strings.Contains(out, "Alarm updated from OK to ALARM") {
+		t.Errorf("describe-alarm-history said %s (%v)\n%s", out, err, stderr)
+	}
+	out, stderr, err = awsCLI(t, f, "cloudwatch", "list-tags-for-resource", "--resource-arn", "arn:aws:cloudwatch:us-east-1:000000000000:alarm:cli-alarm")
+	if err != nil || !strings.Contains(out, `"Key": "team"`) {
+		t.Errorf("list-tags-for-resource said %s (%v)\n%s", out, err, stderr)
+	}
+	out, stderr, err = awsCLI(t, f, "cloudwatch", "get-metric-statistics", "--namespace", "AWS/SQS", "--metric-name", "NumberOfMessagesSent",
+		"--start-time", "2026-01-02T00:00:00Z", "--end-time", "2026-01-02T06:00:00Z", "--period", "3600", "--statistics", "Sum")
+	if err != nil || !strings.Contains(out, `"Label": "NumberOfMessagesSent"`) {
+		t.Errorf("get-metric-statistics said %s (%v)\n%s", out, err, stderr)
+	}
+	_, stderr, err = awsCLI(t, f, "cloudwatch", "delete-alarms", "--alarm-names", "no-such-alarm")
+	if err == nil || !strings.Contains(stderr, "ResourceNotFound") {
+		t.Errorf("delete-alarms of a missing alarm: %v, %q", err, stderr)
+	}
+	if _, stderr, err := awsCLI(t, f, "cloudwatch", "delete-alarms", "--alarm-names", "cli-alarm"); err != nil {
+		t.Fatalf("delete-alarms: %v\n%s", err, stderr)
+	}
 }
