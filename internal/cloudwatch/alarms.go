@@ -27,13 +27,12 @@ func (s *Service) putMetricAlarm(ctx context.Context, in *PutMetricAlarmInput) (
 	a.ConfigUpdated = now
 	kind := "Create"
 	if old != nil {
-		// An update keeps the state; it is evaluated again below.
+		// An update keeps the state (it is evaluated again below) and the
+		// tags: CloudWatch ignores Tags on an update (TagResource changes them).
 		kind = "Update"
 		a.State, a.StateReason, a.StateReasonData = old.State, old.StateReason, old.StateReasonData
 		a.StateUpdated, a.StateTransitioned = old.StateUpdated, old.StateTransitioned
-		if in.Tags == nil {
-			a.Tags = old.Tags
-		}
+		a.Tags = old.Tags
 	} else {
 		a.State, a.StateReason = stateInsufficient, unchecked
 		a.StateUpdated, a.StateTransitioned = now, now

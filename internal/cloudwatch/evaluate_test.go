@@ -190,12 +190,14 @@ func (e errorString) Error() string { return string(e) }
 func TestHistoryAndRestart(t *testing.T) {
 	r := newRig(t)
 	ctx := context.Background()
-	if _, err := r.svc.putMetricAlarm(ctx, input("a")); err != nil {
+	in := input("a")
+	in.Tags = []Tag{{Key: "team", Value: "ops"}}
+	if _, err := r.svc.putMetricAlarm(ctx, in); err != nil {
 		t.Fatal(err)
 	}
-	in := input("a")
+	in = input("a")
 	in.Threshold = ptr("4")
-	in.Tags = []Tag{{Key: "team", Value: "ops"}}
+	in.Tags = []Tag{{Key: "ignored", Value: "on update"}}
 	if _, err := r.svc.putMetricAlarm(ctx, in); err != nil {
 		t.Fatal(err)
 	}

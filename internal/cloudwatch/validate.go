@@ -4,7 +4,6 @@ import (
 	"fmt"
 	"regexp"
 	"slices"
-	"strconv"
 	"strings"
 )
 
@@ -230,13 +229,10 @@ func checkTags(v *violations, tags []Tag) {
 	}
 }
 
-// checkStatistic validates a statistic name of GetMetricStatistics.
+// checkExtendedStatistic validates a percentile of GetMetricStatistics.
 func checkExtendedStatistic(st string) error {
 	if !percentile.MatchString(st) {
 		return invalidValue("The value %s for parameter ExtendedStatistics is not supported.", st)
 	}
 	return nil
 }
-
-// itoa is strconv.Itoa for int32.
-func itoa(n int32) string { return strconv.Itoa(int(n)) }
