@@ -43,6 +43,7 @@ func (s *Service) putMetricAlarm(ctx context.Context, in *PutMetricAlarmInput) (
 	}
 	s.alarms[a.Name] = a
 	s.recordConfig(ctx, kind, old, a, now)
+	s.arm()
 	s.mu.Unlock()
 
 	// A new or changed alarm is evaluated at once.
@@ -213,6 +214,9 @@ func (s *Service) deleteAlarms(ctx context.Context, in *AlarmNamesInput) (*Empty
 		}
 		delete(s.alarms, n)
 		s.recordConfig(ctx, "Delete", a, nil, now)
+	}
+	if len(s.alarms) == 0 {
+		s.disarm()
 	}
 	return &EmptyOutput{}, nil
 }

@@ -15,20 +15,42 @@ import (
 const extraPeriods = 2
 
 // arm schedules the next evaluation at the next minute boundary: one timer,
-// no polling. The caller holds mu.
+// no polling, and none at all while there is no alarm. The caller holds mu.
 func (s *Service) arm() {
-	if s.closed {
+	if s.closed || s.armed || len(s.alarms) == 0 {
 		return
 	}
+	s.gen++
+	gen := s.gen
+	s.armed = true
 	now := s.clock.Now()
 	next := now.Truncate(time.Minute).Add(time.Minute)
 	s.wg.Add(1)
-	s.timer = s.clock.AfterFunc(next.Sub(now), s.tick)
+	s.timer = s.clock.AfterFunc(next.Sub(now), func() { s.tick(gen) })
+}
+
+// disarm stops the timer; a tick already on its way finds its generation
+// gone and does nothing. The caller holds mu.
+func (s *Service) disarm() {
+	if s.armed && s.timer.Stop() {
+		s.wg.Done() // the tick that will not run
+	}
+	s.armed = false
+	s.gen++
 }
 
 // tick evaluates every alarm, then schedules the next minute.
-func (s *Service) tick() {
+func (s *Service) tick(gen uint64) {
 	defer s.wg.Done()
+	s.mu.Lock()
+	current := gen == s.gen
+	if current {
+		s.armed = false
+	}
+	s.mu.Unlock()
+	if !current {
+		return
+	}
 	s.evaluate(s.ctx, nil, s.now())
 	s.mu.Lock()
 	s.arm()

@@ -270,17 +270,27 @@ func TestHistoryAndRestart(t *testing.T) {
 	}
 }
 
-// The minute timer evaluates without being asked, and Close stops it.
+// The minute timer runs while there are alarms, evaluates without being
+// asked, and Close stops it.
 func TestMinuteTimer(t *testing.T) {
 	r := newRig(t)
 	ctx := context.Background()
-	if r.clk.Pending() != 1 {
-		t.Fatalf("%d timers pending, want the one minute timer", r.clk.Pending())
+	if r.clk.Pending() != 0 {
+		t.Fatalf("%d timers pending without alarms", r.clk.Pending())
 	}
 	in := input("a")
 	in.TreatMissingData = "breaching"
 	in.AlarmActions = nil
 	if _, err := r.svc.putMetricAlarm(ctx, in); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := r.svc.putMetricAlarm(ctx, input("b")); err != nil {
+		t.Fatal(err)
+	}
+	if r.clk.Pending() != 1 {
+		t.Fatalf("%d timers pending, want the one minute timer", r.clk.Pending())
+	}
+	if _, err := r.svc.deleteAlarms(ctx, &AlarmNamesInput{AlarmNames: []string{"b"}}); err != nil {
 		t.Fatal(err)
 	}
 	if _, err := r.svc.setAlarmState(ctx, &SetAlarmStateInput{AlarmName: "a", StateValue: stateOK, StateReason: ptr("x")}); err != nil {
@@ -299,6 +309,15 @@ func TestMinuteTimer(t *testing.T) {
 			t.Fatal("the next minute was not scheduled")
 		}
 		time.Sleep(time.Millisecond)
+	}
+	if _, err := r.svc.deleteAlarms(ctx, &AlarmNamesInput{AlarmNames: []string{"a"}}); err != nil {
+		t.Fatal(err)
+	}
+	if r.clk.Pending() != 0 {
+		t.Errorf("%d timers left without alarms", r.clk.Pending())
+	}
+	if _, err := r.svc.putMetricAlarm(ctx, input("c")); err != nil {
+		t.Fatal(err)
 	}
 	r.svc.Close()
 	if r.clk.Pending() != 0 {

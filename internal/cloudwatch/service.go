@@ -61,7 +61,9 @@ type Service struct {
 	alarms  map[string]*alarm
 	history []historyItem // oldest first
 	seq     uint64        // tells apart history keys of one instant
-	timer   clock.Timer
+	timer   clock.Timer   // the next minute's evaluation, while armed
+	armed   bool
+	gen     uint64 // the timer's generation: a stale tick does nothing
 	closed  bool
 
 	ctx    context.Context // ends when the service closes
@@ -142,9 +144,7 @@ func (s *Service) Protocol() *protocol.Service { return s.proto }
 func (s *Service) Close() error {
 	s.mu.Lock()
 	s.closed = true
-	if s.timer != nil && s.timer.Stop() {
-		s.wg.Done() // the tick that will not run
-	}
+	s.disarm()
 	s.mu.Unlock()
 	s.cancel()
 	s.wg.Wait()
