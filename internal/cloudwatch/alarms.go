@@ -269,7 +269,7 @@ func (s *Service) setAlarmState(ctx context.Context, in *SetAlarmStateInput) (*E
 	var data string
 	if in.StateReasonData != nil && *in.StateReasonData != "" {
 		var obj map[string]any
-		if err := json.Unmarshal([]byte(*in.StateReasonData), &obj); err != nil {
+		if err := json.Unmarshal([]byte(*in.StateReasonData), &obj); err != nil || obj == nil {
 			return nil, errInvalidFormat.WithMessage("Invalid JSON in StateReasonData: %s", *in.StateReasonData)
 		}
 		data = *in.StateReasonData

@@ -2,6 +2,7 @@ package cloudwatch
 
 import (
 	"context"
+	"encoding/json"
 	"errors"
 	"sort"
 	"sync"
@@ -151,3 +152,5 @@ func wantError(t *testing.T, err error, code, message string) {
 		t.Errorf("error = %s %q\nwant    %s %q", e.Code, e.Message, code, message)
 	}
 }
+
+func jsonValid(s string) bool { return json.Valid([]byte(s)) }
