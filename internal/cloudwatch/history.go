@@ -248,10 +248,14 @@ func (s *Service) describeAlarmHistory(ctx context.Context, in *DescribeAlarmHis
 	if len(in.AlarmTypes) > 0 && !slices.Contains(in.AlarmTypes, "MetricAlarm") {
 		return out, nil
 	}
+	// Items past the retention are pruned on the next write; until then
+	// they are not shown.
+	cut := s.clock.Now().Add(-historyRetention)
 	s.mu.Lock()
 	var match []historyItem
 	for _, h := range s.history {
-		if in.AlarmName != nil && h.AlarmName != *in.AlarmName ||
+		if h.Timestamp.Before(cut) ||
+			in.AlarmName != nil && h.AlarmName != *in.AlarmName ||
 			in.HistoryItemType != "" && h.Type != in.HistoryItemType ||
 			!from.IsZero() && h.Timestamp.Before(from) ||
 			!to.IsZero() && h.Timestamp.After(to) {
