@@ -252,7 +252,7 @@ func (s *Server) SNS() *sns.Service { return s.sns }
 
 func (s *Server) health(w http.ResponseWriter, r *http.Request) {
 	w.Header().Set("Content-Type", "application/json")
-	io.WriteString(w, `{"status":"running","services":{"sqs":"running","sns":"running"}}`)
+	io.WriteString(w, `{"status":"running","services":{"sqs":"running","sns":"running","cloudwatch":"running"}}`)
 }
 
 // Shutdown stops accepting requests, ends long polls with empty answers,
