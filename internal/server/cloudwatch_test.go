@@ -425,3 +425,43 @@ func TestCloudWatchDebianCLI(t *testing.T) {
 		t.Fatalf("delete-alarms: %v\n%s", err, stderr)
 	}
 }
+
+// Alarms, their state and their history survive a restart on disk.
+func TestCloudWatchAlarmsSurviveRestart(t *testing.T) {
+	dir := t.TempDir()
+	ctx := ctxT(t)
+	f := start(t, onDisk(dir))
+	cw := cwClient(f.srv.URL())
+	if _, err := cw.PutMetricAlarmWithContext(ctx, &cwv1.PutMetricAlarmInput{
+		AlarmName: awsv1.String("kept"), Namespace: awsv1.String("AWS/SQS"), MetricName: awsv1.String("NumberOfMessagesSent"),
+		Dimensions: []*cwv1.Dimension{{Name: awsv1.String("QueueName"), Value: awsv1.String("q")}}, Statistic: awsv1.String("Sum"),
+		Period: awsv1.Int64(60), EvaluationPeriods: awsv1.Int64(1), Threshold: awsv1.Float64(2.5),
+		ComparisonOperator: awsv1.String("GreaterThanThreshold"), Tags: []*cwv1.Tag{{Key: awsv1.String("k"), Value: awsv1.String("v")}},
+	}); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := cw.SetAlarmStateWithContext(ctx, &cwv1.SetAlarmStateInput{AlarmName: awsv1.String("kept"), StateValue: awsv1.String("ALARM"),
+		StateReason: awsv1.String("drill")}); err != nil {
+		t.Fatal(err)
+	}
+	stop(t, f)
+
+	f2 := start(t, onDisk(dir))
+	cw2 := cwClient(f2.srv.URL())
+	desc, err := cw2.DescribeAlarmsWithContext(ctx, &cwv1.DescribeAlarmsInput{})
+	if err != nil || len(desc.MetricAlarms) != 1 {
+		t.Fatalf("after restart: %v %v", desc, err)
+	}
+	a := desc.MetricAlarms[0]
+	if *a.StateValue != "ALARM" || *a.StateReason != "drill" || *a.Threshold != 2.5 {
+		t.Errorf("after restart: %v", a)
+	}
+	hist, err := cw2.DescribeAlarmHistoryWithContext(ctx, &cwv1.DescribeAlarmHistoryInput{AlarmName: awsv1.String("kept")})
+	if err != nil || len(hist.AlarmHistoryItems) != 2 {
+		t.Errorf("history after restart: %v %v", hist, err)
+	}
+	tags, err := cw2.ListTagsForResourceWithContext(ctx, &cwv1.ListTagsForResourceInput{ResourceARN: a.AlarmArn})
+	if err != nil || len(tags.Tags) != 1 || *tags.Tags[0].Key != "k" {
+		t.Errorf("tags after restart: %v %v", tags, err)
+	}
+}
