@@ -18,8 +18,12 @@ func TestEvaluation(t *testing.T) {
 	}
 	// Every case evaluates at minute 5: the last complete period is minute
 	// 4, and the evaluation range reaches EvaluationPeriods+2 periods back.
+	// The metric is a gauge, whose missing minutes stay missing, unless the
+	// case names an SQS counter, whose missing minutes of an active queue
+	// read as zeros.
 	for _, tc := range []struct {
 		name    string
+		counter bool // NumberOfMessagesReceived rather than a gauge
 		mod     func(*PutMetricAlarmInput)
 		initial string // set with SetAlarmState before the data, if any
 		points  []point
@@ -65,6 +69,13 @@ func TestEvaluation(t *testing.T) {
 		{name: "average", mod: func(in *PutMetricAlarmInput) { in.Statistic = "Average"; in.Threshold = ptr("2.5") },
 			points: []point{{4, []float64{2, 4}}}, want: stateAlarm,
 			reason: "Threshold Crossed: 1 datapoint [3.0 (" + at(4) + ")] was greater than or equal to the threshold (2.5)."},
+		{name: "counter of an active queue reads zero", counter: true, mod: func(in *PutMetricAlarmInput) { in.EvaluationPeriods = ptr[int32](2) },
+			points: []point{{1, []float64{2}}, {2, []float64{3}}}, want: stateOK,
+			reason: "Threshold Crossed: 2 datapoints were not greater than or equal to the threshold (1.0). The most recent datapoints which crossed the threshold: " +
+				"[0.0 (" + at(4) + "), 0.0 (" + at(3) + ")]."},
+		{name: "counter over the threshold", counter: true, points: []point{{4, []float64{1}}}, want: stateAlarm,
+			reason: "Threshold Crossed: 1 datapoint [1.0 (" + at(4) + ")] was greater than or equal to the threshold (1.0)."},
+		{name: "counter of an idle queue is missing", counter: true, initial: stateOK, want: stateInsufficient},
 		{name: "five-minute period", mod: func(in *PutMetricAlarmInput) { in.Period = ptr[int32](300); in.Threshold = ptr("3") },
 			points: []point{{0, []float64{1}}, {3, []float64{2}}}, want: stateAlarm,
 			reason: "Threshold Crossed: 1 datapoint [3.0 (" + at(0) + ")] was greater than or equal to the threshold (3.0)."},
@@ -74,6 +85,11 @@ func TestEvaluation(t *testing.T) {
 			ctx := context.Background()
 			in := input("a")
 			in.AlarmActions, in.OKActions = nil, nil
+			metric := "NumberOfMessagesReceived"
+			if !tc.counter {
+				metric = "ApproximateNumberOfMessagesVisible"
+			}
+			in.MetricName = metric
 			if tc.mod != nil {
 				tc.mod(in)
 			}
@@ -86,7 +102,7 @@ func TestEvaluation(t *testing.T) {
 				}
 			}
 			for _, p := range tc.points {
-				r.record("q", "NumberOfMessagesReceived", p.minute, p.values...)
+				r.record("q", metric, p.minute, p.values...)
 			}
 			r.svc.evaluate(ctx, nil, t0.Add(5*time.Minute+7*time.Second))
 			a := r.alarm("a")
@@ -322,5 +338,43 @@ func TestMinuteTimer(t *testing.T) {
 	r.svc.Close()
 	if r.clk.Pending() != 0 {
 		t.Errorf("%d timers left after Close", r.clk.Pending())
+	}
+}
+
+// An active queue's counters read as zeros in minutes without samples,
+// from its first activity on and for 6 hours after its last.
+func TestCounterZeros(t *testing.T) {
+	r := newRig(t)
+	ctx := context.Background()
+	r.record("q", "NumberOfMessagesSent", 1, 2)
+	r.clk.Set(t0.Add(5*time.Minute + 20*time.Second))
+	get := func(start, end time.Time) []string {
+		out, err := r.svc.getMetricStatistics(ctx, &GetMetricStatisticsInput{Namespace: "AWS/SQS", MetricName: "NumberOfMessagesSent",
+			Dimensions: []Dimension{{Name: "QueueName", Value: "q"}}, StartTime: isoTime(start), EndTime: isoTime(end),
+			Period: ptr[int32](60), Statistics: []string{"Sum"}})
+		if err != nil {
+			t.Fatal(err)
+		}
+		var got []string
+		for _, d := range out.Datapoints {
+			got = append(got, d.Timestamp[11:16]+"="+*d.Sum)
+		}
+		return got
+	}
+	if got := strings.Join(get(t0, t0.Add(time.Hour)), " "); got != "03:01=2 03:02=0 03:03=0 03:04=0" {
+		t.Errorf("datapoints %s", got)
+	}
+	// Gauges and sizes are not filled.
+	out, err := r.svc.getMetricStatistics(ctx, &GetMetricStatisticsInput{Namespace: "AWS/SQS", MetricName: "SentMessageSize",
+		Dimensions: []Dimension{{Name: "QueueName", Value: "q"}}, StartTime: isoTime(t0), EndTime: isoTime(t0.Add(time.Hour)),
+		Period: ptr[int32](60), Statistics: []string{"Sum"}})
+	if err != nil || len(out.Datapoints) != 0 {
+		t.Errorf("SentMessageSize: %+v %v", out, err)
+	}
+	// Six hours after the last activity (03:01) the queue is idle.
+	r.clk.Set(t0.Add(8 * time.Hour))
+	got := get(t0.Add(6*time.Hour), t0.Add(8*time.Hour))
+	if len(got) != 1 || got[0] != "09:00=0" {
+		t.Errorf("datapoints around the end of activity: %v", got)
 	}
 }

@@ -226,7 +226,7 @@ func (s *Service) getMetricStatistics(ctx context.Context, in *GetMetricStatisti
 		return out, nil
 	}
 	period := time.Duration(*in.Period) * time.Second
-	for _, d := range aggregate(s.metrics.Datapoints(in.Namespace, in.MetricName, dim, start, end), start, period, int(count)) {
+	for _, d := range aggregate(s.datapoints(in.Namespace, in.MetricName, dim, start, end, s.clock.Now()), start, period, int(count)) {
 		if d.SampleCount == 0 {
 			continue
 		}
@@ -389,7 +389,7 @@ func (s *Service) series(ms *MetricStat, start, end time.Time, ascending bool) (
 	}
 	count := periodCount(start, end, *ms.Period)
 	period := time.Duration(*ms.Period) * time.Second
-	aggs := aggregate(s.metrics.Datapoints(ms.Metric.Namespace, ms.Metric.MetricName, dim, start, end), start, period, int(count))
+	aggs := aggregate(s.datapoints(ms.Metric.Namespace, ms.Metric.MetricName, dim, start, end, s.clock.Now()), start, period, int(count))
 	for i := range aggs {
 		d := aggs[i]
 		if !ascending {

@@ -198,6 +198,23 @@ func TestCloudWatchDeadLetterAlarm(t *testing.T) {
 	if err != nil || len(stats.Datapoints) != 1 || *stats.Datapoints[0].Sum != 1 || *stats.Datapoints[0].Unit != "Count" || *stats.Label != "NumberOfMessagesReceived" {
 		t.Errorf("GetMetricStatistics: %v %v", stats, err)
 	}
+
+	// A minute without receives reads zero on an active queue: back to OK.
+	f.clk.Advance(time.Minute)
+	deadline := time.Now().Add(5 * time.Second)
+	for {
+		desc, err = cw.DescribeAlarmsWithContext(ctx, &cwv1.DescribeAlarmsInput{})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if *desc.MetricAlarms[0].StateValue == "OK" {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("alarm stays %s: %s", *desc.MetricAlarms[0].StateValue, *desc.MetricAlarms[0].StateReason)
+		}
+		time.Sleep(5 * time.Millisecond)
+	}
 }
 
 // The API over the query protocol: validation errors, SetAlarmState,
