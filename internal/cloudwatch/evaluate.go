@@ -160,32 +160,34 @@ func (s *Service) assess(a *alarm, now time.Time) assessment {
 			real = append(real, slots[i])
 		}
 	}
-	rd := reasonData{Version: "1.0", QueryDate: cwTime(now), Unit: a.Unit, Statistic: a.Statistic, Period: a.Period,
-		RecentDatapoints: []javaDouble{}, Threshold: javaDouble(a.Threshold)}
-	if a.ExtendedStatistic != "" {
-		rd.Statistic = a.ExtendedStatistic
-	}
-	for _, sl := range slots {
-		if sl.ok {
-			rd.RecentDatapoints = append(rd.RecentDatapoints, javaDouble(sl.value))
-		}
-	}
-
+	// The reason and its data are written only for a new state: most
+	// evaluations change nothing.
 	if len(real) == 0 {
-		for i := 0; i < n && i < len(slots); i++ {
-			rd.EvaluatedDatapoints = append(rd.EvaluatedDatapoints, evaluatedPoint{Timestamp: cwTime(slots[len(slots)-1-i].start)})
-		}
-		var state, treated string
+		var state string
 		switch a.treatMissing() {
 		case "ignore":
 			return assessment{keep: true}
 		case "breaching":
-			state, treated = stateAlarm, "Breaching"
+			state = stateAlarm
 		case "notBreaching":
-			state, treated = stateOK, "NonBreaching"
+			state = stateOK
 		default:
-			return assessment{state: stateInsufficient, data: rd.json(),
+			state = stateInsufficient
+		}
+		if state == a.State {
+			return assessment{state: state}
+		}
+		rd := newReasonData(a, now, slots)
+		for i := 0; i < n && i < len(slots); i++ {
+			rd.EvaluatedDatapoints = append(rd.EvaluatedDatapoints, evaluatedPoint{Timestamp: cwTime(slots[len(slots)-1-i].start)})
+		}
+		if state == stateInsufficient {
+			return assessment{state: state, data: rd.json(),
 				reason: fmt.Sprintf("Insufficient Data: %s %s unknown.", plural(n, "datapoint"), wasWere(n))}
+		}
+		treated := "Breaching"
+		if state == stateOK {
+			treated = "NonBreaching"
 		}
 		return assessment{state: state, data: rd.json(), reason: fmt.Sprintf(
 			"Threshold Crossed: no datapoints were received for %s and %d missing %s %s treated as [%s].",
@@ -196,20 +198,8 @@ func (s *Service) assess(a *alarm, now time.Time) assessment {
 	if len(eval) > n {
 		eval = eval[:n]
 	}
-	filled, fillBreach := 0, false
-	if len(eval) < n {
-		switch a.treatMissing() {
-		case "breaching":
-			filled, fillBreach = n-len(eval), true
-		case "notBreaching":
-			filled = n - len(eval)
-		}
-	}
-	rd.StartDate = cwTime(eval[len(eval)-1].start)
 	var breaching, calm []slot
 	for _, sl := range eval {
-		rd.EvaluatedDatapoints = append(rd.EvaluatedDatapoints, evaluatedPoint{Timestamp: cwTime(sl.start),
-			SampleCount: ptr(javaDouble(sl.sampleCount)), Value: ptr(javaDouble(sl.value))})
 		if crosses(a.ComparisonOperator, sl.value, a.Threshold) {
 			breaching = append(breaching, sl)
 		} else {
@@ -217,30 +207,55 @@ func (s *Service) assess(a *alarm, now time.Time) assessment {
 		}
 	}
 	nb := len(breaching)
-	if fillBreach {
-		nb += filled
+	if len(eval) < n && a.treatMissing() == "breaching" {
+		nb += n - len(eval) // the missing datapoints count as breaching
+	}
+	m := a.m()
+	state := stateOK
+	if nb >= m {
+		state = stateAlarm
+	}
+	if state == a.State {
+		return assessment{state: state}
+	}
+
+	rd := newReasonData(a, now, slots)
+	rd.StartDate = cwTime(eval[len(eval)-1].start)
+	for _, sl := range eval {
+		rd.EvaluatedDatapoints = append(rd.EvaluatedDatapoints, evaluatedPoint{Timestamp: cwTime(sl.start),
+			SampleCount: ptr(javaDouble(sl.sampleCount)), Value: ptr(javaDouble(sl.value))})
 	}
 	op, thr := opWords(a.ComparisonOperator), formatDouble(a.Threshold)
-	m := a.m()
-	if nb >= m {
-		var reason string
-		if n == 1 {
-			reason = fmt.Sprintf("Threshold Crossed: 1 datapoint %s was %s the threshold (%s).", pointList(breaching), op, thr)
-		} else {
-			reason = fmt.Sprintf("Threshold Crossed: %d out of the last %d datapoints %s %s %s the threshold (%s) (minimum %s for %s -> ALARM transition).",
-				nb, n, pointList(breaching), wasWere(nb), op, thr, plural(m, "datapoint"), a.State)
-		}
-		return assessment{state: stateAlarm, reason: reason, data: rd.json()}
-	}
 	var reason string
-	if n == 1 {
+	switch {
+	case state == stateAlarm && n == 1:
+		reason = fmt.Sprintf("Threshold Crossed: 1 datapoint %s was %s the threshold (%s).", pointList(breaching), op, thr)
+	case state == stateAlarm:
+		reason = fmt.Sprintf("Threshold Crossed: %d out of the last %d datapoints %s %s %s the threshold (%s) (minimum %s for %s -> ALARM transition).",
+			nb, n, pointList(breaching), wasWere(nb), op, thr, plural(m, "datapoint"), a.State)
+	case n == 1:
 		reason = fmt.Sprintf("Threshold Crossed: 1 datapoint %s was not %s the threshold (%s).", pointList(calm), op, thr)
-	} else {
+	default:
 		k := n - nb
 		reason = fmt.Sprintf("Threshold Crossed: %s %s not %s the threshold (%s). The most recent datapoints which crossed the threshold: %s.",
 			plural(k, "datapoint"), wasWere(k), op, thr, pointList(eval))
 	}
-	return assessment{state: stateOK, reason: reason, data: rd.json()}
+	return assessment{state: state, reason: reason, data: rd.json()}
+}
+
+// newReasonData starts the StateReasonData of an evaluation over slots.
+func newReasonData(a *alarm, now time.Time, slots []slot) reasonData {
+	rd := reasonData{Version: "1.0", QueryDate: cwTime(now), Unit: a.Unit, Statistic: a.Statistic, Period: a.Period,
+		RecentDatapoints: []javaDouble{}, Threshold: javaDouble(a.Threshold)}
+	if a.ExtendedStatistic != "" {
+		rd.Statistic = a.ExtendedStatistic
+	}
+	for _, sl := range slots {
+		if sl.ok {
+			rd.RecentDatapoints = append(rd.RecentDatapoints, javaDouble(sl.value))
+		}
+	}
+	return rd
 }
 
 // periods aggregates the alarm's metric into the periods [from, to), oldest

@@ -57,7 +57,9 @@ func (s *Service) pruneHistory(ctx context.Context, now time.Time) error {
 		}
 		n++
 	}
-	s.history = slices.Clip(s.history[n:])
+	// Re-slicing (no copy) keeps appends amortised; the dropped front is
+	// freed when append next reallocates.
+	s.history = s.history[n:]
 	return nil
 }
 

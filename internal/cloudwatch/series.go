@@ -2,6 +2,7 @@ package cloudwatch
 
 import (
 	"slices"
+	"sort"
 	"time"
 
 	"github.com/ferrymq/ferry/internal/metrics"
@@ -35,8 +36,9 @@ func (s *Service) datapoints(ns, metric string, dim metrics.Dimension, from, to,
 	if first.Before(from) {
 		first = first.Add(time.Minute)
 	}
-	if !first.Before(to) {
-		return dps
+	complete := sort.Search(len(dps), func(i int) bool { return !dps[i].Timestamp.Before(to) })
+	if !first.Before(to) || complete >= int(to.Sub(first)/time.Minute) {
+		return dps // nothing to fill: no complete minute, or none missing
 	}
 	// The minutes with activity, from 6 hours before the range on.
 	var active []time.Time
