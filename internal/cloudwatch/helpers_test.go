@@ -100,7 +100,7 @@ type rig struct {
 
 const topicARN = "arn:aws:sns:us-east-1:000000000000:alerts"
 
-func newRig(t *testing.T) *rig {
+func newRig(t testing.TB) *rig {
 	t.Helper()
 	r := &rig{clk: clock.NewFake(t0.Add(30 * time.Second)), mclk: clock.NewFake(t0), records: &memRecords{}, notifier: &fakeNotifier{}}
 	r.store = metrics.New(metrics.Options{Clock: r.mclk})
@@ -108,7 +108,7 @@ func newRig(t *testing.T) *rig {
 	return r
 }
 
-func (r *rig) start(t *testing.T) {
+func (r *rig) start(t testing.TB) {
 	t.Helper()
 	svc, err := New(context.Background(), Config{Metrics: r.store, Records: r.records, Notifier: r.notifier, Clock: r.clk})
 	if err != nil {
