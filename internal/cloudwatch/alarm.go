@@ -72,7 +72,7 @@ func (a *alarm) output(arn string) MetricAlarm {
 		AlarmName:                          a.Name,
 		AlarmArn:                           arn,
 		AlarmDescription:                   a.Description,
-		AlarmConfigurationUpdatedTimestamp: isoTime(a.ConfigUpdated),
+		AlarmConfigurationUpdatedTimestamp: ptr(a.ConfigUpdated),
 		ActionsEnabled:                     a.ActionsEnabled,
 		OKActions:                          nonNil(a.OKActions),
 		AlarmActions:                       nonNil(a.AlarmActions),
@@ -80,7 +80,7 @@ func (a *alarm) output(arn string) MetricAlarm {
 		StateValue:                         a.State,
 		StateReason:                        a.StateReason,
 		StateReasonData:                    a.StateReasonData,
-		StateUpdatedTimestamp:              isoTime(a.StateUpdated),
+		StateUpdatedTimestamp:              ptr(a.StateUpdated),
 		MetricName:                         a.MetricName,
 		Namespace:                          a.Namespace,
 		Statistic:                          a.Statistic,
@@ -89,11 +89,11 @@ func (a *alarm) output(arn string) MetricAlarm {
 		Period:                             a.Period,
 		Unit:                               a.Unit,
 		EvaluationPeriods:                  a.EvaluationPeriods,
-		Threshold:                          *wireDouble(a.Threshold),
+		Threshold:                          ptr(a.Threshold),
 		ComparisonOperator:                 a.ComparisonOperator,
 		TreatMissingData:                   a.TreatMissingData,
 		EvaluateLowSampleCountPercentile:   a.EvaluateLowSampleCountPercentile,
-		StateTransitionedTimestamp:         isoTime(a.StateTransitioned),
+		StateTransitionedTimestamp:         ptr(a.StateTransitioned),
 	}
 	if a.DatapointsToAlarm > 0 {
 		out.DatapointsToAlarm = ptr(a.DatapointsToAlarm)

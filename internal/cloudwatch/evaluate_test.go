@@ -3,6 +3,7 @@ package cloudwatch
 import (
 	"context"
 	"encoding/json"
+	"strconv"
 	"strings"
 	"testing"
 	"time"
@@ -32,10 +33,10 @@ func TestEvaluation(t *testing.T) {
 	}{
 		{name: "one datapoint over", points: []point{{4, []float64{1, 1, 1}}}, want: stateAlarm,
 			reason: "Threshold Crossed: 1 datapoint [3.0 (" + at(4) + ")] was greater than or equal to the threshold (1.0)."},
-		{name: "one datapoint under", mod: func(in *PutMetricAlarmInput) { in.Threshold = ptr("5") }, points: []point{{4, []float64{1}}}, want: stateOK,
+		{name: "one datapoint under", mod: func(in *PutMetricAlarmInput) { in.Threshold = ptr(5.0) }, points: []point{{4, []float64{1}}}, want: stateOK,
 			reason: "Threshold Crossed: 1 datapoint [1.0 (" + at(4) + ")] was not greater than or equal to the threshold (5.0)."},
 		{name: "2 of 3 breach", mod: func(in *PutMetricAlarmInput) {
-			in.EvaluationPeriods, in.DatapointsToAlarm, in.Threshold, in.ComparisonOperator = ptr[int32](3), ptr[int32](2), ptr("1"), "GreaterThanThreshold"
+			in.EvaluationPeriods, in.DatapointsToAlarm, in.Threshold, in.ComparisonOperator = ptr[int32](3), ptr[int32](2), ptr(1.0), "GreaterThanThreshold"
 		}, points: []point{{2, []float64{5}}, {3, []float64{0}}, {4, []float64{5}}}, want: stateAlarm,
 			reason: "Threshold Crossed: 2 out of the last 3 datapoints [5.0 (" + at(4) + "), 5.0 (" + at(2) + ")] were greater than the threshold (1.0) " +
 				"(minimum 2 datapoints for INSUFFICIENT_DATA -> ALARM transition)."},
@@ -66,7 +67,7 @@ func TestEvaluation(t *testing.T) {
 		{name: "data older than the range", initial: stateAlarm, points: []point{{1, []float64{9}}}, want: stateInsufficient},
 		{name: "another unit sees nothing", mod: func(in *PutMetricAlarmInput) { in.Unit = "Bytes" }, initial: stateOK,
 			points: []point{{4, []float64{9}}}, want: stateInsufficient},
-		{name: "average", mod: func(in *PutMetricAlarmInput) { in.Statistic = "Average"; in.Threshold = ptr("2.5") },
+		{name: "average", mod: func(in *PutMetricAlarmInput) { in.Statistic = "Average"; in.Threshold = ptr(2.5) },
 			points: []point{{4, []float64{2, 4}}}, want: stateAlarm,
 			reason: "Threshold Crossed: 1 datapoint [3.0 (" + at(4) + ")] was greater than or equal to the threshold (2.5)."},
 		{name: "counter of an active queue reads zero", counter: true, mod: func(in *PutMetricAlarmInput) { in.EvaluationPeriods = ptr[int32](2) },
@@ -76,7 +77,7 @@ func TestEvaluation(t *testing.T) {
 		{name: "counter over the threshold", counter: true, points: []point{{4, []float64{1}}}, want: stateAlarm,
 			reason: "Threshold Crossed: 1 datapoint [1.0 (" + at(4) + ")] was greater than or equal to the threshold (1.0)."},
 		{name: "counter of an idle queue is missing", counter: true, initial: stateOK, want: stateInsufficient},
-		{name: "five-minute period", mod: func(in *PutMetricAlarmInput) { in.Period = ptr[int32](300); in.Threshold = ptr("3") },
+		{name: "five-minute period", mod: func(in *PutMetricAlarmInput) { in.Period = ptr[int32](300); in.Threshold = ptr(3.0) },
 			points: []point{{0, []float64{1}}, {3, []float64{2}}}, want: stateAlarm,
 			reason: "Threshold Crossed: 1 datapoint [3.0 (" + at(0) + ")] was greater than or equal to the threshold (3.0)."},
 	} {
@@ -212,7 +213,7 @@ func TestHistoryAndRestart(t *testing.T) {
 		t.Fatal(err)
 	}
 	in = input("a")
-	in.Threshold = ptr("4")
+	in.Threshold = ptr(4.0)
 	in.Tags = []Tag{{Key: "ignored", Value: "on update"}}
 	if _, err := r.svc.putMetricAlarm(ctx, in); err != nil {
 		t.Fatal(err)
@@ -350,14 +351,14 @@ func TestCounterZeros(t *testing.T) {
 	r.clk.Set(t0.Add(5*time.Minute + 20*time.Second))
 	get := func(start, end time.Time) []string {
 		out, err := r.svc.getMetricStatistics(ctx, &GetMetricStatisticsInput{Namespace: "AWS/SQS", MetricName: "NumberOfMessagesSent",
-			Dimensions: []Dimension{{Name: "QueueName", Value: "q"}}, StartTime: isoTime(start), EndTime: isoTime(end),
+			Dimensions: []Dimension{{Name: "QueueName", Value: "q"}}, StartTime: start, EndTime: end,
 			Period: ptr[int32](60), Statistics: []string{"Sum"}})
 		if err != nil {
 			t.Fatal(err)
 		}
 		var got []string
 		for _, d := range out.Datapoints {
-			got = append(got, d.Timestamp[11:16]+"="+*d.Sum)
+			got = append(got, d.Timestamp.Format("15:04")+"="+strconv.FormatFloat(*d.Sum, 'f', -1, 64))
 		}
 		return got
 	}
@@ -366,7 +367,7 @@ func TestCounterZeros(t *testing.T) {
 	}
 	// Gauges and sizes are not filled.
 	out, err := r.svc.getMetricStatistics(ctx, &GetMetricStatisticsInput{Namespace: "AWS/SQS", MetricName: "SentMessageSize",
-		Dimensions: []Dimension{{Name: "QueueName", Value: "q"}}, StartTime: isoTime(t0), EndTime: isoTime(t0.Add(time.Hour)),
+		Dimensions: []Dimension{{Name: "QueueName", Value: "q"}}, StartTime: t0, EndTime: t0.Add(time.Hour),
 		Period: ptr[int32](60), Statistics: []string{"Sum"}})
 	if err != nil || len(out.Datapoints) != 0 {
 		t.Errorf("SentMessageSize: %+v %v", out, err)

@@ -12,10 +12,10 @@ import (
 // FuzzPutMetricAlarm: any request either makes an alarm that evaluates
 // and describes cleanly, or is refused with an AWS error; never a panic.
 func FuzzPutMetricAlarm(f *testing.F) {
-	f.Add("a", "Sum", "", int32(60), int32(1), int32(1), "1", "GreaterThanThreshold", "missing", topicARN, "QueueName", "q")
-	f.Add("", "Median", "p99.5", int32(45), int32(0), int32(3), "x", "LessThanLowerThreshold", "zero", "arn:aws:sns", "", "")
-	f.Add("b", "", "p50", int32(3600), int32(168), int32(2), "1e308", "LessThanOrEqualToThreshold", "breaching", "arn:aws:sns:us-east-1:000000000000:t:x", "A", "\x00")
-	f.Fuzz(func(t *testing.T, name, stat, ext string, period, n, m int32, threshold, op, treat, action, dimName, dimValue string) {
+	f.Add("a", "Sum", "", int32(60), int32(1), int32(1), 1.0, "GreaterThanThreshold", "missing", topicARN, "QueueName", "q")
+	f.Add("", "Median", "p99.5", int32(45), int32(0), int32(3), -0.5, "LessThanLowerThreshold", "zero", "arn:aws:sns", "", "")
+	f.Add("b", "", "p50", int32(3600), int32(168), int32(2), 1e308, "LessThanOrEqualToThreshold", "breaching", "arn:aws:sns:us-east-1:000000000000:t:x", "A", "\x00")
+	f.Fuzz(func(t *testing.T, name, stat, ext string, period, n, m int32, threshold float64, op, treat, action, dimName, dimValue string) {
 		r := newRig(t)
 		in := &PutMetricAlarmInput{AlarmName: name, Namespace: "AWS/SQS", MetricName: "NumberOfMessagesReceived",
 			Statistic: stat, ExtendedStatistic: ext, Period: &period, EvaluationPeriods: &n, DatapointsToAlarm: &m,

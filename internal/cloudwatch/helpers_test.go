@@ -137,7 +137,7 @@ func input(name string) *PutMetricAlarmInput {
 	return &PutMetricAlarmInput{
 		AlarmName: name, Namespace: "AWS/SQS", MetricName: "NumberOfMessagesReceived",
 		Dimensions: []Dimension{{Name: "QueueName", Value: "q"}}, Statistic: "Sum", Period: ptr[int32](60),
-		EvaluationPeriods: ptr[int32](1), Threshold: ptr("1"), ComparisonOperator: "GreaterThanOrEqualToThreshold",
+		EvaluationPeriods: ptr[int32](1), Threshold: ptr(1.0), ComparisonOperator: "GreaterThanOrEqualToThreshold",
 		AlarmActions: []string{topicARN}, OKActions: []string{topicARN},
 	}
 }

@@ -218,19 +218,11 @@ func (s *Service) describeAlarmHistory(ctx context.Context, in *DescribeAlarmHis
 		return nil, err
 	}
 	var from, to time.Time
-	if in.StartDate != "" {
-		t, ok := parseTime(in.StartDate)
-		if !ok {
-			return nil, invalidValue("The parameter StartDate must be a valid ISO 8601 timestamp.")
-		}
-		from = t
+	if in.StartDate != nil {
+		from = *in.StartDate
 	}
-	if in.EndDate != "" {
-		t, ok := parseTime(in.EndDate)
-		if !ok {
-			return nil, invalidValue("The parameter EndDate must be a valid ISO 8601 timestamp.")
-		}
-		to = t
+	if in.EndDate != nil {
+		to = *in.EndDate
 	}
 	limit := maxDescribeRecords
 	if in.MaxRecords != nil {
@@ -279,7 +271,7 @@ func (s *Service) describeAlarmHistory(ctx context.Context, in *DescribeAlarmHis
 	}
 	for _, h := range match {
 		out.AlarmHistoryItems = append(out.AlarmHistoryItems, AlarmHistoryItem{AlarmName: h.AlarmName, AlarmType: "MetricAlarm",
-			Timestamp: isoTime(h.Timestamp), HistoryItemType: h.Type, HistorySummary: h.Summary, HistoryData: h.Data})
+			Timestamp: ptr(h.Timestamp), HistoryItemType: h.Type, HistorySummary: h.Summary, HistoryData: h.Data})
 	}
 	return out, nil
 }

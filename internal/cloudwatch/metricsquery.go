@@ -141,20 +141,12 @@ func validQueryPeriod(p int32) bool {
 	return p == 1 || p == 5 || p == 10 || p == 30 || (p > 0 && p%60 == 0)
 }
 
-// timeRange reads StartTime and EndTime.
-func timeRange(startS, endS string) (start, end time.Time, err error) {
-	start, ok := parseTime(startS)
-	if !ok {
-		return start, end, invalidValue("The parameter StartTime must be a valid ISO 8601 timestamp.")
-	}
-	end, ok = parseTime(endS)
-	if !ok {
-		return start, end, invalidValue("The parameter EndTime must be a valid ISO 8601 timestamp.")
-	}
+// timeRange checks StartTime and EndTime.
+func timeRange(start, end time.Time) (time.Time, time.Time, error) {
 	if !start.Before(end) {
 		return start, end, invalidValue("The parameter StartTime must be less than the parameter EndTime.")
 	}
-	return start, end, nil
+	return start.UTC(), end.UTC(), nil
 }
 
 // periodCount is how many periods of p seconds cover [start, end).
@@ -167,8 +159,8 @@ func (s *Service) getMetricStatistics(ctx context.Context, in *GetMetricStatisti
 	for _, r := range []struct {
 		name    string
 		present bool
-	}{{"Namespace", in.Namespace != ""}, {"MetricName", in.MetricName != ""}, {"StartTime", in.StartTime != ""},
-		{"EndTime", in.EndTime != ""}, {"Period", in.Period != nil}} {
+	}{{"Namespace", in.Namespace != ""}, {"MetricName", in.MetricName != ""}, {"StartTime", !in.StartTime.IsZero()},
+		{"EndTime", !in.EndTime.IsZero()}, {"Period", in.Period != nil}} {
 		if !r.present {
 			return nil, errMissingParameter.WithMessage("The parameter %s is required.", r.name)
 		}
@@ -230,9 +222,9 @@ func (s *Service) getMetricStatistics(ctx context.Context, in *GetMetricStatisti
 		if d.SampleCount == 0 {
 			continue
 		}
-		dp := Datapoint{Timestamp: isoTime(d.Timestamp), Unit: unit}
+		dp := Datapoint{Timestamp: ptr(d.Timestamp), Unit: unit}
 		for _, st := range in.Statistics {
-			val := wireDouble(statValue(st, d))
+			val := ptr(statValue(st, d))
 			switch st {
 			case "SampleCount":
 				dp.SampleCount = val
@@ -257,8 +249,8 @@ var queryID = regexp.MustCompile(`^[a-z][a-zA-Z0-9_]*$`)
 func (s *Service) getMetricData(ctx context.Context, in *GetMetricDataInput) (*GetMetricDataOutput, error) {
 	var v violations
 	v.required(in.MetricDataQueries != nil, "metricDataQueries")
-	v.required(in.StartTime != "", "startTime")
-	v.required(in.EndTime != "", "endTime")
+	v.required(!in.StartTime.IsZero(), "startTime")
+	v.required(!in.EndTime.IsZero(), "endTime")
 	v.enum(in.ScanBy, "scanBy", scanBys)
 	for i, q := range in.MetricDataQueries {
 		f := fmt.Sprintf("metricDataQueries.%d.member", i+1)
@@ -381,8 +373,8 @@ func (s *Service) getMetricData(ctx context.Context, in *GetMetricDataInput) (*G
 
 // series is a MetricStat's periods with data in [start, end), newest
 // first unless ascending.
-func (s *Service) series(ms *MetricStat, start, end time.Time, ascending bool) (times, values []string) {
-	times, values = []string{}, []string{}
+func (s *Service) series(ms *MetricStat, start, end time.Time, ascending bool) (times []time.Time, values []float64) {
+	times, values = []time.Time{}, []float64{}
 	dim, ok := seriesOf(ms.Metric.Dimensions)
 	if !ok || ms.Unit != "" && ms.Unit != unitOf(ms.Metric.MetricName) {
 		return times, values
@@ -396,8 +388,8 @@ func (s *Service) series(ms *MetricStat, start, end time.Time, ascending bool) (
 			d = aggs[len(aggs)-1-i]
 		}
 		if d.SampleCount > 0 {
-			times = append(times, isoTime(d.Timestamp))
-			values = append(values, *wireDouble(statValue(ms.Stat, d)))
+			times = append(times, d.Timestamp)
+			values = append(values, statValue(ms.Stat, d))
 		}
 	}
 	return times, values

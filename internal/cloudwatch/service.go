@@ -169,12 +169,13 @@ func (s *Service) newProtocol() *protocol.Service {
 		protocol.Define("ListTagsForResource", s.listTagsForResource),
 	}
 	svc := &protocol.Service{
-		ShapeNamespace:  "com.amazonaws.cloudwatch.v2010_08_01",
-		Version:         "2010-08-01",
-		XMLNamespace:    "http://monitoring.amazonaws.com/doc/2010-08-01/",
-		OmitErrorDetail: true,
-		SigningName:     "monitoring",
-		Actions:         make(map[string]protocol.Action, len(actions)),
+		RPCv2ServiceName: "GraniteServiceVersion20100801",
+		ShapeNamespace:   "com.amazonaws.cloudwatch.v2010_08_01",
+		Version:          "2010-08-01",
+		XMLNamespace:     "http://monitoring.amazonaws.com/doc/2010-08-01/",
+		OmitErrorDetail:  true,
+		SigningName:      "monitoring",
+		Actions:          make(map[string]protocol.Action, len(actions)),
 	}
 	for _, a := range actions {
 		svc.Actions[a.Name] = a

@@ -1,16 +1,16 @@
 package cloudwatch
 
+import "time"
+
 // Inputs and outputs of the CloudWatch actions. The json tag is the
 // member's name in JSON and CBOR, the query tag its query parameter and XML
 // element name; CloudWatch's query lists are wrapped (Name.member.N).
 // Optional numbers are pointers so that an absent member can be told from
 // a zero.
 //
-// Ferry's codecs carry neither doubles nor timestamps yet, so both travel
-// as strings here: a double as its decimal text (Threshold, Datapoint
-// values), a timestamp as ISO 8601 (StartTime, StateUpdatedTimestamp). On
-// the query wire that is exactly what AWS sends; a JSON or CBOR codec will
-// need those members typed as numbers and timestamps.
+// Doubles are float64 and timestamps time.Time: the codecs write them as
+// each wire does (ISO 8601 and Java's doubles in XML, epoch seconds and
+// numbers in JSON and CBOR).
 
 // Dimension is a metric's name/value pair.
 type Dimension struct {
@@ -78,8 +78,8 @@ type GetMetricStatisticsInput struct {
 	Namespace          string      `json:"Namespace,omitempty" query:"Namespace"`
 	MetricName         string      `json:"MetricName,omitempty" query:"MetricName"`
 	Dimensions         []Dimension `json:"Dimensions,omitempty" query:"Dimensions,wrapped"`
-	StartTime          string      `json:"StartTime,omitempty" query:"StartTime"`
-	EndTime            string      `json:"EndTime,omitempty" query:"EndTime"`
+	StartTime          time.Time   `json:"StartTime" query:"StartTime"`
+	EndTime            time.Time   `json:"EndTime" query:"EndTime"`
 	Period             *int32      `json:"Period,omitempty" query:"Period"`
 	Statistics         []string    `json:"Statistics,omitempty" query:"Statistics,wrapped"`
 	ExtendedStatistics []string    `json:"ExtendedStatistics,omitempty" query:"ExtendedStatistics,wrapped"`
@@ -88,13 +88,13 @@ type GetMetricStatisticsInput struct {
 
 // Datapoint is one period's statistics; only the requested ones are set.
 type Datapoint struct {
-	Timestamp   string  `json:"Timestamp,omitempty" query:"Timestamp"`
-	SampleCount *string `json:"SampleCount,omitempty" query:"SampleCount"`
-	Average     *string `json:"Average,omitempty" query:"Average"`
-	Sum         *string `json:"Sum,omitempty" query:"Sum"`
-	Minimum     *string `json:"Minimum,omitempty" query:"Minimum"`
-	Maximum     *string `json:"Maximum,omitempty" query:"Maximum"`
-	Unit        string  `json:"Unit,omitempty" query:"Unit"`
+	Timestamp   *time.Time `json:"Timestamp,omitempty" query:"Timestamp"`
+	SampleCount *float64   `json:"SampleCount,omitempty" query:"SampleCount"`
+	Average     *float64   `json:"Average,omitempty" query:"Average"`
+	Sum         *float64   `json:"Sum,omitempty" query:"Sum"`
+	Minimum     *float64   `json:"Minimum,omitempty" query:"Minimum"`
+	Maximum     *float64   `json:"Maximum,omitempty" query:"Maximum"`
+	Unit        string     `json:"Unit,omitempty" query:"Unit"`
 }
 
 // GetMetricStatisticsOutput is GetMetricStatistics' response.
@@ -106,8 +106,8 @@ type GetMetricStatisticsOutput struct {
 // GetMetricDataInput is GetMetricData's request.
 type GetMetricDataInput struct {
 	MetricDataQueries []MetricDataQuery `json:"MetricDataQueries,omitempty" query:"MetricDataQueries,wrapped"`
-	StartTime         string            `json:"StartTime,omitempty" query:"StartTime"`
-	EndTime           string            `json:"EndTime,omitempty" query:"EndTime"`
+	StartTime         time.Time         `json:"StartTime" query:"StartTime"`
+	EndTime           time.Time         `json:"EndTime" query:"EndTime"`
 	NextToken         string            `json:"NextToken,omitempty" query:"NextToken"`
 	ScanBy            string            `json:"ScanBy,omitempty" query:"ScanBy"`
 	MaxDatapoints     *int32            `json:"MaxDatapoints,omitempty" query:"MaxDatapoints"`
@@ -123,8 +123,8 @@ type MessageData struct {
 type MetricDataResult struct {
 	Id         string        `json:"Id,omitempty" query:"Id"`
 	Label      string        `json:"Label,omitempty" query:"Label"`
-	Timestamps []string      `json:"Timestamps" query:"Timestamps,wrapped"`
-	Values     []string      `json:"Values" query:"Values,wrapped"`
+	Timestamps []time.Time   `json:"Timestamps" query:"Timestamps,wrapped"`
+	Values     []float64     `json:"Values" query:"Values,wrapped"`
 	StatusCode string        `json:"StatusCode,omitempty" query:"StatusCode"`
 	Messages   []MessageData `json:"Messages" query:"Messages,wrapped"`
 }
@@ -153,7 +153,7 @@ type PutMetricAlarmInput struct {
 	Unit                             string            `json:"Unit,omitempty" query:"Unit"`
 	EvaluationPeriods                *int32            `json:"EvaluationPeriods,omitempty" query:"EvaluationPeriods"`
 	DatapointsToAlarm                *int32            `json:"DatapointsToAlarm,omitempty" query:"DatapointsToAlarm"`
-	Threshold                        *string           `json:"Threshold,omitempty" query:"Threshold"`
+	Threshold                        *float64          `json:"Threshold,omitempty" query:"Threshold"`
 	ComparisonOperator               string            `json:"ComparisonOperator,omitempty" query:"ComparisonOperator"`
 	TreatMissingData                 string            `json:"TreatMissingData,omitempty" query:"TreatMissingData"`
 	EvaluateLowSampleCountPercentile string            `json:"EvaluateLowSampleCountPercentile,omitempty" query:"EvaluateLowSampleCountPercentile"`
@@ -167,7 +167,7 @@ type MetricAlarm struct {
 	AlarmName                          string      `json:"AlarmName,omitempty" query:"AlarmName"`
 	AlarmArn                           string      `json:"AlarmArn,omitempty" query:"AlarmArn"`
 	AlarmDescription                   *string     `json:"AlarmDescription,omitempty" query:"AlarmDescription"`
-	AlarmConfigurationUpdatedTimestamp string      `json:"AlarmConfigurationUpdatedTimestamp,omitempty" query:"AlarmConfigurationUpdatedTimestamp"`
+	AlarmConfigurationUpdatedTimestamp *time.Time  `json:"AlarmConfigurationUpdatedTimestamp,omitempty" query:"AlarmConfigurationUpdatedTimestamp"`
 	ActionsEnabled                     bool        `json:"ActionsEnabled" query:"ActionsEnabled"`
 	OKActions                          []string    `json:"OKActions" query:"OKActions,wrapped"`
 	AlarmActions                       []string    `json:"AlarmActions" query:"AlarmActions,wrapped"`
@@ -175,7 +175,7 @@ type MetricAlarm struct {
 	StateValue                         string      `json:"StateValue,omitempty" query:"StateValue"`
 	StateReason                        string      `json:"StateReason,omitempty" query:"StateReason"`
 	StateReasonData                    string      `json:"StateReasonData,omitempty" query:"StateReasonData"`
-	StateUpdatedTimestamp              string      `json:"StateUpdatedTimestamp,omitempty" query:"StateUpdatedTimestamp"`
+	StateUpdatedTimestamp              *time.Time  `json:"StateUpdatedTimestamp,omitempty" query:"StateUpdatedTimestamp"`
 	MetricName                         string      `json:"MetricName,omitempty" query:"MetricName"`
 	Namespace                          string      `json:"Namespace,omitempty" query:"Namespace"`
 	Statistic                          string      `json:"Statistic,omitempty" query:"Statistic"`
@@ -185,11 +185,11 @@ type MetricAlarm struct {
 	Unit                               string      `json:"Unit,omitempty" query:"Unit"`
 	EvaluationPeriods                  int32       `json:"EvaluationPeriods" query:"EvaluationPeriods"`
 	DatapointsToAlarm                  *int32      `json:"DatapointsToAlarm,omitempty" query:"DatapointsToAlarm"`
-	Threshold                          string      `json:"Threshold,omitempty" query:"Threshold"`
+	Threshold                          *float64    `json:"Threshold,omitempty" query:"Threshold"`
 	ComparisonOperator                 string      `json:"ComparisonOperator,omitempty" query:"ComparisonOperator"`
 	TreatMissingData                   string      `json:"TreatMissingData,omitempty" query:"TreatMissingData"`
 	EvaluateLowSampleCountPercentile   string      `json:"EvaluateLowSampleCountPercentile,omitempty" query:"EvaluateLowSampleCountPercentile"`
-	StateTransitionedTimestamp         string      `json:"StateTransitionedTimestamp,omitempty" query:"StateTransitionedTimestamp"`
+	StateTransitionedTimestamp         *time.Time  `json:"StateTransitionedTimestamp,omitempty" query:"StateTransitionedTimestamp"`
 }
 
 // CompositeAlarm is listed by DescribeAlarms; Ferry has none, so the list
@@ -250,24 +250,24 @@ type SetAlarmStateInput struct {
 
 // DescribeAlarmHistoryInput is DescribeAlarmHistory's request.
 type DescribeAlarmHistoryInput struct {
-	AlarmName       *string  `json:"AlarmName,omitempty" query:"AlarmName"`
-	AlarmTypes      []string `json:"AlarmTypes,omitempty" query:"AlarmTypes,wrapped"`
-	HistoryItemType string   `json:"HistoryItemType,omitempty" query:"HistoryItemType"`
-	StartDate       string   `json:"StartDate,omitempty" query:"StartDate"`
-	EndDate         string   `json:"EndDate,omitempty" query:"EndDate"`
-	MaxRecords      *int32   `json:"MaxRecords,omitempty" query:"MaxRecords"`
-	NextToken       string   `json:"NextToken,omitempty" query:"NextToken"`
-	ScanBy          string   `json:"ScanBy,omitempty" query:"ScanBy"`
+	AlarmName       *string    `json:"AlarmName,omitempty" query:"AlarmName"`
+	AlarmTypes      []string   `json:"AlarmTypes,omitempty" query:"AlarmTypes,wrapped"`
+	HistoryItemType string     `json:"HistoryItemType,omitempty" query:"HistoryItemType"`
+	StartDate       *time.Time `json:"StartDate,omitempty" query:"StartDate"`
+	EndDate         *time.Time `json:"EndDate,omitempty" query:"EndDate"`
+	MaxRecords      *int32     `json:"MaxRecords,omitempty" query:"MaxRecords"`
+	NextToken       string     `json:"NextToken,omitempty" query:"NextToken"`
+	ScanBy          string     `json:"ScanBy,omitempty" query:"ScanBy"`
 }
 
 // AlarmHistoryItem is one entry of an alarm's history.
 type AlarmHistoryItem struct {
-	AlarmName       string `json:"AlarmName,omitempty" query:"AlarmName"`
-	AlarmType       string `json:"AlarmType,omitempty" query:"AlarmType"`
-	Timestamp       string `json:"Timestamp,omitempty" query:"Timestamp"`
-	HistoryItemType string `json:"HistoryItemType,omitempty" query:"HistoryItemType"`
-	HistorySummary  string `json:"HistorySummary,omitempty" query:"HistorySummary"`
-	HistoryData     string `json:"HistoryData,omitempty" query:"HistoryData"`
+	AlarmName       string     `json:"AlarmName,omitempty" query:"AlarmName"`
+	AlarmType       string     `json:"AlarmType,omitempty" query:"AlarmType"`
+	Timestamp       *time.Time `json:"Timestamp,omitempty" query:"Timestamp"`
+	HistoryItemType string     `json:"HistoryItemType,omitempty" query:"HistoryItemType"`
+	HistorySummary  string     `json:"HistorySummary,omitempty" query:"HistorySummary"`
+	HistoryData     string     `json:"HistoryData,omitempty" query:"HistoryData"`
 }
 
 // DescribeAlarmHistoryOutput is DescribeAlarmHistory's response.

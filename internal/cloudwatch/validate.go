@@ -2,6 +2,7 @@ package cloudwatch
 
 import (
 	"fmt"
+	"math"
 	"regexp"
 	"slices"
 	"strings"
@@ -149,9 +150,9 @@ func (s *Service) validatePut(in *PutMetricAlarmInput) (*alarm, error) {
 	if p := in.EvaluateLowSampleCountPercentile; p != "" && p != "evaluate" && p != "ignore" {
 		return nil, validation("Option %s is not supported. Supported options for parameter EvaluateLowSampleCountPercentile are evaluate and ignore.", p)
 	}
-	threshold, ok := parseDouble(*in.Threshold)
-	if !ok {
-		return nil, invalidValue("The value %s for parameter Threshold is invalid.", *in.Threshold)
+	threshold := *in.Threshold
+	if math.IsNaN(threshold) || math.IsInf(threshold, 0) {
+		return nil, invalidValue("The value %s for parameter Threshold is invalid.", formatDouble(threshold))
 	}
 	for _, arns := range [][]string{in.OKActions, in.AlarmActions, in.InsufficientDataActions} {
 		for _, a := range arns {

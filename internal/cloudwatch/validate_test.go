@@ -2,8 +2,10 @@ package cloudwatch
 
 import (
 	"context"
+	"math"
 	"strings"
 	"testing"
+	"time"
 )
 
 func TestPutMetricAlarmValidation(t *testing.T) {
@@ -45,8 +47,8 @@ func TestPutMetricAlarmValidation(t *testing.T) {
 		{"no statistic", func(in *PutMetricAlarmInput) { in.Statistic = "" }, "ValidationError", ""},
 		{"bad percentile", func(in *PutMetricAlarmInput) { in.Statistic = ""; in.ExtendedStatistic = "p101" }, "InvalidParameterValue", ""},
 		{"no threshold", func(in *PutMetricAlarmInput) { in.Threshold = nil }, "ValidationError", ""},
-		{"threshold not a number", func(in *PutMetricAlarmInput) { in.Threshold = ptr("high") }, "InvalidParameterValue",
-			"The value high for parameter Threshold is invalid."},
+		{"threshold not a number", func(in *PutMetricAlarmInput) { in.Threshold = ptr(math.NaN()) }, "InvalidParameterValue",
+			"The value NaN for parameter Threshold is invalid."},
 		{"dimension twice", func(in *PutMetricAlarmInput) {
 			in.Dimensions = append(in.Dimensions, Dimension{Name: "QueueName", Value: "r"})
 		}, "InvalidParameterValue", "No Metric may specify the same dimension name twice."},
@@ -101,8 +103,8 @@ func TestOtherActionsValidation(t *testing.T) {
 	wantError(t, err, "ResourceNotFoundException", "")
 
 	gms := func(mod func(*GetMetricStatisticsInput)) error {
-		in := &GetMetricStatisticsInput{Namespace: "AWS/SQS", MetricName: "NumberOfMessagesReceived", StartTime: "2026-11-30T02:00:00Z",
-			EndTime: "2026-11-30T04:00:00Z", Period: ptr[int32](60), Statistics: []string{"Sum"}}
+		in := &GetMetricStatisticsInput{Namespace: "AWS/SQS", MetricName: "NumberOfMessagesReceived", StartTime: t0.Add(-time.Hour),
+			EndTime: t0.Add(time.Hour), Period: ptr[int32](60), Statistics: []string{"Sum"}}
 		mod(in)
 		_, err := r.svc.getMetricStatistics(ctx, in)
 		return err
@@ -118,21 +120,21 @@ func TestOtherActionsValidation(t *testing.T) {
 		{"unknown statistic", "ValidationError", "", func(in *GetMetricStatisticsInput) { in.Statistics = []string{"Median"} }},
 		{"start after end", "InvalidParameterValue", "The parameter StartTime must be less than the parameter EndTime.",
 			func(in *GetMetricStatisticsInput) { in.StartTime, in.EndTime = in.EndTime, in.StartTime }},
-		{"bad time", "InvalidParameterValue", "", func(in *GetMetricStatisticsInput) { in.StartTime = "yesterday" }},
+		{"no start", "MissingParameter", "The parameter StartTime is required.", func(in *GetMetricStatisticsInput) { in.StartTime = time.Time{} }},
 		{"percentile", "InvalidParameterCombination", "", func(in *GetMetricStatisticsInput) { in.ExtendedStatistics = []string{"p99"} }},
 		{"bad percentile", "InvalidParameterValue", "", func(in *GetMetricStatisticsInput) { in.ExtendedStatistics = []string{"median"} }},
 		{"too many datapoints", "InvalidParameterCombination", "You have requested up to 1441 datapoints, which exceeds the limit of 1440. " +
 			"You may reduce the datapoints requested by increasing Period, or decreasing the time range.",
 			func(in *GetMetricStatisticsInput) {
-				in.EndTime = "2026-11-30T02:00:00Z"
-				in.StartTime = "2026-11-29T01:59:00Z"
+				in.EndTime = t0
+				in.StartTime = t0.Add(-24*time.Hour - time.Minute)
 			}},
 	} {
 		t.Run(tc.name, func(t *testing.T) { wantError(t, gms(tc.mod), tc.code, tc.message) })
 	}
 
 	gmd := func(q MetricDataQuery) error {
-		_, err := r.svc.getMetricData(ctx, &GetMetricDataInput{StartTime: "2026-11-30T02:00:00Z", EndTime: "2026-11-30T04:00:00Z",
+		_, err := r.svc.getMetricData(ctx, &GetMetricDataInput{StartTime: t0.Add(-time.Hour), EndTime: t0.Add(time.Hour),
 			MetricDataQueries: []MetricDataQuery{q}})
 		return err
 	}
@@ -143,7 +145,7 @@ func TestOtherActionsValidation(t *testing.T) {
 	bad := *stat
 	bad.Stat = "p90"
 	wantError(t, gmd(MetricDataQuery{Id: "m1", MetricStat: &bad}), "InvalidParameterCombination", "")
-	_, err = r.svc.getMetricData(ctx, &GetMetricDataInput{StartTime: "2026-11-30T02:00:00Z", EndTime: "2026-11-30T04:00:00Z",
+	_, err = r.svc.getMetricData(ctx, &GetMetricDataInput{StartTime: t0.Add(-time.Hour), EndTime: t0.Add(time.Hour),
 		MetricDataQueries: []MetricDataQuery{{Id: "m1", MetricStat: stat}}, NextToken: encodeToken("7:0")})
 	wantError(t, err, "InvalidNextToken", "")
 }

@@ -45,24 +45,6 @@ func unitOf(metric string) string {
 	return "Count"
 }
 
-// parseTime reads a timestamp as the query protocol carries it (ISO 8601,
-// with or without fractional seconds) or as epoch seconds.
-func parseTime(s string) (time.Time, bool) {
-	for _, layout := range []string{time.RFC3339Nano, "2006-01-02T15:04:05.999999999Z0700", "2006-01-02T15:04:05", "2006-01-02"} {
-		if t, err := time.Parse(layout, s); err == nil {
-			return t.UTC(), true
-		}
-	}
-	if f, err := strconv.ParseFloat(s, 64); err == nil && !math.IsNaN(f) && !math.IsInf(f, 0) {
-		sec, frac := math.Modf(f)
-		return time.Unix(int64(sec), int64(frac*1e9)).UTC(), true
-	}
-	return time.Time{}, false
-}
-
-// isoTime is a timestamp as query responses carry it.
-func isoTime(t time.Time) string { return t.UTC().Format("2006-01-02T15:04:05.000Z") }
-
 // cwTime is a timestamp as CloudWatch writes it inside its JSON documents
 // (StateReasonData, history data, alarm notifications).
 func cwTime(t time.Time) string { return t.UTC().Format("2006-01-02T15:04:05.000-0700") }
@@ -70,19 +52,17 @@ func cwTime(t time.Time) string { return t.UTC().Format("2006-01-02T15:04:05.000
 // reasonTime is a datapoint's time in a state reason: 30/11/26 03:10:00.
 func reasonTime(t time.Time) string { return t.UTC().Format("02/01/06 15:04:05") }
 
-// parseDouble reads a double as the query protocol carries it.
-func parseDouble(s string) (float64, bool) {
-	f, err := strconv.ParseFloat(strings.TrimSpace(s), 64)
-	if err != nil || math.IsNaN(f) || math.IsInf(f, 0) {
-		return 0, false
-	}
-	return f, true
-}
-
 // formatDouble writes f as Java's Double.toString does, which is how
 // CloudWatch prints numbers in its texts and JSON: 1.0, 21.5, 1.0E7.
 func formatDouble(f float64) string {
-	if f == 0 {
+	switch {
+	case math.IsNaN(f):
+		return "NaN"
+	case math.IsInf(f, 1):
+		return "Infinity"
+	case math.IsInf(f, -1):
+		return "-Infinity"
+	case f == 0:
 		return "0.0"
 	}
 	abs := math.Abs(f)
@@ -106,9 +86,6 @@ func formatDouble(f float64) string {
 type javaDouble float64
 
 func (d javaDouble) MarshalJSON() ([]byte, error) { return []byte(formatDouble(float64(d))), nil }
-
-// wireDouble is a double as query responses carry it.
-func wireDouble(f float64) *string { s := strconv.FormatFloat(f, 'f', -1, 64); return &s }
 
 // regionNames are the display names CloudWatch uses in alarm notifications.
 var regionNames = map[string]string{
