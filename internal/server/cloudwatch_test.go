@@ -2,12 +2,16 @@ package server_test
 
 import (
 	"encoding/json"
+	"errors"
 	"os"
 	"strings"
 	"testing"
 	"time"
 
 	"github.com/aws/aws-sdk-go-v2/aws"
+	"github.com/aws/aws-sdk-go-v2/credentials"
+	cwsdk "github.com/aws/aws-sdk-go-v2/service/cloudwatch"
+	cwtypes "github.com/aws/aws-sdk-go-v2/service/cloudwatch/types"
 	"github.com/aws/aws-sdk-go-v2/service/sqs"
 	awsv1 "github.com/aws/aws-sdk-go/aws"
 	"github.com/aws/aws-sdk-go/aws/awserr"
@@ -34,20 +38,12 @@ func wantCWError(t *testing.T, err error, code, message string, status int) {
 	if err == nil {
 		t.Fatalf("want %s, got success", code)
 	}
-	if !errorsAs(err, &rf) {
+	if !errors.As(err, &rf) {
 		t.Fatalf("want %s, got %v", code, err)
 	}
 	if rf.Code() != code || rf.StatusCode() != status || message != "" && rf.Message() != message {
 		t.Errorf("error = %s %d %q, want %s %d %q", rf.Code(), rf.StatusCode(), rf.Message(), code, status, message)
 	}
-}
-
-func errorsAs(err error, rf *awserr.RequestFailure) bool {
-	r, ok := err.(awserr.RequestFailure)
-	if ok {
-		*rf = r
-	}
-	return ok
 }
 
 // alarmNotification is CloudWatch's alarm message, as a subscriber reads
@@ -480,5 +476,47 @@ func TestCloudWatchAlarmsSurviveRestart(t *testing.T) {
 	tags, err := cw2.ListTagsForResourceWithContext(ctx, &cwv1.ListTagsForResourceInput{ResourceARN: a.AlarmArn})
 	if err != nil || len(tags.Tags) != 1 || *tags.Tags[0].Key != "k" {
 		t.Errorf("tags after restart: %v %v", tags, err)
+	}
+}
+
+// aws-sdk-go-v2's CloudWatch client speaks Smithy RPC v2 CBOR.
+func TestCloudWatchCBOR(t *testing.T) {
+	f := start(t)
+	ctx := ctxT(t)
+	cw := cwsdk.New(cwsdk.Options{
+		Region:           "us-east-1",
+		BaseEndpoint:     aws.String(f.srv.URL()),
+		Credentials:      credentials.NewStaticCredentialsProvider("AKIDFERRYTEST", "secret", ""),
+		RetryMaxAttempts: 1,
+		HTTPClient:       sdkHTTP,
+	})
+	topic := f.createTopic(t, "cbor-alerts", nil)
+	_, err := cw.PutMetricAlarm(ctx, &cwsdk.PutMetricAlarmInput{
+		AlarmName: aws.String("cbor"), Namespace: aws.String("AWS/SQS"), MetricName: aws.String("NumberOfMessagesSent"),
+		Dimensions: []cwtypes.Dimension{{Name: aws.String("QueueName"), Value: aws.String("q")}},
+		Statistic:  cwtypes.StatisticSum, Period: aws.Int32(60), EvaluationPeriods: aws.Int32(1), Threshold: aws.Float64(0.5),
+		ComparisonOperator: cwtypes.ComparisonOperatorGreaterThanThreshold, AlarmActions: []string{topic},
+	})
+	if err != nil {
+		t.Fatalf("PutMetricAlarm: %v", err)
+	}
+	desc, err := cw.DescribeAlarms(ctx, &cwsdk.DescribeAlarmsInput{AlarmNames: []string{"cbor"}})
+	if err != nil || len(desc.MetricAlarms) != 1 {
+		t.Fatalf("DescribeAlarms: %v %v", desc, err)
+	}
+	a := desc.MetricAlarms[0]
+	if a.StateValue != cwtypes.StateValueInsufficientData || aws.ToFloat64(a.Threshold) != 0.5 ||
+		!aws.ToTime(a.AlarmConfigurationUpdatedTimestamp).Equal(epoch) || aws.ToString(a.AlarmArn) != "arn:aws:cloudwatch:us-east-1:000000000000:alarm:cbor" {
+		t.Errorf("alarm = %+v", a)
+	}
+	_, err = cw.SetAlarmState(ctx, &cwsdk.SetAlarmStateInput{AlarmName: aws.String("nope"), StateValue: cwtypes.StateValueOk, StateReason: aws.String("x")})
+	var nf *cwtypes.ResourceNotFound
+	if !errors.As(err, &nf) {
+		t.Errorf("SetAlarmState of a missing alarm: %v", err)
+	}
+	stats, err := cw.GetMetricStatistics(ctx, &cwsdk.GetMetricStatisticsInput{Namespace: aws.String("AWS/SQS"), MetricName: aws.String("NumberOfMessagesSent"),
+		StartTime: aws.Time(epoch.Add(-time.Hour)), EndTime: aws.Time(epoch), Period: aws.Int32(60), Statistics: []cwtypes.Statistic{cwtypes.StatisticSum}})
+	if err != nil || aws.ToString(stats.Label) != "NumberOfMessagesSent" {
+		t.Errorf("GetMetricStatistics: %v %v", stats, err)
 	}
 }
