@@ -37,7 +37,7 @@ const (
 // bytes, ages in seconds, everything else a count.
 func unitOf(metric string) string {
 	switch metric {
-	case metrics.SentMessageSize, "PublishSize":
+	case metrics.SentMessageSize, metrics.PublishSize:
 		return "Bytes"
 	case "ApproximateAgeOfOldestMessage":
 		return "Seconds"
