@@ -15,8 +15,8 @@ import (
 
 // fanoutWorkers bounds the goroutines that serve subscriptions of
 // publishes besides the publishers themselves. They outlive a publish: a
-// goroutine per copy paid, on every publish, for starting and for growing
-// its stack into the engine's write path. SQS copies are engine writes
+// goroutine per subscription paid, on every publish, for starting and for
+// growing its stack into the engine's write path. SQS copies are engine writes
 // that share the store's group commit, so copies written at once cost
 // about one commit's wait.
 const fanoutWorkers = 64
@@ -147,7 +147,8 @@ func (s *Service) handOff(f *fan, sub *subscription) bool {
 	return true
 }
 
-// fanWorker serves fan-out jobs until the service closes.
+// fanWorker serves fan-out jobs until the service closes. Close does not
+// wait for it: the job in hand has a publisher waiting on it.
 func (s *Service) fanWorker(j fanJob) {
 	defer s.fanWorkers.Add(-1)
 	for {
