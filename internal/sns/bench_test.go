@@ -39,37 +39,20 @@ func BenchmarkPublishFanoutRaw(b *testing.B) {
 	benchmarkPublish(b, []map[string]string{raw(""), raw(""), raw(`{"kind":["order"]}`), raw(`{"kind":["refund"]}`)})
 }
 
+// BenchmarkPublishFanoutEnvelopes publishes to four enveloped SQS
+// subscriptions: their copies share one signature, so this costs about
+// what one enveloped subscription costs.
+func BenchmarkPublishFanoutEnvelopes(b *testing.B) {
+	benchmarkPublish(b, []map[string]string{nil, nil, nil, nil})
+}
+
 func benchmarkPublish(b *testing.B, subs []map[string]string) {
-	ctx := context.Background()
-	clk := clock.NewFake(time.Date(2026, 3, 4, 5, 6, 7, 0, time.UTC))
-	eng, err := embedded.Open(ctx, embedded.Options{InMemory: true, Clock: clk})
-	if err != nil {
-		b.Fatal(err)
-	}
-	s, err := newBenchService(ctx, eng, clk)
-	if err != nil {
-		b.Fatal(err)
-	}
-	defer func() { s.Close(); eng.Close() }()
-	topic, err := s.createTopic(ctx, &createTopicInput{Name: "bench"})
-	if err != nil {
-		b.Fatal(err)
-	}
-	for i, attrs := range subs {
-		name := fmt.Sprintf("q%d", i)
-		if _, _, err := eng.CreateQueue(ctx, engine.Queue{Account: DefaultAccount, Name: name,
-			ARN: "arn:aws:sqs:us-east-1:" + DefaultAccount + ":" + name, Created: clk.Now(), Modified: clk.Now()}); err != nil {
-			b.Fatal(err)
-		}
-		if _, err := s.subscribe(ctx, &subscribeInput{TopicArn: topic.TopicArn, Protocol: "sqs",
-			Endpoint: "arn:aws:sqs:us-east-1:" + DefaultAccount + ":" + name, Attributes: attrs}); err != nil {
-			b.Fatal(err)
-		}
-	}
+	s, _, topicARN, _ := newFanoutFixture(b, subs)
 	body := strings.Repeat("x", 256)
 	kind := "order"
-	in := &publishInput{TopicArn: topic.TopicArn, Message: body,
+	in := &publishInput{TopicArn: topicARN, Message: body,
 		MessageAttributes: map[string]messageAttributeValue{"kind": {DataType: "String", StringValue: &kind}}}
+	ctx := context.Background()
 	b.ReportAllocs()
 	b.ResetTimer()
 	for range b.N {
@@ -77,6 +60,43 @@ func benchmarkPublish(b *testing.B, subs []map[string]string) {
 			b.Fatal(err)
 		}
 	}
+}
+
+// newFanoutFixture is a service on an in-memory engine with a topic that
+// has one SQS subscription with each of subs' attributes, to queues q0,
+// q1, … of the default account. It returns the topic's ARN and the
+// subscriptions' in order.
+func newFanoutFixture(tb testing.TB, subs []map[string]string) (_ *Service, _ *embedded.Engine, topicARN string, subARNs []string) {
+	tb.Helper()
+	ctx := context.Background()
+	clk := clock.NewFake(time.Date(2026, 3, 4, 5, 6, 7, 0, time.UTC))
+	eng, err := embedded.Open(ctx, embedded.Options{InMemory: true, Clock: clk})
+	if err != nil {
+		tb.Fatal(err)
+	}
+	s, err := newBenchService(ctx, eng, clk)
+	if err != nil {
+		tb.Fatal(err)
+	}
+	tb.Cleanup(func() { s.Close(); eng.Close() })
+	topic, err := s.createTopic(ctx, &createTopicInput{Name: "bench"})
+	if err != nil {
+		tb.Fatal(err)
+	}
+	for i, attrs := range subs {
+		name := fmt.Sprintf("q%d", i)
+		if _, _, err := eng.CreateQueue(ctx, engine.Queue{Account: DefaultAccount, Name: name,
+			ARN: "arn:aws:sqs:us-east-1:" + DefaultAccount + ":" + name, Created: clk.Now(), Modified: clk.Now()}); err != nil {
+			tb.Fatal(err)
+		}
+		sub, err := s.subscribe(ctx, &subscribeInput{TopicArn: topic.TopicArn, Protocol: "sqs",
+			Endpoint: "arn:aws:sqs:us-east-1:" + DefaultAccount + ":" + name, Attributes: attrs})
+		if err != nil {
+			tb.Fatal(err)
+		}
+		subARNs = append(subARNs, sub.SubscriptionArn)
+	}
+	return s, eng, topic.TopicArn, subARNs
 }
 
 // newBenchService records metrics, as a server does.

@@ -13,11 +13,13 @@ import (
 	"github.com/ferrymq/ferry/internal/metrics"
 )
 
-// fanoutWorkers bounds the subscriptions one publish serves at once. SQS
-// copies are engine writes that share the store's group commit, so a small
-// pool keeps a publish to many subscriptions fast without a goroutine per
-// subscription.
-const fanoutWorkers = 16
+// fanoutWorkers bounds the goroutines that serve subscriptions of
+// publishes besides the publishers themselves. They outlive a publish: a
+// goroutine per subscription paid, on every publish, for starting and for
+// growing its stack into the engine's write path. SQS copies are engine writes
+// that share the store's group commit, so copies written at once cost
+// about one commit's wait.
+const fanoutWorkers = 64
 
 // certURL is where subscribers fetch the signing certificate.
 func (s *Service) certURL() string { return s.baseURL + "/" + s.signer.CertFileName() }
@@ -64,40 +66,100 @@ func (s *Service) notification(t *topic, m *message, text, subARN string) (*Noti
 // an unexpected engine error (a missing queue is the subscriber's
 // problem, handled by its dead-letter queue).
 func (s *Service) fanout(ctx context.Context, t *topic, msgs []*message) error {
-	var subs []*subscription
-	s.mu.RLock()
-	for _, sub := range s.topicSubs[t.ARN] {
-		if sub.active() {
-			subs = append(subs, sub)
-		}
-	}
-	s.mu.RUnlock()
+	subs := s.activeSubs(t)
 	if len(subs) == 0 {
 		return nil
 	}
 	// Once begun, a fan-out finishes even if the publisher goes away, so
 	// that subscribers are not served by halves.
-	ctx = context.WithoutCancel(ctx)
-	var (
-		mu   sync.Mutex
-		errs []error
-		wg   sync.WaitGroup
-	)
-	sem := make(chan struct{}, fanoutWorkers)
-	for _, sub := range subs {
-		sem <- struct{}{}
-		wg.Add(1)
-		go func() {
-			defer func() { <-sem; wg.Done() }()
-			if err := s.deliverTo(ctx, t, sub, msgs); err != nil {
-				mu.Lock()
-				errs = append(errs, fmt.Errorf("subscription %s: %w", sub.ARN, err))
-				mu.Unlock()
-			}
-		}()
+	f := &fan{ctx: context.WithoutCancel(ctx), t: t, msgs: msgs}
+	// The others go to the workers; the publisher serves the first
+	// itself, and any the workers have no room for.
+	for _, sub := range subs[1:] {
+		if !s.handOff(f, sub) {
+			f.serve(s, sub)
+		}
 	}
-	wg.Wait()
-	return errors.Join(errs...)
+	f.serve(s, subs[0])
+	f.wg.Wait()
+	return errors.Join(f.errs...)
+}
+
+// activeSubs are the confirmed subscriptions of t.
+func (s *Service) activeSubs(t *topic) []*subscription {
+	s.mu.RLock()
+	defer s.mu.RUnlock()
+	all := s.topicSubs[t.ARN]
+	if len(all) == 0 {
+		return nil
+	}
+	subs := make([]*subscription, 0, len(all))
+	for _, sub := range all {
+		if sub.active() {
+			subs = append(subs, sub)
+		}
+	}
+	return subs
+}
+
+// fan is one fan-out under way.
+type fan struct {
+	ctx  context.Context
+	t    *topic
+	msgs []*message
+	wg   sync.WaitGroup // the subscriptions handed to workers
+	mu   sync.Mutex
+	errs []error
+}
+
+// serve delivers the fan-out's messages to one subscription.
+func (f *fan) serve(s *Service, sub *subscription) {
+	if err := s.deliverTo(f.ctx, f.t, sub, f.msgs); err != nil {
+		f.mu.Lock()
+		f.errs = append(f.errs, fmt.Errorf("subscription %s: %w", sub.ARN, err))
+		f.mu.Unlock()
+	}
+}
+
+// fanJob is one subscription's part of a fan-out, for a worker.
+type fanJob struct {
+	f   *fan
+	sub *subscription
+}
+
+// handOff gives sub's part of f to an idle fan-out worker, or to a new
+// one while there are fewer than fanoutWorkers. It reports false when all
+// are busy: the caller serves sub itself.
+func (s *Service) handOff(f *fan, sub *subscription) bool {
+	f.wg.Add(1)
+	j := fanJob{f: f, sub: sub}
+	select {
+	case s.fanq <- j:
+		return true
+	default:
+	}
+	if s.fanWorkers.Add(1) > fanoutWorkers {
+		s.fanWorkers.Add(-1)
+		f.wg.Done()
+		return false
+	}
+	go s.fanWorker(j)
+	return true
+}
+
+// fanWorker serves fan-out jobs until the service closes. Close does not
+// wait for it: the job in hand has a publisher waiting on it.
+func (s *Service) fanWorker(j fanJob) {
+	defer s.fanWorkers.Add(-1)
+	for {
+		j.f.serve(s, j.sub)
+		j.f.wg.Done()
+		select {
+		case j = <-s.fanq:
+		case <-s.ctx.Done():
+			return
+		}
+	}
 }
 
 // passes applies the subscription's filter policy, counting what it keeps
@@ -142,16 +204,11 @@ func (s *Service) deliverTo(ctx context.Context, t *topic, sub *subscription, ms
 
 // sqsCopy is the SQS message one subscription receives for m.
 func (s *Service) sqsCopy(t *topic, sub *subscription, m *message, fifoQueue bool) (engine.NewMessage, error) {
-	text := m.textFor(protoSQS)
 	var nm engine.NewMessage
 	if sub.raw() {
-		attrs := m.attrList
-		if m.structured() {
-			attrs = nil
-		}
-		nm = rawSQSMessage(text, attrs)
+		nm = m.rawSQS()
 	} else {
-		n, err := s.notification(t, m, text, sub.ARN)
+		n, err := s.notification(t, m, m.textFor(protoSQS), sub.ARN)
 		if err != nil {
 			return nm, err
 		}

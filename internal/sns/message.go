@@ -5,7 +5,6 @@ import (
 	"encoding/hex"
 	"encoding/json"
 	"fmt"
-	"maps"
 	"regexp"
 	"slices"
 	"strings"
@@ -54,6 +53,11 @@ type message struct {
 
 	sigMu sync.Mutex
 	sigs  map[string]string // message text → signature of its envelope
+
+	// raw is the SQS message of every raw SQS copy, built (digests
+	// included) once for all of them.
+	rawOnce sync.Once
+	raw     engine.NewMessage
 }
 
 // structured reports MessageStructure=json: subscribers get their
@@ -176,7 +180,15 @@ func checkAttributes(in map[string]messageAttributeValue, pos int) (map[string]M
 	attrs := make(map[string]MessageAttribute, len(in))
 	list := make([]engine.MessageAttribute, 0, len(in))
 	size := 0
-	for _, name := range slices.Sorted(maps.Keys(in)) {
+	// A publish carries few attributes: their names are sorted on the
+	// stack.
+	var buf [10]string
+	names := buf[:0]
+	for name := range in {
+		names = append(names, name)
+	}
+	slices.Sort(names)
+	for _, name := range names {
 		v := in[name]
 		if err := checkAttributeName(name); err != nil {
 			return nil, nil, 0, err
@@ -352,6 +364,19 @@ func applyTopic(m *message, t *topic, r publishRequest) error {
 		return invalidParameter("The topic should either have ContentBasedDeduplication enabled or MessageDeduplicationId provided explicitly")
 	}
 	return nil
+}
+
+// rawSQS is the SQS message a raw SQS subscription gets for m; the
+// copies share its attribute list, which nobody modifies.
+func (m *message) rawSQS() engine.NewMessage {
+	m.rawOnce.Do(func() {
+		attrs := m.attrList
+		if m.structured() {
+			attrs = nil
+		}
+		m.raw = rawSQSMessage(m.textFor(protoSQS), attrs)
+	})
+	return m.raw
 }
 
 // rawSQSMessage is the SQS message a raw subscription gets: the message

@@ -19,6 +19,7 @@ import (
 	"os"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/ferrymq/ferry/internal/clock"
@@ -114,6 +115,11 @@ type Service struct {
 	deliveries *deliveryLog
 	statusLog  *statusLog
 
+	// fanq hands subscriptions of a fan-out to idle fan-out workers;
+	// fanWorkers counts the workers (fanout.go).
+	fanq       chan fanJob
+	fanWorkers atomic.Int32
+
 	ctx    context.Context // ends when the service closes
 	cancel context.CancelFunc
 	wg     sync.WaitGroup
@@ -193,6 +199,7 @@ func New(ctx context.Context, cfg Config) (_ *Service, err error) {
 		return nil, err
 	}
 	s.ctx, s.cancel = context.WithCancel(context.Background())
+	s.fanq = make(chan fanJob)
 	for _, sub := range s.subs {
 		if sub.Queue != "" && !sub.Deleted {
 			s.startWorker(sub)

@@ -142,7 +142,8 @@ func TestARNs(t *testing.T) {
 	if ref, ok := parseQueueARN("arn:aws:sqs:us-east-1:000000000000:q.fifo"); !ok || ref.name != "q.fifo" || ref.account != "000000000000" {
 		t.Errorf("parseQueueARN: %+v %v", ref, ok)
 	}
-	for _, bad := range []string{"", "https://sqs/q", "arn:aws:sns:us-east-1:000000000000:q", "arn:aws:sqs:us-east-1:000000000000:"} {
+	for _, bad := range []string{"", "https://sqs/q", "arn:aws:sns:us-east-1:000000000000:q", "arn:aws:sqs:us-east-1:000000000000:",
+		"arn:aws:sqs:us-east-1:000000000000:q:x", "arn:aws:sqs:us-east-1:q", "arn::sqs:us-east-1:000000000000:q", "arn:aws:sqs::000000000000:q"} {
 		if _, ok := parseQueueARN(bad); ok {
 			t.Errorf("parseQueueARN(%q) accepted", bad)
 		}
