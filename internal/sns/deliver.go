@@ -38,6 +38,10 @@ func (s *Service) attempt(ctx context.Context, t *topic, sub *subscription, j *j
 
 // confirmation builds the SubscriptionConfirmation of a queued job.
 func (s *Service) confirmation(t *topic, j *job) (*Confirmation, error) {
+	signer, certURL, err := s.signer()
+	if err != nil {
+		return nil, err
+	}
 	c := &Confirmation{
 		Type:             TypeSubscriptionConfirmation,
 		MessageID:        j.MessageID,
@@ -46,9 +50,9 @@ func (s *Service) confirmation(t *topic, j *job) (*Confirmation, error) {
 		SubscribeURL:     s.subscribeURL(t.ARN, j.Token),
 		Timestamp:        j.Timestamp,
 		SignatureVersion: t.signatureVersion(),
-		SigningCertURL:   s.certURL(),
+		SigningCertURL:   certURL,
 	}
-	if err := c.Sign(s.signer); err != nil {
+	if err := c.Sign(signer); err != nil {
 		return nil, err
 	}
 	return c, nil
@@ -165,6 +169,11 @@ func (s *Service) sendUnsubscribeConfirmation(sub *subscription) {
 	if t == nil {
 		return
 	}
+	signer, certURL, err := s.signer()
+	if err != nil {
+		s.log.Error("sns: sign unsubscribe confirmation", "err", err)
+		return
+	}
 	c := &Confirmation{
 		Type:             TypeUnsubscribeConfirmation,
 		MessageID:        newID(),
@@ -174,9 +183,9 @@ func (s *Service) sendUnsubscribeConfirmation(sub *subscription) {
 		SubscribeURL:     s.subscribeURL(t.ARN, sub.Token),
 		Timestamp:        s.clock.Now().UTC(),
 		SignatureVersion: t.signatureVersion(),
-		SigningCertURL:   s.certURL(),
+		SigningCertURL:   certURL,
 	}
-	if err := c.Sign(s.signer); err != nil {
+	if err := c.Sign(signer); err != nil {
 		s.log.Error("sns: sign unsubscribe confirmation", "err", err)
 		return
 	}

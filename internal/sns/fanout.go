@@ -21,8 +21,15 @@ import (
 // about one commit's wait.
 const fanoutWorkers = 64
 
-// certURL is where subscribers fetch the signing certificate.
-func (s *Service) certURL() string { return s.baseURL + "/" + s.signer.CertFileName() }
+// signer returns the signing key and SigningCertURL, where subscribers
+// fetch its certificate.
+func (s *Service) signer() (*Signer, string, error) {
+	k, err := s.keys.get()
+	if err != nil {
+		return nil, "", err
+	}
+	return k, s.baseURL + "/" + k.CertFileName(), nil
+}
 
 // notification is m's envelope for one subscription.
 func (s *Service) notification(t *topic, m *message, text, subARN string) (*Notification, error) {
@@ -34,13 +41,17 @@ func (s *Service) notification(t *topic, m *message, text, subARN string) (*Noti
 		Message:           text,
 		Timestamp:         m.timestamp,
 		SignatureVersion:  t.signatureVersion(),
-		SigningCertURL:    s.certURL(),
 		UnsubscribeURL:    s.unsubscribeURL(subARN),
 		MessageAttributes: m.deliveredAttrs(),
 	}
 	if t.FIFO {
 		return n, nil
 	}
+	signer, certURL, err := s.signer()
+	if err != nil {
+		return nil, err
+	}
+	n.SigningCertURL = certURL
 	// The signature covers no per-subscription field: sign each text once.
 	m.sigMu.Lock()
 	defer m.sigMu.Unlock()
@@ -49,7 +60,7 @@ func (s *Service) notification(t *topic, m *message, text, subARN string) (*Noti
 		n.Signature = sig
 		return n, nil
 	}
-	if err := n.Sign(s.signer); err != nil {
+	if err := n.Sign(signer); err != nil {
 		return nil, err
 	}
 	if m.sigs == nil {

@@ -195,12 +195,7 @@ func (s *Service) publishSMS(phone string, m *message) error {
 // (where SigningCertURL points), the recorded deliveries, the counters and
 // the delivery status logs.
 func (s *Service) Register(mux *http.ServeMux) {
-	cert := func(w http.ResponseWriter, r *http.Request) {
-		w.Header().Set("Content-Type", "application/x-pem-file")
-		_, _ = w.Write(s.signer.CertPEM())
-	}
-	mux.HandleFunc("GET /"+s.signer.CertFileName(), cert)
-	mux.HandleFunc("GET /_ferry/sns/"+s.signer.CertFileName(), cert)
+	s.keys.register(mux)
 	mux.HandleFunc("GET /_ferry/sns/deliveries", s.serveDeliveries)
 	mux.HandleFunc("DELETE /_ferry/sns/deliveries", func(w http.ResponseWriter, r *http.Request) {
 		s.deliveries.clear()

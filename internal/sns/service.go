@@ -90,7 +90,7 @@ type Service struct {
 	clock           clock.Clock
 	log             *slog.Logger
 	baseURL         string
-	signer          *Signer
+	keys            *keyring
 	client          *http.Client
 	smtpAddr        string
 	smtpFrom        string
@@ -178,13 +178,18 @@ func New(ctx context.Context, cfg Config) (_ *Service, err error) {
 			s.statusLog.close()
 		}
 	}()
-	if cfg.SignerDir != "" {
-		s.signer, err = LoadOrCreateSigner(cfg.SignerDir, s.clock.Now())
-	} else {
-		s.signer, err = NewMemorySigner()
-	}
-	if err != nil {
-		return nil, err
+	s.keys = &keyring{make: NewMemorySigner}
+	if dir := cfg.SignerDir; dir != "" {
+		s.keys.make = func() (*Signer, error) { return LoadOrCreateSigner(dir, s.clock.Now()) }
+		var exists bool
+		if exists, err = signerExists(dir); err != nil {
+			return nil, fmt.Errorf("sns: signing key: %w", err)
+		}
+		if exists {
+			if _, err = s.keys.get(); err != nil {
+				return nil, err
+			}
+		}
 	}
 	if s.client == nil {
 		if s.client, err = newHTTPClient(cfg.CABundle); err != nil {
