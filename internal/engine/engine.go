@@ -214,7 +214,22 @@ type Stats struct {
 	Visible    int64
 	NotVisible int64 // in flight
 	Delayed    int64
+	// OldestAt is when the oldest message that counts for SQS's
+	// ApproximateAgeOfOldestMessage entered the queue; zero when there is
+	// none. A message counts until it has been received
+	// OldestMaxReceives times in this queue. It enters a queue when sent,
+	// or, moved by a redrive policy, when moved (its SentAt stays the
+	// original on a standard dead-letter queue).
+	OldestAt time.Time
+	// GroupsInFlight (FIFO) is the number of message groups with a message
+	// in flight (ApproximateNumberOfGroupsWithInflightMessages).
+	GroupsInFlight int64
 }
+
+// OldestMaxReceives is how many receives without a delete take a message
+// out of Stats.OldestAt until it is consumed: SQS then points
+// ApproximateAgeOfOldestMessage at the next oldest message.
+const OldestMaxReceives = 3
 
 // MoveTaskStatus is a move task's state, with SQS's names.
 type MoveTaskStatus string

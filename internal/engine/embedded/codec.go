@@ -42,6 +42,11 @@ const (
 	// recordVersion3 adds to queue records the FIFO flag and deduplication
 	// scope, and to message records the deduplication id.
 	recordVersion3 byte = 3
+	// recordVersion4 adds to message records, after the first visible-at,
+	// when a redrive moved the message into its queue (as a delta from the
+	// send time, 0 for a message that entered when sent) and its receive
+	// count then.
+	recordVersion4 byte = 4
 )
 
 var (
@@ -362,9 +367,27 @@ func decodeQueue(v []byte) (engine.Queue, error) {
 // group id). dlqSource is the queue a redrive moved the message from, if
 // any.
 func encodeMessage(b []byte, id string, sentAt, visibleAt int64, m *engine.NewMessage, dlqSource string) []byte {
-	b = append(b, recordVersion3)
+	return encodeMovedMessage(b, id, sentAt, visibleAt, msgEntry{}, m, dlqSource)
+}
+
+// msgEntry is how a message entered its queue: moved there by a redrive
+// at movedAt with movedReceives receives; the zero value is a send.
+type msgEntry struct {
+	movedAt       int64
+	movedReceives uint64
+}
+
+// encodeMovedMessage is encodeMessage for a message that a redrive moves.
+func encodeMovedMessage(b []byte, id string, sentAt, visibleAt int64, in msgEntry, m *engine.NewMessage, dlqSource string) []byte {
+	b = append(b, recordVersion4)
 	b = binary.AppendVarint(b, sentAt)
 	b = binary.AppendVarint(b, visibleAt)
+	var moved int64
+	if in.movedAt != 0 {
+		moved = in.movedAt - sentAt
+	}
+	b = binary.AppendVarint(b, moved)
+	b = binary.AppendUvarint(b, in.movedReceives)
 	b = appendString(b, id)
 	b = appendString(b, m.Body)
 	b = appendString(b, m.TraceHeader)
@@ -385,18 +408,33 @@ func encodeMessage(b []byte, id string, sentAt, visibleAt int64, m *engine.NewMe
 	return appendString(b, m.DeduplicationID)
 }
 
-// decodeMessageHead reads what the memory index needs.
-func decodeMessageHead(v []byte) (sentAt, visibleAt int64, err error) {
-	r := newReader(v, false)
-	if ver := r.byte(); ver < recordVersion || ver > recordVersion3 {
-		return 0, 0, errCorrupt
+// messageHead reads a message record's version and the fields that
+// lead it.
+func (r *reader) messageHead() (ver byte, sentAt, visibleAt int64, in msgEntry) {
+	ver = r.byte()
+	if ver < recordVersion || ver > recordVersion4 {
+		r.bad = true
+		return
 	}
 	sentAt = r.varint()
 	visibleAt = r.varint()
-	if r.bad {
-		return 0, 0, errCorrupt
+	if ver >= recordVersion4 {
+		if d := r.varint(); d != 0 {
+			in.movedAt = sentAt + d
+		}
+		in.movedReceives = r.uvarint()
 	}
-	return sentAt, visibleAt, nil
+	return
+}
+
+// decodeMessageHead reads what the memory index needs.
+func decodeMessageHead(v []byte) (sentAt, visibleAt int64, in msgEntry, err error) {
+	r := newReader(v, false)
+	_, sentAt, visibleAt, in = r.messageHead()
+	if r.bad {
+		return 0, 0, msgEntry{}, errCorrupt
+	}
+	return sentAt, visibleAt, in, nil
 }
 
 // decodeMessageGroup reads a record's message group id, which a FIFO
@@ -404,11 +442,7 @@ func decodeMessageHead(v []byte) (sentAt, visibleAt int64, err error) {
 // copied.
 func decodeMessageGroup(v []byte) (string, error) {
 	r := newReader(v, false)
-	if ver := r.byte(); ver < recordVersion || ver > recordVersion3 {
-		return "", errCorrupt
-	}
-	r.varint()
-	r.varint()
+	r.messageHead()
 	for range 3 { // id, body, trace header
 		r.span()
 	}
@@ -421,12 +455,12 @@ func decodeMessageGroup(v []byte) (string, error) {
 
 func decodeMessage(v []byte, out *engine.Message) error {
 	r := newReader(v, true)
-	ver := r.byte()
-	if ver < recordVersion || ver > recordVersion3 {
+	// The first visible-at and the entry: the index keeps them.
+	ver, sentAt, _, _ := r.messageHead()
+	if r.bad {
 		return errCorrupt
 	}
-	out.SentAt = fromNanos(r.varint())
-	r.varint() // first visible-at: the index keeps the live one
+	out.SentAt = fromNanos(sentAt)
 	out.MessageID = r.str()
 	out.Body = r.str()
 	out.TraceHeader = r.str()
@@ -475,9 +509,7 @@ func decodeStoredMessage(v []byte) (storedMessage, error) {
 	}
 	// The system attributes' digest is not part of engine.Message.
 	r := newReader(v, false)
-	r.byte()
-	r.varint()
-	r.varint()
+	r.messageHead()
 	for range 7 {
 		r.span()
 	}

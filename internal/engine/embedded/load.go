@@ -74,11 +74,12 @@ func (e *Engine) load(ctx context.Context) error {
 		}
 		switch kind {
 		case kindBody:
-			sentAt, visibleAt, err := decodeMessageHead(v)
+			sentAt, visibleAt, in, err := decodeMessageHead(v)
 			if err != nil {
 				return false, fmt.Errorf("embedded: message key %x: %w", it.Key(), err)
 			}
-			last = &message{seq: seq, sentAt: sentAt, deadline: visibleAt, timerSlot: -1, ageSlot: -1}
+			last = &message{seq: seq, sentAt: sentAt, deadline: visibleAt, timerSlot: -1, ageSlot: -1,
+				movedAt: in.movedAt, movedReceives: in.movedReceives}
 			lastQ = q
 			var gid string
 			if q.fifo {

@@ -17,10 +17,18 @@ import (
 // exactly the structures its status says, the counters match, both heaps
 // are ordered and nothing due is left undone.
 func (q *queue) checkIndex(now int64) error {
-	var ready, inflight, delayed int
+	var ready, inflight, delayed, oldest int
 	for seq, m := range q.msgs {
 		if m.seq != seq {
 			return fmt.Errorf("message %d filed under %d", m.seq, seq)
+		}
+		inOldest := m.oldSlot >= 0 && m.oldSlot < q.oldest.len() && q.oldest.items[m.oldSlot] == m
+		if inOldest != m.countsForOldest() {
+			return fmt.Errorf("message %d (count %d, moved with %d, status %d): in the oldest heap %v",
+				seq, m.receiveCount, m.movedReceives, m.status, inOldest)
+		}
+		if inOldest {
+			oldest++
 		}
 		if m.ageSlot < 0 || m.ageSlot >= q.ages.len() || q.ages.items[m.ageSlot] != m {
 			return fmt.Errorf("message %d not in the age heap", seq)
@@ -51,6 +59,20 @@ func (q *queue) checkIndex(now int64) error {
 		}
 		if m.status != statusReady && m.deadline <= now {
 			return fmt.Errorf("message %d due at %d still hidden at %d", seq, m.deadline, now)
+		}
+	}
+	if oldest != q.oldest.len() {
+		return fmt.Errorf("oldest heap holds %d, %d count", q.oldest.len(), oldest)
+	}
+	if q.fifo {
+		busy := 0
+		for _, g := range q.groups.groups {
+			if g.inflight > 0 {
+				busy++
+			}
+		}
+		if busy != q.groups.busy {
+			return fmt.Errorf("%d groups in flight, counted %d", busy, q.groups.busy)
 		}
 	}
 	n := 0

@@ -119,8 +119,11 @@ func (e *Engine) redrive(job *redriveJob) int {
 			receiveCount:   m.receiveCount,
 			timerSlot:      -1,
 			ageSlot:        -1,
+			// The age of the oldest message counts from the move.
+			movedAt:       now,
+			movedReceives: m.receiveCount,
 		}
-		buf = encodeMessage(buf[:0], sm.id, sentAt, now, &sm.msg, job.srcARN)
+		buf = encodeMovedMessage(buf[:0], sm.id, sentAt, now, msgEntry{now, m.receiveCount}, &sm.msg, job.srcARN)
 		k := makeMsgKey(tq.id, nm.seq, kindBody)
 		_ = b.Set(k[:], buf, nil)
 		k[17] = kindState
