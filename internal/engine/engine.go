@@ -360,3 +360,25 @@ type RecordStore interface {
 	// Records returns every record of a kind, sorted by key.
 	Records(ctx context.Context, kind string) ([]Record, error)
 }
+
+// MetricPoint is one minute of one metric series: the statistics of the
+// samples recorded in it.
+type MetricPoint struct {
+	Namespace, Metric string
+	// DimName and DimValue are the series' one dimension.
+	DimName, DimValue string
+	// Minute counts minutes since the Unix epoch.
+	Minute               int64
+	Sum, Count, Min, Max float64
+}
+
+// MetricStore keeps one-minute metric datapoints across restarts.
+type MetricStore interface {
+	// PutMetricPoints stores points in one durable batch; a point replaces
+	// the stored one of its series and minute.
+	PutMetricPoints(ctx context.Context, points []MetricPoint) error
+	// MetricPoints returns the points of minute from on, by minute.
+	MetricPoints(ctx context.Context, from int64) ([]MetricPoint, error)
+	// DeleteMetricPointsBefore deletes the points of minutes before minute.
+	DeleteMetricPointsBefore(ctx context.Context, minute int64) error
+}

@@ -22,12 +22,14 @@ import (
 //	0x04 qid seq                    move task of source queue qid (seq from the queue's seq space)
 //	0x05 kind 0x00 key              generic record (records.go)
 //	0x06 qid seq                    FIFO deduplication entry of the message first sent as seq
+//	0x07 minute series              one-minute metric datapoint (metricstore.go)
 const (
-	prefixMeta  byte = 0x01
-	prefixQueue byte = 0x02
-	prefixMsg   byte = 0x03
-	prefixTask  byte = 0x04
-	prefixDedup byte = 0x06
+	prefixMeta   byte = 0x01
+	prefixQueue  byte = 0x02
+	prefixMsg    byte = 0x03
+	prefixTask   byte = 0x04
+	prefixDedup  byte = 0x06
+	prefixMetric byte = 0x07
 
 	kindBody  byte = 0x01
 	kindState byte = 0x02
