@@ -111,6 +111,7 @@ func NewService(cfg Config) *protocol.Service {
 		ShapeNamespace:   "com.amazonaws.sqs",
 		Version:          "2012-11-05",
 		XMLNamespace:     "http://queue.amazonaws.com/doc/2012-11-05/",
+		SigningName:      "sqs",
 		Actions:          make(map[string]protocol.Action, len(actions)),
 	}
 	for _, a := range actions {
