@@ -90,6 +90,7 @@ type Server struct {
 	engine   engine.Backend
 	sns      *sns.Service
 	metrics  *metrics.Store
+	sampler  *metrics.Sampler
 	http     *http.Server
 	ln       net.Listener
 	served   chan error
@@ -153,16 +154,38 @@ func Start(ctx context.Context, cfg Config) (*Server, error) {
 	s.sns = snsSvc
 
 	s.metrics = metrics.New(metrics.Options{Clock: cfg.Clock})
-	registry := prometheus.NewRegistry()
-	if err := registry.Register(metrics.NewCollector(s.metrics, eng, cfg.Account, cfg.Logger)); err != nil {
-		snsSvc.Close()
-		ln.Close()
-		eng.Close()
-		return nil, fmt.Errorf("register metrics: %w", err)
+	// Datapoints survive restarts of an on-disk store; a store that cannot
+	// be read costs the history, not the broker.
+	var persist engine.MetricStore
+	if !cfg.Memory {
+		persist = eng
+		if err := s.metrics.Load(ctx, eng); err != nil {
+			cfg.Logger.Error("metrics: load datapoints", "err", err)
+		}
 	}
+	requests := metrics.NewRequests()
+	registry := prometheus.NewRegistry()
+	for _, c := range []prometheus.Collector{
+		metrics.NewCollector(s.metrics, eng, cfg.Account, cfg.Logger),
+		metrics.NewStoreCollector(eng.StoreMetrics),
+		requests.Collector(),
+	} {
+		if err := registry.Register(c); err != nil {
+			snsSvc.Close()
+			ln.Close()
+			eng.Close()
+			return nil, fmt.Errorf("register metrics: %w", err)
+		}
+	}
+	// Only the API account's queues are sampled: the hidden SNS delivery
+	// queues (sns.DeliveryAccount) are never reported.
+	s.sampler = metrics.NewSampler(metrics.SamplerOptions{
+		Store: s.metrics, Backend: eng, Account: cfg.Account, Clock: cfg.Clock, Logger: cfg.Logger, Persist: persist,
+	})
 
 	api := &protocol.Handler{
-		Logger: cfg.Logger,
+		Logger:  cfg.Logger,
+		Observe: requests.Observe,
 		Services: []*protocol.Service{sqs.NewService(sqs.Config{
 			Account:      cfg.Account,
 			Region:       cfg.Region,
@@ -171,9 +194,11 @@ func Start(ctx context.Context, cfg Config) (*Server, error) {
 			Logger:       cfg.Logger,
 			QueueURLBase: cfg.QueueURLBase,
 			Metrics:      s.metrics,
+			Activity:     s.sampler,
 		}), snsSvc.Protocol()},
 	}
 	if err := api.Check(); err != nil {
+		s.sampler.Close(ctx)
 		snsSvc.Close()
 		ln.Close()
 		eng.Close()
@@ -219,6 +244,9 @@ func (s *Server) Engine() engine.Backend { return s.engine }
 // Metrics exposes the per-queue metric store.
 func (s *Server) Metrics() *metrics.Store { return s.metrics }
 
+// Sampler exposes the metrics sampler (its Ticks, for tests).
+func (s *Server) Sampler() *metrics.Sampler { return s.sampler }
+
 // SNS exposes the SNS service (its counters and recorded deliveries).
 func (s *Server) SNS() *sns.Service { return s.sns }
 
@@ -243,6 +271,10 @@ func (s *Server) Shutdown(ctx context.Context) error {
 		// SNS delivery workers use the engine: they stop first.
 		if cerr := s.sns.Close(); cerr != nil {
 			err = errors.Join(err, fmt.Errorf("close sns: %w", cerr))
+		}
+		// The sampler saves the datapoints into the store: before it closes.
+		if cerr := s.sampler.Close(ctx); cerr != nil {
+			err = errors.Join(err, fmt.Errorf("save metrics: %w", cerr))
 		}
 		if cerr := s.engine.Close(); cerr != nil {
 			err = errors.Join(err, fmt.Errorf("close store: %w", cerr))

@@ -5,6 +5,17 @@ import (
 	"github.com/ferrymq/ferry/internal/metrics"
 )
 
+// Toucher learns that an action named a queue (metrics.Sampler).
+type Toucher interface {
+	Touch(queue string)
+}
+
+func (s *service) touch(queue string) {
+	if s.activity != nil {
+		s.activity.Touch(queue)
+	}
+}
+
 // recordSent counts the messages a send enqueued. A FIFO duplicate was not
 // enqueued: it counts as deduplicated, not as sent.
 func (s *service) recordSent(queue string, msgs []engine.NewMessage, res []engine.SendResult) {
