@@ -4,6 +4,7 @@ import (
 	"encoding/binary"
 	"errors"
 	"maps"
+	"math"
 	"slices"
 	"time"
 
@@ -376,7 +377,7 @@ func encodeMessage(b []byte, id string, sentAt, visibleAt int64, m *engine.NewMe
 // at movedAt with movedReceives receives; the zero value is a send.
 type msgEntry struct {
 	movedAt       int64
-	movedReceives uint64
+	movedReceives uint32
 }
 
 // encodeMovedMessage is encodeMessage for a message that a redrive moves.
@@ -389,7 +390,7 @@ func encodeMovedMessage(b []byte, id string, sentAt, visibleAt int64, in msgEntr
 		moved = in.movedAt - sentAt
 	}
 	b = binary.AppendVarint(b, moved)
-	b = binary.AppendUvarint(b, in.movedReceives)
+	b = binary.AppendUvarint(b, uint64(in.movedReceives))
 	b = appendString(b, id)
 	b = appendString(b, m.Body)
 	b = appendString(b, m.TraceHeader)
@@ -424,7 +425,11 @@ func (r *reader) messageHead() (ver byte, sentAt, visibleAt int64, in msgEntry) 
 		if d := r.varint(); d != 0 {
 			in.movedAt = sentAt + d
 		}
-		in.movedReceives = r.uvarint()
+		n := r.uvarint()
+		if n > math.MaxUint32 {
+			r.bad = true
+		}
+		in.movedReceives = uint32(n)
 	}
 	return
 }

@@ -26,16 +26,18 @@ type message struct {
 	// movedAt is when a redrive moved the message into this queue (0: it
 	// entered when sent) and movedReceives its receive count then.
 	movedAt       int64
-	movedReceives uint64
+	movedReceives uint32
 	status        msgStatus
 	// touched (FIFO) records a visibility change since the latest receive,
 	// which makes a receive attempt no longer repeatable.
 	touched    bool
+	inOldest   bool     // in the queue's oldest list (stats.go)
 	timerSlot  int      // index in the timer heap, -1 when absent
 	ageSlot    int      // index in the age heap, -1 when absent
-	oldSlot    int      // index in the oldest-message heap, -1 when absent
 	prev, next *message // ready list, or the group's list on a FIFO queue
-	grp        *group   // FIFO: the message's group (kept while taken out)
+	// oprev, onext link the oldest list.
+	oprev, onext *message
+	grp          *group // FIFO: the message's group (kept while taken out)
 }
 
 func (m *message) state() msgState {

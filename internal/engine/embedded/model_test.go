@@ -22,12 +22,11 @@ func (q *queue) checkIndex(now int64) error {
 		if m.seq != seq {
 			return fmt.Errorf("message %d filed under %d", m.seq, seq)
 		}
-		inOldest := m.oldSlot >= 0 && m.oldSlot < q.oldest.len() && q.oldest.items[m.oldSlot] == m
-		if inOldest != m.countsForOldest() {
-			return fmt.Errorf("message %d (count %d, moved with %d, status %d): in the oldest heap %v",
-				seq, m.receiveCount, m.movedReceives, m.status, inOldest)
+		if m.inOldest != m.countsForOldest() {
+			return fmt.Errorf("message %d (count %d, moved with %d, status %d): in the oldest list %v",
+				seq, m.receiveCount, m.movedReceives, m.status, m.inOldest)
 		}
-		if inOldest {
+		if m.inOldest {
 			oldest++
 		}
 		if m.ageSlot < 0 || m.ageSlot >= q.ages.len() || q.ages.items[m.ageSlot] != m {
@@ -61,8 +60,17 @@ func (q *queue) checkIndex(now int64) error {
 			return fmt.Errorf("message %d due at %d still hidden at %d", seq, m.deadline, now)
 		}
 	}
-	if oldest != q.oldest.len() {
-		return fmt.Errorf("oldest heap holds %d, %d count", q.oldest.len(), oldest)
+	listed := 0
+	var before *message
+	for m := q.oldest.head; m != nil; m = m.onext {
+		if m.oprev != before || !m.inOldest || q.msgs[m.seq] != m || (before != nil && before.seq >= m.seq) {
+			return fmt.Errorf("oldest list broken at %d", m.seq)
+		}
+		before = m
+		listed++
+	}
+	if before != q.oldest.tail || listed != oldest || listed != q.oldest.n {
+		return fmt.Errorf("oldest list: %d listed, length %d, %d count", listed, q.oldest.n, oldest)
 	}
 	if q.fifo {
 		busy := 0

@@ -31,7 +31,7 @@ type queue struct {
 	groups   groupIndex // FIFO queues only
 	timers   msgHeap    // delayed and in-flight, by deadline
 	ages     msgHeap    // every message, by send time
-	oldest   msgHeap    // the messages that count for the oldest age (stats.go)
+	oldest   oldestList // the messages that count for the oldest age (stats.go)
 	inflight int
 	delayed  int
 
@@ -92,7 +92,7 @@ func (q *queue) resetIndexLocked() {
 	q.ready = readyList{}
 	q.timers = newTimerHeap()
 	q.ages = newAgeHeap()
-	q.oldest = newOldestHeap()
+	q.oldest = oldestList{}
 	q.inflight, q.delayed = 0, 0
 	if q.fifo {
 		q.groups = newGroupIndex()
@@ -130,7 +130,6 @@ func after(t int64, d time.Duration) int64 {
 func (q *queue) insertLocked(m *message, gid string, now int64) {
 	q.msgs[m.seq] = m
 	q.ages.push(m)
-	m.oldSlot = -1 // new to the index: the zero value would claim a slot
 	q.trackOldestLocked(m)
 	var g *group
 	if q.fifo {

@@ -1,6 +1,8 @@
 package embedded
 
 import (
+	"math"
+
 	"github.com/cockroachdb/pebble/v2"
 )
 
@@ -121,9 +123,9 @@ func (e *Engine) redrive(job *redriveJob) int {
 			ageSlot:        -1,
 			// The age of the oldest message counts from the move.
 			movedAt:       now,
-			movedReceives: m.receiveCount,
+			movedReceives: uint32(min(m.receiveCount, math.MaxUint32)),
 		}
-		buf = encodeMovedMessage(buf[:0], sm.id, sentAt, now, msgEntry{now, m.receiveCount}, &sm.msg, job.srcARN)
+		buf = encodeMovedMessage(buf[:0], sm.id, sentAt, now, msgEntry{now, nm.movedReceives}, &sm.msg, job.srcARN)
 		k := makeMsgKey(tq.id, nm.seq, kindBody)
 		_ = b.Set(k[:], buf, nil)
 		k[17] = kindState

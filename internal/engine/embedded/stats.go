@@ -7,12 +7,14 @@ import (
 // What the queue statistics need beyond the counts: the oldest message for
 // ApproximateAgeOfOldestMessage and, on FIFO queues, the groups in flight.
 //
-// The oldest-message heap holds the messages that count, keyed by when
-// they entered the queue: a message counts until it has been received
-// engine.OldestMaxReceives times in this queue, and stops counting once a
-// delete has claimed it. A message enters its queue when sent, or, moved
-// there by a redrive policy, at the move. Every change is O(log n) next to
-// the index's own heaps, and a sample reads the heap's minimum.
+// The oldest list links the messages that count, in seq order: a message
+// counts until it has been received engine.OldestMaxReceives times in this
+// queue, and stops counting once a delete has claimed it. A message enters
+// its queue when sent, or, moved there by a redrive policy, at the move;
+// seqs are handed out in that order (up to the moment between a seq's
+// reservation and its write), so the list's head is the oldest. Messages
+// join at the tail and leave from anywhere in O(1), beside the index's own
+// structures; a sample reads the head.
 
 // entered is when m entered its queue.
 func (m *message) entered() int64 {
@@ -24,36 +26,90 @@ func (m *message) entered() int64 {
 
 // countsForOldest reports whether m counts for the oldest-message age.
 func (m *message) countsForOldest() bool {
-	return m.status != statusDeleting && m.receiveCount-m.movedReceives < engine.OldestMaxReceives
+	return m.status != statusDeleting && m.receiveCount-uint64(m.movedReceives) < engine.OldestMaxReceives
 }
 
-func newOldestHeap() msgHeap {
-	return msgHeap{
-		less: func(a, b *message) bool {
-			if ea, eb := a.entered(), b.entered(); ea != eb {
-				return ea < eb
-			}
-			return a.seq < b.seq
-		},
-		slot: func(m *message) *int { return &m.oldSlot },
+// oldestList is an intrusive list of messages by seq.
+type oldestList struct {
+	head, tail *message
+	n          int
+}
+
+// insert puts m at its place by seq: at the tail for a new message, found
+// from both ends at once for one put back.
+func (l *oldestList) insert(m *message) {
+	m.inOldest = true
+	l.n++
+	switch {
+	case l.tail == nil:
+		m.oprev, m.onext = nil, nil
+		l.head, l.tail = m, m
+		return
+	case l.tail.seq < m.seq:
+		l.link(l.tail, m, nil)
+		return
+	case m.seq < l.head.seq:
+		l.link(nil, m, l.head)
+		return
+	}
+	// head.seq < m.seq < tail.seq: both walks stop inside the list.
+	for a, b := l.head, l.tail; ; a, b = a.onext, b.oprev {
+		if m.seq < a.seq {
+			l.link(a.oprev, m, a)
+			return
+		}
+		if b.seq < m.seq {
+			l.link(b, m, b.onext)
+			return
+		}
 	}
 }
 
-// trackOldestLocked files m in the oldest-message heap, or takes it out,
-// after m entered the index or its receive count or status changed.
+// link puts m between prev and next (either nil at an end).
+func (l *oldestList) link(prev, m, next *message) {
+	m.oprev, m.onext = prev, next
+	if prev != nil {
+		prev.onext = m
+	} else {
+		l.head = m
+	}
+	if next != nil {
+		next.oprev = m
+	} else {
+		l.tail = m
+	}
+}
+
+func (l *oldestList) remove(m *message) {
+	if m.oprev != nil {
+		m.oprev.onext = m.onext
+	} else {
+		l.head = m.onext
+	}
+	if m.onext != nil {
+		m.onext.oprev = m.oprev
+	} else {
+		l.tail = m.oprev
+	}
+	m.oprev, m.onext = nil, nil
+	m.inOldest = false
+	l.n--
+}
+
+// trackOldestLocked files m in the oldest list, or takes it out, after m
+// entered the index or its receive count or status changed.
 func (q *queue) trackOldestLocked(m *message) {
-	in := m.oldSlot >= 0
 	switch want := m.countsForOldest(); {
-	case want && !in:
-		q.oldest.push(m)
-	case !want && in:
+	case want && !m.inOldest:
+		q.oldest.insert(m)
+	case !want && m.inOldest:
 		q.oldest.remove(m)
 	}
 }
 
-// untrackOldestLocked takes m out of the oldest-message heap, if there.
+// untrackOldestLocked takes m out of the oldest list, if there.
 func (q *queue) untrackOldestLocked(m *message) {
-	if m.oldSlot >= 0 {
+	if m.inOldest {
 		q.oldest.remove(m)
 	}
 }
@@ -77,7 +133,7 @@ func (q *queue) stats() engine.Stats {
 		NotVisible: int64(q.inflight),
 		Delayed:    int64(q.delayed),
 	}
-	if m := q.oldest.min(); m != nil {
+	if m := q.oldest.head; m != nil {
 		st.OldestAt = fromNanos(m.entered())
 	}
 	if q.fifo {
