@@ -366,3 +366,37 @@ func TestMetricsDurable(t *testing.T) {
 		}
 	}
 }
+
+// TestMetricsMoveTask: a move task's messages are new messages in their
+// destination and count as sent there; the dead-letter queue counts no
+// send, receive or delete for them.
+func TestMetricsMoveTask(t *testing.T) {
+	f := start(t)
+	ctx := ctxT(t)
+	dlq := f.createQueue(t, "t-dlq", nil)
+	src := f.createQueue(t, "t-src", map[string]string{"RedrivePolicy": redrivePolicy("t-dlq", 1)})
+	f.deadLetter(t, src, dlq, 12) // bodies m0..m11: 2 bytes each but m10, m11
+	store := f.srv.Metrics()
+	before, _ := store.Totals(metrics.NamespaceSQS, metrics.MessagesSent, metrics.Queue("t-src"))
+	if before.Sum != 12 {
+		t.Fatalf("t-src sent before the task = %+v", before)
+	}
+	if _, err := f.json.StartMessageMoveTask(ctx, &sqs.StartMessageMoveTaskInput{SourceArn: aws.String(arnPrefix + "t-dlq")}); err != nil {
+		t.Fatal(err)
+	}
+	f.waitTask(t, arnPrefix+"t-dlq", "COMPLETED")
+	want := map[string]metrics.Totals{
+		metrics.MessagesSent:    {Sum: 24, SampleCount: 24},
+		metrics.SentMessageSize: {Sum: 2 * (10*2 + 2*3), SampleCount: 24},
+	}
+	for metric, w := range want {
+		if got, _ := store.Totals(metrics.NamespaceSQS, metric, metrics.Queue("t-src")); got != w {
+			t.Errorf("t-src %s = %+v, want %+v", metric, got, w)
+		}
+	}
+	for _, metric := range []string{metrics.MessagesSent, metrics.MessagesReceived, metrics.MessagesDeleted} {
+		if got, ok := store.Totals(metrics.NamespaceSQS, metric, metrics.Queue("t-dlq")); ok {
+			t.Errorf("t-dlq %s = %+v, want none", metric, got)
+		}
+	}
+}

@@ -105,12 +105,18 @@ type Server struct {
 func Start(ctx context.Context, cfg Config) (*Server, error) {
 	cfg.fill()
 	began := time.Now()
+	datapoints := metrics.New(metrics.Options{Clock: cfg.Clock})
 	eng, err := embedded.Open(ctx, embedded.Options{
 		Dir:      cfg.DataDir,
 		InMemory: cfg.Memory,
 		NoSync:   cfg.NoSync,
 		Clock:    cfg.Clock,
 		Logger:   cfg.Logger,
+		MovedByTask: func(account, queue string, m *engine.NewMessage) {
+			if account == cfg.Account {
+				sqs.RecordMovedByTask(datapoints, queue, m)
+			}
+		},
 	})
 	if err != nil {
 		return nil, fmt.Errorf("open store: %w", err)
@@ -153,7 +159,7 @@ func Start(ctx context.Context, cfg Config) (*Server, error) {
 	}
 	s.sns = snsSvc
 
-	s.metrics = metrics.New(metrics.Options{Clock: cfg.Clock})
+	s.metrics = datapoints
 	// Datapoints survive restarts of an on-disk store; a store that cannot
 	// be read costs the history, not the broker.
 	var persist engine.MetricStore
