@@ -2,6 +2,7 @@ package metrics
 
 import (
 	"strconv"
+	"sync"
 	"time"
 
 	"github.com/cockroachdb/pebble/v2"
@@ -18,11 +19,22 @@ var RequestBuckets = []float64{0.0001, 0.00025, 0.0005, 0.001, 0.0025, 0.005, 0.
 // status code. Register it and pass Observe to protocol.Handler.
 type Requests struct {
 	hist *prometheus.HistogramVec
+
+	// observers caches the histogram of each label set, so that a request
+	// costs a map read and no allocation; the label sets are few (actions
+	// times status codes).
+	mu        sync.RWMutex
+	observers map[requestLabels]prometheus.Observer
+}
+
+type requestLabels struct {
+	service, action string
+	status          int
 }
 
 // NewRequests returns an empty histogram.
 func NewRequests() *Requests {
-	return &Requests{hist: prometheus.NewHistogramVec(prometheus.HistogramOpts{
+	return &Requests{observers: make(map[requestLabels]prometheus.Observer), hist: prometheus.NewHistogramVec(prometheus.HistogramOpts{
 		Name:    "ferry_http_request_duration_seconds",
 		Help:    "Time to answer an API request, by service, action and HTTP status code.",
 		Buckets: RequestBuckets,
@@ -38,11 +50,21 @@ var codes = map[int]string{200: "200", 400: "400", 403: "403", 404: "404", 405: 
 
 // Observe records one answered request.
 func (r *Requests) Observe(service, action string, status int, took time.Duration) {
-	code, ok := codes[status]
-	if !ok {
-		code = strconv.Itoa(status)
+	k := requestLabels{service, action, status}
+	r.mu.RLock()
+	o := r.observers[k]
+	r.mu.RUnlock()
+	if o == nil {
+		code, ok := codes[status]
+		if !ok {
+			code = strconv.Itoa(status)
+		}
+		o = r.hist.WithLabelValues(service, action, code)
+		r.mu.Lock()
+		r.observers[k] = o
+		r.mu.Unlock()
 	}
-	r.hist.WithLabelValues(service, action, code).Observe(took.Seconds())
+	o.Observe(took.Seconds())
 }
 
 // StoreCollector exposes the embedded store's Pebble figures.
