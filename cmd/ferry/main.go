@@ -82,6 +82,7 @@ func serve(ctx context.Context, args []string, getenv func(string) string, stder
 	fs.StringVar(&cfg.SMTPAddr, "smtp-addr", env("FERRY_SMTP_ADDR", ""), "host:port of the SMTP server for SNS email subscriptions; default: record emails only (FERRY_SMTP_ADDR)")
 	fs.StringVar(&cfg.SMTPFrom, "smtp-from", env("FERRY_SMTP_FROM", ""), "sender address of SNS emails (FERRY_SMTP_FROM)")
 	fs.StringVar(&cfg.CABundle, "sns-ca-bundle", env("FERRY_SNS_CA_BUNDLE", ""), "PEM file of extra CA certificates SNS trusts for https endpoints (FERRY_SNS_CA_BUNDLE)")
+	fs.StringVar(&cfg.SNSDeliveryLog, "sns-delivery-log", env("FERRY_SNS_DELIVERY_LOG", ""), "file that SNS delivery status logs are appended to, or - for stdout; default: memory only (FERRY_SNS_DELIVERY_LOG)")
 	level := fs.String("log-level", env("FERRY_LOG_LEVEL", "info"), "debug, info, warn or error (FERRY_LOG_LEVEL)")
 	format := fs.String("log-format", env("FERRY_LOG_FORMAT", "text"), "text or json (FERRY_LOG_FORMAT)")
 	grace := fs.Duration("shutdown-grace", 30*time.Second, "how long a shutdown waits for requests in flight")

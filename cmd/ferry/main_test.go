@@ -42,6 +42,9 @@ func TestCommands(t *testing.T) {
 		{[]string{"serve", "--no-such-flag"}, 2, "flag provided but not defined"},
 		{[]string{"serve", "--log-level", "loud"}, 2, "bad log level"},
 		{[]string{"serve", "extra"}, 2, "unexpected argument"},
+		// The delivery status log is opened at start: a bad path stops it.
+		{[]string{"serve", "--memory", "--listen", "127.0.0.1:0", "--sns-delivery-log", "/nonexistent/ferry/delivery.log"}, 1,
+			"open delivery status log"},
 	}
 	for _, tc := range cases {
 		var out, errOut bytes.Buffer

@@ -25,6 +25,25 @@ const (
 	DeduplicatedSentMessages = "NumberOfDeduplicatedSentMessages"
 )
 
+// NamespaceSNS is the CloudWatch namespace of the SNS metrics.
+const NamespaceSNS = "AWS/SNS"
+
+// SNS metric names, as CloudWatch spells them (dimension TopicName).
+const (
+	MessagesPublished                         = "NumberOfMessagesPublished"
+	PublishSize                               = "PublishSize"
+	NotificationsDelivered                    = "NumberOfNotificationsDelivered"
+	NotificationsFailed                       = "NumberOfNotificationsFailed"
+	NotificationsFilteredOut                  = "NumberOfNotificationsFilteredOut"
+	NotificationsFilteredOutMessageAttributes = "NumberOfNotificationsFilteredOut-MessageAttributes"
+	NotificationsFilteredOutMessageBody       = "NumberOfNotificationsFilteredOut-MessageBody"
+	NotificationsFilteredOutInvalidAttributes = "NumberOfNotificationsFilteredOut-InvalidAttributes"
+	NotificationsFilteredOutNoAttributes      = "NumberOfNotificationsFilteredOut-NoMessageAttributes"
+	NotificationsFilteredOutInvalidBody       = "NumberOfNotificationsFilteredOut-InvalidMessageBody"
+	NotificationsRedrivenToDLQ                = "NumberOfNotificationsRedrivenToDlq"
+	NotificationsFailedToRedriveToDLQ         = "NumberOfNotificationsFailedToRedriveToDlq"
+)
+
 // Defaults of Options.
 const (
 	DefaultRetention = 15 * 24 * time.Hour

@@ -1,17 +1,26 @@
-// Package protocol holds Ferry's wire formats: AWS JSON 1.0 (SQS), the AWS
-// query protocol (SQS and SNS: form in, XML out), their error envelopes and
-// request ids. It knows nothing of queues: an Action describes an operation
-// by its Go input and output types, whose struct tags name each member on
-// both wires, and one handler serves both protocols.
+// Package protocol holds Ferry's wire formats: AWS JSON 1.0, the AWS query
+// protocol (form in, XML out), Smithy RPC v2 CBOR, their error envelopes
+// and request ids. It knows nothing of queues: an Action describes an
+// operation by its Go input and output types, whose struct tags name each
+// member on every wire, and one handler serves all three protocols.
 //
 // Struct tags:
 //
-//	json:"Name,omitempty"   the member's JSON name (encoding/json rules)
+//	json:"Name,omitempty"   the member's JSON and CBOR name (encoding/json rules)
 //	query:"Name"            the member's query / XML name
 //	query:"Name,flat"       list or map flattened (SQS): Name.N[.key|.value]
 //	query:"Name,wrapped"    list as Name.member.N, map as Name.entry.N (SNS)
 //	query:"Name,flat,key=Key,value=Value"
 //	                        a map's entry member names (default Name/Value)
+//
+// Member types: string, bool, int8 to int64, float32 and float64 (Smithy's
+// double), time.Time (timestamp), []byte (blob), structs, pointers to any of
+// these (optional members: nil is absent), lists of them and maps with
+// string keys. Timestamps travel as epoch seconds on JSON and CBOR (tag 1)
+// and as ISO 8601 on the query wire; doubles as numbers, with NaN and
+// ±Infinity as AWS JSON's strings, and as Java writes them in XML (1.0,
+// 1.0E-5). A type with a timestamp or double anywhere is read and written
+// along its plan on the JSON wire rather than by encoding/json.
 package protocol
 
 import (
@@ -54,7 +63,12 @@ type Service struct {
 	// JSONTargetPrefix is the X-Amz-Target prefix ("AmazonSQS"); empty for
 	// a query-only service.
 	JSONTargetPrefix string
-	// ShapeNamespace prefixes JSON error __type values ("com.amazonaws.sqs").
+	// RPCv2ServiceName is the service's name in Smithy RPC v2 CBOR paths
+	// (/service/{name}/operation/{action}); empty for a service that does
+	// not speak it.
+	RPCv2ServiceName string
+	// ShapeNamespace prefixes JSON and CBOR error __type values
+	// ("com.amazonaws.sqs").
 	ShapeNamespace string
 	// Version is the query protocol API version ("2012-11-05").
 	Version string

@@ -24,10 +24,11 @@ import (
 // stays well under it.
 const DefaultMaxBodyBytes = 8 << 20
 
-// Handler serves every Service on any path: AWS JSON 1.0 when X-Amz-Target
-// names a service's JSON prefix, the query protocol (form or URL
-// parameters, XML answers) otherwise. Use it by pointer; it must not be
-// copied after first use.
+// Handler serves every Service on any path: Smithy RPC v2 CBOR when the
+// request says so (see rpcv2Route), AWS JSON 1.0 when X-Amz-Target names a
+// service's JSON prefix, the query protocol (form or URL parameters, XML
+// answers) otherwise. Use it by pointer; it must not be copied after first
+// use.
 type Handler struct {
 	Services []*Service
 	Logger   *slog.Logger
@@ -75,6 +76,7 @@ type call struct {
 	svc    *Service // the service answering, once known
 	action string   // the action's name, once known
 	json   bool
+	cbor   bool   // RPC v2 CBOR
 	scope  string // the SigV4 credential scope's service name
 
 	status      int
@@ -108,6 +110,9 @@ func (h *Handler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	if c.queryError != "" {
 		hdr.Set("x-amzn-query-error", c.queryError)
 	}
+	if c.cbor {
+		hdr.Set(smithyProtocol, rpcv2CBOR)
+	}
 	if c.status == http.StatusMethodNotAllowed {
 		hdr.Set("Allow", "GET, POST")
 	}
@@ -136,17 +141,22 @@ func (h *Handler) serve(r *http.Request, c *call) {
 		}
 	}()
 
+	rpcService, rpcOp, rpc := rpcv2Route(r)
 	target := r.Header.Get("X-Amz-Target")
-	c.json = target != "" || strings.HasPrefix(strings.ToLower(r.Header.Get("Content-Type")), "application/x-amz-json")
-	if c.json {
+	c.cbor = rpc
+	c.json = !rpc && (target != "" || strings.HasPrefix(strings.ToLower(r.Header.Get("Content-Type")), "application/x-amz-json"))
+	switch {
+	case c.cbor:
+		c.info.Protocol = "rpcv2-cbor"
+	case c.json:
 		c.info.Protocol = "json"
-	} else {
+	default:
 		c.info.Protocol = "query"
 	}
 	if cred, ok := parseAuthorization(r.Header.Get("Authorization")); ok {
 		c.info.AccessKey, c.info.Region, c.scope = cred.accessKey, cred.region, cred.service
 	}
-	if r.Method != http.MethodPost && (r.Method != http.MethodGet || c.json) {
+	if r.Method != http.MethodPost && (r.Method != http.MethodGet || c.json || c.cbor) {
 		h.fail(r.Context(), c, ErrMethodNotAllowed)
 		return
 	}
@@ -157,9 +167,12 @@ func (h *Handler) serve(r *http.Request, c *call) {
 		h.fail(r.Context(), c, err)
 		return
 	}
-	if c.json {
+	switch {
+	case c.cbor:
+		h.serveRPCv2(r, c, rpcService, rpcOp, body)
+	case c.json:
 		h.serveJSON(r, c, target, body)
-	} else {
+	default:
 		h.serveQuery(r, c, body)
 	}
 }
@@ -183,7 +196,7 @@ func (h *Handler) readBody(r *http.Request, buf *bytes.Buffer) ([]byte, error) {
 	if int64(buf.Len()) > limit {
 		return nil, ErrRequestTooLarge
 	}
-	return buf.Bytes(), nil
+	return h.decodeContentEncoding(r, buf.Bytes(), limit)
 }
 
 func (h *Handler) serveJSON(r *http.Request, c *call, target string, body []byte) {
@@ -205,7 +218,7 @@ func (h *Handler) serveJSON(r *http.Request, c *call, target string, body []byte
 	}
 	c.action = a.Name
 	in := a.NewInput()
-	if err := decodeJSON(body, in); err != nil {
+	if err := h.decodeJSONInput(a.InputType, body, in); err != nil {
 		h.fail(r.Context(), c, err)
 		return
 	}
@@ -214,7 +227,7 @@ func (h *Handler) serveJSON(r *http.Request, c *call, target string, body []byte
 		h.fail(r.Context(), c, err)
 		return
 	}
-	if err := encodeJSON(c.body, out); err != nil {
+	if err := h.encodeJSONOutput(c.body, a, out); err != nil {
 		c.body.Reset()
 		h.fail(r.Context(), c, fmt.Errorf("encode %s output: %w", c.action, err))
 		return
@@ -363,6 +376,14 @@ func (h *Handler) fail(ctx context.Context, c *call, err error) {
 	}
 	c.body.Reset()
 	c.status = e.status()
+	if c.cbor {
+		c.contentType = cborContentType
+		if code := e.queryCode(); code != "" {
+			c.queryError = code + ";" + e.Fault()
+		}
+		encodeCBORError(c.body, c.svc, e)
+		return
+	}
 	if c.json {
 		c.contentType = jsonContentType
 		if code := e.queryCode(); code != "" {

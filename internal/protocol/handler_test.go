@@ -402,8 +402,8 @@ func TestHandlerCheck(t *testing.T) {
 	type nested struct {
 		L [][]string `query:"L,flat"`
 	}
-	type floats struct {
-		F float64
+	type unsigned struct {
+		U uint32
 	}
 	for _, tt := range []struct {
 		name string
@@ -413,7 +413,7 @@ func TestHandlerCheck(t *testing.T) {
 		{"unknown tag option", Define("A", func(context.Context, *badOption) (*emptyOutput, error) { return nil, nil })},
 		{"map with int keys", Define("A", func(context.Context, *badMap) (*emptyOutput, error) { return nil, nil })},
 		{"list of lists", Define("A", func(context.Context, *nested) (*emptyOutput, error) { return nil, nil })},
-		{"float", Define("A", func(context.Context, *emptyOutput) (*floats, error) { return nil, nil })},
+		{"unsigned", Define("A", func(context.Context, *emptyOutput) (*unsigned, error) { return nil, nil })},
 		{"input not a struct", Define("A", func(context.Context, *string) (*emptyOutput, error) { return nil, nil })},
 	} {
 		t.Run(tt.name, func(t *testing.T) {

@@ -16,7 +16,7 @@ type RequestInfo struct {
 	// presigned query); empty when the request carries none.
 	Region    string
 	AccessKey string
-	// Protocol is "json" or "query".
+	// Protocol is "json", "query" or "rpcv2-cbor".
 	Protocol string
 }
 

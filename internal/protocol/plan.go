@@ -5,6 +5,7 @@ import (
 	"reflect"
 	"strings"
 	"sync"
+	"time"
 )
 
 // kind is what a codec node reads and writes.
@@ -19,6 +20,8 @@ const (
 	kStruct
 	kList
 	kMap
+	kFloat // float32, float64
+	kTime  // time.Time
 )
 
 // codec is the query/XML plan of one Go type, built once from its struct
@@ -29,6 +32,10 @@ type codec struct {
 	bits   int     // kInt: the integer's size
 	elem   *codec  // kPtr: the pointee; kList: the element; kMap: the value
 	fields []field // kStruct
+
+	// planJSON: the JSON wire goes along the plan (see usesPlanJSON).
+	planJSONOnce sync.Once
+	planJSON     bool
 }
 
 // field is one member of a struct codec.
@@ -43,6 +50,10 @@ type field struct {
 	key     string // map entry key member name
 	value   string // map entry value member name
 	c       *codec
+	// jname is the JSON and CBOR member name ("" when json:"-"), and
+	// omitEmpty its omitempty option; see member.go.
+	jname     string
+	omitEmpty bool
 }
 
 // planCache maps reflect.Type to *codec. The zero value is ready to use.
@@ -69,7 +80,10 @@ func (pc *planCache) plan(t reflect.Type) (*codec, error) {
 	return c, nil
 }
 
-var bytesType = reflect.TypeFor[[]byte]()
+var (
+	bytesType = reflect.TypeFor[[]byte]()
+	timeType  = reflect.TypeFor[time.Time]()
+)
 
 func buildCodec(t reflect.Type, building map[reflect.Type]*codec) (*codec, error) {
 	if c, ok := building[t]; ok {
@@ -82,6 +96,8 @@ func buildCodec(t reflect.Type, building map[reflect.Type]*codec) (*codec, error
 		return &codec{kind: kInt, typ: t, bits: t.Bits()}, nil
 	case reflect.Bool:
 		return &codec{kind: kBool, typ: t}, nil
+	case reflect.Float32, reflect.Float64:
+		return &codec{kind: kFloat, typ: t, bits: t.Bits()}, nil
 	case reflect.Pointer:
 		c := &codec{kind: kPtr, typ: t}
 		building[t] = c
@@ -125,6 +141,9 @@ func buildCodec(t reflect.Type, building map[reflect.Type]*codec) (*codec, error
 		c.elem = elem
 		return c, nil
 	case reflect.Struct:
+		if t == timeType {
+			return &codec{kind: kTime, typ: t}, nil
+		}
 		c := &codec{kind: kStruct, typ: t}
 		building[t] = c
 		for i := range t.NumField() {
@@ -140,6 +159,7 @@ func buildCodec(t reflect.Type, building map[reflect.Type]*codec) (*codec, error
 				continue
 			}
 			f.index = i
+			f.jname, f.omitEmpty = jsonMember(sf)
 			if f.c, err = buildCodec(sf.Type, building); err != nil {
 				return nil, err
 			}

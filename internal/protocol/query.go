@@ -116,6 +116,22 @@ func decodeValue(c *codec, n *qnode, v reflect.Value) error {
 				return invalidValue(n)
 			}
 		}
+	case kFloat:
+		if n.set {
+			f, err := strconv.ParseFloat(n.value, c.bits)
+			if err != nil {
+				return invalidValue(n)
+			}
+			v.SetFloat(f)
+		}
+	case kTime:
+		if n.set {
+			t, ok := parseQueryTime(n.value)
+			if !ok {
+				return invalidValue(n)
+			}
+			v.Set(reflect.ValueOf(t))
+		}
 	case kBytes:
 		if n.set {
 			b, err := decodeBase64(n.value)

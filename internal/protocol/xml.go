@@ -113,6 +113,10 @@ func writeXMLValue(b *bytes.Buffer, c *codec, name string, v reflect.Value) {
 		b.Write(strconv.AppendInt(b.AvailableBuffer(), v.Int(), 10))
 	case kBool:
 		b.WriteString(strconv.FormatBool(v.Bool()))
+	case kFloat:
+		b.Write(appendJavaDouble(b.AvailableBuffer(), v.Float(), c.bits))
+	case kTime:
+		b.Write(appendXMLTime(b.AvailableBuffer(), timeOf(v)))
 	case kBytes:
 		raw := v.Bytes()
 		enc := base64.StdEncoding

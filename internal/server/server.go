@@ -53,6 +53,11 @@ type Config struct {
 	CABundle string
 	Clock    clock.Clock
 	Logger   *slog.Logger
+
+	// SNSDeliveryLog receives SNS delivery status lines (topics with
+	// <P>SuccessFeedbackRoleArn and the like): a file path, or "-" for
+	// stdout; "" keeps them only at GET /_ferry/sns/delivery-logs.
+	SNSDeliveryLog string
 }
 
 // Defaults for an unset Config field.
@@ -135,6 +140,7 @@ func Start(ctx context.Context, cfg Config) (*Server, error) {
 	if baseURL == "" {
 		baseURL = "http://" + ln.Addr().String()
 	}
+	s.metrics = datapoints
 	signerDir := ""
 	if !cfg.Memory {
 		signerDir = filepath.Join(cfg.DataDir, "sns")
@@ -151,6 +157,9 @@ func Start(ctx context.Context, cfg Config) (*Server, error) {
 		CABundle:  cfg.CABundle,
 		SMTPAddr:  cfg.SMTPAddr,
 		SMTPFrom:  cfg.SMTPFrom,
+		Metrics:   s.metrics,
+
+		DeliveryStatusLog: cfg.SNSDeliveryLog,
 	})
 	if err != nil {
 		ln.Close()
@@ -159,7 +168,6 @@ func Start(ctx context.Context, cfg Config) (*Server, error) {
 	}
 	s.sns = snsSvc
 
-	s.metrics = datapoints
 	// Datapoints survive restarts of an on-disk store; a store that cannot
 	// be read costs the history, not the broker.
 	var persist engine.MetricStore
@@ -173,6 +181,7 @@ func Start(ctx context.Context, cfg Config) (*Server, error) {
 	registry := prometheus.NewRegistry()
 	for _, c := range []prometheus.Collector{
 		metrics.NewCollector(s.metrics, eng, cfg.Account, cfg.Logger),
+		metrics.NewSNSCollector(s.metrics, cfg.Logger),
 		metrics.NewStoreCollector(eng.StoreMetrics),
 		requests.Collector(),
 	} {

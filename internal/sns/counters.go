@@ -1,9 +1,12 @@
 package sns
 
 import (
+	"strings"
 	"sync"
 	"sync/atomic"
 	"time"
+
+	"github.com/ferrymq/ferry/internal/metrics"
 )
 
 // Counters are the CloudWatch-style counts of a topic or a subscription
@@ -19,38 +22,72 @@ type Counters struct {
 	Failed      int64
 	FilteredOut int64 // all messages a filter policy kept back, split below
 	// FilteredOutAttributes and FilteredOutBody split FilteredOut by the
-	// policy's scope; the NoMessageAttributes and InvalidMessageBody
-	// counts are the part of those where there was nothing to match.
+	// policy's scope; the NoMessageAttributes, InvalidAttributes and
+	// InvalidMessageBody counts are the part of those that had nothing
+	// the policy could match.
 	FilteredOutAttributes          int64
 	FilteredOutBody                int64
 	FilteredOutNoMessageAttributes int64
+	FilteredOutInvalidAttributes   int64
 	FilteredOutInvalidMessageBody  int64
 	RedrivenToDLQ                  int64
 	FailedToRedriveToDLQ           int64
 }
 
-// counters are Counters updated concurrently.
-type counters struct {
-	published, publishSize, delivered, failed                     atomic.Int64
-	filteredAttrs, filteredBody, filteredNoAttrs, filteredBadBody atomic.Int64
-	redriven, redriveFailed                                       atomic.Int64
+// counter names one of the counts.
+type counter uint8
+
+const (
+	cPublished counter = iota
+	cPublishSize
+	cDelivered
+	cFailed
+	cFilteredOut
+	cFilteredAttrs
+	cFilteredBody
+	cFilteredNoAttrs
+	cFilteredBadAttrs
+	cFilteredBadBody
+	cRedriven
+	cRedriveFailed
+	numCounters
+)
+
+// counterMetric is the CloudWatch metric (namespace AWS/SNS, dimension
+// TopicName) that each counter also feeds.
+var counterMetric = [numCounters]string{
+	cPublished:        metrics.MessagesPublished,
+	cPublishSize:      metrics.PublishSize,
+	cDelivered:        metrics.NotificationsDelivered,
+	cFailed:           metrics.NotificationsFailed,
+	cFilteredOut:      metrics.NotificationsFilteredOut,
+	cFilteredAttrs:    metrics.NotificationsFilteredOutMessageAttributes,
+	cFilteredBody:     metrics.NotificationsFilteredOutMessageBody,
+	cFilteredNoAttrs:  metrics.NotificationsFilteredOutNoAttributes,
+	cFilteredBadAttrs: metrics.NotificationsFilteredOutInvalidAttributes,
+	cFilteredBadBody:  metrics.NotificationsFilteredOutInvalidBody,
+	cRedriven:         metrics.NotificationsRedrivenToDLQ,
+	cRedriveFailed:    metrics.NotificationsFailedToRedriveToDLQ,
 }
 
+// counters are Counters updated concurrently.
+type counters [numCounters]atomic.Int64
+
 func (c *counters) snapshot() Counters {
-	out := Counters{
-		Published:                      c.published.Load(),
-		PublishSize:                    c.publishSize.Load(),
-		Delivered:                      c.delivered.Load(),
-		Failed:                         c.failed.Load(),
-		FilteredOutAttributes:          c.filteredAttrs.Load(),
-		FilteredOutBody:                c.filteredBody.Load(),
-		FilteredOutNoMessageAttributes: c.filteredNoAttrs.Load(),
-		FilteredOutInvalidMessageBody:  c.filteredBadBody.Load(),
-		RedrivenToDLQ:                  c.redriven.Load(),
-		FailedToRedriveToDLQ:           c.redriveFailed.Load(),
+	return Counters{
+		Published:                      c[cPublished].Load(),
+		PublishSize:                    c[cPublishSize].Load(),
+		Delivered:                      c[cDelivered].Load(),
+		Failed:                         c[cFailed].Load(),
+		FilteredOut:                    c[cFilteredOut].Load(),
+		FilteredOutAttributes:          c[cFilteredAttrs].Load(),
+		FilteredOutBody:                c[cFilteredBody].Load(),
+		FilteredOutNoMessageAttributes: c[cFilteredNoAttrs].Load(),
+		FilteredOutInvalidAttributes:   c[cFilteredBadAttrs].Load(),
+		FilteredOutInvalidMessageBody:  c[cFilteredBadBody].Load(),
+		RedrivenToDLQ:                  c[cRedriven].Load(),
+		FailedToRedriveToDLQ:           c[cRedriveFailed].Load(),
 	}
-	out.FilteredOut = out.FilteredOutAttributes + out.FilteredOutBody
-	return out
 }
 
 // topicState is a topic's runtime state, shared by every copy of it.
@@ -107,13 +144,62 @@ func (s *Service) SubscriptionCounters(subscriptionARN string) (Counters, bool) 
 	return sub.state.counters.snapshot(), true
 }
 
-// count applies f to the subscription's counters and its topic's.
-func (s *Service) count(sub *subscription, f func(*counters)) {
-	f(&sub.state.counters)
+// count adds n messages to a subscription's counter, its topic's, and
+// the topic's CloudWatch metric: one sample of 1 per message, as
+// CloudWatch counts notifications.
+func (s *Service) count(sub *subscription, k counter, n int) {
+	if n <= 0 {
+		return
+	}
+	sub.state.counters[k].Add(int64(n))
 	s.mu.RLock()
 	t := s.topics[sub.TopicARN]
 	s.mu.RUnlock()
 	if t != nil {
-		f(&t.state.counters)
+		t.state.counters[k].Add(int64(n))
+	}
+	if s.metrics != nil {
+		dim := metrics.Topic(topicNameOf(sub.TopicARN))
+		for range n {
+			s.metrics.Record(metrics.NamespaceSNS, counterMetric[k], dim, 1)
+		}
 	}
 }
+
+// countFiltered counts a message a filter policy kept back, by the
+// policy's scope and the reason.
+func (s *Service) countFiltered(sub *subscription, scope string, r FilterResult) {
+	s.count(sub, cFilteredOut, 1)
+	if scope == ScopeMessageBody {
+		s.count(sub, cFilteredBody, 1)
+	} else {
+		s.count(sub, cFilteredAttrs, 1)
+	}
+	switch r {
+	case FilterNoAttributes:
+		s.count(sub, cFilteredNoAttrs, 1)
+	case FilterInvalidAttributes:
+		s.count(sub, cFilteredBadAttrs, 1)
+	case FilterInvalidBody:
+		s.count(sub, cFilteredBadBody, 1)
+	}
+}
+
+// countPublished counts messages a topic accepted, and their sizes.
+func (s *Service) countPublished(t *topic, msgs ...*message) {
+	var dim metrics.Dimension
+	if s.metrics != nil {
+		dim = metrics.Topic(t.Name)
+	}
+	for _, m := range msgs {
+		t.state.counters[cPublished].Add(1)
+		t.state.counters[cPublishSize].Add(int64(m.size))
+		if s.metrics != nil {
+			s.metrics.Record(metrics.NamespaceSNS, metrics.MessagesPublished, dim, 1)
+			s.metrics.Record(metrics.NamespaceSNS, metrics.PublishSize, dim, float64(m.size))
+		}
+	}
+}
+
+// topicNameOf is the last element of a topic ARN.
+func topicNameOf(arn string) string { return arn[strings.LastIndexByte(arn, ':')+1:] }

@@ -10,6 +10,7 @@ import (
 	"time"
 
 	"github.com/ferrymq/ferry/internal/engine"
+	"github.com/ferrymq/ferry/internal/metrics"
 )
 
 // fanoutWorkers bounds the subscriptions one publish serves at once. SQS
@@ -106,29 +107,12 @@ func (s *Service) passes(sub *subscription, m *message) bool {
 	if fp == nil {
 		return true
 	}
-	text := m.textFor(sub.Protocol)
-	if fp.Match(text, m.attrs) {
+	r := fp.Evaluate(m.textFor(sub.Protocol), m.attrs)
+	if r == FilterPass {
 		return true
 	}
-	s.count(sub, func(c *counters) {
-		if fp.Scope() == ScopeMessageBody {
-			c.filteredBody.Add(1)
-			if !isJSONObject(text) {
-				c.filteredBadBody.Add(1)
-			}
-		} else {
-			c.filteredAttrs.Add(1)
-			if len(m.attrs) == 0 {
-				c.filteredNoAttrs.Add(1)
-			}
-		}
-	})
+	s.countFiltered(sub, fp.Scope(), r)
 	return false
-}
-
-func isJSONObject(s string) bool {
-	var m map[string]json.RawMessage
-	return json.Unmarshal([]byte(s), &m) == nil && m != nil
 }
 
 func (s *Service) deliverTo(ctx context.Context, t *topic, sub *subscription, msgs []*message) error {
@@ -197,45 +181,93 @@ func (s *Service) localQueue(ref queueRef) bool {
 func (s *Service) deliverSQS(ctx context.Context, t *topic, sub *subscription, msgs []*message) error {
 	ref, _ := parseQueueARN(sub.Endpoint)
 	fifoQueue := strings.HasSuffix(ref.name, ".fifo")
+	logs := t.logsFor(protoSQS)
+	var handoff time.Time
+	if logs {
+		handoff = s.clock.Now()
+	}
 	batch := make([]engine.NewMessage, 0, len(msgs))
+	sent := msgs[:0:0] // the messages of batch, when logs need them
 	var refused []engine.NewMessage
 	for _, m := range msgs {
 		nm, err := s.sqsCopy(t, sub, m, fifoQueue)
 		if err != nil {
 			return err
 		}
-		if sub.raw() && len(nm.Attributes) > maxRawSQSAttrs {
+		if n := len(nm.Attributes); sub.raw() && n > maxRawSQSAttrs {
 			refused = append(refused, nm)
+			if logs {
+				s.logSQS(t, sub, m, handoff, 400, sqsRefusal("InvalidParameterValue",
+					fmt.Sprintf("Number of message attributes [%d] exceeds the maximum allowed [%d].", n, maxRawSQSAttrs)))
+			}
 			continue
 		}
 		batch = append(batch, nm)
+		if logs {
+			sent = append(sent, m)
+		}
 	}
 	if len(batch) > 0 {
-		switch err := s.sendLocal(ctx, ref, batch); {
+		switch res, err := s.sendLocal(ctx, ref, batch); {
 		case err == nil:
-			s.count(sub, func(c *counters) { c.delivered.Add(int64(len(batch))) })
+			s.count(sub, cDelivered, len(batch))
+			for i, m := range sent {
+				s.logSQS(t, sub, m, handoff, 200, sqsResponse(res[i].MessageID))
+			}
 		case errors.Is(err, engine.ErrQueueNotFound):
 			refused = append(refused, batch...)
+			for _, m := range sent {
+				s.logSQS(t, sub, m, handoff, 400, sqsRefusal("AWS.SimpleQueueService.NonExistentQueue",
+					"The specified queue does not exist or you do not have access to it."))
+			}
 		default:
 			return err
 		}
 	}
 	if len(refused) > 0 {
-		s.count(sub, func(c *counters) { c.failed.Add(int64(len(refused))) })
+		s.count(sub, cFailed, len(refused))
 		// A publish does not wait on a failing dead-letter queue.
 		s.redrive(ctx, sub, refused, 1)
 	}
 	return nil
 }
 
+// logSQS logs the one attempt SNS makes to deliver m to an SQS queue.
+func (s *Service) logSQS(t *topic, sub *subscription, m *message, handoff time.Time, status int, response string) {
+	s.logAttempt(t, sub, &attemptStatus{messageID: m.id, text: m.textFor(protoSQS), published: m.timestamp,
+		handoff: handoff, attempts: 1, success: status == 200, status: status, response: response})
+}
+
 // sendLocal sends to a queue of this account; a queue elsewhere cannot be
-// reached and counts as missing.
-func (s *Service) sendLocal(ctx context.Context, ref queueRef, msgs []engine.NewMessage) error {
+// reached and counts as missing. What it enqueues counts in the queue's
+// SQS metrics, as AWS counts SNS deliveries as sends.
+func (s *Service) sendLocal(ctx context.Context, ref queueRef, msgs []engine.NewMessage) ([]engine.SendResult, error) {
 	if !s.localQueue(ref) {
-		return engine.ErrQueueNotFound
+		return nil, engine.ErrQueueNotFound
 	}
-	_, err := s.backend.Send(ctx, ref.account, ref.name, msgs)
-	return err
+	res, err := s.backend.Send(ctx, ref.account, ref.name, msgs)
+	if err == nil {
+		s.recordSent(ref.name, msgs, res)
+	}
+	return res, err
+}
+
+// recordSent counts messages SNS enqueued in a queue of the account: a
+// FIFO duplicate as deduplicated, the others as sent, as SQS counts its
+// own sends.
+func (s *Service) recordSent(queue string, msgs []engine.NewMessage, res []engine.SendResult) {
+	if s.metrics == nil {
+		return
+	}
+	dim := metrics.Queue(queue)
+	for i := range res {
+		if res[i].Duplicate {
+			s.metrics.Record(metrics.NamespaceSQS, metrics.DeduplicatedSentMessages, dim, 1)
+			continue
+		}
+		s.metrics.Record(metrics.NamespaceSQS, metrics.MessagesSent, dim, 1)
+		s.metrics.Record(metrics.NamespaceSQS, metrics.SentMessageSize, dim, float64(metrics.MessageSize(&msgs[i])))
+	}
 }
 
 // redrive puts given-up messages, in the form the subscriber would have
@@ -256,10 +288,10 @@ func (s *Service) redrive(ctx context.Context, sub *subscription, msgs []engine.
 		}
 	}
 	for try := 1; ; try++ {
-		err := s.sendLocal(ctx, ref, msgs)
+		_, err := s.sendLocal(ctx, ref, msgs)
 		switch {
 		case err == nil:
-			s.count(sub, func(c *counters) { c.redriven.Add(int64(len(msgs))) })
+			s.count(sub, cRedriven, len(msgs))
 			return true
 		case ctx.Err() != nil:
 			return false
@@ -273,7 +305,7 @@ func (s *Service) redrive(ctx context.Context, sub *subscription, msgs []engine.
 		if ctx.Err() != nil {
 			return false
 		}
-		s.count(sub, func(c *counters) { c.redriveFailed.Add(int64(len(msgs))) })
+		s.count(sub, cRedriveFailed, len(msgs))
 		return true
 	}
 }

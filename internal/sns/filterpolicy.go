@@ -129,12 +129,37 @@ func (p *FilterPolicy) Scope() string {
 	return p.scope
 }
 
+// FilterResult is what a policy made of a message: it passed, or why not.
+type FilterResult uint8
+
+// Filter results. The reasons other than FilterNoMatch are the ones
+// CloudWatch counts apart (NumberOfNotificationsFilteredOut-…).
+const (
+	FilterPass FilterResult = iota
+	// FilterNoMatch: the message's values do not match the policy.
+	FilterNoMatch
+	// FilterNoAttributes: attribute scope, and the message has none.
+	FilterNoAttributes
+	// FilterInvalidAttributes: attribute scope, and an attribute the
+	// policy reads is malformed (a String.Array that is not a JSON array,
+	// a Number that is not a number).
+	FilterInvalidAttributes
+	// FilterInvalidBody: body scope, and the body is not a JSON object.
+	FilterInvalidBody
+)
+
 // Match applies the policy to the part of the message its scope names.
 func (p *FilterPolicy) Match(body string, attrs map[string]MessageAttribute) bool {
+	return p.Evaluate(body, attrs) == FilterPass
+}
+
+// Evaluate applies the policy to the part of the message its scope names
+// and tells why a message did not pass.
+func (p *FilterPolicy) Evaluate(body string, attrs map[string]MessageAttribute) FilterResult {
 	if p.Scope() == ScopeMessageBody {
-		return p.MatchBody(body)
+		return p.evaluateBody(body)
 	}
-	return p.MatchAttributes(attrs)
+	return p.evaluateAttributes(attrs)
 }
 
 // MatchAttributes reports whether message attributes pass the policy.
@@ -143,8 +168,12 @@ func (p *FilterPolicy) Match(body string, attrs map[string]MessageAttribute) boo
 // count; Binary attributes take no part. A String.Array that is not a JSON
 // array, or a Number that is not a number, fails the message.
 func (p *FilterPolicy) MatchAttributes(attrs map[string]MessageAttribute) bool {
+	return p.evaluateAttributes(attrs) == FilterPass
+}
+
+func (p *FilterPolicy) evaluateAttributes(attrs map[string]MessageAttribute) FilterResult {
 	if p == nil || p.root == nil {
-		return true
+		return FilterPass
 	}
 	ev := make(event)
 	for name, a := range attrs {
@@ -156,7 +185,7 @@ func (p *FilterPolicy) MatchAttributes(attrs map[string]MessageAttribute) bool {
 		case t == "String.Array" || t == "Number.Array":
 			n, err := parseJSON(a.StringValue, false)
 			if err != nil || n.kind != jArray {
-				return false
+				return FilterInvalidAttributes
 			}
 			p.flatten(ev, n, name, false)
 		case t == "String" || strings.HasPrefix(t, "String."):
@@ -166,29 +195,42 @@ func (p *FilterPolicy) MatchAttributes(attrs map[string]MessageAttribute) bool {
 		case t == "Number" || strings.HasPrefix(t, "Number."):
 			v, ok := numberAttribute(a.StringValue)
 			if !ok {
-				return false
+				return FilterInvalidAttributes
 			}
 			if flags&pathLeaf != 0 {
 				ev[name] = append(ev[name], v)
 			}
 		}
 	}
-	return p.root.match(ev)
+	switch {
+	case p.root.match(ev):
+		return FilterPass
+	case len(attrs) == 0:
+		return FilterNoAttributes
+	}
+	return FilterNoMatch
 }
 
 // MatchBody reports whether a message body passes the policy. The body must
 // be a JSON object; anything else matches nothing.
 func (p *FilterPolicy) MatchBody(body string) bool {
+	return p.evaluateBody(body) == FilterPass
+}
+
+func (p *FilterPolicy) evaluateBody(body string) FilterResult {
 	if p == nil || p.root == nil {
-		return true
+		return FilterPass
 	}
 	n, err := parseJSON(body, false)
 	if err != nil || n.kind != jObject {
-		return false
+		return FilterInvalidBody
 	}
 	ev := make(event)
 	p.flatten(ev, n, "", true)
-	return p.root.match(ev)
+	if p.root.match(ev) {
+		return FilterPass
+	}
+	return FilterNoMatch
 }
 
 // flatten records the leaf values of n under their dot-joined paths,

@@ -640,3 +640,40 @@ func FuzzParseJSON(f *testing.F) {
 		}
 	})
 }
+
+func TestFilterEvaluateReasons(t *testing.T) {
+	str := func(v string) MessageAttribute { return MessageAttribute{DataType: "String", StringValue: v} }
+	for _, c := range []struct {
+		policy, scope string
+		body          string
+		attrs         map[string]MessageAttribute
+		want          FilterResult
+	}{
+		{`{"a":["x"]}`, "", "", map[string]MessageAttribute{"a": str("x")}, FilterPass},
+		{`{"a":["x"]}`, "", "", map[string]MessageAttribute{"a": str("y")}, FilterNoMatch},
+		{`{"a":["x"]}`, "", "", map[string]MessageAttribute{"b": str("x")}, FilterNoMatch},
+		{`{"a":["x"]}`, "", "", nil, FilterNoAttributes},
+		{`{"a":[{"exists":false}]}`, "", "", nil, FilterPass},
+		{`{"a":["x"]}`, "", "", map[string]MessageAttribute{"a": {DataType: "String.Array", StringValue: "x"}}, FilterInvalidAttributes},
+		{`{"a":[5]}`, "", "", map[string]MessageAttribute{"a": {DataType: "Number.Array", StringValue: "5"}}, FilterInvalidAttributes},
+		{`{"a":[5]}`, "", "", map[string]MessageAttribute{"a": {DataType: "Number", StringValue: "five"}}, FilterInvalidAttributes},
+		// An attribute the policy does not read is never invalid.
+		{`{"a":["x"]}`, "", "", map[string]MessageAttribute{"a": str("x"), "b": {DataType: "Number", StringValue: "five"}}, FilterPass},
+		{`{"a":["x"]}`, ScopeMessageBody, `{"a":"x"}`, nil, FilterPass},
+		{`{"a":["x"]}`, ScopeMessageBody, `{"a":"y"}`, nil, FilterNoMatch},
+		{`{"a":["x"]}`, ScopeMessageBody, `not json`, nil, FilterInvalidBody},
+		{`{"a":["x"]}`, ScopeMessageBody, `["a"]`, nil, FilterInvalidBody},
+		{`{}`, ScopeMessageBody, `not json`, nil, FilterPass},
+	} {
+		p, err := ParseFilterPolicy(c.policy, c.scope)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if got := p.Evaluate(c.body, c.attrs); got != c.want {
+			t.Errorf("%s (%s) on %q %v: %d, want %d", c.policy, c.scope, c.body, c.attrs, got, c.want)
+		}
+		if p.Match(c.body, c.attrs) != (c.want == FilterPass) {
+			t.Errorf("%s: Match disagrees with Evaluate", c.policy)
+		}
+	}
+}

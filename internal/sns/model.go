@@ -31,7 +31,10 @@ type topic struct {
 	Created              time.Time         `json:"created"`
 
 	policy *topicPolicy // the parsed DeliveryPolicy; nil when unset
-	state  *topicState  // shared by every copy of the topic
+	// feedback holds the delivery status settings per feedbackProtocols;
+	// nil when the topic logs no delivery status.
+	feedback *[len(feedbackProtocols)]feedbackConf
+	state    *topicState // shared by every copy of the topic
 }
 
 func (t *topic) clone() *topic {
@@ -43,6 +46,7 @@ func (t *topic) clone() *topic {
 
 // prepare parses what the stored attributes imply.
 func (t *topic) prepare() error {
+	t.prepareFeedback()
 	t.policy = nil
 	if raw := t.Attrs[attrDeliveryPolicy]; raw != "" {
 		p, perr := parseTopicPolicy(raw)

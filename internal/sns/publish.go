@@ -72,13 +72,6 @@ func (s *Service) publish(ctx context.Context, in *publishInput) (*publishOutput
 	return &publishOutput{MessageId: m.id, SequenceNumber: m.sequence}, nil
 }
 
-func (s *Service) countPublished(t *topic, msgs ...*message) {
-	for _, m := range msgs {
-		t.state.counters.published.Add(1)
-		t.state.counters.publishSize.Add(int64(m.size))
-	}
-}
-
 // dedupKeyOf is a FIFO message's deduplication key in its topic's scope.
 func dedupKeyOf(t *topic, m *message) string {
 	if t.dedupPerGroup() {

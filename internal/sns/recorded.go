@@ -159,7 +159,21 @@ func (s *Service) record(t *topic, sub *subscription, m *message) error {
 		d.Body = text
 	}
 	s.deliveries.add(d)
-	s.count(sub, func(c *counters) { c.delivered.Add(1) })
+	s.count(sub, cDelivered, 1)
+	if t.logsFor(sub.Protocol) {
+		a := &attemptStatus{messageID: m.id, text: text, published: m.timestamp, handoff: s.clock.Now(), attempts: 1, success: true}
+		switch sub.Protocol {
+		case protoLambda:
+			// An asynchronous invocation answers 202.
+			a.status, a.response = http.StatusAccepted, `{"lambdaRequestId":"`+newID()+`"}`
+		case protoFirehose:
+			// The response's wording is not recorded from AWS.
+			a.status, a.response = http.StatusOK, `{"firehoseRequestId":"`+newID()+`"}`
+		default:
+			a.status, a.response = http.StatusOK, "Recorded by Ferry (GET /_ferry/sns/deliveries)"
+		}
+		s.logAttempt(t, sub, a)
+	}
 	return nil
 }
 
@@ -178,7 +192,8 @@ func (s *Service) publishSMS(phone string, m *message) error {
 }
 
 // Register adds Ferry's own SNS paths to mux: the signing certificate
-// (where SigningCertURL points), the recorded deliveries and the counters.
+// (where SigningCertURL points), the recorded deliveries, the counters and
+// the delivery status logs.
 func (s *Service) Register(mux *http.ServeMux) {
 	cert := func(w http.ResponseWriter, r *http.Request) {
 		w.Header().Set("Content-Type", "application/x-pem-file")
@@ -192,6 +207,11 @@ func (s *Service) Register(mux *http.ServeMux) {
 		w.WriteHeader(http.StatusNoContent)
 	})
 	mux.HandleFunc("GET /_ferry/sns/counters", s.serveCounters)
+	mux.HandleFunc("GET /_ferry/sns/delivery-logs", s.serveDeliveryStatusLogs)
+	mux.HandleFunc("DELETE /_ferry/sns/delivery-logs", func(w http.ResponseWriter, r *http.Request) {
+		s.statusLog.clear()
+		w.WriteHeader(http.StatusNoContent)
+	})
 	mux.HandleFunc("POST /_ferry/sns/sms-opt-outs", s.serveOptOut)
 }
 

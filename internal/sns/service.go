@@ -23,6 +23,7 @@ import (
 
 	"github.com/ferrymq/ferry/internal/clock"
 	"github.com/ferrymq/ferry/internal/engine"
+	"github.com/ferrymq/ferry/internal/metrics"
 	"github.com/ferrymq/ferry/internal/protocol"
 )
 
@@ -55,6 +56,18 @@ type Config struct {
 	// SMTPAddr (host:port) and SMTPFrom deliver email subscriptions; with
 	// no SMTPAddr email deliveries are only recorded.
 	SMTPAddr, SMTPFrom string
+	// DeliveryStatusLog is where delivery status lines go (topics'
+	// <P>SuccessFeedbackRoleArn and related attributes): a file, appended
+	// to, or "-" for stdout; "" keeps them in memory only.
+	DeliveryStatusLog string
+	// Metrics receives the CloudWatch metrics of the topics (AWS/SNS) and
+	// of the queues SNS delivers to (AWS/SQS); nil records nothing.
+	Metrics Recorder
+}
+
+// Recorder takes one sample of a metric (metrics.Store).
+type Recorder interface {
+	Record(namespace, metric string, dim metrics.Dimension, value float64)
 }
 
 // Defaults for an empty Config.
@@ -80,6 +93,7 @@ type Service struct {
 	client          *http.Client
 	smtpAddr        string
 	smtpFrom        string
+	metrics         Recorder
 	// jitter spreads a retry delay; tests replace it.
 	jitter func(time.Duration) time.Duration
 
@@ -98,6 +112,7 @@ type Service struct {
 	platform  platformStore
 
 	deliveries *deliveryLog
+	statusLog  *statusLog
 
 	ctx    context.Context // ends when the service closes
 	cancel context.CancelFunc
@@ -106,7 +121,7 @@ type Service struct {
 
 // New starts the SNS service: it loads topics and subscriptions and
 // restarts the delivery workers.
-func New(ctx context.Context, cfg Config) (*Service, error) {
+func New(ctx context.Context, cfg Config) (_ *Service, err error) {
 	if cfg.Backend == nil || cfg.Records == nil {
 		return nil, errors.New("sns: a backend and a record store are required")
 	}
@@ -121,6 +136,7 @@ func New(ctx context.Context, cfg Config) (*Service, error) {
 		client:    cfg.HTTPClient,
 		smtpAddr:  cfg.SMTPAddr,
 		smtpFrom:  cfg.SMTPFrom,
+		metrics:   cfg.Metrics,
 		jitter:    defaultJitter,
 		topics:    map[string]*topic{},
 		subs:      map[string]*subscription{},
@@ -147,7 +163,15 @@ func New(ctx context.Context, cfg Config) (*Service, error) {
 		s.smtpFrom = defaultFrom
 	}
 	s.deliveries = newDeliveryLog(deliveryLogSize)
-	var err error
+	if s.statusLog, err = openStatusLog(cfg.DeliveryStatusLog); err != nil {
+		return nil, err
+	}
+	// Until New succeeds, failures below must close the log.
+	defer func() {
+		if err != nil {
+			s.statusLog.close()
+		}
+	}()
 	if cfg.SignerDir != "" {
 		s.signer, err = LoadOrCreateSigner(cfg.SignerDir, s.clock.Now())
 	} else {
@@ -220,7 +244,7 @@ func (s *Service) Protocol() *protocol.Service { return s.proto }
 func (s *Service) Close() error {
 	s.cancel()
 	s.wg.Wait()
-	return nil
+	return s.statusLog.close()
 }
 
 func (s *Service) newProtocol() *protocol.Service {

@@ -47,8 +47,8 @@ const (
 
 // feedbackProtocols have delivery-status logging attributes
 // (<P>SuccessFeedbackRoleArn, <P>FailureFeedbackRoleArn,
-// <P>SuccessFeedbackSampleRate), which Ferry accepts and stores.
-var feedbackProtocols = []string{"HTTP", "SQS", "Lambda", "Firehose", "Application"}
+// <P>SuccessFeedbackSampleRate); see deliverystatus.go.
+var feedbackProtocols = [...]string{"HTTP", "SQS", "Lambda", "Firehose", "Application"}
 
 func isFeedbackAttribute(name string) (sampleRate, ok bool) {
 	for _, p := range feedbackProtocols {
@@ -97,10 +97,15 @@ func parseBoolAttr(v string) (string, bool) {
 // value to store ("" removes it). inCreate selects CreateTopic's wording.
 func (s *Service) checkTopicAttribute(name, value string, fifo, inCreate bool) (string, error) {
 	if sample, ok := isFeedbackAttribute(name); ok {
-		if sample && value != "" {
+		// The wording of these errors is not recorded from AWS.
+		switch {
+		case value == "":
+		case sample:
 			if n, err := strconv.Atoi(value); err != nil || n < 0 || n > 100 {
 				return "", attrError(inCreate, name)
 			}
+		case !validRoleARN(value):
+			return "", attrError(inCreate, name)
 		}
 		return value, nil
 	}

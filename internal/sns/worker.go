@@ -222,13 +222,19 @@ func (s *Service) handle(ctx context.Context, subARN, queue string, msg *engine.
 			return // stopping: the message comes back after a restart
 		}
 	}
-	res := s.attempt(ctx, t, sub, &j)
+	handoff := s.clock.Now()
+	ar := s.attempt(ctx, t, sub, &j)
+	res := ar.outcome
 	if ctx.Err() != nil && res != delivered {
 		return // stopping: not an endpoint failure
 	}
+	if notification && t.logsFor(sub.Protocol) {
+		s.logAttempt(t, sub, &attemptStatus{messageID: j.MessageID, text: j.Message, published: j.Timestamp, handoff: handoff,
+			attempts: msg.ReceiveCount, success: res == delivered, status: ar.status, response: ar.answer})
+	}
 	if res == delivered {
 		if notification {
-			s.count(sub, func(c *counters) { c.delivered.Add(1) })
+			s.count(sub, cDelivered, 1)
 		}
 		done()
 		return
@@ -236,7 +242,7 @@ func (s *Service) handle(ctx context.Context, subARN, queue string, msg *engine.
 	// Failures are counted once the retry is scheduled, so that a count
 	// tells the retry's timer is set.
 	if notification && isHTTP {
-		defer s.count(sub, func(c *counters) { c.failed.Add(1) })
+		defer s.count(sub, cFailed, 1)
 	}
 	if res == retryable && msg.ReceiveCount <= policy.Retries {
 		later(policy.delay(msg.ReceiveCount, s.jitter))
@@ -248,7 +254,7 @@ func (s *Service) handle(ctx context.Context, subARN, queue string, msg *engine.
 		return
 	}
 	if !isHTTP {
-		s.count(sub, func(c *counters) { c.failed.Add(1) })
+		s.count(sub, cFailed, 1)
 	}
 	nm, err := s.deadLetterCopy(t, sub, &j)
 	if err != nil {

@@ -45,18 +45,7 @@ func RecordMovedByTask(r Recorder, queue string, m *engine.NewMessage) {
 
 func recordOneSent(r Recorder, queue string, m *engine.NewMessage) {
 	r.Record(metrics.NamespaceSQS, metrics.MessagesSent, metrics.Queue(queue), 1)
-	r.Record(metrics.NamespaceSQS, metrics.SentMessageSize, metrics.Queue(queue), float64(sentSize(m)))
-}
-
-// sentSize is a message's body plus its attributes' names, types and
-// values, as SQS counts message size.
-func sentSize(m *engine.NewMessage) int {
-	n := len(m.Body)
-	for i := range m.Attributes {
-		a := &m.Attributes[i]
-		n += len(a.Name) + len(a.DataType) + len(a.StringValue) + len(a.BinaryValue)
-	}
-	return n
+	r.Record(metrics.NamespaceSQS, metrics.SentMessageSize, metrics.Queue(queue), float64(metrics.MessageSize(m)))
 }
 
 // recordReceived counts one receive call: its messages, or an empty receive.

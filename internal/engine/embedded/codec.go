@@ -461,7 +461,37 @@ func decodeMessageGroup(v []byte) (string, error) {
 }
 
 func decodeMessage(v []byte, out *engine.Message) error {
-	r := newReader(v, true)
+	return decodeMessageShared(v, string(v), out, nil)
+}
+
+// attrArena hands out the attribute slices of the messages one receive
+// decodes from shared allocations; left is how many messages remain to be
+// decoded, this one included, to size the next allocation.
+type attrArena struct {
+	buf  []engine.MessageAttribute
+	left int
+}
+
+func (a *attrArena) take(n int) []engine.MessageAttribute {
+	if a == nil {
+		return make([]engine.MessageAttribute, n)
+	}
+	if cap(a.buf)-len(a.buf) < n {
+		a.buf = make([]engine.MessageAttribute, 0, n*max(a.left, 1))
+	}
+	k := len(a.buf)
+	a.buf = a.buf[:k+n]
+	// Capped, so that appending to one message's slice cannot overwrite
+	// the next one's.
+	return a.buf[k : k+n : k+n]
+}
+
+// decodeMessageShared is decodeMessage cutting strings from s, a string
+// copy of v that may be shared with other records, and attribute slices
+// from attrs (nil: allocated), so that a receive of many messages costs a
+// few allocations in all rather than a few per message.
+func decodeMessageShared(v []byte, s string, out *engine.Message, attrs *attrArena) error {
+	r := reader{b: v, s: s}
 	// The first visible-at and the entry: the index keeps them.
 	ver, sentAt, _, _ := r.messageHead()
 	if r.bad {
@@ -481,7 +511,7 @@ func decodeMessage(v []byte, out *engine.Message) error {
 		return errCorrupt
 	}
 	if n > 0 {
-		out.Attributes = make([]engine.MessageAttribute, n)
+		out.Attributes = attrs.take(int(n))
 		for i := range out.Attributes {
 			a := &out.Attributes[i]
 			a.Name = r.str()

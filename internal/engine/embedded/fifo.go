@@ -533,7 +533,7 @@ func (q *queue) takeFIFOLocked(now int64, max int, vis *time.Duration) ([]taken,
 		took := false
 		for m := g.head; m != nil && m.status == statusReady && len(got) < max; {
 			next := m.next
-			if limit > 0 && m.receiveCount >= limit {
+			if limit > 0 && uint64(m.receiveCount) >= limit {
 				if job == nil {
 					job = q.redriveJobLocked()
 					if job == nil {

@@ -51,6 +51,11 @@ func (st *macState) mac() []byte {
 }
 
 func (s *handleSigner) sign(r receipt) string {
+	return string(s.appendSigned(nil, r))
+}
+
+// appendSigned appends r's handle (handleLen bytes) to dst.
+func (s *handleSigner) appendSigned(dst []byte, r receipt) []byte {
 	st := s.pool.Get().(*macState)
 	defer s.pool.Put(st)
 	st.buf[0] = handleVersion
@@ -58,7 +63,7 @@ func (s *handleSigner) sign(r receipt) string {
 	binary.BigEndian.PutUint64(st.buf[9:17], r.seq)
 	binary.BigEndian.PutUint64(st.buf[17:25], r.gen)
 	st.mac()
-	return base64.RawURLEncoding.EncodeToString(st.buf[:handleRawLen])
+	return base64.RawURLEncoding.AppendEncode(dst, st.buf[:handleRawLen])
 }
 
 // parse checks a handle's form and MAC; it knows nothing of queue state.

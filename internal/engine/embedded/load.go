@@ -4,6 +4,8 @@ import (
 	"context"
 	"encoding/binary"
 	"fmt"
+	"math"
+	"unsafe"
 
 	"github.com/cockroachdb/pebble/v2"
 )
@@ -42,13 +44,10 @@ func (e *Engine) load(ctx context.Context) error {
 
 	cleanup := e.db.NewBatch()
 	defer cleanup.Close()
-	type loadedMsg struct {
-		m   *message
-		gid string // FIFO queues only
-	}
-	loaded := make(map[*queue][]loadedMsg, len(byID))
+	loaded := make(map[*queue]*loadedMsgs, len(byID))
 	var last *message
 	var lastQ *queue
+	var lastL *loadedMsgs
 	n := 0
 	err = e.scan([]byte{prefixMsg}, []byte{prefixMsg + 1}, func(it *pebble.Iterator) (bool, error) {
 		if n++; n%4096 == 0 {
@@ -60,7 +59,10 @@ func (e *Engine) load(ctx context.Context) error {
 		if !ok {
 			return false, fmt.Errorf("embedded: message key %x: %w", it.Key(), errCorrupt)
 		}
-		q := byID[qid]
+		q := lastQ
+		if q == nil || q.id != qid {
+			q = byID[qid]
+		}
 		if q == nil {
 			// Written by a send that raced the queue's delete.
 			lo, hi := queueMsgSpan(qid)
@@ -78,16 +80,22 @@ func (e *Engine) load(ctx context.Context) error {
 			if err != nil {
 				return false, fmt.Errorf("embedded: message key %x: %w", it.Key(), err)
 			}
-			last = &message{seq: seq, sentAt: sentAt, deadline: visibleAt, timerSlot: -1, ageSlot: -1,
-				movedAt: in.movedAt, movedReceives: in.movedReceives}
-			lastQ = q
+			if q != lastQ {
+				if lastL = loaded[q]; lastL == nil {
+					lastL = &loadedMsgs{fifo: q.fifo}
+					loaded[q] = lastL
+				}
+			}
 			var gid string
 			if q.fifo {
 				if gid, err = decodeMessageGroup(v); err != nil {
 					return false, fmt.Errorf("embedded: message key %x: %w", it.Key(), err)
 				}
 			}
-			loaded[q] = append(loaded[q], loadedMsg{last, gid})
+			last = lastL.add(gid)
+			*last = message{seq: seq, sentAt: sentAt, deadline: visibleAt, timerSlot: -1, ageSlot: -1, oldSlot: -1}
+			q.setMovedLocked(last, in) // no one else sees q yet
+			lastQ = q
 		case kindState:
 			if last == nil || lastQ != q || last.seq != seq {
 				_ = cleanup.Delete(it.Key(), nil)
@@ -97,7 +105,7 @@ func (e *Engine) load(ctx context.Context) error {
 			if err != nil {
 				return false, fmt.Errorf("embedded: message key %x: %w", it.Key(), err)
 			}
-			last.receiveCount = s.receiveCount
+			last.receiveCount = uint32(min(s.receiveCount, math.MaxUint32))
 			last.gen = s.gen
 			last.firstReceiveAt = s.firstReceiveAt
 			last.receivedAt = s.receivedAt
@@ -112,21 +120,29 @@ func (e *Engine) load(ctx context.Context) error {
 	}
 
 	now := e.now()
-	for q, ms := range loaded {
+	for q, l := range loaded {
 		ret := q.desc.Settings.Retention
 		q.mu.Lock()
-		for _, lm := range ms {
-			m := lm.m
-			if ret > 0 && after(m.sentAt, ret) <= now {
-				deleteMsgKeys(cleanup, q.id, m)
-				continue
+		q.growIndexLocked(l.n)
+		for c, chunk := range l.chunks {
+			for i := range chunk {
+				m := &chunk[i]
+				if ret > 0 && after(m.sentAt, ret) <= now {
+					deleteMsgKeys(cleanup, q.id, m)
+					delete(q.movedIn, m.seq)
+					continue
+				}
+				if q.fifo && m.receiveCount == 0 {
+					// The FIFO queue delay is retroactive: it may have changed
+					// since the record was written.
+					m.deadline = after(m.sentAt, max0(q.desc.Settings.Delay))
+				}
+				var gid string
+				if q.fifo {
+					gid = l.gids[c][i]
+				}
+				q.insertLocked(m, gid, now)
 			}
-			if q.fifo && m.receiveCount == 0 {
-				// The FIFO queue delay is retroactive: it may have changed
-				// since the record was written.
-				m.deadline = after(m.sentAt, max0(q.desc.Settings.Delay))
-			}
-			q.insertLocked(m, lm.gid, now)
 		}
 		q.mu.Unlock()
 	}
@@ -187,6 +203,38 @@ func (e *Engine) loadDedup(byID map[uint64]*queue, cleanup *pebble.Batch, now in
 		})
 		return false, nil
 	})
+}
+
+// loadedMsgs collects one queue's messages during the scan, in chunks that
+// become the index entries themselves: one allocation per chunk, and
+// pointers into a chunk stay valid as more are added. A chunk lives as long
+// as any of its messages is in the index, so chunks are kept small.
+type loadedMsgs struct {
+	fifo   bool
+	chunks [][]message
+	gids   [][]string // FIFO queues: each message's group id, by chunk
+	n      int
+}
+
+// loadChunk messages fill a 32 KiB allocation, the largest size class.
+const loadChunk = 32 << 10 / int(unsafe.Sizeof(message{}))
+
+// add returns the place of the next message, whose group is gid.
+func (l *loadedMsgs) add(gid string) *message {
+	c := len(l.chunks) - 1
+	if c < 0 || len(l.chunks[c]) == loadChunk {
+		l.chunks = append(l.chunks, make([]message, 0, loadChunk))
+		if l.fifo {
+			l.gids = append(l.gids, make([]string, 0, loadChunk))
+		}
+		c++
+	}
+	if l.fifo {
+		l.gids[c] = append(l.gids[c], gid)
+	}
+	l.chunks[c] = l.chunks[c][:len(l.chunks[c])+1]
+	l.n++
+	return &l.chunks[c][len(l.chunks[c])-1]
 }
 
 // scan calls fn on every key in [lo, hi); fn reports whether it has moved

@@ -5,10 +5,13 @@ import (
 	"cmp"
 	"context"
 	"crypto/rand"
+	"encoding/hex"
 	"errors"
 	"fmt"
 	"slices"
+	"strings"
 	"time"
+	"unsafe"
 
 	"github.com/cockroachdb/pebble/v2"
 	"github.com/google/uuid"
@@ -61,6 +64,7 @@ func (e *Engine) Send(ctx context.Context, account, name string, msgs []engine.N
 	if _, err := rand.Read(rnd); err != nil {
 		return nil, fmt.Errorf("embedded: message id: %w", err)
 	}
+	ids := messageIDs(rnd)
 	for i := range msgs {
 		delay := queueDelay
 		if msgs[i].Delay != nil {
@@ -68,7 +72,7 @@ func (e *Engine) Send(ctx context.Context, account, name string, msgs []engine.N
 		}
 		m := &ms[i]
 		*m = message{seq: first + uint64(i), sentAt: sentAt, deadline: after(sentAt, max0(delay)), timerSlot: -1, ageSlot: -1}
-		res[i].MessageID = messageID(rnd, i)
+		res[i].MessageID = messageID(ids, i)
 		buf = encodeMessage(buf[:0], res[i].MessageID, sentAt, m.deadline, &msgs[i], "")
 		k := makeMsgKey(q.id, m.seq, kindBody)
 		if err := b.Set(k[:], buf, nil); err != nil {
@@ -111,13 +115,33 @@ func (e *Engine) Send(ctx context.Context, account, name string, msgs []engine.N
 	return res, nil
 }
 
-// messageID makes the i-th UUID v4 out of random bytes drawn for a batch.
-func messageID(rnd []byte, i int) string {
-	id := uuid.UUID(rnd[16*i : 16*i+16])
-	id[6] = id[6]&0x0f | 0x40 // version 4
-	id[8] = id[8]&0x3f | 0x80 // RFC 4122 variant
-	return id.String()
+// messageIDs makes UUIDs v4 out of random bytes drawn for a batch, 16 per
+// id, all in one string: messageID cuts the i-th from it.
+func messageIDs(rnd []byte) string {
+	var sb strings.Builder
+	sb.Grow(len(rnd) / 16 * uuidLen)
+	var buf [uuidLen]byte
+	for i := 0; i+16 <= len(rnd); i += 16 {
+		id := uuid.UUID(rnd[i : i+16])
+		id[6] = id[6]&0x0f | 0x40 // version 4
+		id[8] = id[8]&0x3f | 0x80 // RFC 4122 variant
+		hex.Encode(buf[0:8], id[0:4])
+		buf[8] = '-'
+		hex.Encode(buf[9:13], id[4:6])
+		buf[13] = '-'
+		hex.Encode(buf[14:18], id[6:8])
+		buf[18] = '-'
+		hex.Encode(buf[19:23], id[8:10])
+		buf[23] = '-'
+		hex.Encode(buf[24:], id[10:])
+		sb.Write(buf[:])
+	}
+	return sb.String()
 }
+
+const uuidLen = 36
+
+func messageID(ids string, i int) string { return ids[uuidLen*i : uuidLen*(i+1)] }
 
 // sendFIFO is Send for FIFO queues. Under the queue lock, in request order,
 // each message is looked up in the deduplication window (a key seen within
@@ -133,6 +157,7 @@ func (e *Engine) sendFIFO(q *queue, msgs []engine.NewMessage) ([]engine.SendResu
 	if _, err := rand.Read(rnd); err != nil {
 		return nil, fmt.Errorf("embedded: message id: %w", err)
 	}
+	ids := messageIDs(rnd)
 	fresh := make([]int, 0, len(msgs))
 	added := make([]*dedupEntry, 0, len(msgs)) // per fresh message; nil without an id
 	// waitFor is the latest batch, still being written, holding an
@@ -161,7 +186,7 @@ func (e *Engine) sendFIFO(q *queue, msgs []engine.NewMessage) ([]engine.SendResu
 			}
 		}
 		seq := base + uint64(len(fresh))
-		res[i] = engine.SendResult{MessageID: messageID(rnd, i), SequenceNumber: seqString(seq)}
+		res[i] = engine.SendResult{MessageID: messageID(ids, i), SequenceNumber: seqString(seq)}
 		var en *dedupEntry
 		if k.id != "" {
 			en = &dedupEntry{key: k, messageID: res[i].MessageID, seq: seq, sentAt: now}
@@ -379,27 +404,33 @@ func isClosed(ch chan struct{}) bool {
 
 // fetch reads the bodies of taken messages and makes their handles. One
 // iterator serves the whole receive: taken messages are mostly neighbours in
-// seq order, so ascending seeks reuse the blocks already loaded.
+// seq order, so ascending seeks reuse the blocks already loaded. The
+// records and handles are gathered into one buffer that every message's
+// strings are cut from.
 func (e *Engine) fetch(q *queue, got []taken) ([]engine.Message, error) {
 	if len(got) == 0 {
 		return nil, nil
 	}
-	order := make([]int, len(got))
-	for i := range order {
-		order[i] = i
+	type place struct {
+		i          int // index in got
+		start, end int // the record in raw; end 0 when not found
 	}
-	slices.SortFunc(order, func(a, b int) int { return cmp.Compare(got[a].seq, got[b].seq) })
+	places := make([]place, len(got))
+	for i := range places {
+		places[i].i = i
+	}
+	slices.SortFunc(places, func(a, b place) int { return cmp.Compare(got[a.i].seq, got[b.i].seq) })
 	lo, hi := queueMsgSpan(q.id)
 	it, err := e.db.NewIter(&pebble.IterOptions{LowerBound: lo, UpperBound: hi})
 	if err != nil {
 		return nil, fmt.Errorf("embedded: read messages: %w", err)
 	}
 	defer it.Close()
-	out := make([]engine.Message, len(got))
-	found := make([]bool, len(got))
-	for _, i := range order {
-		t := got[i]
-		k := makeMsgKey(q.id, t.seq, kindBody)
+	var raw []byte
+	found := 0
+	for j := range places {
+		p := &places[j]
+		k := makeMsgKey(q.id, got[p.i].seq, kindBody)
 		if !it.SeekGE(k[:]) || !bytes.Equal(it.Key(), k[:]) {
 			continue // purged or expired since it was taken
 		}
@@ -407,29 +438,54 @@ func (e *Engine) fetch(q *queue, got []taken) ([]engine.Message, error) {
 		if err != nil {
 			return nil, fmt.Errorf("embedded: read message: %w", err)
 		}
-		m := &out[i]
-		if err := decodeMessage(v, m); err != nil {
+		if raw == nil {
+			raw = make([]byte, 0, len(got)*(len(v)+handleLen))
+		}
+		p.start = len(raw)
+		raw = append(raw, v...)
+		p.end = len(raw)
+		found++
+	}
+	if err := it.Error(); err != nil {
+		return nil, fmt.Errorf("embedded: read messages: %w", err)
+	}
+	if found == 0 {
+		return nil, nil
+	}
+	// Back in the receive's order; the handles follow the records.
+	slices.SortFunc(places, func(a, b place) int { return cmp.Compare(a.i, b.i) })
+	hs := len(raw)
+	for _, p := range places {
+		if p.end > 0 {
+			t := got[p.i]
+			raw = e.signer.appendSigned(raw, receipt{qid: q.id, seq: t.seq, gen: t.gen})
+		}
+	}
+	// raw is complete and never written again: its string view needs no
+	// copy (as strings.Builder does).
+	s := unsafe.String(unsafe.SliceData(raw), len(raw))
+	out := make([]engine.Message, 0, found)
+	attrs := &attrArena{left: found}
+	for _, p := range places {
+		if p.end == 0 {
+			continue
+		}
+		t := got[p.i]
+		out = append(out, engine.Message{})
+		m := &out[len(out)-1]
+		if err := decodeMessageShared(raw[p.start:p.end], s[p.start:p.end], m, attrs); err != nil {
 			return nil, fmt.Errorf("embedded: message %d of queue %d: %w", t.seq, q.id, err)
 		}
-		m.ReceiptHandle = e.signer.sign(receipt{qid: q.id, seq: t.seq, gen: t.gen})
+		attrs.left--
+		m.ReceiptHandle = s[hs : hs+handleLen]
+		hs += handleLen
 		if q.fifo {
 			m.SequenceNumber = seqString(t.seq)
 		}
 		m.ReceiveCount = int(t.receiveCount)
 		m.FirstReceiveAt = fromNanos(t.firstReceiveAt)
-		found[i] = true
 	}
-	if err := it.Error(); err != nil {
-		return nil, fmt.Errorf("embedded: read messages: %w", err)
-	}
-	n := 0
-	for i := range out {
-		if found[i] {
-			out[n] = out[i]
-			n++
-		}
-	}
-	return out[:n], nil
+	return out, nil
 }
 
 // parseHandles checks every handle's MAC and queue before any lock is taken.

@@ -22,17 +22,21 @@ func (q *queue) checkIndex(now int64) error {
 		if m.seq != seq {
 			return fmt.Errorf("message %d filed under %d", m.seq, seq)
 		}
-		if m.inOldest != m.countsForOldest() {
-			return fmt.Errorf("message %d (count %d, moved with %d, status %d): in the oldest list %v",
-				seq, m.receiveCount, m.movedReceives, m.status, m.inOldest)
+		inOldest := m.oldSlot >= 0 && int(m.oldSlot) < q.oldest.len() && q.oldest.items[m.oldSlot] == m
+		if inOldest != q.countsForOldest(m) {
+			return fmt.Errorf("message %d (count %d, moved %v, status %d): in the oldest heap %v",
+				seq, m.receiveCount, m.moved, m.status, inOldest)
 		}
-		if m.inOldest {
+		if inOldest {
 			oldest++
 		}
-		if m.ageSlot < 0 || m.ageSlot >= q.ages.len() || q.ages.items[m.ageSlot] != m {
+		if _, ok := q.movedIn[seq]; ok != m.moved {
+			return fmt.Errorf("message %d: moved %v, entry %v", seq, m.moved, ok)
+		}
+		if m.ageSlot < 0 || int(m.ageSlot) >= q.ages.len() || q.ages.items[m.ageSlot] != m {
 			return fmt.Errorf("message %d not in the age heap", seq)
 		}
-		inTimers := m.timerSlot >= 0 && m.timerSlot < q.timers.len() && q.timers.items[m.timerSlot] == m
+		inTimers := m.timerSlot >= 0 && int(m.timerSlot) < q.timers.len() && q.timers.items[m.timerSlot] == m
 		switch m.status {
 		case statusReady:
 			ready++
@@ -60,17 +64,11 @@ func (q *queue) checkIndex(now int64) error {
 			return fmt.Errorf("message %d due at %d still hidden at %d", seq, m.deadline, now)
 		}
 	}
-	listed := 0
-	var before *message
-	for m := q.oldest.head; m != nil; m = m.onext {
-		if m.oprev != before || !m.inOldest || q.msgs[m.seq] != m || (before != nil && before.seq >= m.seq) {
-			return fmt.Errorf("oldest list broken at %d", m.seq)
-		}
-		before = m
-		listed++
+	if oldest != q.oldest.len() {
+		return fmt.Errorf("oldest heap holds %d, %d count", q.oldest.len(), oldest)
 	}
-	if before != q.oldest.tail || listed != oldest || listed != q.oldest.n {
-		return fmt.Errorf("oldest list: %d listed, length %d, %d count", listed, q.oldest.n, oldest)
+	if len(q.movedIn) > len(q.msgs) {
+		return fmt.Errorf("%d moved entries for %d messages", len(q.movedIn), len(q.msgs))
 	}
 	if q.fifo {
 		busy := 0
@@ -120,7 +118,7 @@ func (q *queue) checkIndex(now int64) error {
 	}
 	for _, h := range []*msgHeap{&q.timers, &q.ages} {
 		for i, m := range h.items {
-			if *h.slot(m) != i {
+			if int(*h.slot(m)) != i {
 				return fmt.Errorf("message %d thinks it is at %d, is at %d", m.seq, *h.slot(m), i)
 			}
 			if i > 0 && h.less(m, h.items[(i-1)/2]) {

@@ -27,11 +27,12 @@ type queue struct {
 	deleted bool
 
 	msgs     map[uint64]*message
-	ready    readyList  // standard queues only
-	groups   groupIndex // FIFO queues only
-	timers   msgHeap    // delayed and in-flight, by deadline
-	ages     msgHeap    // every message, by send time
-	oldest   oldestList // the messages that count for the oldest age (stats.go)
+	ready    readyList           // standard queues only
+	groups   groupIndex          // FIFO queues only
+	timers   msgHeap             // delayed and in-flight, by deadline
+	ages     msgHeap             // every message, by send time
+	oldest   msgHeap             // the messages that count for the oldest age (stats.go)
+	movedIn  map[uint64]msgEntry // the messages a redrive moved in (stats.go)
 	inflight int
 	delayed  int
 
@@ -92,12 +93,23 @@ func (q *queue) resetIndexLocked() {
 	q.ready = readyList{}
 	q.timers = newTimerHeap()
 	q.ages = newAgeHeap()
-	q.oldest = oldestList{}
+	q.oldest = newOldestHeap()
+	q.movedIn = nil
 	q.inflight, q.delayed = 0, 0
 	if q.fifo {
 		q.groups = newGroupIndex()
 		q.attempts.init()
 	}
+}
+
+// growIndexLocked makes room in an empty index for n messages (startup),
+// so that the map and heap are not regrown and rehashed as they fill.
+func (q *queue) growIndexLocked(n int) {
+	if len(q.msgs) > 0 || q.ages.len() > 0 {
+		return
+	}
+	q.msgs = make(map[uint64]*message, n)
+	q.ages.items = make([]*message, 0, n)
 }
 
 // visibleLocked counts the visible messages; on a FIFO queue this includes
@@ -130,6 +142,7 @@ func after(t int64, d time.Duration) int64 {
 func (q *queue) insertLocked(m *message, gid string, now int64) {
 	q.msgs[m.seq] = m
 	q.ages.push(m)
+	m.oldSlot = -1 // new to the index: the zero value would claim a slot
 	q.trackOldestLocked(m)
 	var g *group
 	if q.fifo {
@@ -170,7 +183,7 @@ func (q *queue) takeOutLocked(m *message) {
 		q.groups.visible--
 	}
 	q.ages.remove(m)
-	q.untrackOldestLocked(m)
+	q.forgetLocked(m)
 	delete(q.msgs, m.seq)
 }
 
@@ -233,7 +246,7 @@ func (q *queue) dropLocked(m *message) {
 		m.grp.inflight--
 	}
 	q.ages.remove(m)
-	q.untrackOldestLocked(m)
+	q.forgetLocked(m)
 	delete(q.msgs, m.seq)
 	if q.fifo {
 		m.grp.remove(m)
@@ -439,7 +452,7 @@ func (q *queue) takeLocked(now int64, max int, vis *time.Duration) ([]taken, *re
 	var buf [64]byte
 	for len(got) < max && q.ready.n > 0 {
 		m := q.ready.popFront()
-		if limit > 0 && m.receiveCount >= limit {
+		if limit > 0 && uint64(m.receiveCount) >= limit {
 			if job == nil {
 				if job = q.redriveJobLocked(); job == nil {
 					limit = 0
@@ -514,7 +527,11 @@ func (q *queue) wakeAllLocked() {
 // bookkeeping). Both the standard and the FIFO receive use it. The caller
 // holds q.mu and has taken m out of its ready structure.
 func (q *queue) handOutLocked(m *message, now int64, v time.Duration, b *pebble.Batch, buf []byte) taken {
-	m.receiveCount++
+	// Four billion receives of one message within its retention would take
+	// thousands a second for two weeks; past that the count stays put.
+	if m.receiveCount < math.MaxUint32 {
+		m.receiveCount++
+	}
 	if m.receiveCount == 1 {
 		m.firstReceiveAt = now
 	}
@@ -529,5 +546,5 @@ func (q *queue) handOutLocked(m *message, now int64, v time.Duration, b *pebble.
 	q.trackOldestLocked(m)
 	k := makeMsgKey(q.id, m.seq, kindState)
 	_ = b.Set(k[:], encodeState(buf, m.state()), nil)
-	return taken{seq: m.seq, gen: m.gen, receiveCount: m.receiveCount, firstReceiveAt: m.firstReceiveAt}
+	return taken{seq: m.seq, gen: m.gen, receiveCount: uint64(m.receiveCount), firstReceiveAt: m.firstReceiveAt}
 }

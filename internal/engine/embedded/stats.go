@@ -7,110 +7,87 @@ import (
 // What the queue statistics need beyond the counts: the oldest message for
 // ApproximateAgeOfOldestMessage and, on FIFO queues, the groups in flight.
 //
-// The oldest list links the messages that count, in seq order: a message
-// counts until it has been received engine.OldestMaxReceives times in this
-// queue, and stops counting once a delete has claimed it. A message enters
-// its queue when sent, or, moved there by a redrive policy, at the move;
-// seqs are handed out in that order (up to the moment between a seq's
-// reservation and its write), so the list's head is the oldest. Messages
-// join at the tail and leave from anywhere in O(1), beside the index's own
-// structures; a sample reads the head.
+// The oldest heap holds the messages that count, by seq: a message counts
+// until it has been received engine.OldestMaxReceives times in this queue,
+// and stops counting once a delete has claimed it. A message enters its
+// queue when sent, or, moved there by a redrive policy, at the move; seqs
+// are handed out in that order (up to the moment between a seq's
+// reservation and its write), so the heap's minimum is the oldest, and new
+// messages, the highest seqs, join it without sifting. A sample reads the
+// minimum.
+//
+// What a moved message brings (when it was moved, its receive count then)
+// lives in queue.movedIn, not in every index entry: moves are rare next to
+// sends. A moved message that leaves the index forgets it; one put back
+// after a failed move out (restoreLocked) then counts from its send.
 
-// entered is when m entered its queue.
-func (m *message) entered() int64 {
-	if m.movedAt != 0 {
-		return m.movedAt
+// entered is when m entered q.
+func (q *queue) entered(m *message) int64 {
+	if m.moved {
+		if in, ok := q.movedIn[m.seq]; ok {
+			return in.movedAt
+		}
 	}
 	return m.sentAt
 }
 
 // countsForOldest reports whether m counts for the oldest-message age.
-func (m *message) countsForOldest() bool {
-	return m.status != statusDeleting && m.receiveCount-uint64(m.movedReceives) < engine.OldestMaxReceives
+func (q *queue) countsForOldest(m *message) bool {
+	if m.status == statusDeleting {
+		return false
+	}
+	n := m.receiveCount
+	if m.moved {
+		n -= min(n, q.movedIn[m.seq].movedReceives)
+	}
+	return n < engine.OldestMaxReceives
 }
 
-// oldestList is an intrusive list of messages by seq.
-type oldestList struct {
-	head, tail *message
-	n          int
+func newOldestHeap() msgHeap {
+	return msgHeap{
+		less: func(a, b *message) bool { return a.seq < b.seq },
+		slot: func(m *message) *int32 { return &m.oldSlot },
+	}
 }
 
-// insert puts m at its place by seq: at the tail for a new message, found
-// from both ends at once for one put back.
-func (l *oldestList) insert(m *message) {
-	m.inOldest = true
-	l.n++
-	switch {
-	case l.tail == nil:
-		m.oprev, m.onext = nil, nil
-		l.head, l.tail = m, m
-		return
-	case l.tail.seq < m.seq:
-		l.link(l.tail, m, nil)
-		return
-	case m.seq < l.head.seq:
-		l.link(nil, m, l.head)
+// setMovedLocked records that a redrive moved m into q (before m enters
+// the index).
+func (q *queue) setMovedLocked(m *message, in msgEntry) {
+	if in == (msgEntry{}) {
 		return
 	}
-	// head.seq < m.seq < tail.seq: both walks stop inside the list.
-	for a, b := l.head, l.tail; ; a, b = a.onext, b.oprev {
-		if m.seq < a.seq {
-			l.link(a.oprev, m, a)
-			return
-		}
-		if b.seq < m.seq {
-			l.link(b, m, b.onext)
-			return
-		}
+	if q.movedIn == nil {
+		q.movedIn = make(map[uint64]msgEntry)
 	}
+	q.movedIn[m.seq] = in
+	m.moved = true
 }
 
-// link puts m between prev and next (either nil at an end).
-func (l *oldestList) link(prev, m, next *message) {
-	m.oprev, m.onext = prev, next
-	if prev != nil {
-		prev.onext = m
-	} else {
-		l.head = m
-	}
-	if next != nil {
-		next.oprev = m
-	} else {
-		l.tail = m
-	}
-}
-
-func (l *oldestList) remove(m *message) {
-	if m.oprev != nil {
-		m.oprev.onext = m.onext
-	} else {
-		l.head = m.onext
-	}
-	if m.onext != nil {
-		m.onext.oprev = m.oprev
-	} else {
-		l.tail = m.oprev
-	}
-	m.oprev, m.onext = nil, nil
-	m.inOldest = false
-	l.n--
-}
-
-// trackOldestLocked files m in the oldest list, or takes it out, after m
+// trackOldestLocked files m in the oldest heap, or takes it out, after m
 // entered the index or its receive count or status changed.
 func (q *queue) trackOldestLocked(m *message) {
-	switch want := m.countsForOldest(); {
-	case want && !m.inOldest:
-		q.oldest.insert(m)
-	case !want && m.inOldest:
+	in := m.oldSlot >= 0
+	switch want := q.countsForOldest(m); {
+	case want && !in:
+		q.oldest.push(m)
+	case !want && in:
 		q.oldest.remove(m)
 	}
 }
 
-// untrackOldestLocked takes m out of the oldest list, if there.
+// untrackOldestLocked takes m out of the oldest heap, if there.
 func (q *queue) untrackOldestLocked(m *message) {
-	if m.inOldest {
+	if m.oldSlot >= 0 {
 		q.oldest.remove(m)
+	}
+}
+
+// forgetLocked drops what q keeps about m beyond the index, as m leaves it.
+func (q *queue) forgetLocked(m *message) {
+	q.untrackOldestLocked(m)
+	if m.moved {
+		delete(q.movedIn, m.seq)
+		m.moved = false
 	}
 }
 
@@ -133,8 +110,8 @@ func (q *queue) stats() engine.Stats {
 		NotVisible: int64(q.inflight),
 		Delayed:    int64(q.delayed),
 	}
-	if m := q.oldest.head; m != nil {
-		st.OldestAt = fromNanos(m.entered())
+	if m := q.oldest.min(); m != nil {
+		st.OldestAt = fromNanos(q.entered(m))
 	}
 	if q.fifo {
 		st.GroupsInFlight = int64(q.groups.busy)

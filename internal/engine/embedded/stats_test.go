@@ -1,7 +1,6 @@
 package embedded
 
 import (
-	"slices"
 	"testing"
 	"time"
 
@@ -62,35 +61,5 @@ func TestRestartKeepsOldestAndGroups(t *testing.T) {
 	mustReceive(t, e, "dlq", engine.ReceiveRequest{Visibility: &zero})
 	if st := mustFullStats(t, e, "dlq"); !st.OldestAt.IsZero() {
 		t.Errorf("after a third receive: %+v", st)
-	}
-}
-
-// The oldest list keeps seq order whatever the order of insertion.
-func TestOldestListOrder(t *testing.T) {
-	tests := [][]uint64{
-		{1, 2, 3, 4, 5},
-		{5, 4, 3, 2, 1},
-		{1, 9, 5, 3, 7, 2, 8, 4, 6},
-		{10, 20, 30, 40, 50, 60, 11, 59, 35},
-	}
-	for _, order := range tests {
-		var l oldestList
-		ms := map[uint64]*message{}
-		for _, seq := range order {
-			ms[seq] = &message{seq: seq}
-			l.insert(ms[seq])
-		}
-		// Remove one from the middle, then check the order both ways.
-		l.remove(ms[order[len(order)/2]])
-		var fwd, back []uint64
-		for m := l.head; m != nil; m = m.onext {
-			fwd = append(fwd, m.seq)
-		}
-		for m := l.tail; m != nil; m = m.oprev {
-			back = append([]uint64{m.seq}, back...)
-		}
-		if len(fwd) != len(order)-1 || l.n != len(fwd) || !slices.IsSorted(fwd) || !slices.Equal(fwd, back) {
-			t.Errorf("insert %v: forward %v, backward %v, n %d", order, fwd, back, l.n)
-		}
 	}
 }
