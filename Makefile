@@ -17,9 +17,11 @@ test:
 FUZZTIME ?= 30s
 FUZZ_PROTOCOL = FuzzJSONDecode FuzzQueryDecode FuzzCBORDecode FuzzHandler FuzzXMLRoundTrip
 FUZZ_SNS = FuzzParseFilterPolicy FuzzMatch FuzzParseJSON FuzzNotificationJSON
+FUZZ_CLOUDWATCH = FuzzPutMetricAlarm FuzzSetAlarmState
 fuzz:
 	@for f in $(FUZZ_PROTOCOL); do $(GO) test ./internal/protocol -run '^$$' -fuzz "^$$f\$$" -fuzztime $(FUZZTIME) || exit 1; done
 	@for f in $(FUZZ_SNS); do $(GO) test ./internal/sns -run '^$$' -fuzz "^$$f\$$" -fuzztime $(FUZZTIME) || exit 1; done
+	@for f in $(FUZZ_CLOUDWATCH); do $(GO) test ./internal/cloudwatch -run '^$$' -fuzz "^$$f\$$" -fuzztime $(FUZZTIME) || exit 1; done
 
 bench:
 	$(GO) test -run '^$$' -bench . -benchmem ./...

@@ -20,6 +20,7 @@ import (
 	"github.com/prometheus/client_golang/prometheus/promhttp"
 
 	"github.com/ferrymq/ferry/internal/clock"
+	"github.com/ferrymq/ferry/internal/cloudwatch"
 	"github.com/ferrymq/ferry/internal/engine"
 	"github.com/ferrymq/ferry/internal/engine/embedded"
 	"github.com/ferrymq/ferry/internal/metrics"
@@ -94,6 +95,7 @@ type Server struct {
 	cfg      Config
 	engine   engine.Backend
 	sns      *sns.Service
+	cw       *cloudwatch.Service
 	metrics  *metrics.Store
 	sampler  *metrics.Sampler
 	http     *http.Server
@@ -192,6 +194,22 @@ func Start(ctx context.Context, cfg Config) (*Server, error) {
 			return nil, fmt.Errorf("register metrics: %w", err)
 		}
 	}
+	cwSvc, err := cloudwatch.New(ctx, cloudwatch.Config{
+		Account:  cfg.Account,
+		Region:   cfg.Region,
+		Metrics:  s.metrics,
+		Records:  eng,
+		Notifier: snsSvc,
+		Clock:    cfg.Clock,
+		Logger:   cfg.Logger,
+	})
+	if err != nil {
+		snsSvc.Close()
+		ln.Close()
+		eng.Close()
+		return nil, fmt.Errorf("start cloudwatch: %w", err)
+	}
+	s.cw = cwSvc
 	// Only the API account's queues are sampled: the hidden SNS delivery
 	// queues (sns.DeliveryAccount) are never reported.
 	s.sampler = metrics.NewSampler(metrics.SamplerOptions{
@@ -210,10 +228,11 @@ func Start(ctx context.Context, cfg Config) (*Server, error) {
 			QueueURLBase: cfg.QueueURLBase,
 			Metrics:      s.metrics,
 			Activity:     s.sampler,
-		}), snsSvc.Protocol()},
+		}), snsSvc.Protocol(), cwSvc.Protocol()},
 	}
 	if err := api.Check(); err != nil {
 		s.sampler.Close(ctx)
+		cwSvc.Close()
 		snsSvc.Close()
 		ln.Close()
 		eng.Close()
@@ -267,7 +286,7 @@ func (s *Server) SNS() *sns.Service { return s.sns }
 
 func (s *Server) health(w http.ResponseWriter, r *http.Request) {
 	w.Header().Set("Content-Type", "application/json")
-	io.WriteString(w, `{"status":"running","services":{"sqs":"running","sns":"running"}}`)
+	io.WriteString(w, `{"status":"running","services":{"sqs":"running","sns":"running","cloudwatch":"running"}}`)
 }
 
 // Shutdown stops accepting requests, ends long polls with empty answers,
@@ -283,7 +302,11 @@ func (s *Server) Shutdown(ctx context.Context) error {
 		if serr := <-s.served; serr != nil && !errors.Is(serr, http.ErrServerClosed) {
 			err = errors.Join(err, serr)
 		}
-		// SNS delivery workers use the engine: they stop first.
+		// Alarms publish to SNS, and SNS delivery workers use the engine:
+		// they stop first, in that order.
+		if cerr := s.cw.Close(); cerr != nil {
+			err = errors.Join(err, fmt.Errorf("close cloudwatch: %w", cerr))
+		}
 		if cerr := s.sns.Close(); cerr != nil {
 			err = errors.Join(err, fmt.Errorf("close sns: %w", cerr))
 		}
