@@ -39,7 +39,7 @@ func unitOf(metric string) string {
 	switch metric {
 	case metrics.SentMessageSize, metrics.PublishSize:
 		return "Bytes"
-	case "ApproximateAgeOfOldestMessage":
+	case metrics.AgeOfOldestMessage:
 		return "Seconds"
 	}
 	return "Count"

@@ -214,7 +214,22 @@ type Stats struct {
 	Visible    int64
 	NotVisible int64 // in flight
 	Delayed    int64
+	// OldestAt is when the oldest message that counts for SQS's
+	// ApproximateAgeOfOldestMessage entered the queue; zero when there is
+	// none. A message counts until it has been received
+	// OldestMaxReceives times in this queue. It enters a queue when sent,
+	// or, moved by a redrive policy, when moved (its SentAt stays the
+	// original on a standard dead-letter queue).
+	OldestAt time.Time
+	// GroupsInFlight (FIFO) is the number of message groups with a message
+	// in flight (ApproximateNumberOfGroupsWithInflightMessages).
+	GroupsInFlight int64
 }
+
+// OldestMaxReceives is how many receives without a delete take a message
+// out of Stats.OldestAt until it is consumed: SQS then points
+// ApproximateAgeOfOldestMessage at the next oldest message.
+const OldestMaxReceives = 3
 
 // MoveTaskStatus is a move task's state, with SQS's names.
 type MoveTaskStatus string
@@ -344,4 +359,26 @@ type RecordStore interface {
 	DeleteRecord(ctx context.Context, kind, key string) error
 	// Records returns every record of a kind, sorted by key.
 	Records(ctx context.Context, kind string) ([]Record, error)
+}
+
+// MetricPoint is one minute of one metric series: the statistics of the
+// samples recorded in it.
+type MetricPoint struct {
+	Namespace, Metric string
+	// DimName and DimValue are the series' one dimension.
+	DimName, DimValue string
+	// Minute counts minutes since the Unix epoch.
+	Minute               int64
+	Sum, Count, Min, Max float64
+}
+
+// MetricStore keeps one-minute metric datapoints across restarts.
+type MetricStore interface {
+	// PutMetricPoints stores points in one durable batch; a point replaces
+	// the stored one of its series and minute.
+	PutMetricPoints(ctx context.Context, points []MetricPoint) error
+	// MetricPoints returns the points of minute from on, by minute.
+	MetricPoints(ctx context.Context, from int64) ([]MetricPoint, error)
+	// DeleteMetricPointsBefore deletes the points of minutes before minute.
+	DeleteMetricPointsBefore(ctx context.Context, minute int64) error
 }

@@ -113,6 +113,10 @@ type Store struct {
 
 	mu     sync.RWMutex
 	series map[SeriesKey]*series
+
+	// flushMu orders flushes; flushed is the last minute saved for good.
+	flushMu sync.Mutex
+	flushed int64
 }
 
 // bucket is one minute; minute counts minutes since the Unix epoch.
@@ -145,6 +149,7 @@ func New(o Options) *Store {
 	if s.maxSeries <= 0 {
 		s.maxSeries = DefaultMaxSeries
 	}
+	s.flushed = minuteOf(s.clock.Now()) - 1
 	return s
 }
 

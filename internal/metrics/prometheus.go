@@ -7,6 +7,7 @@ import (
 
 	"github.com/prometheus/client_golang/prometheus"
 
+	"github.com/ferrymq/ferry/internal/clock"
 	"github.com/ferrymq/ferry/internal/engine"
 )
 
@@ -32,6 +33,15 @@ var (
 		"Messages in flight.", []string{"queue"}, nil)
 	descDelayed = prometheus.NewDesc("ferry_sqs_messages_delayed",
 		"Messages delayed by a queue or message delay.", []string{"queue"}, nil)
+	descAge = prometheus.NewDesc("ferry_sqs_age_of_oldest_message_seconds",
+		"Age of the oldest message as ApproximateAgeOfOldestMessage counts it: from its send, or its move into a dead-letter queue; messages received 3 times or more are left out.",
+		[]string{"queue"}, nil)
+	descGroups = prometheus.NewDesc("ferry_sqs_groups_with_inflight_messages",
+		"FIFO queues: message groups with a message in flight.", []string{"queue"}, nil)
+	descQueues = prometheus.NewDesc("ferry_sqs_queues",
+		"Queues of the account.", nil, nil)
+	descStored = prometheus.NewDesc("ferry_sqs_messages_stored",
+		"Messages stored in the account's queues: visible, in flight and delayed.", nil, nil)
 )
 
 // counters maps the stored SQS metrics that Prometheus shows as counters.
@@ -53,6 +63,7 @@ type Collector struct {
 	backend engine.Backend
 	account string
 	log     *slog.Logger
+	clock   clock.Clock // the store's: ages are measured on it
 }
 
 // NewCollector returns a collector of account's queues.
@@ -60,7 +71,7 @@ func NewCollector(store *Store, backend engine.Backend, account string, log *slo
 	if log == nil {
 		log = slog.New(slog.DiscardHandler)
 	}
-	return &Collector{store: store, backend: backend, account: account, log: log}
+	return &Collector{store: store, backend: backend, account: account, log: log, clock: store.clock}
 }
 
 // emit sends a metric, or logs why it could not be built (a label value
@@ -80,7 +91,7 @@ func (c *Collector) Describe(ch chan<- *prometheus.Desc) {
 	for _, m := range counters {
 		ch <- m.desc
 	}
-	for _, d := range []*prometheus.Desc{descSize, descVisible, descNotVisible, descDelayed} {
+	for _, d := range []*prometheus.Desc{descSize, descVisible, descNotVisible, descDelayed, descAge, descGroups, descQueues, descStored} {
 		ch <- d
 	}
 }
@@ -117,14 +128,24 @@ func (c *Collector) Collect(ch chan<- prometheus.Metric) {
 		c.log.Warn("metrics: list queues", "err", err)
 		return
 	}
+	now := c.clock.Now()
+	var queueCount, stored int64
 	for _, q := range queues {
 		st, err := c.backend.Stats(ctx, c.account, q.Name)
 		if err != nil {
 			// Deleted since the listing, most likely: skip it.
 			continue
 		}
+		queueCount++
+		stored += st.Visible + st.NotVisible + st.Delayed
 		c.emit(ch)(prometheus.NewConstMetric(descVisible, prometheus.GaugeValue, float64(st.Visible), q.Name))
 		c.emit(ch)(prometheus.NewConstMetric(descNotVisible, prometheus.GaugeValue, float64(st.NotVisible), q.Name))
 		c.emit(ch)(prometheus.NewConstMetric(descDelayed, prometheus.GaugeValue, float64(st.Delayed), q.Name))
+		c.emit(ch)(prometheus.NewConstMetric(descAge, prometheus.GaugeValue, AgeSeconds(st, now), q.Name))
+		if q.Settings.FIFO {
+			c.emit(ch)(prometheus.NewConstMetric(descGroups, prometheus.GaugeValue, float64(st.GroupsInFlight), q.Name))
+		}
 	}
+	c.emit(ch)(prometheus.NewConstMetric(descQueues, prometheus.GaugeValue, float64(queueCount)))
+	c.emit(ch)(prometheus.NewConstMetric(descStored, prometheus.GaugeValue, float64(stored)))
 }

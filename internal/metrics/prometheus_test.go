@@ -5,6 +5,7 @@ import (
 	"net/http/httptest"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/prometheus/client_golang/prometheus/promhttp"
@@ -55,5 +56,36 @@ ferry_sqs_sent_message_size_bytes_count{queue="a"} 2
 	got, _ := io.ReadAll(rec.Body)
 	if strings.TrimSpace(string(got)) != strings.TrimSpace(want) {
 		t.Errorf("scrape:\n%s\nwant:\n%s", got, want)
+	}
+}
+
+// A request's latency lands in its label set's histogram without an
+// allocation once the label set has been seen.
+func TestRequestsObserve(t *testing.T) {
+	r := NewRequests()
+	r.Observe("sqs", "SendMessage", 200, 3*time.Millisecond)
+	r.Observe("sqs", "SendMessage", 200, 30*time.Second)
+	r.Observe("sqs", "", 418, time.Millisecond)
+	if n := testing.AllocsPerRun(100, func() { r.Observe("sqs", "SendMessage", 200, time.Millisecond) }); n != 0 {
+		t.Errorf("Observe allocates %v times", n)
+	}
+	reg := prometheus.NewPedanticRegistry()
+	reg.MustRegister(r.Collector())
+	rec := httptest.NewRecorder()
+	promhttp.HandlerFor(reg, promhttp.HandlerOpts{}).ServeHTTP(rec, httptest.NewRequest("GET", "/metrics", nil))
+	body := rec.Body.String()
+	for _, line := range []string{
+		// AllocsPerRun observes 101 times 1 ms.
+		`ferry_http_request_duration_seconds_bucket{action="SendMessage",code="200",service="sqs",le="0.0005"} 0`,
+		`ferry_http_request_duration_seconds_bucket{action="SendMessage",code="200",service="sqs",le="0.001"} 101`,
+		`ferry_http_request_duration_seconds_bucket{action="SendMessage",code="200",service="sqs",le="0.005"} 102`,
+		`ferry_http_request_duration_seconds_bucket{action="SendMessage",code="200",service="sqs",le="20"} 102`,
+		`ferry_http_request_duration_seconds_bucket{action="SendMessage",code="200",service="sqs",le="30"} 103`,
+		`ferry_http_request_duration_seconds_count{action="SendMessage",code="200",service="sqs"} 103`,
+		`ferry_http_request_duration_seconds_count{action="",code="418",service="sqs"} 1`,
+	} {
+		if !strings.Contains(body, line+"\n") {
+			t.Errorf("scrape lacks %q:\n%s", line, body)
+		}
 	}
 }

@@ -14,6 +14,7 @@ import (
 	"strconv"
 	"strings"
 	"sync"
+	"time"
 
 	"github.com/google/uuid"
 )
@@ -33,6 +34,10 @@ type Handler struct {
 	Logger   *slog.Logger
 	// MaxBodyBytes bounds request bodies; 0 means DefaultMaxBodyBytes.
 	MaxBodyBytes int64
+	// Observe, when set, is called once per request once it is answered:
+	// the service's SigningName and the action's name ("" when not found),
+	// the HTTP status and the time taken.
+	Observe func(service, action string, status int, took time.Duration)
 
 	plans planCache
 	bufs  sync.Pool
@@ -84,6 +89,10 @@ type call struct {
 // built whole before anything is written, so a failure at any point still
 // yields a well-formed AWS error.
 func (h *Handler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
+	var began time.Time
+	if h.Observe != nil {
+		began = time.Now()
+	}
 	c := &call{
 		info: &RequestInfo{RequestID: uuid.NewString(), Host: r.Host, Path: r.URL.Path},
 		body: h.buffer(),
@@ -110,6 +119,13 @@ func (h *Handler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	w.WriteHeader(c.status)
 	if r.Method != http.MethodHead {
 		_, _ = w.Write(c.body.Bytes())
+	}
+	if h.Observe != nil {
+		svc := ""
+		if c.svc != nil {
+			svc = c.svc.SigningName
+		}
+		h.Observe(svc, c.action, c.status, time.Since(began))
 	}
 }
 

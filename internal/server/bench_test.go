@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"strings"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -60,6 +61,51 @@ func BenchmarkSendMessage(b *testing.B) {
 		}
 	})
 	b.ReportMetric(float64(b.N)/time.Since(start).Seconds(), "msgs/s")
+}
+
+// BenchmarkReceiveDelete receives up to 10 messages and deletes them in
+// one batch per op, from 16 concurrent clients; the queue is filled
+// before the timer starts.
+func BenchmarkReceiveDelete(b *testing.B) {
+	f := start(b, onDisk(b.TempDir()), realClock)
+	url := f.createQueue(b, "bench", nil)
+	body := strings.Repeat("x", 256)
+	entries := make([]types.SendMessageBatchRequestEntry, 10)
+	for i := range entries {
+		entries[i] = types.SendMessageBatchRequestEntry{Id: aws.String(fmt.Sprint(i)), MessageBody: aws.String(body)}
+	}
+	for range b.N + 16 {
+		if _, err := f.json.SendMessageBatch(context.Background(), &sqs.SendMessageBatchInput{QueueUrl: aws.String(url), Entries: entries}); err != nil {
+			b.Fatal(err)
+		}
+	}
+	b.SetParallelism(8)
+	b.ResetTimer()
+	start := time.Now()
+	var total atomic.Int64
+	b.RunParallel(func(pb *testing.PB) {
+		del := make([]types.DeleteMessageBatchRequestEntry, 0, 10)
+		for pb.Next() {
+			out, err := f.json.ReceiveMessage(context.Background(), &sqs.ReceiveMessageInput{QueueUrl: aws.String(url), MaxNumberOfMessages: 10, VisibilityTimeout: 3600})
+			if err != nil {
+				b.Error(err)
+				return
+			}
+			if len(out.Messages) == 0 {
+				continue
+			}
+			del = del[:0]
+			for i, m := range out.Messages {
+				del = append(del, types.DeleteMessageBatchRequestEntry{Id: aws.String(fmt.Sprint(i)), ReceiptHandle: m.ReceiptHandle})
+			}
+			if _, err := f.json.DeleteMessageBatch(context.Background(), &sqs.DeleteMessageBatchInput{QueueUrl: aws.String(url), Entries: del}); err != nil {
+				b.Error(err)
+				return
+			}
+			total.Add(int64(len(out.Messages)))
+		}
+	})
+	b.ReportMetric(float64(total.Load())/time.Since(start).Seconds(), "msgs/s")
 }
 
 // BenchmarkStartup measures an on-disk start to the first answered request

@@ -37,6 +37,9 @@ type ferry struct {
 	query *sqsv1.SQS
 	// sns speaks SNS (query protocol, aws-sdk-go-v2).
 	sns *snssdk.Client
+	// timers is how many fake timers the idle server keeps (the metrics
+	// sampler's tick): waitPending counts beyond them.
+	timers int
 }
 
 type option func(*server.Config)
@@ -69,7 +72,8 @@ func start(t testing.TB, opts ...option) *ferry {
 			t.Errorf("shutdown: %v", err)
 		}
 	})
-	return &ferry{srv: srv, clk: clk, json: jsonClient(srv.URL()), query: queryClient(srv.URL()), sns: snsClient(srv.URL())}
+	return &ferry{srv: srv, clk: clk, json: jsonClient(srv.URL()), query: queryClient(srv.URL()), sns: snsClient(srv.URL()),
+		timers: clk.Pending()}
 }
 
 // sdkHTTP is the HTTP client of the aws-sdk-go-v2 clients: see
@@ -126,10 +130,11 @@ func (f *ferry) createQueue(t testing.TB, name string, attrs map[string]string) 
 	return aws.ToString(out.QueueUrl)
 }
 
-// waitPending blocks until the fake clock has at least n timers, i.e. until
-// a long poll (or another timed wait) has started.
+// waitPending blocks until the fake clock has at least n timers beyond the
+// idle server's, i.e. until a long poll (or another timed wait) has started.
 func (f *ferry) waitPending(t testing.TB, n int) {
 	t.Helper()
+	n += f.timers
 	deadline := time.Now().Add(10 * time.Second)
 	for f.clk.Pending() < n {
 		if time.Now().After(deadline) {

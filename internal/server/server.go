@@ -97,6 +97,7 @@ type Server struct {
 	sns      *sns.Service
 	cw       *cloudwatch.Service
 	metrics  *metrics.Store
+	sampler  *metrics.Sampler
 	http     *http.Server
 	ln       net.Listener
 	served   chan error
@@ -111,12 +112,18 @@ type Server struct {
 func Start(ctx context.Context, cfg Config) (*Server, error) {
 	cfg.fill()
 	began := time.Now()
+	datapoints := metrics.New(metrics.Options{Clock: cfg.Clock})
 	eng, err := embedded.Open(ctx, embedded.Options{
 		Dir:      cfg.DataDir,
 		InMemory: cfg.Memory,
 		NoSync:   cfg.NoSync,
 		Clock:    cfg.Clock,
 		Logger:   cfg.Logger,
+		MovedByTask: func(account, queue string, m *engine.NewMessage) {
+			if account == cfg.Account {
+				sqs.RecordMovedByTask(datapoints, queue, m)
+			}
+		},
 	})
 	if err != nil {
 		return nil, fmt.Errorf("open store: %w", err)
@@ -135,7 +142,7 @@ func Start(ctx context.Context, cfg Config) (*Server, error) {
 	if baseURL == "" {
 		baseURL = "http://" + ln.Addr().String()
 	}
-	s.metrics = metrics.New(metrics.Options{Clock: cfg.Clock})
+	s.metrics = datapoints
 	signerDir := ""
 	if !cfg.Memory {
 		signerDir = filepath.Join(cfg.DataDir, "sns")
@@ -163,13 +170,29 @@ func Start(ctx context.Context, cfg Config) (*Server, error) {
 	}
 	s.sns = snsSvc
 
+	// Datapoints survive restarts of an on-disk store; a store that cannot
+	// be read costs the history, not the broker.
+	var persist engine.MetricStore
+	if !cfg.Memory {
+		persist = eng
+		if err := s.metrics.Load(ctx, eng); err != nil {
+			cfg.Logger.Error("metrics: load datapoints", "err", err)
+		}
+	}
+	requests := metrics.NewRequests()
 	registry := prometheus.NewRegistry()
-	if err := errors.Join(registry.Register(metrics.NewCollector(s.metrics, eng, cfg.Account, cfg.Logger)),
-		registry.Register(metrics.NewSNSCollector(s.metrics, cfg.Logger))); err != nil {
-		snsSvc.Close()
-		ln.Close()
-		eng.Close()
-		return nil, fmt.Errorf("register metrics: %w", err)
+	for _, c := range []prometheus.Collector{
+		metrics.NewCollector(s.metrics, eng, cfg.Account, cfg.Logger),
+		metrics.NewSNSCollector(s.metrics, cfg.Logger),
+		metrics.NewStoreCollector(eng.StoreMetrics),
+		requests.Collector(),
+	} {
+		if err := registry.Register(c); err != nil {
+			snsSvc.Close()
+			ln.Close()
+			eng.Close()
+			return nil, fmt.Errorf("register metrics: %w", err)
+		}
 	}
 	cwSvc, err := cloudwatch.New(ctx, cloudwatch.Config{
 		Account:  cfg.Account,
@@ -187,9 +210,15 @@ func Start(ctx context.Context, cfg Config) (*Server, error) {
 		return nil, fmt.Errorf("start cloudwatch: %w", err)
 	}
 	s.cw = cwSvc
+	// Only the API account's queues are sampled: the hidden SNS delivery
+	// queues (sns.DeliveryAccount) are never reported.
+	s.sampler = metrics.NewSampler(metrics.SamplerOptions{
+		Store: s.metrics, Backend: eng, Account: cfg.Account, Clock: cfg.Clock, Logger: cfg.Logger, Persist: persist,
+	})
 
 	api := &protocol.Handler{
-		Logger: cfg.Logger,
+		Logger:  cfg.Logger,
+		Observe: requests.Observe,
 		Services: []*protocol.Service{sqs.NewService(sqs.Config{
 			Account:      cfg.Account,
 			Region:       cfg.Region,
@@ -198,9 +227,11 @@ func Start(ctx context.Context, cfg Config) (*Server, error) {
 			Logger:       cfg.Logger,
 			QueueURLBase: cfg.QueueURLBase,
 			Metrics:      s.metrics,
+			Activity:     s.sampler,
 		}), snsSvc.Protocol(), cwSvc.Protocol()},
 	}
 	if err := api.Check(); err != nil {
+		s.sampler.Close(ctx)
 		cwSvc.Close()
 		snsSvc.Close()
 		ln.Close()
@@ -247,6 +278,9 @@ func (s *Server) Engine() engine.Backend { return s.engine }
 // Metrics exposes the per-queue metric store.
 func (s *Server) Metrics() *metrics.Store { return s.metrics }
 
+// Sampler exposes the metrics sampler (its Ticks, for tests).
+func (s *Server) Sampler() *metrics.Sampler { return s.sampler }
+
 // SNS exposes the SNS service (its counters and recorded deliveries).
 func (s *Server) SNS() *sns.Service { return s.sns }
 
@@ -275,6 +309,10 @@ func (s *Server) Shutdown(ctx context.Context) error {
 		}
 		if cerr := s.sns.Close(); cerr != nil {
 			err = errors.Join(err, fmt.Errorf("close sns: %w", cerr))
+		}
+		// The sampler saves the datapoints into the store: before it closes.
+		if cerr := s.sampler.Close(ctx); cerr != nil {
+			err = errors.Join(err, fmt.Errorf("save metrics: %w", cerr))
 		}
 		if cerr := s.engine.Close(); cerr != nil {
 			err = errors.Join(err, fmt.Errorf("close store: %w", cerr))

@@ -35,6 +35,9 @@ type Config struct {
 	// Metrics receives the CloudWatch-style counts of the message actions;
 	// nil records nothing.
 	Metrics Recorder
+	// Activity, when set, learns of every action on a queue (for
+	// CloudWatch's "active queue" rule).
+	Activity Toucher
 }
 
 // Recorder takes one sample of a metric of a queue (metrics.Store).
@@ -56,18 +59,20 @@ type service struct {
 	log             *slog.Logger
 	urlBase         string
 	metrics         Recorder
+	activity        Toucher
 }
 
 // NewService returns the SQS service with every action.
 func NewService(cfg Config) *protocol.Service {
 	s := &service{
-		account: cfg.Account,
-		region:  cfg.Region,
-		backend: cfg.Backend,
-		clock:   cfg.Clock,
-		log:     cfg.Logger,
-		urlBase: strings.TrimRight(cfg.QueueURLBase, "/"),
-		metrics: cfg.Metrics,
+		account:  cfg.Account,
+		region:   cfg.Region,
+		backend:  cfg.Backend,
+		clock:    cfg.Clock,
+		log:      cfg.Logger,
+		urlBase:  strings.TrimRight(cfg.QueueURLBase, "/"),
+		metrics:  cfg.Metrics,
+		activity: cfg.Activity,
 	}
 	if s.account == "" {
 		s.account = DefaultAccount
@@ -111,6 +116,7 @@ func NewService(cfg Config) *protocol.Service {
 		ShapeNamespace:   "com.amazonaws.sqs",
 		Version:          "2012-11-05",
 		XMLNamespace:     "http://queue.amazonaws.com/doc/2012-11-05/",
+		SigningName:      "sqs",
 		Actions:          make(map[string]protocol.Action, len(actions)),
 	}
 	for _, a := range actions {
@@ -157,6 +163,7 @@ func (s *service) queueName(ctx context.Context, queueURL string) (string, error
 	if !ok || (account != "" && account != s.account) || !validAnyQueueName(name) {
 		return "", errQueueDoesNotExist
 	}
+	s.touch(name)
 	return name, nil
 }
 

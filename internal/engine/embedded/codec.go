@@ -4,6 +4,7 @@ import (
 	"encoding/binary"
 	"errors"
 	"maps"
+	"math"
 	"slices"
 	"time"
 
@@ -22,12 +23,14 @@ import (
 //	0x04 qid seq                    move task of source queue qid (seq from the queue's seq space)
 //	0x05 kind 0x00 key              generic record (records.go)
 //	0x06 qid seq                    FIFO deduplication entry of the message first sent as seq
+//	0x07 minute series              one-minute metric datapoint (metricstore.go)
 const (
-	prefixMeta  byte = 0x01
-	prefixQueue byte = 0x02
-	prefixMsg   byte = 0x03
-	prefixTask  byte = 0x04
-	prefixDedup byte = 0x06
+	prefixMeta   byte = 0x01
+	prefixQueue  byte = 0x02
+	prefixMsg    byte = 0x03
+	prefixTask   byte = 0x04
+	prefixDedup  byte = 0x06
+	prefixMetric byte = 0x07
 
 	kindBody  byte = 0x01
 	kindState byte = 0x02
@@ -42,6 +45,11 @@ const (
 	// recordVersion3 adds to queue records the FIFO flag and deduplication
 	// scope, and to message records the deduplication id.
 	recordVersion3 byte = 3
+	// recordVersion4 adds to message records, after the first visible-at,
+	// when a redrive moved the message into its queue (as a delta from the
+	// send time, 0 for a message that entered when sent) and its receive
+	// count then.
+	recordVersion4 byte = 4
 )
 
 var (
@@ -362,9 +370,27 @@ func decodeQueue(v []byte) (engine.Queue, error) {
 // group id). dlqSource is the queue a redrive moved the message from, if
 // any.
 func encodeMessage(b []byte, id string, sentAt, visibleAt int64, m *engine.NewMessage, dlqSource string) []byte {
-	b = append(b, recordVersion3)
+	return encodeMovedMessage(b, id, sentAt, visibleAt, msgEntry{}, m, dlqSource)
+}
+
+// msgEntry is how a message entered its queue: moved there by a redrive
+// at movedAt with movedReceives receives; the zero value is a send.
+type msgEntry struct {
+	movedAt       int64
+	movedReceives uint32
+}
+
+// encodeMovedMessage is encodeMessage for a message that a redrive moves.
+func encodeMovedMessage(b []byte, id string, sentAt, visibleAt int64, in msgEntry, m *engine.NewMessage, dlqSource string) []byte {
+	b = append(b, recordVersion4)
 	b = binary.AppendVarint(b, sentAt)
 	b = binary.AppendVarint(b, visibleAt)
+	var moved int64
+	if in.movedAt != 0 {
+		moved = in.movedAt - sentAt
+	}
+	b = binary.AppendVarint(b, moved)
+	b = binary.AppendUvarint(b, uint64(in.movedReceives))
 	b = appendString(b, id)
 	b = appendString(b, m.Body)
 	b = appendString(b, m.TraceHeader)
@@ -385,18 +411,37 @@ func encodeMessage(b []byte, id string, sentAt, visibleAt int64, m *engine.NewMe
 	return appendString(b, m.DeduplicationID)
 }
 
-// decodeMessageHead reads what the memory index needs.
-func decodeMessageHead(v []byte) (sentAt, visibleAt int64, err error) {
-	r := newReader(v, false)
-	if ver := r.byte(); ver < recordVersion || ver > recordVersion3 {
-		return 0, 0, errCorrupt
+// messageHead reads a message record's version and the fields that
+// lead it.
+func (r *reader) messageHead() (ver byte, sentAt, visibleAt int64, in msgEntry) {
+	ver = r.byte()
+	if ver < recordVersion || ver > recordVersion4 {
+		r.bad = true
+		return
 	}
 	sentAt = r.varint()
 	visibleAt = r.varint()
-	if r.bad {
-		return 0, 0, errCorrupt
+	if ver >= recordVersion4 {
+		if d := r.varint(); d != 0 {
+			in.movedAt = sentAt + d
+		}
+		n := r.uvarint()
+		if n > math.MaxUint32 {
+			r.bad = true
+		}
+		in.movedReceives = uint32(n)
 	}
-	return sentAt, visibleAt, nil
+	return
+}
+
+// decodeMessageHead reads what the memory index needs.
+func decodeMessageHead(v []byte) (sentAt, visibleAt int64, in msgEntry, err error) {
+	r := newReader(v, false)
+	_, sentAt, visibleAt, in = r.messageHead()
+	if r.bad {
+		return 0, 0, msgEntry{}, errCorrupt
+	}
+	return sentAt, visibleAt, in, nil
 }
 
 // decodeMessageGroup reads a record's message group id, which a FIFO
@@ -404,11 +449,7 @@ func decodeMessageHead(v []byte) (sentAt, visibleAt int64, err error) {
 // copied.
 func decodeMessageGroup(v []byte) (string, error) {
 	r := newReader(v, false)
-	if ver := r.byte(); ver < recordVersion || ver > recordVersion3 {
-		return "", errCorrupt
-	}
-	r.varint()
-	r.varint()
+	r.messageHead()
 	for range 3 { // id, body, trace header
 		r.span()
 	}
@@ -451,12 +492,12 @@ func (a *attrArena) take(n int) []engine.MessageAttribute {
 // few allocations in all rather than a few per message.
 func decodeMessageShared(v []byte, s string, out *engine.Message, attrs *attrArena) error {
 	r := reader{b: v, s: s}
-	ver := r.byte()
-	if ver < recordVersion || ver > recordVersion3 {
+	// The first visible-at and the entry: the index keeps them.
+	ver, sentAt, _, _ := r.messageHead()
+	if r.bad {
 		return errCorrupt
 	}
-	out.SentAt = fromNanos(r.varint())
-	r.varint() // first visible-at: the index keeps the live one
+	out.SentAt = fromNanos(sentAt)
 	out.MessageID = r.str()
 	out.Body = r.str()
 	out.TraceHeader = r.str()
@@ -505,9 +546,7 @@ func decodeStoredMessage(v []byte) (storedMessage, error) {
 	}
 	// The system attributes' digest is not part of engine.Message.
 	r := newReader(v, false)
-	r.byte()
-	r.varint()
-	r.varint()
+	r.messageHead()
 	for range 7 {
 		r.span()
 	}

@@ -60,11 +60,17 @@ func TestQueueRecordOldVersions(t *testing.T) {
 		}
 	}
 	nm := engine.NewMessage{Body: "b", MD5OfSysAttrs: "s", MessageGroupID: "g"}
-	mv := encodeMessage(nil, "id", 1, 2, &nm, "")
-	// Version 3 appends the deduplication id, version 2 the source ARN.
+	v4 := encodeMessage(nil, "id", 1, 2, &nm, "")
+	// Version 4 inserts after the two times (one byte each here) the entry
+	// (zero delta, zero receives); version 3 appends the deduplication id,
+	// version 2 the source ARN.
+	mv := append([]byte{recordVersion3, v4[1], v4[2]}, v4[5:]...)
 	mv2 := append([]byte{recordVersion2}, mv[1:len(mv)-1]...)
 	mv1 := append([]byte{recordVersion}, mv[1:len(mv)-2]...)
-	for name, rec := range map[string][]byte{"1": mv1, "2": mv2} {
+	for name, rec := range map[string][]byte{"1": mv1, "2": mv2, "3": mv} {
+		if s, vis, in, err := decodeMessageHead(rec); err != nil || s != 1 || vis != 2 || in != (msgEntry{}) {
+			t.Fatalf("version %s head: %d %d %+v %v", name, s, vis, in, err)
+		}
 		var m engine.Message
 		if err := decodeMessage(rec, &m); err != nil || m.Body != "b" || m.MessageID != "id" {
 			t.Fatalf("version %s message: %+v, %v", name, m, err)
@@ -112,9 +118,20 @@ func TestMessageRecordRoundTrip(t *testing.T) {
 	for _, nm := range tests {
 		const sentAt, visibleAt = int64(1_900_000_000_000_000_000), int64(1_900_000_001_000_000_000)
 		v := encodeMessage(nil, "id-1", sentAt, visibleAt, &nm, "arn:src")
-		s, vis, err := decodeMessageHead(v)
-		if err != nil || s != sentAt || vis != visibleAt {
-			t.Fatalf("head = %d %d %v", s, vis, err)
+		s, vis, in, err := decodeMessageHead(v)
+		if err != nil || s != sentAt || vis != visibleAt || in != (msgEntry{}) {
+			t.Fatalf("head = %d %d %+v %v", s, vis, in, err)
+		}
+		// A redrive's record keeps when and with how many receives the
+		// message entered; the rest reads the same.
+		moved := msgEntry{movedAt: sentAt + 86_400_000_000_000, movedReceives: 5}
+		mv := encodeMovedMessage(nil, "id-1", sentAt, visibleAt, moved, &nm, "arn:src")
+		if s, vis, in, err := decodeMessageHead(mv); err != nil || s != sentAt || vis != visibleAt || in != moved {
+			t.Fatalf("moved head = %d %d %+v %v", s, vis, in, err)
+		}
+		var mm engine.Message
+		if err := decodeMessage(mv, &mm); err != nil {
+			t.Fatal(err)
 		}
 		var m engine.Message
 		if err := decodeMessage(v, &m); err != nil {
@@ -127,6 +144,9 @@ func TestMessageRecordRoundTrip(t *testing.T) {
 		}
 		if !reflect.DeepEqual(m, want) {
 			t.Errorf("round trip:\n got %+v\nwant %+v", m, want)
+		}
+		if !reflect.DeepEqual(mm, want) {
+			t.Errorf("moved round trip:\n got %+v\nwant %+v", mm, want)
 		}
 		if g, err := decodeMessageGroup(v); err != nil || g != nm.MessageGroupID {
 			t.Errorf("group = %q, %v", g, err)
@@ -216,7 +236,7 @@ func TestDecodeCorrupt(t *testing.T) {
 			t.Errorf("%s with a trailing byte: err = %v", name, err)
 		}
 		bad := append([]byte(nil), r.v...)
-		bad[0] = recordVersion3 + 1
+		bad[0] = recordVersion4 + 1
 		if err := r.decode(bad); !errors.Is(err, errCorrupt) {
 			t.Errorf("%s with an unknown version: err = %v", name, err)
 		}

@@ -53,6 +53,10 @@ type Options struct {
 	// NoSync acknowledges writes before they reach the disk. By default
 	// every acknowledged write has been fsynced.
 	NoSync bool
+	// MovedByTask, when set, is told of every message a move task has
+	// written into its destination (a new message there, as a send makes),
+	// once durable, from the task's goroutine.
+	MovedByTask func(account, queue string, m *engine.NewMessage)
 }
 
 // Ids (queue ids, message seqs, receive generations) are epoch<<epochShift
@@ -96,6 +100,8 @@ type Engine struct {
 	quit      chan struct{} // closed when Close begins: runners return
 	runners   sync.WaitGroup
 
+	onMoved func(account, queue string, m *engine.NewMessage) // Options.MovedByTask
+
 	// beforeSendCommit, when set (tests only), runs between a send's seq
 	// allocation and its commit.
 	beforeSendCommit func()
@@ -119,6 +125,7 @@ func Open(ctx context.Context, opts Options) (*Engine, error) {
 		arns:      make(map[string]*queue),
 		active:    make(map[string]int),
 		maxActive: engine.MaxActiveMoveTasks,
+		onMoved:   opts.MovedByTask,
 		quit:      make(chan struct{}),
 	}
 	if e.clock == nil {

@@ -53,7 +53,8 @@ type group struct {
 	head, tail *message // every message of the group in the index, by seq
 	n          int
 	inflight   int
-	slot       int // in groupIndex.ready; -1 when absent
+	busy       bool // counted in groupIndex.busy
+	slot       int  // in groupIndex.ready; -1 when absent
 }
 
 // insert places m in seq order: at the tail for new messages, at the head
@@ -108,6 +109,7 @@ type groupIndex struct {
 	groups  map[string]*group
 	ready   groupHeap
 	visible int // messages whose status is ready, in any group
+	busy    int // groups with a message in flight
 }
 
 func newGroupIndex() groupIndex {
@@ -127,6 +129,7 @@ func (x *groupIndex) get(id string) *group {
 // at its head's place, and out of the index once empty. Every change to a
 // group ends with it.
 func (x *groupIndex) update(g *group) {
+	x.markBusy(g)
 	switch {
 	case g.isReady() && g.slot < 0:
 		x.ready.push(g)

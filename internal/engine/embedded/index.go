@@ -16,7 +16,7 @@ const (
 )
 
 // message is one index entry. Its fields are sized so that a million
-// stored messages cost as little memory as possible (88 bytes, a 96-byte
+// stored messages cost as little memory as possible (96 bytes, a 96-byte
 // allocation class); every entry costs a map slot and an age-heap slot on
 // top.
 type message struct {
@@ -31,8 +31,10 @@ type message struct {
 	// touched (FIFO) records a visibility change since the latest receive,
 	// which makes a receive attempt no longer repeatable.
 	touched    bool
+	moved      bool     // a redrive moved it here: see queue.movedIn (stats.go)
 	timerSlot  int32    // index in the timer heap, -1 when absent
 	ageSlot    int32    // index in the age heap, -1 when absent
+	oldSlot    int32    // index in the oldest heap, -1 when absent (stats.go)
 	prev, next *message // ready list, or the group's list on a FIFO queue
 	grp        *group   // FIFO: the message's group (kept while taken out)
 }

@@ -76,7 +76,7 @@ func (e *Engine) load(ctx context.Context) error {
 		}
 		switch kind {
 		case kindBody:
-			sentAt, visibleAt, err := decodeMessageHead(v)
+			sentAt, visibleAt, in, err := decodeMessageHead(v)
 			if err != nil {
 				return false, fmt.Errorf("embedded: message key %x: %w", it.Key(), err)
 			}
@@ -93,7 +93,8 @@ func (e *Engine) load(ctx context.Context) error {
 				}
 			}
 			last = lastL.add(gid)
-			*last = message{seq: seq, sentAt: sentAt, deadline: visibleAt, timerSlot: -1, ageSlot: -1}
+			*last = message{seq: seq, sentAt: sentAt, deadline: visibleAt, timerSlot: -1, ageSlot: -1, oldSlot: -1}
+			q.setMovedLocked(last, in) // no one else sees q yet
 			lastQ = q
 		case kindState:
 			if last == nil || lastQ != q || last.seq != seq {
@@ -128,6 +129,7 @@ func (e *Engine) load(ctx context.Context) error {
 				m := &chunk[i]
 				if ret > 0 && after(m.sentAt, ret) <= now {
 					deleteMsgKeys(cleanup, q.id, m)
+					delete(q.movedIn, m.seq)
 					continue
 				}
 				if q.fifo && m.receiveCount == 0 {

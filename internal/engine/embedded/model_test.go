@@ -17,10 +17,21 @@ import (
 // exactly the structures its status says, the counters match, both heaps
 // are ordered and nothing due is left undone.
 func (q *queue) checkIndex(now int64) error {
-	var ready, inflight, delayed int
+	var ready, inflight, delayed, oldest int
 	for seq, m := range q.msgs {
 		if m.seq != seq {
 			return fmt.Errorf("message %d filed under %d", m.seq, seq)
+		}
+		inOldest := m.oldSlot >= 0 && int(m.oldSlot) < q.oldest.len() && q.oldest.items[m.oldSlot] == m
+		if inOldest != q.countsForOldest(m) {
+			return fmt.Errorf("message %d (count %d, moved %v, status %d): in the oldest heap %v",
+				seq, m.receiveCount, m.moved, m.status, inOldest)
+		}
+		if inOldest {
+			oldest++
+		}
+		if _, ok := q.movedIn[seq]; ok != m.moved {
+			return fmt.Errorf("message %d: moved %v, entry %v", seq, m.moved, ok)
 		}
 		if m.ageSlot < 0 || int(m.ageSlot) >= q.ages.len() || q.ages.items[m.ageSlot] != m {
 			return fmt.Errorf("message %d not in the age heap", seq)
@@ -51,6 +62,23 @@ func (q *queue) checkIndex(now int64) error {
 		}
 		if m.status != statusReady && m.deadline <= now {
 			return fmt.Errorf("message %d due at %d still hidden at %d", seq, m.deadline, now)
+		}
+	}
+	if oldest != q.oldest.len() {
+		return fmt.Errorf("oldest heap holds %d, %d count", q.oldest.len(), oldest)
+	}
+	if len(q.movedIn) > len(q.msgs) {
+		return fmt.Errorf("%d moved entries for %d messages", len(q.movedIn), len(q.msgs))
+	}
+	if q.fifo {
+		busy := 0
+		for _, g := range q.groups.groups {
+			if g.inflight > 0 {
+				busy++
+			}
+		}
+		if busy != q.groups.busy {
+			return fmt.Errorf("%d groups in flight, counted %d", busy, q.groups.busy)
 		}
 	}
 	n := 0

@@ -404,6 +404,8 @@ type moveDest struct {
 	msgs        []message
 	pb          *pendingBatch // FIFO destination: the reserved place
 	groups      []string      // FIFO destination: group of each of msgs
+	account     string        // the destination's, for Options.MovedByTask
+	name        string
 }
 
 // moveOut writes ms, taken out of the source index, as new messages in
@@ -479,6 +481,7 @@ func (e *Engine) moveOut(tk *task, ms []*message) (int, bool) {
 		d.first, d.pb = d.q.reserveLocked(d.count)
 		d.next = d.first
 		d.delay = d.q.desc.Settings.Delay
+		d.account, d.name = d.q.desc.Account, d.q.desc.Name
 		d.q.mu.Unlock()
 		d.msgs = make([]message, 0, d.count)
 	}
@@ -523,6 +526,11 @@ func (e *Engine) moveOut(tk *task, ms []*message) (int, bool) {
 
 	for _, d := range dests {
 		e.deliverMoved(d)
+	}
+	if e.onMoved != nil {
+		for i := range items {
+			e.onMoved(items[i].d.account, items[i].d.name, &items[i].sm.msg)
+		}
 	}
 	return len(items), false
 }

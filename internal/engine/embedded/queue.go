@@ -27,10 +27,12 @@ type queue struct {
 	deleted bool
 
 	msgs     map[uint64]*message
-	ready    readyList  // standard queues only
-	groups   groupIndex // FIFO queues only
-	timers   msgHeap    // delayed and in-flight, by deadline
-	ages     msgHeap    // every message, by send time
+	ready    readyList           // standard queues only
+	groups   groupIndex          // FIFO queues only
+	timers   msgHeap             // delayed and in-flight, by deadline
+	ages     msgHeap             // every message, by send time
+	oldest   msgHeap             // the messages that count for the oldest age (stats.go)
+	movedIn  map[uint64]msgEntry // the messages a redrive moved in (stats.go)
 	inflight int
 	delayed  int
 
@@ -91,6 +93,8 @@ func (q *queue) resetIndexLocked() {
 	q.ready = readyList{}
 	q.timers = newTimerHeap()
 	q.ages = newAgeHeap()
+	q.oldest = newOldestHeap()
+	q.movedIn = nil
 	q.inflight, q.delayed = 0, 0
 	if q.fifo {
 		q.groups = newGroupIndex()
@@ -133,19 +137,13 @@ func after(t int64, d time.Duration) int64 {
 	return t + int64(d)
 }
 
-func (q *queue) stats() engine.Stats {
-	return engine.Stats{
-		Visible:    int64(q.visibleLocked()),
-		NotVisible: int64(q.inflight),
-		Delayed:    int64(q.delayed),
-	}
-}
-
 // insertLocked places a stored message in the index by its deadline; gid
 // is its group on a FIFO queue (ignored otherwise).
 func (q *queue) insertLocked(m *message, gid string, now int64) {
 	q.msgs[m.seq] = m
 	q.ages.push(m)
+	m.oldSlot = -1 // new to the index: the zero value would claim a slot
+	q.trackOldestLocked(m)
 	var g *group
 	if q.fifo {
 		g = q.groups.get(gid)
@@ -185,6 +183,7 @@ func (q *queue) takeOutLocked(m *message) {
 		q.groups.visible--
 	}
 	q.ages.remove(m)
+	q.forgetLocked(m)
 	delete(q.msgs, m.seq)
 }
 
@@ -202,6 +201,7 @@ func (q *queue) restoreLocked(ms []*message, now int64) int {
 		m.status = statusReady
 		q.msgs[m.seq] = m
 		q.ages.push(m)
+		q.trackOldestLocked(m)
 		if q.fifo {
 			// Back into its group (a new one if it emptied meanwhile),
 			// at its place by seq.
@@ -246,6 +246,7 @@ func (q *queue) dropLocked(m *message) {
 		m.grp.inflight--
 	}
 	q.ages.remove(m)
+	q.forgetLocked(m)
 	delete(q.msgs, m.seq)
 	if q.fifo {
 		m.grp.remove(m)
@@ -259,6 +260,7 @@ func (q *queue) dropLocked(m *message) {
 func (q *queue) markDeletingLocked(m *message) {
 	q.timers.remove(m)
 	m.status = statusDeleting
+	q.untrackOldestLocked(m)
 }
 
 // revealLocked makes a delayed or in-flight message visible: at the back
@@ -541,6 +543,7 @@ func (q *queue) handOutLocked(m *message, now int64, v time.Duration, b *pebble.
 	m.touched = false
 	q.inflight++
 	q.timers.push(m)
+	q.trackOldestLocked(m)
 	k := makeMsgKey(q.id, m.seq, kindState)
 	_ = b.Set(k[:], encodeState(buf, m.state()), nil)
 	return taken{seq: m.seq, gen: m.gen, receiveCount: uint64(m.receiveCount), firstReceiveAt: m.firstReceiveAt}

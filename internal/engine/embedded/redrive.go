@@ -91,6 +91,7 @@ func (e *Engine) redrive(job *redriveJob) int {
 	b := e.db.NewBatch()
 	defer b.Close()
 	moved := make([]message, 0, len(job.msgs))
+	entries := make([]msgEntry, 0, len(job.msgs))
 	var groups []string
 	var buf []byte
 	var sbuf [64]byte
@@ -120,13 +121,16 @@ func (e *Engine) redrive(job *redriveJob) int {
 			timerSlot:      -1,
 			ageSlot:        -1,
 		}
-		buf = encodeMessage(buf[:0], sm.id, sentAt, now, &sm.msg, job.srcARN)
+		// The age of the oldest message counts from the move.
+		in := msgEntry{movedAt: now, movedReceives: m.receiveCount}
+		buf = encodeMovedMessage(buf[:0], sm.id, sentAt, now, in, &sm.msg, job.srcARN)
 		k := makeMsgKey(tq.id, nm.seq, kindBody)
 		_ = b.Set(k[:], buf, nil)
 		k[17] = kindState
 		_ = b.Set(k[:], encodeState(sbuf[:0], nm.state()), nil)
 		deleteMsgKeys(b, src.id, m)
 		moved = append(moved, nm)
+		entries = append(entries, in)
 	}
 	if len(moved) == 0 {
 		if pb != nil {
@@ -144,6 +148,9 @@ func (e *Engine) redrive(job *redriveJob) int {
 	tq.mu.Lock()
 	defer tq.mu.Unlock()
 	if pb != nil {
+		for i := range moved {
+			tq.setMovedLocked(&moved[i], entries[i])
+		}
 		tq.completeLocked(pb, moved, groups, e.now())
 		return 0
 	}
@@ -164,6 +171,7 @@ func (e *Engine) redrive(job *redriveJob) int {
 	now = e.now()
 	tq.advanceLocked(now)
 	for i := range moved {
+		tq.setMovedLocked(&moved[i], entries[i])
 		tq.insertLocked(&moved[i], "", now)
 	}
 	tq.serveLocked(now)

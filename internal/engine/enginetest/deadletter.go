@@ -33,7 +33,7 @@ func (h *H) WaitStats(name string, visible, notVisible, delayed int64) {
 		if err != nil {
 			h.Fatalf("Stats(%s): %v", name, err)
 		}
-		if s == want {
+		if counts(s) == want {
 			return
 		}
 		if time.Now().After(deadline) {

@@ -68,6 +68,10 @@ func Run(t *testing.T, open func(t *testing.T, clk *clock.Fake) engine.Backend) 
 		{"ReceiveCancelledContext", testReceiveCancelled},
 		{"ConcurrentWaitersAndSenders", testConcurrent},
 		{"Close", testClose},
+		{"StatsOldest", testStatsOldest},
+		{"StatsOldestRedrive", testStatsOldestRedrive},
+		{"StatsFIFOGroupsInFlight", testStatsFIFOGroupsInFlight},
+		{"StatsFIFOOldestRedrive", testStatsFIFOOldestRedrive},
 
 		{"RedriveOnReceive", testRedriveOnReceive},
 		{"RedriveKeepsMax", testRedriveKeepsMax},
@@ -243,7 +247,7 @@ func (h *H) WantStats(name string, visible, notVisible, delayed int64) {
 	if err != nil {
 		h.Fatalf("Stats(%s): %v", name, err)
 	}
-	if want := (engine.Stats{Visible: visible, NotVisible: notVisible, Delayed: delayed}); s != want {
+	if want := (engine.Stats{Visible: visible, NotVisible: notVisible, Delayed: delayed}); counts(s) != want {
 		h.Fatalf("Stats(%s) = %+v, want %+v", name, s, want)
 	}
 }

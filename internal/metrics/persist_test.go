@@ -1,0 +1,153 @@
+package metrics
+
+import (
+	"context"
+	"reflect"
+	"sort"
+	"testing"
+	"time"
+
+	"github.com/ferrymq/ferry/internal/clock"
+	"github.com/ferrymq/ferry/internal/engine"
+)
+
+// memPoints is an engine.MetricStore in a map.
+type memPoints struct {
+	points map[[5]any]engine.MetricPoint
+	puts   int // batches
+}
+
+func newMemPoints() *memPoints { return &memPoints{points: map[[5]any]engine.MetricPoint{}} }
+
+func (m *memPoints) PutMetricPoints(_ context.Context, ps []engine.MetricPoint) error {
+	m.puts++
+	for _, p := range ps {
+		m.points[[5]any{p.Namespace, p.Metric, p.DimName, p.DimValue, p.Minute}] = p
+	}
+	return nil
+}
+
+func (m *memPoints) MetricPoints(_ context.Context, from int64) ([]engine.MetricPoint, error) {
+	var out []engine.MetricPoint
+	for _, p := range m.points {
+		if p.Minute >= from {
+			out = append(out, p)
+		}
+	}
+	sort.Slice(out, func(i, j int) bool {
+		if out[i].Minute != out[j].Minute {
+			return out[i].Minute < out[j].Minute
+		}
+		return out[i].Metric < out[j].Metric
+	})
+	return out, nil
+}
+
+func (m *memPoints) DeleteMetricPointsBefore(_ context.Context, minute int64) error {
+	for k, p := range m.points {
+		if p.Minute < minute {
+			delete(m.points, k)
+		}
+	}
+	return nil
+}
+
+func TestFlushAndLoad(t *testing.T) {
+	ctx := context.Background()
+	clk := clock.NewFake(t0)
+	s := New(Options{Clock: clk})
+	disk := newMemPoints()
+	s.Record(NamespaceSQS, MessagesSent, Queue("q"), 1)
+	clk.Advance(30 * time.Second)
+	s.Record(NamespaceSQS, MessagesSent, Queue("q"), 2)
+	clk.Advance(30 * time.Second)
+	s.Record(NamespaceSQS, MessagesSent, Queue("q"), 3)
+	s.Record(NamespaceSQS, SentMessageSize, Queue("q"), 10)
+
+	m0, m1 := t0.Unix()/60, t0.Unix()/60+1
+	sent := func(minute int64, sum, n, lo, hi float64) engine.MetricPoint {
+		return engine.MetricPoint{Namespace: NamespaceSQS, Metric: MessagesSent, DimName: DimQueueName, DimValue: "q",
+			Minute: minute, Sum: sum, Count: n, Min: lo, Max: hi}
+	}
+	size := engine.MetricPoint{Namespace: NamespaceSQS, Metric: SentMessageSize, DimName: DimQueueName, DimValue: "q",
+		Minute: m1, Sum: 10, Count: 1, Min: 10, Max: 10}
+	steps := []struct {
+		name string
+		all  bool
+		want []engine.MetricPoint
+	}{
+		{"completed minutes only", false, []engine.MetricPoint{sent(m0, 3, 2, 1, 2)}},
+		{"again: nothing new", false, []engine.MetricPoint{sent(m0, 3, 2, 1, 2)}},
+		{"all, the current minute too", true, []engine.MetricPoint{sent(m0, 3, 2, 1, 2), sent(m1, 3, 1, 3, 3), size}},
+	}
+	for _, st := range steps {
+		if err := s.Flush(ctx, disk, st.all); err != nil {
+			t.Fatal(err)
+		}
+		got, _ := disk.MetricPoints(ctx, 0)
+		if !reflect.DeepEqual(got, st.want) {
+			t.Errorf("%s:\n got %+v\nwant %+v", st.name, got, st.want)
+		}
+	}
+
+	// A new store loads them and goes on counting in the current minute.
+	s2 := New(Options{Clock: clk})
+	if err := s2.Load(ctx, disk); err != nil {
+		t.Fatal(err)
+	}
+	s2.Record(NamespaceSQS, MessagesSent, Queue("q"), 4)
+	want := []Datapoint{
+		{Timestamp: t0, Sum: 3, SampleCount: 2, Minimum: 1, Maximum: 2},
+		{Timestamp: t0.Add(time.Minute), Sum: 7, SampleCount: 2, Minimum: 3, Maximum: 4},
+	}
+	if got := s2.Datapoints(NamespaceSQS, MessagesSent, Queue("q"), t0, t0.Add(time.Hour)); !reflect.DeepEqual(got, want) {
+		t.Errorf("after load:\n got %+v\nwant %+v", got, want)
+	}
+	if tot, _ := s2.Totals(NamespaceSQS, MessagesSent, Queue("q")); tot != (Totals{Sum: 4, SampleCount: 1}) {
+		t.Errorf("totals after load = %+v: loaded minutes are no new samples", tot)
+	}
+	clk.Advance(time.Minute)
+	if err := s2.Flush(ctx, disk, false); err != nil {
+		t.Fatal(err)
+	}
+	if got, _ := disk.MetricPoints(ctx, m1); len(got) != 2 || got[0] != sent(m1, 7, 2, 3, 4) {
+		t.Errorf("m1 saved again: %+v", got)
+	}
+
+	// Past retention, minutes leave memory and disk.
+	clk.Set(t0.Add(DefaultRetention + time.Minute))
+	if err := s2.Flush(ctx, disk, false); err != nil {
+		t.Fatal(err)
+	}
+	if got, _ := disk.MetricPoints(ctx, 0); len(got) != 0 {
+		t.Errorf("expired minutes on disk: %+v", got)
+	}
+	if got := s2.Datapoints(NamespaceSQS, MessagesSent, Queue("q"), t0, t0.Add(DefaultRetention+time.Hour)); len(got) != 0 {
+		t.Errorf("expired minutes served: %+v", got)
+	}
+	s3 := New(Options{Clock: clk, MaxSeries: 1})
+	if err := s3.Load(ctx, disk); err != nil || len(s3.Series()) != 0 {
+		t.Errorf("load after expiry: %v, %v", s3.Series(), err)
+	}
+}
+
+// Loading more series than the cap keeps the cap.
+func TestLoadKeepsSeriesCap(t *testing.T) {
+	ctx := context.Background()
+	clk := clock.NewFake(t0)
+	disk := newMemPoints()
+	s := New(Options{Clock: clk})
+	for _, q := range []string{"a", "b", "c"} {
+		s.Record(NamespaceSQS, MessagesSent, Queue(q), 1)
+	}
+	if err := s.Flush(ctx, disk, true); err != nil {
+		t.Fatal(err)
+	}
+	s2 := New(Options{Clock: clk, MaxSeries: 2})
+	if err := s2.Load(ctx, disk); err != nil {
+		t.Fatal(err)
+	}
+	if n := len(s2.Series()); n != 2 {
+		t.Errorf("%d series loaded under a cap of 2", n)
+	}
+}
