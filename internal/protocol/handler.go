@@ -34,8 +34,9 @@ type Handler struct {
 	// MaxBodyBytes bounds request bodies; 0 means DefaultMaxBodyBytes.
 	MaxBodyBytes int64
 
-	plans planCache
-	bufs  sync.Pool
+	plans  planCache
+	jplans jsonPlans
+	bufs   sync.Pool
 }
 
 // Check builds the codec of every action's input and output, so that a
@@ -61,6 +62,7 @@ func (h *Handler) checkType(t reflect.Type) error {
 	if t == nil || t.Kind() != reflect.Struct {
 		return fmt.Errorf("type %v is not a struct", t)
 	}
+	h.jplans.plan(t) // built now rather than on the first request
 	_, err := h.plans.plan(t)
 	return err
 }
