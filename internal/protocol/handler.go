@@ -14,8 +14,6 @@ import (
 	"strconv"
 	"strings"
 	"sync"
-
-	"github.com/google/uuid"
 )
 
 // DefaultMaxBodyBytes bounds a request body when Handler.MaxBodyBytes is 0.
@@ -36,6 +34,7 @@ type Handler struct {
 
 	plans  planCache
 	jplans jsonPlans
+	ids    requestIDs
 	bufs   sync.Pool
 }
 
@@ -87,7 +86,7 @@ type call struct {
 // yields a well-formed AWS error.
 func (h *Handler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	c := &call{
-		info: &RequestInfo{RequestID: uuid.NewString(), Host: r.Host, Path: r.URL.Path},
+		info: &RequestInfo{RequestID: h.ids.next(), Host: r.Host, Path: r.URL.Path},
 		body: h.buffer(),
 	}
 	defer h.release(c.body)
@@ -96,18 +95,20 @@ func (h *Handler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		h.fail(r.Context(), c, errors.New("no response was produced"))
 	}
 
+	// Keys are written canonical, as Header.Set would make them, which
+	// spares the canonicalisation on every response.
 	hdr := w.Header()
-	hdr.Set("x-amzn-RequestId", c.info.RequestID)
-	hdr.Set("Content-Type", c.contentType)
-	hdr.Set("Content-Length", strconv.Itoa(c.body.Len()))
+	hdr["X-Amzn-Requestid"] = []string{c.info.RequestID}
+	hdr["Content-Type"] = []string{c.contentType}
+	hdr["Content-Length"] = []string{strconv.Itoa(c.body.Len())}
 	if c.queryError != "" {
-		hdr.Set("x-amzn-query-error", c.queryError)
+		hdr["X-Amzn-Query-Error"] = []string{c.queryError}
 	}
 	if c.cbor {
 		hdr.Set(smithyProtocol, rpcv2CBOR)
 	}
 	if c.status == http.StatusMethodNotAllowed {
-		hdr.Set("Allow", "GET, POST")
+		hdr["Allow"] = []string{"GET, POST"}
 	}
 	w.WriteHeader(c.status)
 	if r.Method != http.MethodHead {
