@@ -383,7 +383,7 @@ func (d *jdec) list(c *jcodec, v reflect.Value, depth int) bool {
 	n := 0
 	for {
 		if n == v.Len() {
-			v.Grow(1)
+			v.Grow(max(n, 4)) // doubling from 4 rather than from 1
 			v.SetLen(n + 1)
 		}
 		if !d.value(c.elem, v.Index(n), depth) {
