@@ -843,6 +843,9 @@ func appendJSONString(dst []byte, s string) []byte {
 	dst = append(dst, '"')
 	start := 0
 	for i := 0; i < len(s); {
+		if i = plainJSONWords(s, i); i >= len(s) {
+			break
+		}
 		b := s[i]
 		if jsonPlain[b] {
 			i++

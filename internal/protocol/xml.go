@@ -210,6 +210,9 @@ func openClose(b *bytes.Buffer, name string) {
 func escapeText(b *bytes.Buffer, s string) {
 	last := 0
 	for i := 0; i < len(s); {
+		if i = plainXMLWords(s, i); i >= len(s) {
+			break
+		}
 		c := s[i]
 		if xmlPlain[c] {
 			i++
