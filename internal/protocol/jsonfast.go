@@ -466,6 +466,9 @@ func (d *jdec) str() (string, bool) {
 	d.i++
 	start := d.i
 	for d.i < len(d.b) {
+		if d.i = plainJSONWords(d.s, d.i); d.i >= len(d.b) {
+			break
+		}
 		c := d.b[d.i]
 		if jsonPlain[c] {
 			d.i++
