@@ -23,7 +23,9 @@ import (
 // decides, errors included. A type the plans cannot describe exactly
 // (marshaler methods, embedded structs, kinds they do not know) always
 // goes to encoding/json. Differential tests and a fuzz target hold both
-// paths equal.
+// paths equal. Types with timestamps or doubles, which encoding/json cannot
+// put on the AWS JSON wire, take jsonplan.go's path instead and never get
+// here (decodeJSONInput, encodeJSONOutput).
 
 // jcodec is the JSON plan of one Go type, from its json tags.
 type jcodec struct {
