@@ -183,15 +183,17 @@ func (c *Config) fill() error {
 		}
 	}
 	if c.HTTPClient == nil {
-		c.HTTPClient = newHTTPClient(c.Concurrency)
+		c.HTTPClient = NewHTTPClient(c.Concurrency)
 	}
 	return nil
 }
 
-// newHTTPClient keeps enough idle connections for every worker and long
-// poll, so that a run measures the broker rather than TCP handshakes, and
-// ignores proxy settings: requests go to the endpoint only.
-func newHTTPClient(concurrency int) *http.Client {
+// NewHTTPClient is the HTTP client of concurrency SDK workers: it keeps
+// enough idle connections for every worker and long poll, so that a run
+// measures the broker rather than TCP handshakes (http.DefaultTransport
+// keeps two per host and closes the rest after each request), and ignores
+// proxy settings: requests go to the endpoint only.
+func NewHTTPClient(concurrency int) *http.Client {
 	conns := 8*concurrency + 32
 	return &http.Client{Transport: PlainBodies{&http.Transport{
 		Proxy:               nil,

@@ -58,3 +58,30 @@ func TestBodyWithoutRoomForPadding(t *testing.T) {
 }
 
 func pad(s string) string { return s + strings.Repeat(".", BodySize-len(s)) }
+
+func FuzzFieldsAsStringsFields(f *testing.F) {
+	for _, s := range []string{"", " ", "a", " a  b\tc\n", "a\u00a0b\u0085c\u2003d", "\xffa \xc2", strings.Repeat("x ", 9)} {
+		f.Add(s)
+	}
+	f.Fuzz(func(t *testing.T, s string) {
+		want := strings.Fields(s)
+		var buf [7]string
+		n, ok := fields(s, buf[:])
+		if ok != (len(want) <= len(buf)) {
+			t.Fatalf("%q: ok %v with %d fields", s, ok, len(want))
+		}
+		if ok && strings.Join(buf[:n], "|") != strings.Join(want, "|") {
+			t.Fatalf("%q: %q, want %q", s, buf[:n], want)
+		}
+	})
+}
+
+func BenchmarkParseBody(b *testing.B) {
+	body := Stamp{Run: "0a1b2c3d", Seq: 987654321, Sent: time.Unix(1700000000, 0)}.Body()
+	b.ReportAllocs()
+	for b.Loop() {
+		if _, ok := ParseBody("0a1b2c3d", body); !ok {
+			b.Fatal("rejected")
+		}
+	}
+}

@@ -316,6 +316,17 @@ func BenchmarkDecodeSendMessageBatch(b *testing.B) {
 			}
 		}
 	})
+	b.Run("json-plan", func(b *testing.B) {
+		plans := &jsonPlans{}
+		b.SetBytes(int64(len(jsonBody)))
+		b.ReportAllocs()
+		for b.Loop() {
+			var in sendBatchInput
+			if err := decodeJSONPlan(plans, jsonBody, &in); err != nil || len(in.Entries) != 10 {
+				b.Fatal(err, len(in.Entries))
+			}
+		}
+	})
 	b.Run("query", func(b *testing.B) {
 		pc := &planCache{}
 		c, err := pc.plan(reflect.TypeFor[sendBatchInput]())

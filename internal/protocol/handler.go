@@ -15,8 +15,6 @@ import (
 	"strings"
 	"sync"
 	"time"
-
-	"github.com/google/uuid"
 )
 
 // DefaultMaxBodyBytes bounds a request body when Handler.MaxBodyBytes is 0.
@@ -39,8 +37,10 @@ type Handler struct {
 	// the HTTP status and the time taken.
 	Observe func(service, action string, status int, took time.Duration)
 
-	plans planCache
-	bufs  sync.Pool
+	plans  planCache
+	jplans jsonPlans
+	ids    requestIDs
+	bufs   sync.Pool
 }
 
 // Check builds the codec of every action's input and output, so that a
@@ -66,6 +66,7 @@ func (h *Handler) checkType(t reflect.Type) error {
 	if t == nil || t.Kind() != reflect.Struct {
 		return fmt.Errorf("type %v is not a struct", t)
 	}
+	h.jplans.plan(t) // built now rather than on the first request
 	_, err := h.plans.plan(t)
 	return err
 }
@@ -94,7 +95,7 @@ func (h *Handler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		began = time.Now()
 	}
 	c := &call{
-		info: &RequestInfo{RequestID: uuid.NewString(), Host: r.Host, Path: r.URL.Path},
+		info: &RequestInfo{RequestID: h.ids.next(), Host: r.Host, Path: r.URL.Path},
 		body: h.buffer(),
 	}
 	defer h.release(c.body)
@@ -103,18 +104,20 @@ func (h *Handler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		h.fail(r.Context(), c, errors.New("no response was produced"))
 	}
 
+	// Keys are written canonical, as Header.Set would make them, which
+	// spares the canonicalisation on every response.
 	hdr := w.Header()
-	hdr.Set("x-amzn-RequestId", c.info.RequestID)
-	hdr.Set("Content-Type", c.contentType)
-	hdr.Set("Content-Length", strconv.Itoa(c.body.Len()))
+	hdr["X-Amzn-Requestid"] = []string{c.info.RequestID}
+	hdr["Content-Type"] = []string{c.contentType}
+	hdr["Content-Length"] = []string{strconv.Itoa(c.body.Len())}
 	if c.queryError != "" {
-		hdr.Set("x-amzn-query-error", c.queryError)
+		hdr["X-Amzn-Query-Error"] = []string{c.queryError}
 	}
 	if c.cbor {
 		hdr.Set(smithyProtocol, rpcv2CBOR)
 	}
 	if c.status == http.StatusMethodNotAllowed {
-		hdr.Set("Allow", "GET, POST")
+		hdr["Allow"] = []string{"GET, POST"}
 	}
 	w.WriteHeader(c.status)
 	if r.Method != http.MethodHead {

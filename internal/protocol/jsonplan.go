@@ -12,7 +12,6 @@ import (
 	"strconv"
 	"strings"
 	"time"
-	"unicode/utf8"
 )
 
 // AWS JSON sends timestamps as epoch seconds and non-finite doubles as the
@@ -57,7 +56,7 @@ func (h *Handler) decodeJSONInput(t reflect.Type, body []byte, in any) error {
 		return err
 	}
 	if !usesPlanJSON(c) {
-		return decodeJSON(body, in)
+		return decodeJSONPlan(&h.jplans, body, in)
 	}
 	if len(bytes.TrimSpace(body)) == 0 {
 		return nil
@@ -88,7 +87,7 @@ func (h *Handler) encodeJSONOutput(b *bytes.Buffer, a Action, out any) error {
 		return err
 	}
 	if !usesPlanJSON(c) {
-		return encodeJSON(b, out)
+		return encodeJSONPlan(&h.jplans, b, out)
 	}
 	if !v.IsValid() {
 		b.WriteString("{}")
@@ -360,54 +359,4 @@ func appendJSONDouble(b []byte, f float64, bits int) []byte {
 		}
 	}
 	return b
-}
-
-// appendJSONString quotes s as encoding/json does with HTML escaping off:
-// control characters, U+2028 and U+2029 escaped, invalid UTF-8 as U+FFFD.
-func appendJSONString(b []byte, s string) []byte {
-	const hexDigits = "0123456789abcdef"
-	b = append(b, '"')
-	start := 0
-	for i := 0; i < len(s); {
-		if c := s[i]; c < utf8.RuneSelf {
-			if c >= 0x20 && c != '"' && c != '\\' {
-				i++
-				continue
-			}
-			b = append(b, s[start:i]...)
-			switch c {
-			case '"', '\\':
-				b = append(b, '\\', c)
-			case '\n':
-				b = append(b, '\\', 'n')
-			case '\r':
-				b = append(b, '\\', 'r')
-			case '\t':
-				b = append(b, '\\', 't')
-			default:
-				b = append(b, '\\', 'u', '0', '0', hexDigits[c>>4], hexDigits[c&0xf])
-			}
-			i++
-			start = i
-			continue
-		}
-		r, size := utf8.DecodeRuneInString(s[i:])
-		if r == utf8.RuneError && size == 1 {
-			b = append(b, s[start:i]...)
-			b = append(b, `\ufffd`...)
-			i += size
-			start = i
-			continue
-		}
-		if r == '\u2028' || r == '\u2029' {
-			b = append(b, s[start:i]...)
-			b = append(b, '\\', 'u', '2', '0', '2', hexDigits[r&0xf])
-			i += size
-			start = i
-			continue
-		}
-		i += size
-	}
-	b = append(b, s[start:]...)
-	return append(b, '"')
 }

@@ -13,36 +13,80 @@ import (
 // qnode is one dotted segment of the query parameters: "A.1.B=x" becomes
 // A → 1 → B holding x. Decoding walks this tree along a codec.
 type qnode struct {
-	name     string // the parameter name up to this segment, for errors
-	value    string
-	set      bool // a parameter ends here
-	children map[string]*qnode
+	name  string // the parameter name up to this segment, for errors
+	seg   string // the last segment of name
+	value string
+	set   bool // a parameter ends here
+	// The next segments, in the order first seen: most nodes have a
+	// handful, looked up by a scan; index takes over for many.
+	first, last *qnode
+	next        *qnode // sibling
+	kids        int
+	index       map[string]*qnode
 }
+
+// maxScannedKids is the most children looked up by a linear scan.
+const maxScannedKids = 16
 
 func (n *qnode) child(seg string) *qnode {
 	if n == nil {
 		return nil
 	}
-	return n.children[seg]
+	if n.index != nil {
+		return n.index[seg]
+	}
+	for k := n.first; k != nil; k = k.next {
+		if k.seg == seg {
+			return k
+		}
+	}
+	return nil
+}
+
+func (n *qnode) add(c *qnode) {
+	if n.last == nil {
+		n.first = c
+	} else {
+		n.last.next = c
+	}
+	n.last = c
+	n.kids++
+	switch {
+	case n.index != nil:
+		n.index[c.seg] = c
+	case n.kids > maxScannedKids:
+		n.index = make(map[string]*qnode, 2*n.kids)
+		for k := n.first; k != nil; k = k.next {
+			n.index[k.seg] = k
+		}
+	}
 }
 
 // parseTree arranges parameters by their dotted names. A parameter given
 // twice keeps its first value.
 func parseTree(vals url.Values) *qnode {
-	root := &qnode{}
+	// Nodes are allocated in chunks rather than one by one.
+	var slab []qnode
+	node := func() *qnode {
+		if len(slab) == 0 {
+			slab = make([]qnode, 32)
+		}
+		n := &slab[0]
+		slab = slab[1:]
+		return n
+	}
+	root := node()
 	for k, vs := range vals {
 		n := root
 		rest, end := k, 0
 		for {
 			seg, tail, more := strings.Cut(rest, ".")
 			end += len(seg)
-			c := n.children[seg]
+			c := n.child(seg)
 			if c == nil {
-				if n.children == nil {
-					n.children = make(map[string]*qnode, 4)
-				}
-				c = &qnode{name: k[:end]}
-				n.children[seg] = c
+				c = node()
+				c.name, c.seg = k[:end], seg
+				n.add(c)
 			}
 			n = c
 			if !more {
@@ -226,7 +270,8 @@ func indexed(n *qnode, container string) ([]*qnode, error) {
 	}
 	var entries []entry
 	collect := func(parent *qnode, allowContainer bool) error {
-		for seg, c := range parent.children {
+		for c := parent.first; c != nil; c = c.next {
+			seg := c.seg
 			if allowContainer && seg == container {
 				continue
 			}

@@ -210,7 +210,14 @@ func openClose(b *bytes.Buffer, name string) {
 func escapeText(b *bytes.Buffer, s string) {
 	last := 0
 	for i := 0; i < len(s); {
+		if i = plainXMLWords(s, i); i >= len(s) {
+			break
+		}
 		c := s[i]
+		if xmlPlain[c] {
+			i++
+			continue
+		}
 		width := 1
 		var esc string
 		if c < utf8.RuneSelf {
@@ -247,3 +254,13 @@ func escapeText(b *bytes.Buffer, s string) {
 	}
 	b.WriteString(s[last:])
 }
+
+// xmlPlain marks the bytes escapeText copies as they are: printable ASCII
+// but for & < > ", and tab and newline.
+var xmlPlain = func() (t [256]bool) {
+	for c := 0x20; c < utf8.RuneSelf; c++ {
+		t[c] = c != '&' && c != '<' && c != '>' && c != '"'
+	}
+	t['\t'], t['\n'] = true, true
+	return t
+}()

@@ -144,8 +144,8 @@ func (s *service) deleteMessageBatch(ctx context.Context, in *DeleteMessageBatch
 		return nil, perr
 	}
 	failed := make([]*protocol.Error, len(in.Entries))
-	var handles []string
-	var sent []int // entry index of each handle
+	handles := make([]string, 0, len(in.Entries))
+	sent := make([]int, 0, len(in.Entries)) // entry index of each handle
 	for i, e := range in.Entries {
 		if e.ReceiptHandle == "" {
 			failed[i] = missingParameter("ReceiptHandle")

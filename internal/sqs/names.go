@@ -74,7 +74,7 @@ func parseQueueRef(ref string) (account, name string, ok bool) {
 		if !hasPath {
 			return "", "", false
 		}
-		ref = "/" + path
+		ref = path // the Trim below drops any leading slash
 	} else if !strings.Contains(ref, "/") {
 		return "", ref, ref != ""
 	}
