@@ -78,7 +78,8 @@ func (h *Handler) encodeJSONOutput(b *bytes.Buffer, a Action, out any) error {
 	return encodeJSONPlan(&h.jplans, b, out)
 }
 
-// jcodec is the JSON plan of one Go type, from its json tags.
+// jcodec is the JSON plan of one Go type, from its json tags (or, in the
+// Smithy flavour, from its query/CBOR plan).
 type jcodec struct {
 	kind   kind
 	typ    reflect.Type
