@@ -15,7 +15,7 @@ test:
 
 # Each fuzz target for a short while (longer runs: FUZZTIME=10m make fuzz).
 FUZZTIME ?= 30s
-FUZZ_PROTOCOL = FuzzJSONDecode FuzzQueryDecode FuzzCBORDecode FuzzHandler FuzzXMLRoundTrip
+FUZZ_PROTOCOL = FuzzJSONDecode FuzzJSONPlanDecode FuzzJSONPlanEncode FuzzQueryDecode FuzzCBORDecode FuzzHandler FuzzXMLRoundTrip
 FUZZ_SNS = FuzzParseFilterPolicy FuzzMatch FuzzParseJSON FuzzNotificationJSON
 FUZZ_CLOUDWATCH = FuzzPutMetricAlarm FuzzSetAlarmState
 fuzz:

@@ -2,10 +2,12 @@ package protocol
 
 import (
 	"bytes"
+	"context"
 	"fmt"
 	"reflect"
 	"strings"
 	"testing"
+	"time"
 )
 
 // benchOutputs are the hot SQS answers: a SendMessageBatch of 10 and a
@@ -64,4 +66,47 @@ func BenchmarkEncode(b *testing.B) {
 			b.SetBytes(int64(buf.Len()))
 		})
 	}
+}
+
+// BenchmarkDecodeCloudWatchJSON reads a GetMetricData as the SDKs send it
+// on the AWS JSON wire (PutMetricData: BenchmarkJSONPlanDecodePutMetricData).
+func BenchmarkDecodeCloudWatchJSON(b *testing.B) {
+	body := []byte(`{"MetricDataQueries":[{"Id":"m1","MetricStat":{"Metric":{"Namespace":"AWS/SQS","MetricName":"NumberOfMessagesSent",` +
+		`"Dimensions":[{"Name":"QueueName","Value":"jobs"}]},"Period":60,"Stat":"Sum"},"ReturnData":true}],` +
+		`"StartTime":1767322800,"EndTime":1767326400,"MaxDatapoints":1000}`)
+	typ := reflect.TypeFor[cwGetMetricDataInput]()
+	h := &Handler{}
+	b.SetBytes(int64(len(body)))
+	b.ReportAllocs()
+	for b.Loop() {
+		var in cwGetMetricDataInput
+		if err := h.decodeJSONInput(typ, body, &in); err != nil {
+			b.Fatal(err)
+		}
+	}
+}
+
+// BenchmarkEncodeCloudWatchJSON writes a GetMetricData answer of 3 series
+// of 60 points.
+func BenchmarkEncodeCloudWatchJSON(b *testing.B) {
+	out := &cwGetMetricDataOutput{}
+	for i := range 3 {
+		r := cwResult{Id: fmt.Sprint("m", i), Label: "NumberOfMessagesSent", StatusCode: "Complete"}
+		for p := range 60 {
+			r.Timestamps = append(r.Timestamps, time.Unix(1767322800+int64(p)*60, 0))
+			r.Values = append(r.Values, float64(p)*1.5)
+		}
+		out.MetricDataResults = append(out.MetricDataResults, r)
+	}
+	h := &Handler{}
+	a := Define("GetMetricData", func(_ context.Context, _ *cwGetMetricDataInput) (*cwGetMetricDataOutput, error) { return nil, nil })
+	var buf bytes.Buffer
+	b.ReportAllocs()
+	for b.Loop() {
+		buf.Reset()
+		if err := h.encodeJSONOutput(&buf, a, out); err != nil {
+			b.Fatal(err)
+		}
+	}
+	b.SetBytes(int64(buf.Len()))
 }

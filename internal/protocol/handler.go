@@ -66,9 +66,15 @@ func (h *Handler) checkType(t reflect.Type) error {
 	if t == nil || t.Kind() != reflect.Struct {
 		return fmt.Errorf("type %v is not a struct", t)
 	}
-	h.jplans.plan(t) // built now rather than on the first request
-	_, err := h.plans.plan(t)
-	return err
+	// The plans are built now rather than on the first request.
+	c, err := h.plans.plan(t)
+	if err != nil {
+		return err
+	}
+	if smithyJSON(c) == nil {
+		h.jplans.plan(t)
+	}
+	return nil
 }
 
 // call is one request on its way through the handler.

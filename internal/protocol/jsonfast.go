@@ -5,35 +5,92 @@ import (
 	"encoding"
 	"encoding/base64"
 	"encoding/json"
+	"math"
 	"reflect"
 	"slices"
 	"strconv"
 	"strings"
 	"sync"
+	"time"
 	"unicode/utf8"
 )
 
 // The JSON plans below decode and encode the inputs and outputs of the
 // request path without encoding/json's per-byte scanner and name lookups.
-// They cover what encoding/json does for the shapes the services use, and
-// nothing more: a decode meets anything outside the plain case (null, a
-// \u escape, a key that differs from a member's name only in case, a
-// duplicate member, invalid UTF-8, a number that does not fit) and gives
-// up, and the request is decoded again by encoding/json, which then
-// decides, errors included. A type the plans cannot describe exactly
-// (marshaler methods, embedded structs, kinds they do not know) always
-// goes to encoding/json. Differential tests and a fuzz target hold both
-// paths equal. Types with timestamps or doubles, which encoding/json cannot
-// put on the AWS JSON wire, take jsonplan.go's path instead and never get
-// here (decodeJSONInput, encodeJSONOutput).
+// A plan comes in one of two flavours, chosen per root type:
+//
+//   - Types that reach a timestamp or a double (CloudWatch's) are on the AWS
+//     JSON wire as Smithy puts them, which encoding/json cannot do:
+//     timestamps as epoch seconds, the non-finite doubles as the strings
+//     "NaN", "Infinity" and "-Infinity", absent members left out as on the
+//     CBOR wire. Their plans come from the query/CBOR plan (smithyJSON), and
+//     a body the plan decoder gives up on is decided by the generic
+//     document decoder (decodeJSONDocument).
+//   - All other types (SQS's and SNS's) are read and written exactly as
+//     encoding/json does, byte for byte. Their plans come from the json tags
+//     (jsonPlans); a decode that gives up is done again by encoding/json,
+//     which then decides, errors included, and a type the plans cannot
+//     describe exactly (marshaler methods, embedded structs, kinds they do
+//     not know) always goes to encoding/json.
+//
+// Either way the plan decoder takes the plain case only: it gives up on
+// null, a \u escape, a key that differs from a member's name only in case,
+// a duplicate member, invalid UTF-8, a number that does not fit, deep
+// nesting. Differential tests and fuzz targets hold the plan decoder equal
+// to its fallback.
 
-// jcodec is the JSON plan of one Go type, from its json tags.
+// decodeJSONInput decodes a JSON request body into in (a pointer to a
+// value of type t).
+func (h *Handler) decodeJSONInput(t reflect.Type, body []byte, in any) error {
+	c, err := h.plans.plan(t)
+	if err != nil {
+		return err
+	}
+	if j := smithyJSON(c); j != nil {
+		v := reflect.ValueOf(in).Elem()
+		if planDecode(j, body, v) {
+			return nil
+		}
+		v.SetZero()
+		return decodeJSONDocument(c, body, v)
+	}
+	return decodeJSONPlan(&h.jplans, body, in)
+}
+
+// encodeJSONOutput writes an action's output as a JSON response body.
+func (h *Handler) encodeJSONOutput(b *bytes.Buffer, a Action, out any) error {
+	t, v, err := outputValue(a, out)
+	if err != nil {
+		return err
+	}
+	c, err := h.plans.plan(t)
+	if err != nil {
+		return err
+	}
+	if j := smithyJSON(c); j != nil {
+		if !v.IsValid() {
+			b.WriteString("{}")
+			return nil
+		}
+		b.Write(appendJSON(b.AvailableBuffer(), j, v))
+		return nil
+	}
+	return encodeJSONPlan(&h.jplans, b, out)
+}
+
+// jcodec is the JSON plan of one Go type, from its json tags (or, in the
+// Smithy flavour, from its query/CBOR plan).
 type jcodec struct {
 	kind   kind
 	typ    reflect.Type
-	bits   int // kInt
+	bits   int // kInt, kFloat
 	elem   *jcodec
 	fields []jfield // kStruct
+	// smithy: the Smithy flavour (see above), else encoding/json's.
+	smithy bool
+	// dupNames: two members share a name, which the decoder leaves to the
+	// fallback (it sets both).
+	dupNames bool
 }
 
 // jfield is one member of a struct plan.
@@ -67,6 +124,57 @@ func (p *jsonPlans) plan(t reflect.Type) *jcodec {
 	}
 	p.m.Store(t, c)
 	return c
+}
+
+// smithyJSON returns the JSON plan of root c when c reaches a timestamp or
+// a double, nil otherwise, building it once. It has the members of the
+// query/CBOR plan, so that the JSON and CBOR wires agree.
+func smithyJSON(c *codec) *jcodec {
+	c.smithyOnce.Do(func() {
+		if reachesTimeOrDouble(c, map[*codec]bool{}) {
+			c.smithy = jsonFromPlan(c, map[*codec]*jcodec{})
+		}
+	})
+	return c.smithy
+}
+
+func reachesTimeOrDouble(c *codec, seen map[*codec]bool) bool {
+	if c == nil || seen[c] {
+		return false
+	}
+	seen[c] = true
+	if c.kind == kTime || c.kind == kFloat || reachesTimeOrDouble(c.elem, seen) {
+		return true
+	}
+	for i := range c.fields {
+		if reachesTimeOrDouble(c.fields[i].c, seen) {
+			return true
+		}
+	}
+	return false
+}
+
+func jsonFromPlan(c *codec, built map[*codec]*jcodec) *jcodec {
+	if j, ok := built[c]; ok {
+		return j
+	}
+	j := &jcodec{kind: c.kind, typ: c.typ, bits: c.bits, smithy: true}
+	built[c] = j
+	if c.elem != nil {
+		j.elem = jsonFromPlan(c.elem, built)
+	}
+	for i := range c.fields {
+		f := &c.fields[i]
+		if f.jname == "" {
+			continue
+		}
+		if slices.ContainsFunc(j.fields, func(g jfield) bool { return g.name == f.jname }) {
+			j.dupNames = true
+		}
+		j.fields = append(j.fields, jfield{index: f.index, name: f.jname, key: string(appendJSONString(nil, f.jname)) + ":",
+			omitEmpty: f.omitEmpty, c: jsonFromPlan(f.c, built)})
+	}
+	return j
 }
 
 var (
@@ -265,6 +373,37 @@ func (d *jdec) value(c *jcodec, v reflect.Value, depth int) bool {
 			v.SetInt(n)
 		}
 		return ok
+	case kFloat:
+		f, ok := d.double()
+		if ok {
+			v.SetFloat(f)
+		}
+		return ok
+	case kTime:
+		var t time.Time
+		if d.b[d.i] == '"' {
+			// Hand-written clients send ISO 8601; the SDKs send numbers.
+			s, ok := d.str()
+			if !ok {
+				return false
+			}
+			if t, ok = parseQueryTime(s); !ok {
+				return false
+			}
+		} else {
+			f, ok := d.number()
+			if !ok {
+				return false
+			}
+			if t, ok = fromEpochSeconds(f); !ok {
+				return false
+			}
+		}
+		if p, ok := reflect.TypeAssert[*time.Time](v.Addr()); ok {
+			*p = t // without boxing t
+			return true
+		}
+		return false
 	case kBool:
 		switch {
 		case bytes.HasPrefix(d.b[d.i:], []byte("true")):
@@ -312,6 +451,9 @@ func (d *jdec) value(c *jcodec, v reflect.Value, depth int) bool {
 // object reads a struct's members; the '{' is read (or, at the top, read
 // here).
 func (d *jdec) object(c *jcodec, v reflect.Value, depth int) bool {
+	if c.dupNames {
+		return false
+	}
 	if depth == 0 {
 		if ch, ok := d.next(); !ok || ch != '{' {
 			return false
@@ -354,7 +496,7 @@ func (d *jdec) object(c *jcodec, v reflect.Value, depth int) bool {
 				return false
 			}
 		} else {
-			if seen&(1<<j) != 0 {
+			if j >= 64 || seen&(1<<j) != 0 { // duplicates are tracked in a uint64
 				return false
 			}
 			seen |= 1 << j
@@ -571,6 +713,42 @@ func (d *jdec) integer(bits int) (int64, bool) {
 	return n, err == nil
 }
 
+// number reads a JSON number as a double; one that does not fit gives up.
+func (d *jdec) number() (float64, bool) {
+	start := d.i
+	if !d.skipNumber() {
+		return 0, false
+	}
+	f, err := strconv.ParseFloat(d.s[start:d.i], 64)
+	return f, err == nil
+}
+
+// double reads a number or one of AWS JSON's strings for the non-finite
+// doubles.
+func (d *jdec) double() (float64, bool) {
+	if d.b[d.i] != '"' {
+		return d.number()
+	}
+	s, ok := d.str()
+	if !ok {
+		return 0, false
+	}
+	return nonFiniteDouble(s)
+}
+
+// nonFiniteDouble reads AWS JSON's strings for the non-finite doubles.
+func nonFiniteDouble(s string) (float64, bool) {
+	switch s {
+	case "NaN":
+		return math.NaN(), true
+	case "Infinity":
+		return math.Inf(1), true
+	case "-Infinity":
+		return math.Inf(-1), true
+	}
+	return 0, false
+}
+
 // skip reads over a value of a member the plan does not know, checking
 // its syntax as encoding/json would.
 func (d *jdec) skip(depth int) bool {
@@ -754,8 +932,12 @@ func appendJSON(dst []byte, c *jcodec, v reflect.Value) []byte {
 		return strconv.AppendInt(dst, v.Int(), 10)
 	case kBool:
 		return strconv.AppendBool(dst, v.Bool())
+	case kFloat:
+		return appendJSONDouble(dst, v.Float(), c.bits)
+	case kTime:
+		return strconv.AppendFloat(dst, epochSeconds(timeOf(v)), 'f', -1, 64)
 	case kBytes:
-		if v.IsNil() {
+		if v.IsNil() && !c.smithy { // Smithy has no null blob: ""
 			return append(dst, "null"...)
 		}
 		dst = append(dst, '"')
@@ -772,7 +954,7 @@ func appendJSON(dst []byte, c *jcodec, v reflect.Value) []byte {
 		for i := range c.fields {
 			f := &c.fields[i]
 			fv := v.Field(f.index)
-			if f.omitEmpty && emptyJSON(f.c, fv) {
+			if c.smithy && !presentMember(f.c.kind, f.omitEmpty, fv) || !c.smithy && f.omitEmpty && emptyJSON(f.c, fv) {
 				continue
 			}
 			if !first {
@@ -784,7 +966,7 @@ func appendJSON(dst []byte, c *jcodec, v reflect.Value) []byte {
 		}
 		return append(dst, '}')
 	case kList:
-		if v.IsNil() {
+		if v.IsNil() && !c.smithy {
 			return append(dst, "null"...)
 		}
 		dst = append(dst, '[')
@@ -796,7 +978,7 @@ func appendJSON(dst []byte, c *jcodec, v reflect.Value) []byte {
 		}
 		return append(dst, ']')
 	case kMap:
-		if v.IsNil() {
+		if v.IsNil() && !c.smithy {
 			return append(dst, "null"...)
 		}
 		keys := v.MapKeys()
@@ -828,6 +1010,32 @@ func emptyJSON(c *jcodec, v reflect.Value) bool {
 		return v.IsNil()
 	}
 	return false
+}
+
+// appendJSONDouble writes a double as encoding/json would, and the
+// non-finite values as AWS JSON's strings.
+func appendJSONDouble(b []byte, f float64, bits int) []byte {
+	switch {
+	case math.IsNaN(f):
+		return append(b, `"NaN"`...)
+	case math.IsInf(f, 1):
+		return append(b, `"Infinity"`...)
+	case math.IsInf(f, -1):
+		return append(b, `"-Infinity"`...)
+	}
+	format := byte('f')
+	if abs := math.Abs(f); abs != 0 && (abs < 1e-6 || abs >= 1e21) {
+		format = 'e'
+	}
+	b = strconv.AppendFloat(b, f, format, -1, bits)
+	if format == 'e' {
+		// 1e-07 → 1e-7, as encoding/json writes it.
+		if n := len(b); n >= 4 && b[n-4] == 'e' && b[n-3] == '-' && b[n-2] == '0' {
+			b[n-2] = b[n-1]
+			b = b[:n-1]
+		}
+	}
+	return b
 }
 
 const hexDigits = "0123456789abcdef"

@@ -132,14 +132,21 @@ type rawJSON []byte
 
 func (r *rawJSON) UnmarshalJSON(b []byte) error { *r = append((*r)[:0], b...); return nil }
 
+// FuzzJSONPlanDecode holds the plan decoder equal to its fallbacks:
+// encoding/json for the SQS/SNS types, the document decoder for the types
+// with timestamps and doubles.
 func FuzzJSONPlanDecode(f *testing.F) {
-	for _, s := range planDecodeCases {
+	for _, s := range append(planDecodeCases, smithyDecodeCases...) {
 		f.Add([]byte(s))
 	}
 	plans := &jsonPlans{}
+	h := &Handler{}
 	f.Fuzz(func(t *testing.T, body []byte) {
 		for _, typ := range planTypes {
 			checkDecodeSame(t, plans, typ, body)
+		}
+		for _, typ := range cwFuzzTypes {
+			checkSmithyDecodeSame(t, h, typ, body)
 		}
 	})
 }

@@ -32,15 +32,19 @@ func jsonMember(sf reflect.StructField) (name string, omitEmpty bool) {
 // nil pointers, lists and maps never are (Smithy sends no nulls for absent
 // members); zero scalars are left out only when tagged omitempty.
 func (f *field) present(v reflect.Value) bool {
-	switch f.c.kind {
+	return presentMember(f.c.kind, f.omitEmpty, v)
+}
+
+func presentMember(k kind, omitEmpty bool, v reflect.Value) bool {
+	switch k {
 	case kPtr, kList, kMap, kBytes:
 		if v.IsNil() {
 			return false
 		}
-		if f.omitEmpty && f.c.kind != kPtr {
+		if omitEmpty && k != kPtr {
 			return v.Len() > 0
 		}
 		return true
 	}
-	return !f.omitEmpty || !v.IsZero()
+	return !omitEmpty || !v.IsZero()
 }

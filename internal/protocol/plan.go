@@ -33,9 +33,10 @@ type codec struct {
 	elem   *codec  // kPtr: the pointee; kList: the element; kMap: the value
 	fields []field // kStruct
 
-	// planJSON: the JSON wire goes along the plan (see usesPlanJSON).
-	planJSONOnce sync.Once
-	planJSON     bool
+	// smithy is the JSON plan of a root that reaches a timestamp or a
+	// double, nil for other types (see smithyJSON).
+	smithyOnce sync.Once
+	smithy     *jcodec
 }
 
 // field is one member of a struct codec.

@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
+	"fmt"
 	"math"
 	"reflect"
 	"strings"
@@ -30,7 +31,7 @@ func TestPlanJSONChoice(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		if got := usesPlanJSON(c); got != tt.want {
+		if got := smithyJSON(c) != nil; got != tt.want {
 			t.Errorf("%s: %v, want %v", tt.t, got, tt.want)
 		}
 	}
@@ -194,4 +195,163 @@ func TestJSONWireCloudWatch(t *testing.T) {
 		body != `{"__type":"com.amazonaws.cloudwatch#ResourceNotFound","message":"The named resource does not exist."}`+"\n" {
 		t.Errorf("error: %d %q %s", res.StatusCode, res.Header.Get("x-amzn-query-error"), body)
 	}
+}
+
+var smithyDecodeCases = []string{
+	``, ` `, "\v", `{}`, `null`, `[]`, `{`, `{} {}`, `{"StartTime":1`,
+	`{"StartTime":1767323045,"EndTime":1767323045.123,"MaxDatapoints":100}`,
+	`{"StartTime":-1.5e3,"EndTime":0,"Unused":"2026-01-02T03:04:05Z"}`, `{"StartTime":"2026-01-02T03:04:05.5+01:00"}`,
+	`{"StartTime":1e300}`, `{"StartTime":-62135596801}`, `{"StartTime":253402300799.9}`, `{"StartTime":"yesterday"}`,
+	`{"StartTime":true}`, `{"StartTime":null}`, `{"Unused":null}`, `{"StartTime":1,"StartTime":2}`, `{"starttime":5}`,
+	`{"StartTime":01}`, `{"StartTime":1.}`, `{"StartTime":"\u0032026-01-02T03:04:05Z"}`,
+	`{"MetricDataQueries":[{"Id":"m1","MetricStat":{"Metric":{"Namespace":"AWS/SQS","Dimensions":[{"Name":"QueueName","Value":"jobs"}]},"Period":60,"Stat":"Sum"},"ReturnData":true}]}`,
+	`{"MetricDataQueries":[{"id":"e1","Expression":"m1*2","Label":null}]}`, `{"MetricDataQueries":{}}`, `{"MetricDataQueries":[[]]}`,
+	`{"MaxDatapoints":"10"}`, `{"MaxDatapoints":1.5}`, `{"MaxDatapoints":2147483648}`, `{"ScanBy":5}`,
+	`{"Unknown":{"a":[1,2.5e-3,true,false,null,"s\u0041",{}]},"ScanBy":"x"}`, `{"Unknown":[1,]}`,
+	`{"Namespace":"n","MetricData":[{"MetricName":"m","Value":1.5,"Values":[1,"NaN","Infinity","-Infinity",-0,1e-7],` +
+		`"Counts":[1e308,1e309],"StatisticValues":{"Sum":"NaN","Minimum":1e-7,"Maximum":"Infinity","SampleCount":2},` +
+		`"Timestamp":1767323045.5,"StorageResolution":1,"Unit":"Count"}],"StrictEntityValidation":false}`,
+	`{"MetricData":[{"Value":"nan"}]}`, `{"MetricData":[{"Value":"1"}]}`, `{"MetricData":[{"Value":1e999}]}`,
+	`{"MetricData":[{"Values":[null]}]}`, `{"MetricData":[{"Value":-}]}`,
+	`{"MetricAlarms":[{"AlarmName":"a","Threshold":0.1,"StateUpdatedTimestamp":1767323045,"Metrics":[{"Id":"m"}]}],"NextToken":"t"}`,
+	`{"Data":"AAEC","Tags":{"a":"b","a":"c"},"I64":-9223372036854775808,"F32":"-Infinity","Flag":true,"Skip":"x","-":"y"}`,
+	`{"F32":3.5e38,"I64":9223372036854775808}`, `{"F32":1e39}`, `{"Data":"!!"}`, `{"Tags":{"\u0041":"b"}}`, "{\"Tags\":{\"a\":\"\xff\"}}",
+}
+
+// checkSmithyDecodeSame decodes body into a fresh typ along its plan and
+// with the document decoder, and fails unless they agree.
+func checkSmithyDecodeSame(t *testing.T, h *Handler, typ reflect.Type, body []byte) {
+	t.Helper()
+	c, err := h.plans.plan(typ)
+	if err != nil || smithyJSON(c) == nil {
+		t.Fatalf("%s: no Smithy JSON plan (%v)", typ, err)
+	}
+	want := reflect.New(typ)
+	wantErr := decodeJSONDocument(c, body, want.Elem())
+	got := reflect.New(typ)
+	gotErr := h.decodeJSONInput(typ, body, got.Interface())
+	if (wantErr == nil) != (gotErr == nil) || wantErr != nil && wantErr.Error() != gotErr.Error() {
+		t.Fatalf("%s %q: error %v, the document decoder says %v", typ, body, gotErr, wantErr)
+	}
+	if wantErr == nil && !sameDecoded(got.Interface(), want.Interface()) {
+		t.Fatalf("%s %q:\n got %+v\nwant %+v", typ, body, got.Elem().Interface(), want.Elem().Interface())
+	}
+}
+
+func TestSmithyPlanDecodesAsDocument(t *testing.T) {
+	h := &Handler{}
+	for _, typ := range cwFuzzTypes {
+		for _, body := range smithyDecodeCases {
+			checkSmithyDecodeSame(t, h, typ, []byte(body))
+		}
+	}
+}
+
+// TestSmithyPlanCoversSDKShapes guards the speed: what the SDKs send to
+// CloudWatch decodes along the plan, without the document decoder.
+func TestSmithyPlanCoversSDKShapes(t *testing.T) {
+	h := &Handler{}
+	for _, tc := range []struct {
+		typ  reflect.Type
+		body string
+	}{
+		{reflect.TypeFor[cwPutMetricDataInput](), `{"Namespace":"n","MetricData":[{"MetricName":"m","Dimensions":[{"Name":"a","Value":"b"}],` +
+			`"Timestamp":1767323045.123,"Value":1.5,"Values":[1,2.5,"NaN"],"Counts":[1,2,3],"Unit":"Count","StorageResolution":60,` +
+			`"StatisticValues":{"SampleCount":1,"Sum":"Infinity","Minimum":-1e-7,"Maximum":3}}]}`},
+		{reflect.TypeFor[cwGetMetricDataInput](), `{"MetricDataQueries":[{"Id":"m1","MetricStat":{"Metric":{"Namespace":"AWS/SQS",` +
+			`"MetricName":"x","Dimensions":[{"Name":"QueueName","Value":"jobs"}]},"Period":60,"Stat":"Sum"},"ReturnData":true}],` +
+			`"StartTime":1767323045,"EndTime":"2026-01-02T03:04:05Z","MaxDatapoints":100}`},
+	} {
+		c, err := h.plans.plan(tc.typ)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if !planDecode(smithyJSON(c), []byte(tc.body), reflect.New(tc.typ).Elem()) {
+			t.Errorf("%s: %s fell back to the document decoder", tc.typ, tc.body)
+		}
+		checkSmithyDecodeSame(t, h, tc.typ, []byte(tc.body))
+	}
+}
+
+// TestSmithyPlanEdges: what only Smithy plans meet.
+func TestSmithyPlanEdges(t *testing.T) {
+	h := &Handler{}
+	// Two members of one name (built here, as vet refuses it in source):
+	// the document decoder sets both.
+	twice := reflect.StructOf([]reflect.StructField{
+		{Name: "A", Type: reflect.TypeFor[float64](), Tag: `json:"X"`},
+		{Name: "B", Type: reflect.TypeFor[float64](), Tag: `json:"X"`},
+	})
+	checkSmithyDecodeSame(t, h, twice, []byte(`{"X":2}`))
+	tw := reflect.New(twice)
+	if err := h.decodeJSONInput(twice, []byte(`{"X":2}`), tw.Interface()); err != nil || tw.Elem().Field(0).Float() != 2 || tw.Elem().Field(1).Float() != 2 {
+		t.Errorf("twice: %v %+v", err, tw.Elem().Interface())
+	}
+	// More than 64 members: the 65th and on are read by the document decoder.
+	fields := []reflect.StructField{{Name: "D", Type: reflect.TypeFor[float64](), Tag: `json:"D"`}}
+	for i := range 70 {
+		fields = append(fields, reflect.StructField{Name: fmt.Sprintf("S%d", i), Type: reflect.TypeFor[string](), Tag: reflect.StructTag(fmt.Sprintf(`json:"S%d"`, i))})
+	}
+	wide := reflect.StructOf(fields)
+	for _, body := range []string{`{"D":1,"S0":"a","S63":"b"}`, `{"S69":"z","D":"NaN"}`, `{"S69":"z","S69":"y"}`} {
+		checkSmithyDecodeSame(t, h, wide, []byte(body))
+	}
+	// A nil blob in a map is "" (Smithy has no null blob), as on the CBOR wire.
+	type blobs struct {
+		F float64           `json:"F"`
+		M map[string][]byte `json:"M" query:"M,wrapped"`
+	}
+	a := Define("Blobs", func(_ context.Context, _ *blobs) (*blobs, error) { return nil, nil })
+	var b bytes.Buffer
+	if err := h.encodeJSONOutput(&b, a, &blobs{M: map[string][]byte{"n": nil, "x": {1}}}); err != nil || b.String() != `{"F":0,"M":{"n":"","x":"AQ=="}}` {
+		t.Errorf("blobs: %v %s", err, b.String())
+	}
+}
+
+// sameDecoded is reflect.DeepEqual where NaN equals NaN: stricter than
+// cborEqual, it tells nil from empty and compares timestamps whole.
+func sameDecoded(a, b any) bool {
+	return reflect.DeepEqual(strictNormalise(reflect.ValueOf(a)), strictNormalise(reflect.ValueOf(b)))
+}
+
+func strictNormalise(v reflect.Value) any {
+	switch v.Kind() {
+	case reflect.Pointer:
+		if v.IsNil() {
+			return nil
+		}
+		return []any{strictNormalise(v.Elem())}
+	case reflect.Struct:
+		if v.Type() == timeType {
+			return v.Interface()
+		}
+		out := []any{}
+		for i := range v.NumField() {
+			if v.Type().Field(i).IsExported() {
+				out = append(out, strictNormalise(v.Field(i)))
+			}
+		}
+		return out
+	case reflect.Slice, reflect.Map:
+		if v.IsNil() {
+			return nil
+		}
+		if v.Kind() == reflect.Slice {
+			out := []any{}
+			for i := range v.Len() {
+				out = append(out, strictNormalise(v.Index(i)))
+			}
+			return out
+		}
+		out := map[string]any{}
+		for _, k := range v.MapKeys() {
+			out[k.String()] = strictNormalise(v.MapIndex(k))
+		}
+		return out
+	case reflect.Float32, reflect.Float64:
+		if f := v.Float(); f != f {
+			return "NaN"
+		}
+	}
+	return v.Interface()
 }
