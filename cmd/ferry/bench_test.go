@@ -16,13 +16,15 @@ func TestBenchFlags(t *testing.T) {
 	}{
 		{[]string{"bench"}, 2, "--endpoint is required"},
 		{[]string{"bench", "-h"}, 0, "Scenarios: send, send-batch"},
+		{[]string{"bench", "-h"}, 0, "produce-consume, produce-consume-batch,"},
+		{[]string{"bench", "-h"}, 0, "sns-fanout, sns-fanout-batch\n"},
 		{[]string{"bench", "--endpoint", "http://127.0.0.1:1", "--scenarios", "send,warp"}, 2, `unknown scenario "warp"`},
 		{[]string{"bench", "--endpoint", "127.0.0.1:1"}, 2, "not an http(s) URL"},
 		{[]string{"bench", "--endpoint", "http://127.0.0.1:1", "--duration", "0s"}, 2, "must be positive"},
 		{[]string{"bench", "--endpoint", "http://127.0.0.1:1", "extra"}, 2, "unexpected argument"},
 		{[]string{"help"}, 0, "ferry bench"},
 		// Nothing listens there: every scenario reports an error, and the exit code says so.
-		{[]string{"bench", "--endpoint", "http://127.0.0.1:1", "--duration", "50ms", "--scenarios", "send,sns-fanout"}, 1, "sns-fanout        error"},
+		{[]string{"bench", "--endpoint", "http://127.0.0.1:1", "--duration", "50ms", "--scenarios", "send,sns-fanout"}, 1, "sns-fanout            error"},
 	}
 	for _, tc := range cases {
 		var out, errOut bytes.Buffer

@@ -10,6 +10,7 @@ import (
 	"log/slog"
 	"os"
 	"os/signal"
+	"runtime/debug"
 	"strconv"
 	"strings"
 	"syscall"
@@ -112,6 +113,10 @@ func serve(ctx context.Context, args []string, getenv func(string) string, stder
 		return 2
 	}
 
+	if pct, ok := gcPercent(getenv); ok {
+		debug.SetGCPercent(pct)
+	}
+
 	ctx, stop := signal.NotifyContext(ctx, os.Interrupt, syscall.SIGTERM)
 	defer stop()
 	if err := server.Run(ctx, cfg, *grace); err != nil {
@@ -119,4 +124,22 @@ func serve(ctx context.Context, args []string, getenv func(string) string, stder
 		return 1
 	}
 	return 0
+}
+
+// defaultGCPercent is the GOGC of ferry serve. Most of what a broker
+// allocates is garbage of a request, so collecting half as often cut the
+// CPU per message of the batch send and receive benchmarks by about a
+// fifth (GOGC 100 → 200; 400 gained no more), for a heap under load that
+// may reach three times the live set instead of two. An idle broker's RSS
+// does not change.
+const defaultGCPercent = 200
+
+// gcPercent is the GC percentage serve sets, if any: defaultGCPercent,
+// unless GOGC in the environment already chose one for the runtime. A
+// GOMEMLIMIT is left to the runtime either way and still caps the heap.
+func gcPercent(getenv func(string) string) (int, bool) {
+	if getenv("GOGC") != "" {
+		return 0, false
+	}
+	return defaultGCPercent, true
 }

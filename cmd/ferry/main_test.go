@@ -5,6 +5,8 @@ import (
 	"context"
 	"net/http"
 	"regexp"
+	"runtime/debug"
+	"runtime/metrics"
 	"strings"
 	"sync"
 	"testing"
@@ -55,15 +57,15 @@ func TestCommands(t *testing.T) {
 	}
 }
 
-// TestServeFromEnvironment starts the broker configured only by environment
-// variables, checks it answers, and stops it by cancelling its context.
-func TestServeFromEnvironment(t *testing.T) {
-	env := map[string]string{"FERRY_LISTEN": "127.0.0.1:0", "FERRY_MEMORY": "true", "FERRY_LOG_FORMAT": "text", "FERRY_ACCOUNT": "123456789012"}
+// serveFromEnv runs serve configured by env alone until it listens, and
+// returns its base URL, its logs and a stop that returns its exit code.
+func serveFromEnv(t *testing.T, env map[string]string) (string, *syncBuffer, func() int) {
+	t.Helper()
 	ctx, cancel := context.WithCancel(context.Background())
-	defer cancel()
-	var logs syncBuffer
+	t.Cleanup(cancel)
+	logs := &syncBuffer{}
 	done := make(chan int, 1)
-	go func() { done <- run(ctx, []string{"serve"}, func(k string) string { return env[k] }, &logs, &logs) }()
+	go func() { done <- run(ctx, []string{"serve"}, func(k string) string { return env[k] }, logs, logs) }()
 
 	addr := regexp.MustCompile(`addr=(\S+)`)
 	deadline := time.Now().Add(10 * time.Second)
@@ -77,6 +79,24 @@ func TestServeFromEnvironment(t *testing.T) {
 			time.Sleep(5 * time.Millisecond)
 		}
 	}
+	stop := func() int {
+		cancel()
+		select {
+		case code := <-done:
+			return code
+		case <-time.After(10 * time.Second):
+			t.Fatal("serve did not stop")
+			return -1
+		}
+	}
+	return base, logs, stop
+}
+
+// TestServeFromEnvironment starts the broker configured only by environment
+// variables, checks it answers, and stops it by cancelling its context.
+func TestServeFromEnvironment(t *testing.T) {
+	base, logs, stop := serveFromEnv(t, map[string]string{"FERRY_LISTEN": "127.0.0.1:0", "FERRY_MEMORY": "true",
+		"FERRY_LOG_FORMAT": "text", "FERRY_ACCOUNT": "123456789012"})
 	if !strings.Contains(logs.String(), "account=123456789012") || !strings.Contains(logs.String(), "store=memory") {
 		t.Errorf("environment not applied: %q", logs.String())
 	}
@@ -88,13 +108,52 @@ func TestServeFromEnvironment(t *testing.T) {
 	if resp.StatusCode != 200 {
 		t.Fatalf("health = %d", resp.StatusCode)
 	}
-	cancel()
-	select {
-	case code := <-done:
-		if code != 0 {
-			t.Fatalf("exit code %d: %s", code, logs.String())
+	if code := stop(); code != 0 {
+		t.Fatalf("exit code %d: %s", code, logs.String())
+	}
+}
+
+func TestGCPercent(t *testing.T) {
+	cases := []struct {
+		env map[string]string
+		pct int
+		set bool
+	}{
+		{nil, defaultGCPercent, true},
+		{map[string]string{"GOGC": "100"}, 0, false},
+		{map[string]string{"GOGC": "off"}, 0, false},
+		{map[string]string{"GOGC": "50", "GOMEMLIMIT": "1GiB"}, 0, false},
+		// The limit alone leaves the percentage ours; the runtime enforces the limit.
+		{map[string]string{"GOMEMLIMIT": "64MiB"}, defaultGCPercent, true},
+	}
+	for _, tc := range cases {
+		pct, set := gcPercent(func(k string) string { return tc.env[k] })
+		if pct != tc.pct || set != tc.set {
+			t.Errorf("%v: %d %v, want %d %v", tc.env, pct, set, tc.pct, tc.set)
 		}
-	case <-time.After(10 * time.Second):
-		t.Fatal("serve did not stop")
+	}
+}
+
+// TestServeSetsGCPercent checks that serve applies the rule: its own GC
+// percentage without GOGC in the environment, the runtime's with it.
+func TestServeSetsGCPercent(t *testing.T) {
+	gogc := func() int {
+		s := []metrics.Sample{{Name: "/gc/gogc:percent"}}
+		metrics.Read(s)
+		return int(s[0].Value.Uint64())
+	}
+	// 137 stands for whatever the runtime made of the environment's GOGC.
+	defer debug.SetGCPercent(debug.SetGCPercent(137))
+	env := map[string]string{"FERRY_LISTEN": "127.0.0.1:0", "FERRY_MEMORY": "true", "GOGC": "100"}
+	_, _, stop := serveFromEnv(t, env)
+	stop()
+	if got := gogc(); got != 137 {
+		t.Errorf("with GOGC in the environment: GC percent %d, want the runtime's 137 untouched", got)
+	}
+	delete(env, "GOGC")
+	_, _, stop = serveFromEnv(t, env)
+	stop()
+	if got := gogc(); got != defaultGCPercent {
+		t.Errorf("without GOGC: GC percent %d, want %d", got, defaultGCPercent)
 	}
 }

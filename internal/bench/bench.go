@@ -120,7 +120,9 @@ var catalogue = []scenario{
 		"drained by every client with ReceiveMessage of 10 (long polling) and DeleteMessageBatch; each body seen exactly once.", runReceiveDelete},
 	{"produce-consume", "msgs/s", "Half the clients send single messages while the other half receive (10, long polling) " +
 		"and delete in batches; the rate is what arrived while the producers ran, the latency runs from the start of " +
-		"the send to the return of the receive.", runProduceConsume},
+		"the send to the return of the receive.", runProduceConsume(false)},
+	{"produce-consume-batch", "msgs/s", "As produce-consume, but the producers send SendMessageBatch of 10 × 256 bytes; " +
+		"the latency runs from the start of the batch request to the return of the receive.", runProduceConsume(true)},
 	{"long-poll-wakeup", "msgs/s", "One client waits (WaitTimeSeconds 20) on an empty queue while a message is sent every " +
 		"50 ms; the latency runs from the send's acknowledgement to the return of the receive (zero if the receive " +
 		"returned first).", runLongPollWakeup},
@@ -134,7 +136,10 @@ var catalogue = []scenario{
 	{"fifo-100-groups", "msgs/s", "FIFO: the same with 100 groups, spread over producers that are half the clients.", runFIFO(100)},
 	{"sns-fanout", "publishes/s", "A topic with 4 SQS subscriptions (raw delivery): half the clients publish while a quarter " +
 		"per queue receive and delete; each copy seen exactly once; the latency runs from the start of a publish to " +
-		"the receive of its fourth copy.", runFanout},
+		"the receive of its fourth copy.", runFanout(false)},
+	{"sns-fanout-batch", "msgs/s", "As sns-fanout, but the publishers send PublishBatch of 10 × 256 bytes; the rate is " +
+		"messages published (10 per request), the latency runs from the start of the PublishBatch to the receive of " +
+		"each message's fourth copy; a broker without PublishBatch reads unsupported.", runFanout(true)},
 }
 
 // About says what a scenario does; empty for an unknown name.

@@ -11,7 +11,7 @@ import (
 // Line renders r as one line of text: status, rate, latency, counters, note.
 func (r Result) Line() string {
 	var b strings.Builder
-	fmt.Fprintf(&b, "%-17s %-11s", r.Name, r.Status)
+	fmt.Fprintf(&b, "%-21s %-11s", r.Name, r.Status)
 	if r.Status == StatusUnsupported || r.Status == StatusError {
 		b.WriteString(" " + r.Note)
 		return b.String()

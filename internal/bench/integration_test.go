@@ -1,8 +1,15 @@
 package bench_test
 
 import (
+	"bytes"
 	"context"
+	"io"
+	"net/http"
+	"net/http/httptest"
+	"net/http/httputil"
+	"net/url"
 	"strings"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -41,7 +48,12 @@ func TestScenariosAgainstFerry(t *testing.T) {
 	if got, want := len(rep.Results), len(bench.Scenarios()); got != want {
 		t.Fatalf("%d results, want %d", got, want)
 	}
+	// Ferry has every feature the batch variants use: they must really run.
+	mustRun := map[string]bool{"produce-consume-batch": true, "sns-fanout-batch": true}
 	for _, r := range rep.Results {
+		if mustRun[r.Name] && r.Status != bench.StatusOK {
+			t.Errorf("%s: %s, want ok", r.Name, r.Status)
+		}
 		switch r.Status {
 		case bench.StatusOK:
 			if r.Messages == 0 {
@@ -58,7 +70,12 @@ func TestScenariosAgainstFerry(t *testing.T) {
 	}
 
 	// Every scenario removes what it created.
-	client := sqs.New(sqs.Options{Region: bench.Region, BaseEndpoint: aws.String(srv.URL()),
+	assertNoQueues(ctx, t, srv.URL())
+}
+
+func assertNoQueues(ctx context.Context, t *testing.T, endpoint string) {
+	t.Helper()
+	client := sqs.New(sqs.Options{Region: bench.Region, BaseEndpoint: aws.String(endpoint),
 		Credentials: credentials.NewStaticCredentialsProvider("test", "test", "")})
 	out, err := client.ListQueues(ctx, &sqs.ListQueuesInput{QueueNamePrefix: aws.String("fb")})
 	if err != nil {
@@ -67,6 +84,61 @@ func TestScenariosAgainstFerry(t *testing.T) {
 	if len(out.QueueUrls) > 0 {
 		t.Errorf("queues left behind: %v", out.QueueUrls)
 	}
+}
+
+// TestFanoutBatchWithoutPublishBatch runs sns-fanout-batch against a Ferry
+// behind a proxy that answers PublishBatch as a broker without it would,
+// with AWS's InvalidAction: the scenario reads unsupported, not FAIL, and
+// still removes its topic and queues.
+func TestFanoutBatchWithoutPublishBatch(t *testing.T) {
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	defer cancel()
+	srv, err := server.Start(ctx, server.Config{Listen: "127.0.0.1:0", Memory: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer srv.Shutdown(context.Background())
+	target, err := url.Parse(srv.URL())
+	if err != nil {
+		t.Fatal(err)
+	}
+	ferry := httputil.NewSingleHostReverseProxy(target)
+	// Long polls cut short when the scenario gives up are no news.
+	ferry.ErrorHandler = func(w http.ResponseWriter, _ *http.Request, _ error) { w.WriteHeader(http.StatusBadGateway) }
+	var rejected atomic.Int64
+	proxy := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		body, err := io.ReadAll(r.Body)
+		if err != nil {
+			http.Error(w, err.Error(), http.StatusBadRequest)
+			return
+		}
+		if form, _ := url.ParseQuery(string(body)); form.Get("Action") == "PublishBatch" {
+			rejected.Add(1)
+			w.Header().Set("Content-Type", "text/xml")
+			w.WriteHeader(http.StatusBadRequest)
+			io.WriteString(w, `<ErrorResponse xmlns="http://sns.amazonaws.com/doc/2010-03-31/"><Error><Type>Sender</Type>`+
+				`<Code>InvalidAction</Code><Message>The action or operation requested is invalid.</Message></Error>`+
+				`<RequestId>0</RequestId></ErrorResponse>`)
+			return
+		}
+		r.Body = io.NopCloser(bytes.NewReader(body))
+		ferry.ServeHTTP(w, r)
+	}))
+	defer proxy.Close()
+
+	rep, err := bench.Run(ctx, bench.Config{Endpoint: proxy.URL, Scenarios: []string{"sns-fanout-batch"},
+		Duration: 200 * time.Millisecond, Concurrency: 4})
+	if err != nil {
+		t.Fatal(err)
+	}
+	r := rep.Results[0]
+	if r.Status != bench.StatusUnsupported || !strings.Contains(r.Note, "PublishBatch") || !strings.Contains(r.Note, "InvalidAction") {
+		t.Errorf("got %s", r.Line())
+	}
+	if n := rejected.Load(); n != 1 {
+		t.Errorf("%d PublishBatch requests, want the one that found it missing", n)
+	}
+	assertNoQueues(ctx, t, srv.URL())
 }
 
 func TestConfigRejected(t *testing.T) {

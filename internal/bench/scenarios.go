@@ -124,16 +124,23 @@ func (e *env) produceConsume(ctx context.Context, url string, l *Ledger, produce
 	e.settle(ctx, l, url)
 }
 
-// runProduceConsume: single sends from half the workers, long-poll
-// receives and batch deletes from the other half, at once.
-func runProduceConsume(ctx context.Context, e *env) error {
-	url, err := e.createQueue(ctx, e.res.Name, nil)
-	if err != nil {
-		return err
+// runProduceConsume: single sends, or SendMessageBatch of ten, from half
+// the workers, long-poll receives and batch deletes from the other half,
+// at once.
+func runProduceConsume(batch bool) func(context.Context, *env) error {
+	return func(ctx context.Context, e *env) error {
+		url, err := e.createQueue(ctx, e.res.Name, nil)
+		if err != nil {
+			return err
+		}
+		l := NewLedger(1)
+		produce := func(int) { e.send(ctx, url, l, nil) }
+		if batch {
+			produce = func(int) { e.failN(e.sendBatch(ctx, url, l, e.stamps(l, 10), nil)) }
+		}
+		e.produceConsume(ctx, url, l, max(1, e.cfg.Concurrency/2), produce, nil)
+		return nil
 	}
-	l := NewLedger(1)
-	e.produceConsume(ctx, url, l, max(1, e.cfg.Concurrency/2), func(int) { e.send(ctx, url, l, nil) }, nil)
-	return nil
 }
 
 // wakeupInterval spaces the messages of long-poll-wakeup.
@@ -395,33 +402,115 @@ func runFIFO(groups int) func(context.Context, *env) error {
 // fanoutQueues is how many queues sns-fanout subscribes.
 const fanoutQueues = 4
 
-// runFanout: a topic with four raw SQS subscriptions; publishes from half
-// the workers while the rest receive from all four queues. The rate is
-// publishes; the latency runs from the start of a publish to the receive
-// of its fourth copy.
-func runFanout(ctx context.Context, e *env) error {
+// runFanout: a topic with four raw SQS subscriptions; half the workers
+// publish, one message per Publish or, with batch, ten per PublishBatch,
+// while the rest receive from all four queues. The rate is messages
+// published; the latency runs from the start of the publish to the receive
+// of the message's fourth copy.
+func runFanout(batch bool) func(context.Context, *env) error {
+	return func(ctx context.Context, e *env) error {
+		topicArn, urls, err := e.fanoutTopic(ctx)
+		if err != nil {
+			return err
+		}
+		l := NewLedger(fanoutQueues)
+		var lat Latencies
+		type copies struct {
+			n    int
+			last time.Time
+		}
+		var mu sync.Mutex
+		fan := map[uint64]copies{}
+		c := newCrew(ctx, e.cfg.Duration+e.drainLimit(), l, true)
+		defer c.cancel()
+		var consumers sync.WaitGroup
+		for q, url := range urls {
+			consumers.Go(func() {
+				e.receive(c, receiver{url: url, workers: max(1, e.cfg.Concurrency/4), wait: 20,
+					handle: func(msgs []types.Message, at time.Time) {
+						mu.Lock()
+						defer mu.Unlock()
+						for _, st := range e.arrive(l, q, msgs) {
+							c := fan[st.Seq]
+							c.n++
+							if at.After(c.last) {
+								c.last = at
+							}
+							fan[st.Seq] = c
+							if c.n == fanoutQueues {
+								lat.Add(c.last.Sub(st.Sent))
+								delete(fan, st.Seq)
+							}
+						}
+					}})
+			})
+		}
+		publish := func() {
+			st := e.stamps(l, 1)[0]
+			if _, err := e.sns.Publish(ctx, &sns.PublishInput{TopicArn: aws.String(topicArn), Message: aws.String(st.Body())}); err != nil {
+				if ctx.Err() == nil {
+					e.fail(fmt.Errorf("Publish: %w", err))
+				}
+				return
+			}
+			l.Ack(st.Seq)
+		}
+		start := time.Now()
+		if batch {
+			// The first batch, published alone while the consumers already
+			// wait, tells whether the broker has PublishBatch at all.
+			stamps := e.stamps(l, 10)
+			out, err := e.sns.PublishBatch(ctx, publishBatchInput(topicArn, stamps))
+			if err != nil {
+				c.cancel()
+				consumers.Wait()
+				return feature("PublishBatch", err)
+			}
+			e.failN(publishAnswer(l, stamps, out))
+			publish = func() { e.failN(e.publishBatch(ctx, topicArn, l, e.stamps(l, 10))) }
+		}
+		loop(ctx, max(1, e.cfg.Concurrency/2), e.cfg.Duration-time.Since(start), func(int) bool {
+			if l.Issued() >= e.cfg.MaxMessages {
+				return false
+			}
+			publish()
+			return true
+		})
+		elapsed := time.Since(start)
+		c.producersDone()
+		consumers.Wait()
+		e.measured(int64(l.Tally().Acked), elapsed)
+		e.latency("fan-out to all 4 queues", lat.Summary())
+		e.settle(ctx, l, urls...)
+		return nil
+	}
+}
+
+// fanoutTopic makes a topic with fanoutQueues raw SQS subscriptions and
+// schedules the removal of all of it.
+func (e *env) fanoutTopic(ctx context.Context) (topicArn string, urls []string, err error) {
 	topic, err := e.sns.CreateTopic(ctx, &sns.CreateTopicInput{Name: aws.String(e.name("topic"))})
 	if err != nil {
-		return feature("CreateTopic", err)
+		return "", nil, feature("CreateTopic", err)
 	}
-	topicArn := aws.ToString(topic.TopicArn)
+	topicArn = aws.ToString(topic.TopicArn)
 	e.cleanup = append(e.cleanup, func(ctx context.Context) error {
 		_, err := e.sns.DeleteTopic(ctx, &sns.DeleteTopicInput{TopicArn: aws.String(topicArn)})
 		return err
 	})
-	urls := make([]string, fanoutQueues)
+	urls = make([]string, fanoutQueues)
 	for i := range urls {
 		if urls[i], err = e.createQueue(ctx, fmt.Sprintf("fanout-%d", i), nil); err != nil {
-			return err
+			return "", nil, err
 		}
 		arn, err := e.queueArn(ctx, urls[i])
 		if err != nil {
-			return err
+			return "", nil, err
 		}
 		sub, err := e.sns.Subscribe(ctx, &sns.SubscribeInput{TopicArn: aws.String(topicArn), Protocol: aws.String("sqs"),
 			Endpoint: aws.String(arn), Attributes: map[string]string{"RawMessageDelivery": "true"}, ReturnSubscriptionArn: true})
 		if err != nil {
-			return feature("Subscribe", err)
+			return "", nil, feature("Subscribe", err)
 		}
 		subArn := aws.ToString(sub.SubscriptionArn)
 		e.cleanup = append(e.cleanup, func(ctx context.Context) error {
@@ -429,57 +518,5 @@ func runFanout(ctx context.Context, e *env) error {
 			return err
 		})
 	}
-
-	l := NewLedger(fanoutQueues)
-	var lat Latencies
-	type copies struct {
-		n    int
-		last time.Time
-	}
-	var mu sync.Mutex
-	fan := map[uint64]copies{}
-	c := newCrew(ctx, e.cfg.Duration+e.drainLimit(), l, true)
-	defer c.cancel()
-	var consumers sync.WaitGroup
-	for q, url := range urls {
-		consumers.Go(func() {
-			e.receive(c, receiver{url: url, workers: max(1, e.cfg.Concurrency/4), wait: 20,
-				handle: func(msgs []types.Message, at time.Time) {
-					mu.Lock()
-					defer mu.Unlock()
-					for _, st := range e.arrive(l, q, msgs) {
-						c := fan[st.Seq]
-						c.n++
-						if at.After(c.last) {
-							c.last = at
-						}
-						fan[st.Seq] = c
-						if c.n == fanoutQueues {
-							lat.Add(c.last.Sub(st.Sent))
-							delete(fan, st.Seq)
-						}
-					}
-				}})
-		})
-	}
-	elapsed := loop(ctx, max(1, e.cfg.Concurrency/2), e.cfg.Duration, func(int) bool {
-		if l.Issued() >= e.cfg.MaxMessages {
-			return false
-		}
-		st := e.stamps(l, 1)[0]
-		if _, err := e.sns.Publish(ctx, &sns.PublishInput{TopicArn: aws.String(topicArn), Message: aws.String(st.Body())}); err != nil {
-			if ctx.Err() == nil {
-				e.fail(fmt.Errorf("Publish: %w", err))
-			}
-			return true
-		}
-		l.Ack(st.Seq)
-		return true
-	})
-	c.producersDone()
-	consumers.Wait()
-	e.measured(int64(l.Tally().Acked), elapsed)
-	e.latency("fan-out to all 4 queues", lat.Summary())
-	e.settle(ctx, l, urls...)
-	return nil
+	return topicArn, urls, nil
 }

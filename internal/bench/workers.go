@@ -9,6 +9,8 @@ import (
 	"time"
 
 	"github.com/aws/aws-sdk-go-v2/aws"
+	"github.com/aws/aws-sdk-go-v2/service/sns"
+	snstypes "github.com/aws/aws-sdk-go-v2/service/sns/types"
 	"github.com/aws/aws-sdk-go-v2/service/sqs"
 	"github.com/aws/aws-sdk-go-v2/service/sqs/types"
 )
@@ -125,9 +127,9 @@ func (e *env) send(ctx context.Context, url string, l *Ledger, lat *Latencies) {
 
 // sendBatch sends stamps in one SendMessageBatch, those with a group as
 // FIFO messages with a deduplication id of their own, and acks each entry
-// the broker took. It returns how many entries went wrong (failed, left
-// out of the answer, or all of them when the call failed) and the first
-// such problem, for the caller to count.
+// the broker took. It returns how many entries went wrong (see batchAnswer;
+// all of them when the call failed) and the first such problem, for the
+// caller to count.
 func (e *env) sendBatch(ctx context.Context, url string, l *Ledger, stamps []Stamp, lat *Latencies) (int, error) {
 	entries := make([]types.SendMessageBatchRequestEntry, len(stamps))
 	for i, st := range stamps {
@@ -148,6 +150,61 @@ func (e *env) sendBatch(ctx context.Context, url string, l *Ledger, stamps []Sta
 	if lat != nil {
 		lat.Add(time.Since(t0))
 	}
+	ok := make([]*string, len(out.Successful))
+	for i, s := range out.Successful {
+		ok[i] = s.Id
+	}
+	failed := make([]batchFailure, len(out.Failed))
+	for i, f := range out.Failed {
+		failed[i] = batchFailure{f.Id, f.Code, f.Message}
+	}
+	return batchAnswer("SendMessageBatch", l, stamps, ok, failed)
+}
+
+// publishBatchInput is a PublishBatch of stamps to topicArn, each entry's
+// Id its index.
+func publishBatchInput(topicArn string, stamps []Stamp) *sns.PublishBatchInput {
+	entries := make([]snstypes.PublishBatchRequestEntry, len(stamps))
+	for i, st := range stamps {
+		entries[i] = snstypes.PublishBatchRequestEntry{Id: aws.String(strconv.Itoa(i)), Message: aws.String(st.Body())}
+	}
+	return &sns.PublishBatchInput{TopicArn: aws.String(topicArn), PublishBatchRequestEntries: entries}
+}
+
+// publishBatch publishes stamps in one PublishBatch and acks each entry
+// the broker took; it returns what went wrong as sendBatch does.
+func (e *env) publishBatch(ctx context.Context, topicArn string, l *Ledger, stamps []Stamp) (int, error) {
+	out, err := e.sns.PublishBatch(ctx, publishBatchInput(topicArn, stamps))
+	if err != nil {
+		if ctx.Err() != nil {
+			return 0, nil
+		}
+		return len(stamps), fmt.Errorf("PublishBatch: %w", err)
+	}
+	return publishAnswer(l, stamps, out)
+}
+
+// publishAnswer books the answer of a PublishBatch of stamps (see batchAnswer).
+func publishAnswer(l *Ledger, stamps []Stamp, out *sns.PublishBatchOutput) (int, error) {
+	ok := make([]*string, len(out.Successful))
+	for i, s := range out.Successful {
+		ok[i] = s.Id
+	}
+	failed := make([]batchFailure, len(out.Failed))
+	for i, f := range out.Failed {
+		failed[i] = batchFailure{f.Id, f.Code, f.Message}
+	}
+	return batchAnswer("PublishBatch", l, stamps, ok, failed)
+}
+
+// batchFailure is one failed entry of a batch answer, SQS's or SNS's.
+type batchFailure struct{ id, code, message *string }
+
+// batchAnswer acks in l each entry of stamps (sent with its index as Id)
+// that the answer of op lists as successful. It returns how many entries
+// went wrong (failed, answered twice or for an unknown Id, or left out of
+// the answer) and the first such problem, for the caller to count.
+func batchAnswer(op string, l *Ledger, stamps []Stamp, ok []*string, failed []batchFailure) (int, error) {
 	var bad int
 	var first error
 	problem := func(err error) {
@@ -160,25 +217,25 @@ func (e *env) sendBatch(ctx context.Context, url string, l *Ledger, stamps []Sta
 	entry := func(id *string) (int, bool) {
 		i, err := strconv.Atoi(aws.ToString(id))
 		if err != nil || i < 0 || i >= len(stamps) || answered[i] {
-			problem(fmt.Errorf("SendMessageBatch: answer for unknown or repeated entry %q", aws.ToString(id)))
+			problem(fmt.Errorf("%s: answer for unknown or repeated entry %q", op, aws.ToString(id)))
 			return 0, false
 		}
 		answered[i] = true
 		return i, true
 	}
-	for _, s := range out.Successful {
-		if i, ok := entry(s.Id); ok {
+	for _, id := range ok {
+		if i, found := entry(id); found {
 			l.Ack(stamps[i].Seq)
 		}
 	}
-	for _, f := range out.Failed {
-		if _, ok := entry(f.Id); ok {
-			problem(fmt.Errorf("SendMessageBatch entry: %s: %s", aws.ToString(f.Code), aws.ToString(f.Message)))
+	for _, f := range failed {
+		if _, found := entry(f.id); found {
+			problem(fmt.Errorf("%s entry: %s: %s", op, aws.ToString(f.code), aws.ToString(f.message)))
 		}
 	}
 	for i, a := range answered {
 		if !a {
-			problem(fmt.Errorf("SendMessageBatch: entry %d missing from the answer", i))
+			problem(fmt.Errorf("%s: entry %d missing from the answer", op, i))
 		}
 	}
 	return bad, first
