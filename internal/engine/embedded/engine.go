@@ -140,10 +140,10 @@ func Open(ctx context.Context, opts Options) (*Engine, error) {
 		// Room for large message batches without forcing a flush each.
 		MemTableSize: 64 << 20,
 	}
-	// Messages are read in seq order, neighbours together, and startup
-	// scans them all: larger blocks mean fewer block reads, cache inserts
-	// and index entries per message.
-	po.Levels[0].BlockSize = 32 << 10
+	// Blocks stay at Pebble's 4 KiB: a receive or a move task reads each
+	// message with a point lookup, which decompresses a whole block when
+	// it misses the cache. 32 KiB blocks made a start with 1M messages a
+	// quarter faster (1.0 s against 1.4 s) but move tasks 20% slower.
 	dir := opts.Dir
 	if opts.InMemory {
 		po.FS = vfs.NewMem()
