@@ -208,24 +208,31 @@ func (h *Handler) readBody(r *http.Request, buf *bytes.Buffer) ([]byte, error) {
 	return h.decodeContentEncoding(r, buf.Bytes(), limit)
 }
 
-func (h *Handler) serveJSON(r *http.Request, c *call, target string, body []byte) {
-	prefix, name, _ := cutLast(target, ".")
+// lookupAction finds the service whose id (the JSON target prefix or the
+// RPC v2 service name, as id reads it) is service, and its action op. It
+// sets c.svc when the service is known, so that errors take its shape,
+// and c.action when the action is.
+func (h *Handler) lookupAction(c *call, id func(*Service) string, service, op string) (Action, bool) {
 	for _, s := range h.Services {
-		if s.JSONTargetPrefix != "" && s.JSONTargetPrefix == prefix {
+		if sid := id(s); sid != "" && sid == service {
 			c.svc = s
-			break
+			a, ok := s.Actions[op]
+			if ok {
+				c.action = a.Name
+			}
+			return a, ok
 		}
 	}
-	if c.svc == nil {
-		h.fail(r.Context(), c, ErrUnknownOperation)
-		return
-	}
-	a, ok := c.svc.Actions[name]
+	return Action{}, false
+}
+
+func (h *Handler) serveJSON(r *http.Request, c *call, target string, body []byte) {
+	prefix, name, _ := cutLast(target, ".")
+	a, ok := h.lookupAction(c, func(s *Service) string { return s.JSONTargetPrefix }, prefix, name)
 	if !ok {
 		h.fail(r.Context(), c, ErrUnknownOperation)
 		return
 	}
-	c.action = a.Name
 	in := a.NewInput()
 	if err := h.decodeJSONInput(a.InputType, body, in); err != nil {
 		h.fail(r.Context(), c, err)

@@ -91,22 +91,11 @@ func acceptsCBOR(accept string) bool {
 }
 
 func (h *Handler) serveRPCv2(r *http.Request, c *call, service, op string, body []byte) {
-	for _, s := range h.Services {
-		if s.RPCv2ServiceName != "" && s.RPCv2ServiceName == service {
-			c.svc = s
-			break
-		}
-	}
-	if c.svc == nil {
-		h.fail(r.Context(), c, ErrRPCv2UnknownOperation)
-		return
-	}
-	a, ok := c.svc.Actions[op]
+	a, ok := h.lookupAction(c, func(s *Service) string { return s.RPCv2ServiceName }, service, op)
 	if !ok {
 		h.fail(r.Context(), c, ErrRPCv2UnknownOperation)
 		return
 	}
-	c.action = a.Name
 	if len(body) > 0 && !isCBORContentType(r.Header.Get("Content-Type")) {
 		h.fail(r.Context(), c, ErrUnsupportedMediaType)
 		return
