@@ -84,46 +84,46 @@ func batchEntries(body string) []types.SendMessageBatchRequestEntry {
 	return entries
 }
 
-// benchSendMessageBatch sends batches of 10 × 256 bytes over the JSON
-// protocol from 16 concurrent clients; the msgs/s metric on disk is what
-// the closing notes quote.
-func benchSendMessageBatch(b *testing.B, memory bool) {
-	_, client, url := benchServer(b, memory)
-	entries := batchEntries(strings.Repeat("x", 256))
+// parallelSends runs send from benchParallelism× GOMAXPROCS clients, b.N
+// times in all, and reports msgs/s and CPU per message for perOp messages
+// a call.
+func parallelSends(b *testing.B, perOp int, send func() error) {
 	b.SetParallelism(benchParallelism)
 	b.ResetTimer()
 	cpu := startCPU(b)
 	start := time.Now()
 	b.RunParallel(func(pb *testing.PB) {
 		for pb.Next() {
-			if _, err := client.SendMessageBatch(context.Background(), &sqs.SendMessageBatchInput{QueueUrl: aws.String(url), Entries: entries}); err != nil {
+			if err := send(); err != nil {
 				b.Error(err)
 				return
 			}
 		}
 	})
-	b.ReportMetric(float64(b.N*10)/time.Since(start).Seconds(), "msgs/s")
-	cpu.report(b, int64(b.N*10))
+	msgs := int64(b.N * perOp)
+	b.ReportMetric(float64(msgs)/time.Since(start).Seconds(), "msgs/s")
+	cpu.report(b, msgs)
+}
+
+// benchSendMessageBatch sends batches of 10 × 256 bytes over the JSON
+// protocol from 16 concurrent clients.
+func benchSendMessageBatch(b *testing.B, memory bool) {
+	_, client, url := benchServer(b, memory)
+	entries := batchEntries(strings.Repeat("x", 256))
+	parallelSends(b, 10, func() error {
+		_, err := client.SendMessageBatch(context.Background(), &sqs.SendMessageBatchInput{QueueUrl: aws.String(url), Entries: entries})
+		return err
+	})
 }
 
 // benchSendMessage sends one 256-byte message per request.
 func benchSendMessage(b *testing.B, memory bool) {
 	_, client, url := benchServer(b, memory)
 	body := aws.String(strings.Repeat("x", 256))
-	b.SetParallelism(benchParallelism)
-	b.ResetTimer()
-	cpu := startCPU(b)
-	start := time.Now()
-	b.RunParallel(func(pb *testing.PB) {
-		for pb.Next() {
-			if _, err := client.SendMessage(context.Background(), &sqs.SendMessageInput{QueueUrl: aws.String(url), MessageBody: body}); err != nil {
-				b.Error(err)
-				return
-			}
-		}
+	parallelSends(b, 1, func() error {
+		_, err := client.SendMessage(context.Background(), &sqs.SendMessageInput{QueueUrl: aws.String(url), MessageBody: body})
+		return err
 	})
-	b.ReportMetric(float64(b.N)/time.Since(start).Seconds(), "msgs/s")
-	cpu.report(b, int64(b.N))
 }
 
 // benchReceiveDeleteBatch drains a queue pre-filled with b.N × 10
@@ -208,20 +208,10 @@ func benchSendMessageBatchQuery(b *testing.B, memory bool) {
 	for i := range entries {
 		entries[i] = &sqsv1.SendMessageBatchRequestEntry{Id: awsv1.String(fmt.Sprint(i)), MessageBody: awsv1.String(body)}
 	}
-	b.SetParallelism(benchParallelism)
-	b.ResetTimer()
-	cpu := startCPU(b)
-	start := time.Now()
-	b.RunParallel(func(pb *testing.PB) {
-		for pb.Next() {
-			if _, err := client.SendMessageBatchWithContext(context.Background(), &sqsv1.SendMessageBatchInput{QueueUrl: awsv1.String(url), Entries: entries}); err != nil {
-				b.Error(err)
-				return
-			}
-		}
+	parallelSends(b, 10, func() error {
+		_, err := client.SendMessageBatchWithContext(context.Background(), &sqsv1.SendMessageBatchInput{QueueUrl: awsv1.String(url), Entries: entries})
+		return err
 	})
-	b.ReportMetric(float64(b.N*10)/time.Since(start).Seconds(), "msgs/s")
-	cpu.report(b, int64(b.N*10))
 }
 
 // Each benchmark runs against the durable store (disk: fsync on every
