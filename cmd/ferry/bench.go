@@ -31,6 +31,7 @@ func benchCmd(ctx context.Context, args []string, stdout, stderr io.Writer) int 
 	prefill := fs.Int("prefill", bench.DefaultPrefill, "most messages in a pre-filled queue (fewer if filling outlasts --duration)")
 	maxMessages := fs.Int("max-messages", bench.DefaultMaxMessages, "most messages one scenario sends")
 	asJSON := fs.Bool("json", false, "print a JSON document on stdout (lines go to stderr)")
+	profile := fs.String("cpuprofile", "", "write a pprof CPU profile of the load generator to this file")
 	if err := fs.Parse(args); err != nil {
 		if errors.Is(err, flag.ErrHelp) {
 			return 0
@@ -63,9 +64,17 @@ func benchCmd(ctx context.Context, args []string, stdout, stderr io.Writer) int 
 	}
 	cfg.Progress = func(r bench.Result) { fmt.Fprintln(lines, r.Line()) }
 
+	stopProfile, err := cpuProfile(*profile)
+	if err != nil {
+		fmt.Fprintf(stderr, "ferry bench: %v\n", err)
+		return 2
+	}
 	ctx, stop := signal.NotifyContext(ctx, os.Interrupt, syscall.SIGTERM)
 	defer stop()
 	rep, err := bench.Run(ctx, cfg)
+	if perr := stopProfile(); perr != nil {
+		fmt.Fprintf(stderr, "ferry bench: %v\n", perr)
+	}
 	if err != nil {
 		fmt.Fprintf(stderr, "ferry %v\n", err)
 		return 2

@@ -87,6 +87,7 @@ func serve(ctx context.Context, args []string, getenv func(string) string, stder
 	level := fs.String("log-level", env("FERRY_LOG_LEVEL", "info"), "debug, info, warn or error (FERRY_LOG_LEVEL)")
 	format := fs.String("log-format", env("FERRY_LOG_FORMAT", "text"), "text or json (FERRY_LOG_FORMAT)")
 	grace := fs.Duration("shutdown-grace", 30*time.Second, "how long a shutdown waits for requests in flight")
+	profile := fs.String("cpuprofile", "", "write a pprof CPU profile of the whole run to this file")
 	if err := fs.Parse(args); err != nil {
 		if errors.Is(err, flag.ErrHelp) {
 			return 0
@@ -117,9 +118,18 @@ func serve(ctx context.Context, args []string, getenv func(string) string, stder
 		debug.SetGCPercent(pct)
 	}
 
+	stopProfile, err := cpuProfile(*profile)
+	if err != nil {
+		fmt.Fprintf(stderr, "ferry serve: %v\n", err)
+		return 1
+	}
 	ctx, stop := signal.NotifyContext(ctx, os.Interrupt, syscall.SIGTERM)
 	defer stop()
-	if err := server.Run(ctx, cfg, *grace); err != nil {
+	err = server.Run(ctx, cfg, *grace)
+	if perr := stopProfile(); perr != nil && err == nil {
+		err = perr
+	}
+	if err != nil {
 		cfg.Logger.Error("ferry failed", "err", err)
 		return 1
 	}
