@@ -8,6 +8,7 @@ import (
 	"io"
 	"os"
 	"os/signal"
+	"runtime/debug"
 	"strings"
 	"syscall"
 
@@ -17,7 +18,7 @@ import (
 // benchCmd drives an SQS/SNS endpoint (Ferry or any other) with the
 // benchmark scenarios. With --json the document goes to stdout and the
 // per-scenario lines to stderr, so that the JSON can be redirected alone.
-func benchCmd(ctx context.Context, args []string, stdout, stderr io.Writer) int {
+func benchCmd(ctx context.Context, args []string, getenv func(string) string, stdout, stderr io.Writer) int {
 	fs := flag.NewFlagSet("ferry bench", flag.ContinueOnError)
 	fs.SetOutput(stderr)
 	fs.Usage = func() {
@@ -64,6 +65,9 @@ func benchCmd(ctx context.Context, args []string, stdout, stderr io.Writer) int 
 	}
 	cfg.Progress = func(r bench.Result) { fmt.Fprintln(lines, r.Line()) }
 
+	if pct, ok := gcPercent(getenv, benchGCPercent); ok {
+		debug.SetGCPercent(pct)
+	}
 	stopProfile, err := cpuProfile(*profile)
 	if err != nil {
 		fmt.Fprintf(stderr, "ferry bench: %v\n", err)

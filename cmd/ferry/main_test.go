@@ -119,15 +119,15 @@ func TestGCPercent(t *testing.T) {
 		pct int
 		set bool
 	}{
-		{nil, defaultGCPercent, true},
+		{nil, 321, true},
 		{map[string]string{"GOGC": "100"}, 0, false},
 		{map[string]string{"GOGC": "off"}, 0, false},
 		{map[string]string{"GOGC": "50", "GOMEMLIMIT": "1GiB"}, 0, false},
 		// The limit alone leaves the percentage ours; the runtime enforces the limit.
-		{map[string]string{"GOMEMLIMIT": "64MiB"}, defaultGCPercent, true},
+		{map[string]string{"GOMEMLIMIT": "64MiB"}, 321, true},
 	}
 	for _, tc := range cases {
-		pct, set := gcPercent(func(k string) string { return tc.env[k] })
+		pct, set := gcPercent(func(k string) string { return tc.env[k] }, 321)
 		if pct != tc.pct || set != tc.set {
 			t.Errorf("%v: %d %v, want %d %v", tc.env, pct, set, tc.pct, tc.set)
 		}
@@ -153,7 +153,7 @@ func TestServeSetsGCPercent(t *testing.T) {
 	delete(env, "GOGC")
 	_, _, stop = serveFromEnv(t, env)
 	stop()
-	if got := gogc(); got != defaultGCPercent {
-		t.Errorf("without GOGC: GC percent %d, want %d", got, defaultGCPercent)
+	if got := gogc(); got != serveGCPercent {
+		t.Errorf("without GOGC: GC percent %d, want %d", got, serveGCPercent)
 	}
 }
