@@ -17,7 +17,6 @@ import (
 	"time"
 
 	"github.com/aws/aws-sdk-go-v2/aws"
-	"github.com/aws/aws-sdk-go-v2/credentials"
 	snssdk "github.com/aws/aws-sdk-go-v2/service/sns"
 	"github.com/aws/aws-sdk-go-v2/service/sqs"
 	"github.com/aws/aws-sdk-go-v2/service/sqs/types"
@@ -215,13 +214,7 @@ func formValue(form []byte, key string) []byte {
 func TestFloor(t *testing.T) {
 	body := `a body with "quotes" & <xml>`
 	fl := startFloor(t, body)
-	client := sqs.New(sqs.Options{
-		Region:           "us-east-1",
-		BaseEndpoint:     aws.String(fl.url),
-		Credentials:      credentials.NewStaticCredentialsProvider("AKIDFERRYTEST", "secret", ""),
-		RetryMaxAttempts: 1,
-		HTTPClient:       sdkHTTP,
-	})
+	client := jsonClient(fl.url)
 	topics := snsClient(fl.url)
 	queue := aws.String(fl.url + "/000000000000/bench")
 	ctx := ctxT(t)
@@ -253,11 +246,7 @@ func TestFloor(t *testing.T) {
 			if err != nil {
 				return nil, err
 			}
-			var got []string
-			for _, e := range out.Successful {
-				got = append(got, aws.ToString(e.Id))
-			}
-			return fmt.Sprint(got, len(out.Failed)), nil
+			return answeredIDs(out.Successful, func(e types.SendMessageBatchResultEntry) *string { return e.Id }, len(out.Failed)), nil
 		}, fmt.Sprint(ids, 0), ""},
 		{"SendMessageBatch of another body", func() (any, error) {
 			_, err := client.SendMessageBatch(ctx, &sqs.SendMessageBatchInput{QueueUrl: queue,
@@ -287,11 +276,7 @@ func TestFloor(t *testing.T) {
 			if err != nil {
 				return nil, err
 			}
-			var got []string
-			for _, e := range out.Successful {
-				got = append(got, aws.ToString(e.Id))
-			}
-			return fmt.Sprint(got, len(out.Failed)), nil
+			return answeredIDs(out.Successful, func(e types.DeleteMessageBatchResultEntry) *string { return e.Id }, len(out.Failed)), nil
 		}, fmt.Sprint(ids, 0), ""},
 		{"Publish", func() (any, error) {
 			out, err := topics.Publish(ctx, &snssdk.PublishInput{TopicArn: aws.String("arn:aws:sns:us-east-1:000000000000:bench"), Message: aws.String(body)})
@@ -318,4 +303,14 @@ func TestFloor(t *testing.T) {
 			}
 		})
 	}
+}
+
+// answeredIDs is what a batch answer says: the Ids of its successful
+// entries, and how many failed.
+func answeredIDs[E any](ok []E, id func(E) *string, failed int) string {
+	got := make([]string, len(ok))
+	for i, e := range ok {
+		got[i] = aws.ToString(id(e))
+	}
+	return fmt.Sprint(got, failed)
 }
