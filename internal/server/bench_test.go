@@ -13,6 +13,7 @@ import (
 
 	"github.com/aws/aws-sdk-go-v2/aws"
 	"github.com/aws/aws-sdk-go-v2/credentials"
+	snssdk "github.com/aws/aws-sdk-go-v2/service/sns"
 	"github.com/aws/aws-sdk-go-v2/service/sqs"
 	"github.com/aws/aws-sdk-go-v2/service/sqs/types"
 	awsv1 "github.com/aws/aws-sdk-go/aws"
@@ -31,28 +32,67 @@ func realClock(c *server.Config) { c.Clock = clock.Real{} }
 // benchParallelism × GOMAXPROCS clients run at once in each benchmark.
 const benchParallelism = 8
 
-// benchServer is an on-disk, fsyncing Ferry (or an in-memory one) on the
-// wall clock with a JSON client whose connections are all kept alive, as
-// ferry bench keeps them:
-// http.DefaultTransport keeps two per host, so most requests of 16
-// clients would pay a TCP handshake and measure that instead.
-func benchServer(b *testing.B, memory bool) (*ferry, *sqs.Client, string) {
-	store := onDisk(b.TempDir())
-	if memory {
-		store = func(c *server.Config) { c.Memory = true }
+// benchBody is the body of every message the server benchmarks send.
+func benchBody() string { return strings.Repeat("x", 256) }
+
+// A benchmark's target: Ferry on its durable store (fsync on every
+// acknowledged write, the figure the performance targets name), Ferry in
+// memory, where no disk wait hides the CPU cost of HTTP, codecs, service
+// and SDK client, or the floor, which does no broker work and so shows
+// what the SDK client, net/http and loopback TCP cost on their own.
+const (
+	targetDisk   = "disk"
+	targetMemory = "memory"
+	targetFloor  = "floor"
+)
+
+// runTargets runs bench as a sub-benchmark for each target.
+func runTargets(b *testing.B, bench func(b *testing.B, target string)) {
+	for _, target := range []string{targetDisk, targetMemory, targetFloor} {
+		b.Run(target, func(b *testing.B) { bench(b, target) })
 	}
-	f := start(b, store, realClock)
-	url := f.createQueue(b, "bench", nil)
+}
+
+// benchEndpoint starts target and returns its URL, and the Ferry if it
+// is one.
+func benchEndpoint(b *testing.B, target string) (string, *ferry) {
+	switch target {
+	case targetFloor:
+		return startFloor(b, benchBody()).url, nil
+	case targetMemory:
+		f := start(b, func(c *server.Config) { c.Memory = true }, realClock)
+		return f.srv.URL(), f
+	default:
+		f := start(b, onDisk(b.TempDir()), realClock)
+		return f.srv.URL(), f
+	}
+}
+
+// benchHTTPClient keeps all its connections alive, as ferry bench keeps
+// them: http.DefaultTransport keeps two per host, so most requests of 16
+// clients would pay a TCP handshake and measure that instead.
+func benchHTTPClient(b *testing.B) *http.Client {
 	hc := bench.NewHTTPClient(benchParallelism * 2)
 	b.Cleanup(hc.CloseIdleConnections)
+	return hc
+}
+
+// benchServer starts target with a queue and returns its endpoint, a
+// JSON client and the queue's URL.
+func benchServer(b *testing.B, target string) (string, *sqs.Client, string) {
+	endpoint, f := benchEndpoint(b, target)
+	url := endpoint + "/000000000000/bench"
+	if f != nil {
+		url = f.createQueue(b, "bench", nil)
+	}
 	client := sqs.New(sqs.Options{
 		Region:           "us-east-1",
-		BaseEndpoint:     aws.String(f.srv.URL()),
+		BaseEndpoint:     aws.String(endpoint),
 		Credentials:      credentials.NewStaticCredentialsProvider("AKIDFERRYTEST", "secret", ""),
 		RetryMaxAttempts: 1,
-		HTTPClient:       hc,
+		HTTPClient:       benchHTTPClient(b),
 	})
-	return f, client, url
+	return endpoint, client, url
 }
 
 // cpuMeter reports the process's CPU time (user and system, server and
@@ -107,9 +147,9 @@ func parallelSends(b *testing.B, perOp int, send func() error) {
 
 // benchSendMessageBatch sends batches of 10 × 256 bytes over the JSON
 // protocol from 16 concurrent clients.
-func benchSendMessageBatch(b *testing.B, memory bool) {
-	_, client, url := benchServer(b, memory)
-	entries := batchEntries(strings.Repeat("x", 256))
+func benchSendMessageBatch(b *testing.B, target string) {
+	_, client, url := benchServer(b, target)
+	entries := batchEntries(benchBody())
 	parallelSends(b, 10, func() error {
 		_, err := client.SendMessageBatch(context.Background(), &sqs.SendMessageBatchInput{QueueUrl: aws.String(url), Entries: entries})
 		return err
@@ -117,21 +157,18 @@ func benchSendMessageBatch(b *testing.B, memory bool) {
 }
 
 // benchSendMessage sends one 256-byte message per request.
-func benchSendMessage(b *testing.B, memory bool) {
-	_, client, url := benchServer(b, memory)
-	body := aws.String(strings.Repeat("x", 256))
+func benchSendMessage(b *testing.B, target string) {
+	_, client, url := benchServer(b, target)
+	body := aws.String(benchBody())
 	parallelSends(b, 1, func() error {
 		_, err := client.SendMessage(context.Background(), &sqs.SendMessageInput{QueueUrl: aws.String(url), MessageBody: body})
 		return err
 	})
 }
 
-// benchReceiveDeleteBatch drains a queue pre-filled with b.N × 10
-// messages: each op is a ReceiveMessage of 10 and a DeleteMessageBatch of
-// what it got, from 16 clients. Every message must come exactly once.
-func benchReceiveDeleteBatch(b *testing.B, memory bool) {
-	_, client, url := benchServer(b, memory)
-	entries := batchEntries(strings.Repeat("x", 256))
+// fill sends b.N batches of 10 messages to url from 16 clients.
+func fill(b *testing.B, client *sqs.Client, url string) {
+	entries := batchEntries(benchBody())
 	ctx := context.Background()
 	var filled sync.WaitGroup
 	var fillErr atomic.Value
@@ -149,6 +186,18 @@ func benchReceiveDeleteBatch(b *testing.B, memory bool) {
 	filled.Wait()
 	if err := fillErr.Load(); err != nil {
 		b.Fatal(err)
+	}
+}
+
+// benchReceiveDeleteBatch drains a queue pre-filled with b.N × 10
+// messages: each op is a ReceiveMessage of 10 and a DeleteMessageBatch of
+// what it got, from 16 clients. Every message must come exactly once.
+// The floor holds nothing and answers every receive with 10 messages.
+func benchReceiveDeleteBatch(b *testing.B, target string) {
+	_, client, url := benchServer(b, target)
+	ctx := context.Background()
+	if target != targetFloor {
+		fill(b, client, url)
 	}
 	var got atomic.Int64
 	b.SetParallelism(benchParallelism)
@@ -190,20 +239,20 @@ func benchReceiveDeleteBatch(b *testing.B, memory bool) {
 
 // benchSendMessageBatchQuery is BenchmarkSendMessageBatch over the
 // query protocol (form in, XML out) with aws-sdk-go v1.
-func benchSendMessageBatchQuery(b *testing.B, memory bool) {
-	f, _, url := benchServer(b, memory)
+func benchSendMessageBatchQuery(b *testing.B, target string) {
+	endpoint, _, url := benchServer(b, target)
 	// aws-sdk-go v1 wants a bare *http.Transport (it has no body race to avoid).
 	tr := &http.Transport{MaxIdleConnsPerHost: 4 * benchParallelism}
 	b.Cleanup(tr.CloseIdleConnections)
 	hc := &http.Client{Transport: tr}
 	client := sqsv1.New(session.Must(session.NewSession(&awsv1.Config{
 		Region:      awsv1.String("us-east-1"),
-		Endpoint:    awsv1.String(f.srv.URL()),
+		Endpoint:    awsv1.String(endpoint),
 		Credentials: credv1.NewStaticCredentials("AKIDFERRYTEST", "secret", ""),
 		MaxRetries:  awsv1.Int(0),
 		HTTPClient:  hc,
 	})))
-	body := strings.Repeat("x", 256)
+	body := benchBody()
 	entries := make([]*sqsv1.SendMessageBatchRequestEntry, 10)
 	for i := range entries {
 		entries[i] = &sqsv1.SendMessageBatchRequestEntry{Id: awsv1.String(fmt.Sprint(i)), MessageBody: awsv1.String(body)}
@@ -214,28 +263,63 @@ func benchSendMessageBatchQuery(b *testing.B, memory bool) {
 	})
 }
 
-// Each benchmark runs against the durable store (disk: fsync on every
-// acknowledged write, the figure the performance targets name) and in
-// memory, where no disk wait hides the CPU cost of HTTP, codecs, service
-// and SDK client.
-func BenchmarkSendMessageBatch(b *testing.B) {
-	b.Run("disk", func(b *testing.B) { benchSendMessageBatch(b, false) })
-	b.Run("memory", func(b *testing.B) { benchSendMessageBatch(b, true) })
+// benchPublish publishes 256-byte messages over the query protocol
+// (aws-sdk-go-v2's SNS client) from 16 clients to a topic with 4 SQS
+// subscriptions with raw delivery; a message is one Publish, four copies.
+// On Ferry every copy must have landed in its queue.
+func benchPublish(b *testing.B, target string) {
+	endpoint, f := benchEndpoint(b, target)
+	topic := "arn:aws:sns:us-east-1:000000000000:bench"
+	var queues []string
+	if f != nil {
+		topic = f.createTopic(b, "bench", nil)
+		for i := range 4 {
+			name := fmt.Sprint("bench-", i)
+			queues = append(queues, f.createQueue(b, name, nil))
+			f.subscribe(b, topic, "sqs", "arn:aws:sqs:us-east-1:000000000000:"+name, map[string]string{"RawMessageDelivery": "true"})
+		}
+	}
+	client := snssdk.New(snssdk.Options{
+		Region:           "us-east-1",
+		BaseEndpoint:     aws.String(endpoint),
+		Credentials:      credentials.NewStaticCredentialsProvider("AKIDFERRYTEST", "secret", ""),
+		RetryMaxAttempts: 1,
+		HTTPClient:       benchHTTPClient(b),
+	})
+	in := &snssdk.PublishInput{TopicArn: aws.String(topic), Message: aws.String(benchBody())}
+	parallelSends(b, 1, func() error {
+		_, err := client.Publish(context.Background(), in)
+		return err
+	})
+	b.StopTimer()
+	for _, q := range queues {
+		out, err := f.json.GetQueueAttributes(ctxT(b), &sqs.GetQueueAttributesInput{QueueUrl: aws.String(q),
+			AttributeNames: []types.QueueAttributeName{types.QueueAttributeNameApproximateNumberOfMessages}})
+		if err != nil {
+			b.Fatal(err)
+		}
+		if n := out.Attributes["ApproximateNumberOfMessages"]; n != fmt.Sprint(b.N) {
+			b.Errorf("%s holds %s copies of %d publishes", q, n, b.N)
+		}
+	}
 }
 
-func BenchmarkSendMessage(b *testing.B) {
-	b.Run("disk", func(b *testing.B) { benchSendMessage(b, false) })
-	b.Run("memory", func(b *testing.B) { benchSendMessage(b, true) })
-}
+// The benchmarks compare Ferry with the floor (see runTargets) in one run:
+//
+//	go test -run '^$' -bench 'SendMessage$|SendMessageBatch$|ReceiveDeleteBatch$|Publish$' -benchmem ./internal/server/
+func BenchmarkSendMessageBatch(b *testing.B) { runTargets(b, benchSendMessageBatch) }
 
-func BenchmarkReceiveDeleteBatch(b *testing.B) {
-	b.Run("disk", func(b *testing.B) { benchReceiveDeleteBatch(b, false) })
-	b.Run("memory", func(b *testing.B) { benchReceiveDeleteBatch(b, true) })
-}
+func BenchmarkSendMessage(b *testing.B) { runTargets(b, benchSendMessage) }
 
+func BenchmarkReceiveDeleteBatch(b *testing.B) { runTargets(b, benchReceiveDeleteBatch) }
+
+func BenchmarkPublish(b *testing.B) { runTargets(b, benchPublish) }
+
+// BenchmarkSendMessageBatchQuery has no floor: the floor answers the
+// JSON protocol only.
 func BenchmarkSendMessageBatchQuery(b *testing.B) {
-	b.Run("disk", func(b *testing.B) { benchSendMessageBatchQuery(b, false) })
-	b.Run("memory", func(b *testing.B) { benchSendMessageBatchQuery(b, true) })
+	b.Run(targetDisk, func(b *testing.B) { benchSendMessageBatchQuery(b, targetDisk) })
+	b.Run(targetMemory, func(b *testing.B) { benchSendMessageBatchQuery(b, targetMemory) })
 }
 
 // BenchmarkStartup measures an on-disk start to the first answered request
