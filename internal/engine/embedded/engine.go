@@ -425,6 +425,26 @@ func (e *Engine) GetQueue(ctx context.Context, account, name string) (engine.Que
 	return cloneQueue(&q.desc), nil
 }
 
+// ViewQueue implements engine.Backend. q.desc's maps and Redrive are
+// never changed in place (UpdateQueue installs fresh copies), so they can
+// be shared with readers.
+func (e *Engine) ViewQueue(ctx context.Context, account, name string) (engine.Queue, error) {
+	if err := e.enter(); err != nil {
+		return engine.Queue{}, err
+	}
+	defer e.leave()
+	q, err := e.lookup(account, name)
+	if err != nil {
+		return engine.Queue{}, err
+	}
+	q.mu.Lock()
+	defer q.mu.Unlock()
+	if q.deleted {
+		return engine.Queue{}, engine.ErrQueueNotFound
+	}
+	return q.desc, nil
+}
+
 // ListQueues implements engine.Backend.
 func (e *Engine) ListQueues(ctx context.Context, account, prefix string) ([]engine.Queue, error) {
 	if err := e.enter(); err != nil {
