@@ -15,6 +15,7 @@ import (
 	"strings"
 	"sync"
 	"time"
+	"unsafe"
 )
 
 // DefaultMaxBodyBytes bounds a request body when Handler.MaxBodyBytes is 0.
@@ -94,10 +95,19 @@ type call struct {
 	queryError  string // x-amzn-query-error, JSON errors only
 	body        *bytes.Buffer
 
-	// id backs info.RequestID; hdr backs the response's header values,
-	// which net/http copies when the header is written.
-	id  [requestIDLen]byte
-	hdr [4]string
+	// id backs info.RequestID, clen the Content-Length, and hdr the
+	// response's header values, which net/http copies when the header is
+	// written.
+	id   [requestIDLen]byte
+	clen [20]byte
+	hdr  [4]string
+}
+
+// contentLength formats the body's length into c.clen: strconv.Itoa would
+// allocate for any length over 99.
+func (c *call) contentLength() string {
+	b := strconv.AppendInt(c.clen[:0], int64(c.body.Len()), 10)
+	return unsafe.String(unsafe.SliceData(b), len(b))
 }
 
 // Value answers info for infoKey, as WithInfo would, and defers the rest
@@ -137,7 +147,7 @@ func (h *Handler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	hdr := w.Header()
 	c.header(hdr, 0, "X-Amzn-Requestid", c.info.RequestID)
 	c.header(hdr, 1, "Content-Type", c.contentType)
-	c.header(hdr, 2, "Content-Length", strconv.Itoa(c.body.Len()))
+	c.header(hdr, 2, "Content-Length", c.contentLength())
 	if c.queryError != "" {
 		c.header(hdr, 3, "X-Amzn-Query-Error", c.queryError)
 	}

@@ -12,6 +12,7 @@ import (
 	"net/http/httptest"
 	"reflect"
 	"regexp"
+	"strconv"
 	"strings"
 	"testing"
 )
@@ -142,6 +143,9 @@ func TestDetection(t *testing.T) {
 			}
 			if got := res.Header.Get("Content-Type"); got != tt.ctype {
 				t.Errorf("Content-Type %q, want %q", got, tt.ctype)
+			}
+			if got := res.Header.Get("Content-Length"); got != strconv.Itoa(len(body)) {
+				t.Errorf("Content-Length %q for a body of %d bytes", got, len(body))
 			}
 			id := res.Header.Get("x-amzn-RequestId")
 			if !regexp.MustCompile(`^[0-9a-f]{8}-[0-9a-f]{4}-4[0-9a-f]{3}-[89ab][0-9a-f]{3}-[0-9a-f]{12}$`).MatchString(id) {
