@@ -11,8 +11,8 @@ import (
 
 // requestIDs hands out request ids shaped as AWS's (version 4 UUIDs): 64
 // random bits drawn once, then a counter, so that an id costs no read from
-// the system's random source per request. Ids stay unique across restarts through the random half. The
-// zero value is ready to use.
+// the system's random source per request. Ids stay unique across restarts
+// through the random half. The zero value is ready to use.
 type requestIDs struct {
 	once   sync.Once
 	prefix [8]byte

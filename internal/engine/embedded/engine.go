@@ -409,20 +409,11 @@ func (e *Engine) CreateQueue(ctx context.Context, q engine.Queue) (engine.Queue,
 
 // GetQueue implements engine.Backend.
 func (e *Engine) GetQueue(ctx context.Context, account, name string) (engine.Queue, error) {
-	if err := e.enter(); err != nil {
-		return engine.Queue{}, err
-	}
-	defer e.leave()
-	q, err := e.lookup(account, name)
+	q, err := e.ViewQueue(ctx, account, name)
 	if err != nil {
 		return engine.Queue{}, err
 	}
-	q.mu.Lock()
-	defer q.mu.Unlock()
-	if q.deleted {
-		return engine.Queue{}, engine.ErrQueueNotFound
-	}
-	return cloneQueue(&q.desc), nil
+	return cloneQueue(&q), nil
 }
 
 // ViewQueue implements engine.Backend. q.desc's maps and Redrive are
