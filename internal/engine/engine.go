@@ -281,6 +281,11 @@ type Backend interface {
 	// with ErrQueueDeletedRecently within RecreateDelay of a delete.
 	CreateQueue(ctx context.Context, q Queue) (existing Queue, created bool, err error)
 	GetQueue(ctx context.Context, account, name string) (Queue, error)
+	// ViewQueue is GetQueue without its copies, for the message actions
+	// that read a few settings on every call: the Queue's maps and
+	// Redrive are shared with the backend and must only be read. A later
+	// update does not change them.
+	ViewQueue(ctx context.Context, account, name string) (Queue, error)
 	// ListQueues returns the account's queues whose names start with prefix,
 	// sorted by name.
 	ListQueues(ctx context.Context, account, prefix string) ([]Queue, error)

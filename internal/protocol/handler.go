@@ -15,6 +15,7 @@ import (
 	"strings"
 	"sync"
 	"time"
+	"unsafe"
 )
 
 // DefaultMaxBodyBytes bounds a request body when Handler.MaxBodyBytes is 0.
@@ -77,9 +78,12 @@ func (h *Handler) checkType(t reflect.Type) error {
 	return nil
 }
 
-// call is one request on its way through the handler.
+// call is one request on its way through the handler. It is also the
+// context the action runs in (the request's, carrying info), so that a
+// request costs one allocation for all three.
 type call struct {
-	info   *RequestInfo
+	context.Context
+	info   RequestInfo
 	svc    *Service // the service answering, once known
 	action string   // the action's name, once known
 	json   bool
@@ -90,6 +94,36 @@ type call struct {
 	contentType string
 	queryError  string // x-amzn-query-error, JSON errors only
 	body        *bytes.Buffer
+
+	// id backs info.RequestID, clen the Content-Length, and hdr the
+	// response's header values, which net/http copies when the header is
+	// written.
+	id   [requestIDLen]byte
+	clen [20]byte
+	hdr  [4]string
+}
+
+// contentLength formats the body's length into c.clen: strconv.Itoa would
+// allocate for any length over 99.
+func (c *call) contentLength() string {
+	b := strconv.AppendInt(c.clen[:0], int64(c.body.Len()), 10)
+	return unsafe.String(unsafe.SliceData(b), len(b))
+}
+
+// Value answers info for infoKey, as WithInfo would, and defers the rest
+// to the request's context.
+func (c *call) Value(key any) any {
+	if _, ok := key.(infoKey); ok {
+		return &c.info
+	}
+	return c.Context.Value(key)
+}
+
+// header sets key, which must be canonical, to v without allocating a
+// slice or canonicalising: the value's backing array is c.hdr[i].
+func (c *call) header(h http.Header, i int, key, v string) {
+	c.hdr[i] = v
+	h[key] = c.hdr[i : i+1 : i+1]
 }
 
 // ServeHTTP answers one request in the protocol it came in. The response is
@@ -100,24 +134,22 @@ func (h *Handler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	if h.Observe != nil {
 		began = time.Now()
 	}
-	c := &call{
-		info: &RequestInfo{RequestID: h.ids.next(), Host: r.Host, Path: r.URL.Path},
-		body: h.buffer(),
-	}
+	c := &call{Context: r.Context(), info: RequestInfo{Host: r.Host, Path: r.URL.Path}, body: h.buffer()}
+	c.info.RequestID = h.ids.format(&c.id)
 	defer h.release(c.body)
 	h.serve(r, c)
 	if c.status == 0 {
-		h.fail(r.Context(), c, errors.New("no response was produced"))
+		h.fail(c, errors.New("no response was produced"))
 	}
 
 	// Keys are written canonical, as Header.Set would make them, which
 	// spares the canonicalisation on every response.
 	hdr := w.Header()
-	hdr["X-Amzn-Requestid"] = []string{c.info.RequestID}
-	hdr["Content-Type"] = []string{c.contentType}
-	hdr["Content-Length"] = []string{strconv.Itoa(c.body.Len())}
+	c.header(hdr, 0, "X-Amzn-Requestid", c.info.RequestID)
+	c.header(hdr, 1, "Content-Type", c.contentType)
+	c.header(hdr, 2, "Content-Length", c.contentLength())
 	if c.queryError != "" {
-		hdr["X-Amzn-Query-Error"] = []string{c.queryError}
+		c.header(hdr, 3, "X-Amzn-Query-Error", c.queryError)
 	}
 	if c.cbor {
 		hdr.Set(smithyProtocol, rpcv2CBOR)
@@ -146,14 +178,14 @@ func (h *Handler) serve(r *http.Request, c *call) {
 			if p == http.ErrAbortHandler {
 				panic(p)
 			}
-			h.fail(r.Context(), c, fmt.Errorf("panic: %v\n%s", p, debug.Stack()))
+			h.fail(c, fmt.Errorf("panic: %v\n%s", p, debug.Stack()))
 		}
 	}()
 
 	rpcService, rpcOp, rpc := rpcv2Route(r)
 	target := r.Header.Get("X-Amz-Target")
 	c.cbor = rpc
-	c.json = !rpc && (target != "" || strings.HasPrefix(strings.ToLower(r.Header.Get("Content-Type")), "application/x-amz-json"))
+	c.json = !rpc && (target != "" || hasPrefixFold(r.Header.Get("Content-Type"), "application/x-amz-json"))
 	switch {
 	case c.cbor:
 		c.info.Protocol = "rpcv2-cbor"
@@ -166,14 +198,14 @@ func (h *Handler) serve(r *http.Request, c *call) {
 		c.info.AccessKey, c.info.Region, c.scope = cred.accessKey, cred.region, cred.service
 	}
 	if r.Method != http.MethodPost && (r.Method != http.MethodGet || c.json || c.cbor) {
-		h.fail(r.Context(), c, ErrMethodNotAllowed)
+		h.fail(c, ErrMethodNotAllowed)
 		return
 	}
 	in := h.buffer()
 	defer h.release(in)
 	body, err := h.readBody(r, in)
 	if err != nil {
-		h.fail(r.Context(), c, err)
+		h.fail(c, err)
 		return
 	}
 	switch {
@@ -196,10 +228,14 @@ func (h *Handler) readBody(r *http.Request, buf *bytes.Buffer) ([]byte, error) {
 	if r.ContentLength > limit {
 		return nil, ErrRequestTooLarge
 	}
+	var body io.Reader = r.Body
 	if r.ContentLength > 0 {
+		// net/http ends the body at its length: no limit to add.
 		buf.Grow(int(r.ContentLength) + 1)
+	} else {
+		body = io.LimitReader(body, limit+1) // chunked, or no length given
 	}
-	if _, err := buf.ReadFrom(io.LimitReader(r.Body, limit+1)); err != nil {
+	if _, err := buf.ReadFrom(body); err != nil {
 		return nil, ErrSerialization.WithMessage("The request body could not be read.")
 	}
 	if int64(buf.Len()) > limit {
@@ -230,22 +266,22 @@ func (h *Handler) serveJSON(r *http.Request, c *call, target string, body []byte
 	prefix, name, _ := cutLast(target, ".")
 	a, ok := h.lookupAction(c, func(s *Service) string { return s.JSONTargetPrefix }, prefix, name)
 	if !ok {
-		h.fail(r.Context(), c, ErrUnknownOperation)
+		h.fail(c, ErrUnknownOperation)
 		return
 	}
 	in := a.NewInput()
 	if err := h.decodeJSONInput(a.InputType, body, in); err != nil {
-		h.fail(r.Context(), c, err)
+		h.fail(c, err)
 		return
 	}
-	out, err := a.Handle(WithInfo(r.Context(), c.info), in)
+	out, err := a.Handle(c, in)
 	if err != nil {
-		h.fail(r.Context(), c, err)
+		h.fail(c, err)
 		return
 	}
 	if err := h.encodeJSONOutput(c.body, a, out); err != nil {
 		c.body.Reset()
-		h.fail(r.Context(), c, fmt.Errorf("encode %s output: %w", c.action, err))
+		h.fail(c, fmt.Errorf("encode %s output: %w", c.action, err))
 		return
 	}
 	c.status, c.contentType = http.StatusOK, jsonContentType
@@ -255,7 +291,7 @@ func (h *Handler) serveQuery(r *http.Request, c *call, body []byte) {
 	vals, err := queryParams(r.URL.RawQuery, body)
 	if err != nil {
 		c.svc = h.defaultQueryService()
-		h.fail(r.Context(), c, err)
+		h.fail(c, err)
 		return
 	}
 	if c.info.AccessKey == "" {
@@ -271,33 +307,33 @@ func (h *Handler) serveQuery(r *http.Request, c *call, body []byte) {
 	c.svc, a, found = h.queryService(name, vals.Get("Version"), c.scope)
 	switch {
 	case name == "":
-		h.fail(r.Context(), c, ErrMissingAction)
+		h.fail(c, ErrMissingAction)
 		return
 	case !found:
-		h.fail(r.Context(), c, ErrInvalidAction.WithMessage("The action %s is not valid for this web service.", name))
+		h.fail(c, ErrInvalidAction.WithMessage("The action %s is not valid for this web service.", name))
 		return
 	}
 	c.action = a.Name
 	inPlan, err := h.plans.plan(a.InputType)
 	if err != nil {
-		h.fail(r.Context(), c, err)
+		h.fail(c, err)
 		return
 	}
 	in := reflect.New(a.InputType)
 	if err := decodeQuery(inPlan, vals, in.Elem()); err != nil {
-		h.fail(r.Context(), c, err)
+		h.fail(c, err)
 		return
 	}
-	out, err := a.Handle(WithInfo(r.Context(), c.info), in.Interface())
+	out, err := a.Handle(c, in.Interface())
 	if err != nil {
-		h.fail(r.Context(), c, err)
+		h.fail(c, err)
 		return
 	}
 	ov := reflect.ValueOf(out)
 	outType := a.OutputType
 	if out != nil {
 		if ov.Kind() != reflect.Pointer || ov.Type().Elem().Kind() != reflect.Struct {
-			h.fail(r.Context(), c, fmt.Errorf("action %s returned %T, not a pointer to a struct", c.action, out))
+			h.fail(c, fmt.Errorf("action %s returned %T, not a pointer to a struct", c.action, out))
 			return
 		}
 		outType = ov.Type().Elem()
@@ -305,7 +341,7 @@ func (h *Handler) serveQuery(r *http.Request, c *call, body []byte) {
 	}
 	outPlan, err := h.plans.plan(outType)
 	if err != nil {
-		h.fail(r.Context(), c, err)
+		h.fail(c, err)
 		return
 	}
 	encodeXMLResponse(c.body, c.svc, c.action, outPlan, ov, c.info.RequestID)
@@ -383,10 +419,10 @@ func (h *Handler) defaultQueryService() *Service {
 // fail renders err in the request's protocol. An error that is not an
 // *Error is an internal failure: logged with its cause, which the client
 // never sees.
-func (h *Handler) fail(ctx context.Context, c *call, err error) {
+func (h *Handler) fail(c *call, err error) {
 	var e *Error
 	if !errors.As(err, &e) {
-		h.logger().ErrorContext(ctx, "request failed", "request_id", c.info.RequestID,
+		h.logger().ErrorContext(c, "request failed", "request_id", c.info.RequestID,
 			"protocol", c.info.Protocol, "action", c.action, "err", err)
 		e = AsError(err)
 	}
@@ -437,6 +473,12 @@ func (h *Handler) release(b *bytes.Buffer) {
 	if b.Cap() <= maxPooledBuffer {
 		h.bufs.Put(b)
 	}
+}
+
+// hasPrefixFold is strings.HasPrefix ignoring case, without the copy
+// strings.ToLower makes of a string with capitals.
+func hasPrefixFold(s, prefix string) bool {
+	return len(s) >= len(prefix) && strings.EqualFold(s[:len(prefix)], prefix)
 }
 
 // cutLast splits s around the last sep.

@@ -12,6 +12,7 @@ import (
 	"net/http/httptest"
 	"reflect"
 	"regexp"
+	"strconv"
 	"strings"
 	"testing"
 )
@@ -124,6 +125,8 @@ func TestDetection(t *testing.T) {
 		{name: "query action name through json", req: jsonReq("CreateTopic", `{}`), status: 400, ctype: jsonContentType, code: "UnknownOperationException"},
 		{name: "json content type without target", req: request{header: map[string]string{"Content-Type": jsonContentType}, body: `{}`},
 			status: 400, ctype: jsonContentType, code: "UnknownOperationException"},
+		{name: "json content type in capitals", req: request{header: map[string]string{"Content-Type": "Application/X-Amz-JSON-1.0"}, body: `{}`},
+			status: 400, ctype: jsonContentType, code: "UnknownOperationException"},
 		{name: "missing action", req: formReq("Version=2012-11-05&QueueName=q"), status: 400, ctype: "text/xml", service: "sqs", code: "MissingAction"},
 		{name: "missing action sns namespace", req: formReq("Version=2010-03-31"), status: 400, ctype: "text/xml", service: "sns", code: "MissingAction"},
 		{name: "unknown query action", req: formReq("Action=Frobnicate&Version=2012-11-05"), status: 400, ctype: "text/xml", service: "sqs", code: "InvalidAction"},
@@ -140,6 +143,9 @@ func TestDetection(t *testing.T) {
 			}
 			if got := res.Header.Get("Content-Type"); got != tt.ctype {
 				t.Errorf("Content-Type %q, want %q", got, tt.ctype)
+			}
+			if got := res.Header.Get("Content-Length"); got != strconv.Itoa(len(body)) {
+				t.Errorf("Content-Length %q for a body of %d bytes", got, len(body))
 			}
 			id := res.Header.Get("x-amzn-RequestId")
 			if !regexp.MustCompile(`^[0-9a-f]{8}-[0-9a-f]{4}-4[0-9a-f]{3}-[89ab][0-9a-f]{3}-[0-9a-f]{12}$`).MatchString(id) {
@@ -445,11 +451,74 @@ func TestInfo(t *testing.T) {
 		{"AWS4-ECDSA-P256-SHA256 Credential=AKIDA/20250101/sqs/aws4_request, SignedHeaders=host", "AKIDA", "", "sqs"},
 		{"AWS4-HMAC-SHA256 Credential=", "", "", ""},
 		{"Bearer token", "", "", ""},
+		{"AWS4-HMAC-SHA256 Credential=AKID/20250101/us-east-1/sqs/aws4_request/x", "", "", ""},
+		{"AWS4-HMAC-SHA256 Credential=AKID/20250101/sqs", "", "", ""},
 	} {
 		c, _ := parseAuthorization(tt.header)
 		if c.accessKey != tt.key || c.region != tt.region || c.service != tt.service {
 			t.Errorf("parseAuthorization(%q) = %+v", tt.header, c)
 		}
+	}
+}
+
+// TestActionContext: the context an action runs in is the request's (its
+// values and its cancellation) carrying the request's info.
+func TestActionContext(t *testing.T) {
+	type key struct{}
+	var (
+		gotValue any
+		gotErr   error
+		gotInfo  RequestInfo
+	)
+	probe := Define("Probe", func(ctx context.Context, _ *emptyOutput) (*emptyOutput, error) {
+		gotValue, gotErr, gotInfo = ctx.Value(key{}), ctx.Err(), *Info(ctx)
+		return &emptyOutput{}, nil
+	})
+	h, _, _ := newTestHandler(t, probe)
+	ctx, cancel := context.WithCancel(context.WithValue(context.Background(), key{}, "v"))
+	cancel()
+	req := httptest.NewRequestWithContext(ctx, http.MethodPost, "/", strings.NewReader("{}"))
+	req.Header.Set("X-Amz-Target", "AmazonSQS.Probe")
+	req.Header.Set("Content-Type", jsonContentType)
+	w := httptest.NewRecorder()
+	h.ServeHTTP(w, req)
+	if w.Code != 200 {
+		t.Fatalf("status %d: %s", w.Code, w.Body)
+	}
+	if gotValue != "v" || !errors.Is(gotErr, context.Canceled) {
+		t.Errorf("action saw value %v and err %v, want the request's", gotValue, gotErr)
+	}
+	if id := w.Header().Get("X-Amzn-Requestid"); gotInfo.RequestID != id || gotInfo.Protocol != "json" {
+		t.Errorf("action saw info %+v, response id %q", gotInfo, id)
+	}
+}
+
+// TestBodyLimitWithoutLength: a body of unknown length (chunked) is held
+// to the limit as it is read.
+func TestBodyLimitWithoutLength(t *testing.T) {
+	for _, tt := range []struct {
+		name   string
+		size   int
+		status int
+	}{
+		{"under", 1000, 200},
+		{"at", 1024, 200},
+		{"over", 1025, 413},
+	} {
+		t.Run(tt.name, func(t *testing.T) {
+			h, _, _ := newTestHandler(t)
+			h.MaxBodyBytes = 1024
+			form := "Action=ListQueues&x="
+			body := form + strings.Repeat("a", tt.size-len(form))
+			req := httptest.NewRequest(http.MethodPost, "/", io.MultiReader(strings.NewReader(body)))
+			req.ContentLength = -1
+			req.Header.Set("Content-Type", "application/x-www-form-urlencoded")
+			w := httptest.NewRecorder()
+			h.ServeHTTP(w, req)
+			if w.Code != tt.status {
+				t.Errorf("status %d, want %d: %s", w.Code, tt.status, w.Body)
+			}
+		})
 	}
 }
 

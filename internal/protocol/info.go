@@ -57,12 +57,18 @@ func parseAuthorization(h string) (credential, bool) {
 // parseCredential splits AKID/date/region/service/aws4_request. SigV4a
 // scopes have no region (AKID/date/service/aws4_request).
 func parseCredential(s string) (credential, bool) {
-	parts := strings.Split(s, "/")
-	switch {
-	case len(parts) == 5:
-		return credential{accessKey: parts[0], region: parts[2], service: parts[3]}, parts[0] != ""
-	case len(parts) == 4:
-		return credential{accessKey: parts[0], service: parts[2]}, parts[0] != ""
+	// Cut by hand: strings.Split would allocate on every request.
+	n := strings.Count(s, "/") + 1
+	if n != 4 && n != 5 {
+		return credential{}, false
 	}
-	return credential{}, false
+	var parts [5]string
+	for i := range n - 1 {
+		parts[i], s, _ = strings.Cut(s, "/")
+	}
+	parts[n-1] = s
+	if n == 5 {
+		return credential{accessKey: parts[0], region: parts[2], service: parts[3]}, parts[0] != ""
+	}
+	return credential{accessKey: parts[0], service: parts[2]}, parts[0] != ""
 }

@@ -6,6 +6,11 @@ import (
 	"github.com/google/uuid"
 )
 
+// next formats an id into memory of its own.
+func (r *requestIDs) next() string {
+	return r.format(new([requestIDLen]byte))
+}
+
 func TestRequestIDsAreUniqueV4UUIDs(t *testing.T) {
 	var ids, other requestIDs
 	seen := map[string]bool{}

@@ -93,40 +93,40 @@ func acceptsCBOR(accept string) bool {
 func (h *Handler) serveRPCv2(r *http.Request, c *call, service, op string, body []byte) {
 	a, ok := h.lookupAction(c, func(s *Service) string { return s.RPCv2ServiceName }, service, op)
 	if !ok {
-		h.fail(r.Context(), c, ErrRPCv2UnknownOperation)
+		h.fail(c, ErrRPCv2UnknownOperation)
 		return
 	}
 	if len(body) > 0 && !isCBORContentType(r.Header.Get("Content-Type")) {
-		h.fail(r.Context(), c, ErrUnsupportedMediaType)
+		h.fail(c, ErrUnsupportedMediaType)
 		return
 	}
 	if !acceptsCBOR(r.Header.Get("Accept")) {
-		h.fail(r.Context(), c, ErrNotAcceptable)
+		h.fail(c, ErrNotAcceptable)
 		return
 	}
 	inPlan, err := h.plans.plan(a.InputType)
 	if err != nil {
-		h.fail(r.Context(), c, err)
+		h.fail(c, err)
 		return
 	}
 	in := reflect.New(a.InputType)
 	if err := decodeCBOR(inPlan, body, in.Elem()); err != nil {
-		h.fail(r.Context(), c, err)
+		h.fail(c, err)
 		return
 	}
-	out, err := a.Handle(WithInfo(r.Context(), c.info), in.Interface())
+	out, err := a.Handle(c, in.Interface())
 	if err != nil {
-		h.fail(r.Context(), c, err)
+		h.fail(c, err)
 		return
 	}
 	outType, ov, err := outputValue(a, out)
 	if err != nil {
-		h.fail(r.Context(), c, err)
+		h.fail(c, err)
 		return
 	}
 	outPlan, err := h.plans.plan(outType)
 	if err != nil {
-		h.fail(r.Context(), c, err)
+		h.fail(c, err)
 		return
 	}
 	encodeCBOR(c.body, outPlan, ov)

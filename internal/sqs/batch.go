@@ -46,7 +46,7 @@ func failure(id string, err *protocol.Error) BatchResultErrorEntry {
 }
 
 func (s *service) sendMessageBatch(ctx context.Context, in *SendMessageBatchInput) (*SendMessageBatchOutput, error) {
-	q, err := s.getQueue(ctx, in.QueueUrl)
+	q, err := s.viewQueue(ctx, in.QueueUrl)
 	if err != nil {
 		return nil, err
 	}

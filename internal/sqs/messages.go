@@ -20,7 +20,7 @@ const (
 )
 
 func (s *service) sendMessage(ctx context.Context, in *SendMessageInput) (*SendMessageOutput, error) {
-	q, err := s.getQueue(ctx, in.QueueUrl)
+	q, err := s.viewQueue(ctx, in.QueueUrl)
 	if err != nil {
 		return nil, err
 	}
@@ -53,7 +53,7 @@ func (s *service) sendMessage(ctx context.Context, in *SendMessageInput) (*SendM
 }
 
 func (s *service) receiveMessage(ctx context.Context, in *ReceiveMessageInput) (*ReceiveMessageOutput, error) {
-	q, err := s.getQueue(ctx, in.QueueUrl)
+	q, err := s.viewQueue(ctx, in.QueueUrl)
 	if err != nil {
 		return nil, err
 	}

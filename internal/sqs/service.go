@@ -169,11 +169,22 @@ func (s *service) queueName(ctx context.Context, queueURL string) (string, error
 
 // getQueue resolves QueueUrl and loads the queue.
 func (s *service) getQueue(ctx context.Context, queueURL string) (engine.Queue, error) {
+	return s.loadQueue(ctx, queueURL, s.backend.GetQueue)
+}
+
+// viewQueue is getQueue for the message actions, which only read the
+// queue: its maps are the backend's, not copies made on every call.
+func (s *service) viewQueue(ctx context.Context, queueURL string) (engine.Queue, error) {
+	return s.loadQueue(ctx, queueURL, s.backend.ViewQueue)
+}
+
+func (s *service) loadQueue(ctx context.Context, queueURL string,
+	load func(ctx context.Context, account, name string) (engine.Queue, error)) (engine.Queue, error) {
 	name, err := s.queueName(ctx, queueURL)
 	if err != nil {
 		return engine.Queue{}, err
 	}
-	q, err := s.backend.GetQueue(ctx, s.account, name)
+	q, err := load(ctx, s.account, name)
 	if err != nil {
 		return engine.Queue{}, s.engineError(err, "get queue "+name)
 	}

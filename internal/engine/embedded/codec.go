@@ -382,6 +382,9 @@ type msgEntry struct {
 
 // encodeMovedMessage is encodeMessage for a message that a redrive moves.
 func encodeMovedMessage(b []byte, id string, sentAt, visibleAt int64, in msgEntry, m *engine.NewMessage, dlqSource string) []byte {
+	// One growth to the record's largest size rather than one per field
+	// as append would.
+	b = slices.Grow(b, messageRecordCap(id, m, dlqSource))
 	b = append(b, recordVersion4)
 	b = binary.AppendVarint(b, sentAt)
 	b = binary.AppendVarint(b, visibleAt)
@@ -409,6 +412,20 @@ func encodeMovedMessage(b []byte, id string, sentAt, visibleAt int64, in msgEntr
 	}
 	b = appendString(b, dlqSource)
 	return appendString(b, m.DeduplicationID)
+}
+
+// messageRecordCap bounds the size of encodeMovedMessage's record: its
+// strings and a varint of the largest size for every number and length.
+func messageRecordCap(id string, m *engine.NewMessage, dlqSource string) int {
+	const varint = binary.MaxVarintLen64
+	n := 1 + 15*varint + len(id) + len(m.Body) + len(m.TraceHeader) + len(m.MessageGroupID) +
+		len(m.SenderID) + len(m.MD5OfBody) + len(m.MD5OfAttrs) + len(m.MD5OfSysAttrs) +
+		len(dlqSource) + len(m.DeduplicationID)
+	for i := range m.Attributes {
+		a := &m.Attributes[i]
+		n += 4*varint + len(a.Name) + len(a.DataType) + len(a.StringValue) + len(a.BinaryValue)
+	}
+	return n
 }
 
 // messageHead reads a message record's version and the fields that

@@ -2,7 +2,9 @@ package embedded
 
 import (
 	"errors"
+	"math"
 	"reflect"
+	"strings"
 	"testing"
 	"time"
 
@@ -158,6 +160,46 @@ func TestMessageRecordRoundTrip(t *testing.T) {
 		if sm.id != "id-1" || sm.sentAt != sentAt || sm.dlqSource != "arn:src" || !reflect.DeepEqual(sm.msg, nm) {
 			t.Errorf("stored message:\n got %+v\nwant %+v", sm, nm)
 		}
+	}
+}
+
+// TestMessageRecordCap: a record fits the size encodeMovedMessage grows
+// its buffer to, so encoding into an empty buffer allocates once.
+func TestMessageRecordCap(t *testing.T) {
+	long := strings.Repeat("x", 1<<20)
+	tests := []struct {
+		name string
+		m    engine.NewMessage
+		dlq  string
+	}{
+		{"empty", engine.NewMessage{}, ""},
+		{"small", engine.NewMessage{Body: "hello", MD5OfBody: "5d41402abc4b2a76b9719d911017c592", SenderID: "AIDA"}, ""},
+		{"large", engine.NewMessage{
+			Body: long, TraceHeader: "Root=1-" + long[:100], MessageGroupID: long[:128], SenderID: "AIDA",
+			MD5OfBody: "a", MD5OfAttrs: "b", MD5OfSysAttrs: "c", DeduplicationID: long[:128],
+			Attributes: []engine.MessageAttribute{
+				{Name: "bin", DataType: "Binary", BinaryValue: []byte(long[:300])},
+				{Name: "s", DataType: "String", StringValue: long[:70000]},
+			},
+		}, "arn:aws:sqs:us-east-1:000000000000:" + long[:80]},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			moved := msgEntry{movedAt: math.MaxInt64, movedReceives: math.MaxUint32}
+			rec := encodeMovedMessage(nil, "id-1", math.MinInt64, math.MaxInt64, moved, &tt.m, tt.dlq)
+			if bound := messageRecordCap("id-1", &tt.m, tt.dlq); len(rec) > bound {
+				t.Errorf("record of %d bytes, bound %d", len(rec), bound)
+			}
+			if raceDetector {
+				return
+			}
+			allocs := testing.AllocsPerRun(10, func() {
+				_ = encodeMovedMessage(nil, "id-1", math.MinInt64, math.MaxInt64, moved, &tt.m, tt.dlq)
+			})
+			if allocs != 1 {
+				t.Errorf("encoding allocates %v times, want 1", allocs)
+			}
+		})
 	}
 }
 

@@ -409,6 +409,17 @@ func (e *Engine) CreateQueue(ctx context.Context, q engine.Queue) (engine.Queue,
 
 // GetQueue implements engine.Backend.
 func (e *Engine) GetQueue(ctx context.Context, account, name string) (engine.Queue, error) {
+	q, err := e.ViewQueue(ctx, account, name)
+	if err != nil {
+		return engine.Queue{}, err
+	}
+	return cloneQueue(&q), nil
+}
+
+// ViewQueue implements engine.Backend. q.desc's maps and Redrive are
+// never changed in place (UpdateQueue installs fresh copies), so they can
+// be shared with readers.
+func (e *Engine) ViewQueue(ctx context.Context, account, name string) (engine.Queue, error) {
 	if err := e.enter(); err != nil {
 		return engine.Queue{}, err
 	}
@@ -422,7 +433,7 @@ func (e *Engine) GetQueue(ctx context.Context, account, name string) (engine.Que
 	if q.deleted {
 		return engine.Queue{}, engine.ErrQueueNotFound
 	}
-	return cloneQueue(&q.desc), nil
+	return q.desc, nil
 }
 
 // ListQueues implements engine.Backend.

@@ -428,9 +428,12 @@ func (e *Engine) fetch(q *queue, got []taken) ([]engine.Message, error) {
 	defer it.Close()
 	var raw []byte
 	found := 0
+	// One key for every seek (Pebble copies what it keeps): made in the
+	// loop, each escaped to the heap.
+	var k msgKey
 	for j := range places {
 		p := &places[j]
-		k := makeMsgKey(q.id, got[p.i].seq, kindBody)
+		k = makeMsgKey(q.id, got[p.i].seq, kindBody)
 		if !it.SeekGE(k[:]) || !bytes.Equal(it.Key(), k[:]) {
 			continue // purged or expired since it was taken
 		}

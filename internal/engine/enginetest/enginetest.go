@@ -6,6 +6,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"reflect"
 	"slices"
 	"strings"
 	"sync"
@@ -464,10 +465,30 @@ func testUpdateQueue(h *H) {
 	if _, err := h.B.GetQueue(h.Ctx, Account, "renamed"); !errors.Is(err, engine.ErrQueueNotFound) {
 		h.Fatalf("the update renamed the queue: %v", err)
 	}
+	// A view is what GetQueue answers, and a later update leaves it as it was.
+	view, err := h.B.ViewQueue(h.Ctx, Account, "q")
+	if err != nil || !reflect.DeepEqual(view, q) {
+		h.Fatalf("ViewQueue = %+v, %v; GetQueue = %+v", view, err, q)
+	}
+	err = h.B.UpdateQueue(h.Ctx, Account, "q", func(q *engine.Queue) error {
+		q.Attributes["VisibilityTimeout"] = "6"
+		q.Tags["k"] = "w"
+		q.Settings.VisibilityTimeout = 6 * time.Second
+		return nil
+	})
+	if err != nil {
+		h.Fatal(err)
+	}
+	if view.Attributes["VisibilityTimeout"] != "5" || view.Tags["k"] != "v" {
+		h.Fatalf("an update changed an earlier view: %+v", view)
+	}
+	if now, _ := h.B.ViewQueue(h.Ctx, Account, "q"); now.Attributes["VisibilityTimeout"] != "6" || now.Settings.VisibilityTimeout != 6*time.Second {
+		h.Fatalf("view after update: %+v", now)
+	}
 	// The new visibility applies to the next receive.
 	h.SendBodies("q", "a")
 	h.ReceiveOne("q", engine.ReceiveRequest{})
-	h.Clk.Advance(5 * time.Second)
+	h.Clk.Advance(6 * time.Second)
 	h.WantStats("q", 1, 0, 0)
 
 	err = h.B.UpdateQueue(h.Ctx, Account, "nope", func(*engine.Queue) error { return nil })
@@ -483,6 +504,8 @@ func testDeleteQueue(h *H) {
 	}
 	_, err := h.B.GetQueue(h.Ctx, Account, "q")
 	wantErr(h.T, "get deleted queue", err, engine.ErrQueueNotFound)
+	_, err = h.B.ViewQueue(h.Ctx, Account, "q")
+	wantErr(h.T, "view deleted queue", err, engine.ErrQueueNotFound)
 	err = h.B.DeleteQueue(h.Ctx, Account, "q")
 	wantErr(h.T, "delete deleted queue", err, engine.ErrQueueNotFound)
 }
@@ -492,6 +515,7 @@ func testMissingQueue(h *H) {
 	b := h.B
 	checks := map[string]func() error{
 		"GetQueue":    func() error { _, err := b.GetQueue(ctx, Account, "nope"); return err },
+		"ViewQueue":   func() error { _, err := b.ViewQueue(ctx, Account, "nope"); return err },
 		"DeleteQueue": func() error { return b.DeleteQueue(ctx, Account, "nope") },
 		"Send": func() error {
 			_, err := b.Send(ctx, Account, "nope", []engine.NewMessage{{Body: "x"}})
