@@ -58,13 +58,16 @@ func (e *Engine) Send(ctx context.Context, account, name string, msgs []engine.N
 	res := make([]engine.SendResult, len(msgs))
 	b := e.db.NewBatch()
 	defer b.Close()
-	var buf []byte
 	// Message ids are UUID v4, drawn for the whole batch at once.
 	rnd := make([]byte, 16*len(msgs))
 	if _, err := rand.Read(rnd); err != nil {
 		return nil, fmt.Errorf("embedded: message id: %w", err)
 	}
 	ids := messageIDs(rnd)
+	// The records are kept after the write for the receives waiting on
+	// the queue, which then need not read them back.
+	sent := sentRecords{first: first, ends: make([]int, len(msgs))}
+	sent.buf = make([]byte, 0, recordsSize(msgs))
 	for i := range msgs {
 		delay := queueDelay
 		if msgs[i].Delay != nil {
@@ -73,9 +76,11 @@ func (e *Engine) Send(ctx context.Context, account, name string, msgs []engine.N
 		m := &ms[i]
 		*m = message{seq: first + uint64(i), sentAt: sentAt, deadline: after(sentAt, max0(delay)), timerSlot: -1, ageSlot: -1}
 		res[i].MessageID = messageID(ids, i)
-		buf = encodeMessage(buf[:0], res[i].MessageID, sentAt, m.deadline, &msgs[i], "")
+		start := len(sent.buf)
+		sent.buf = encodeMessage(sent.buf, res[i].MessageID, sentAt, m.deadline, &msgs[i], "")
+		sent.ends[i] = len(sent.buf)
 		k := makeMsgKey(q.id, m.seq, kindBody)
-		if err := b.Set(k[:], buf, nil); err != nil {
+		if err := b.Set(k[:], sent.buf[start:], nil); err != nil {
 			return nil, fmt.Errorf("embedded: send: %w", err)
 		}
 	}
@@ -110,9 +115,47 @@ func (e *Engine) Send(ctx context.Context, account, name string, msgs []engine.N
 	for i := range ms {
 		q.insertLocked(&ms[i], "", now)
 	}
-	q.serveLocked(now)
+	q.serveSentLocked(now, &sent)
 	q.rearmLocked(now)
 	return res, nil
+}
+
+// sentRecords are the stored records of the messages a send just wrote,
+// seqs first, first+1, …: a receive that is handed them at once takes them
+// from here instead of reading them back. They live only as long as the
+// send and the receives it served.
+type sentRecords struct {
+	first uint64
+	buf   []byte
+	ends  []int // message first+i's record ends at ends[i] in buf
+}
+
+// record returns seq's record, or nil when seq is not one of them.
+func (r *sentRecords) record(seq uint64) []byte {
+	if r == nil || seq < r.first || seq-r.first >= uint64(len(r.ends)) {
+		return nil
+	}
+	i := seq - r.first
+	start := 0
+	if i > 0 {
+		start = r.ends[i-1]
+	}
+	return r.buf[start:r.ends[i]:r.ends[i]]
+}
+
+// recordsSize is about the size of msgs' records, so that they are
+// encoded into one buffer without growing it.
+func recordsSize(msgs []engine.NewMessage) int {
+	n := 0
+	for i := range msgs {
+		m := &msgs[i]
+		n += 160 + len(m.Body) + len(m.TraceHeader) + len(m.MessageGroupID) + len(m.SenderID) + len(m.DeduplicationID)
+		for j := range m.Attributes {
+			a := &m.Attributes[j]
+			n += 8 + len(a.Name) + len(a.DataType) + len(a.StringValue) + len(a.BinaryValue)
+		}
+	}
+	return n
 }
 
 // messageIDs makes UUIDs v4 out of random bytes drawn for a batch, 16 per
@@ -420,23 +463,29 @@ func (e *Engine) fetch(q *queue, got []taken) ([]engine.Message, error) {
 		places[i].i = i
 	}
 	slices.SortFunc(places, func(a, b place) int { return cmp.Compare(got[a.i].seq, got[b.i].seq) })
-	lo, hi := queueMsgSpan(q.id)
-	it, err := e.db.NewIter(&pebble.IterOptions{LowerBound: lo, UpperBound: hi})
-	if err != nil {
-		return nil, fmt.Errorf("embedded: read messages: %w", err)
-	}
-	defer it.Close()
 	var raw []byte
 	found := 0
+	var it *pebble.Iterator // opened for the first record not in hand
 	for j := range places {
 		p := &places[j]
-		k := makeMsgKey(q.id, got[p.i].seq, kindBody)
-		if !it.SeekGE(k[:]) || !bytes.Equal(it.Key(), k[:]) {
-			continue // purged or expired since it was taken
-		}
-		v, err := it.ValueAndErr()
-		if err != nil {
-			return nil, fmt.Errorf("embedded: read message: %w", err)
+		v := got[p.i].rec
+		if v == nil {
+			if it == nil {
+				lo, hi := queueMsgSpan(q.id)
+				var err error
+				if it, err = e.db.NewIter(&pebble.IterOptions{LowerBound: lo, UpperBound: hi}); err != nil {
+					return nil, fmt.Errorf("embedded: read messages: %w", err)
+				}
+				defer it.Close()
+			}
+			k := makeMsgKey(q.id, got[p.i].seq, kindBody)
+			if !it.SeekGE(k[:]) || !bytes.Equal(it.Key(), k[:]) {
+				continue // purged or expired since it was taken
+			}
+			var err error
+			if v, err = it.ValueAndErr(); err != nil {
+				return nil, fmt.Errorf("embedded: read message: %w", err)
+			}
 		}
 		if raw == nil {
 			raw = make([]byte, 0, len(got)*(len(v)+handleLen))
@@ -446,8 +495,10 @@ func (e *Engine) fetch(q *queue, got []taken) ([]engine.Message, error) {
 		p.end = len(raw)
 		found++
 	}
-	if err := it.Error(); err != nil {
-		return nil, fmt.Errorf("embedded: read messages: %w", err)
+	if it != nil {
+		if err := it.Error(); err != nil {
+			return nil, fmt.Errorf("embedded: read messages: %w", err)
+		}
 	}
 	if found == 0 {
 		return nil, nil
