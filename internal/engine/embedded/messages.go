@@ -42,6 +42,80 @@ func (e *Engine) Send(ctx context.Context, account, name string, msgs []engine.N
 		return e.sendFIFO(q, msgs)
 	}
 
+	b := e.db.NewBatch()
+	defer b.Close()
+	p, err := e.writeSend(q, msgs, b)
+	if err != nil {
+		return nil, err
+	}
+	if err := e.commitSend(b); err != nil {
+		return nil, err
+	}
+	return e.enterSent(p)
+}
+
+// SendMany implements engine.Backend. The parts for standard queues are
+// written in one batch: one commit and one fsync for them all. Those for
+// FIFO queues go through Send's FIFO path one by one.
+func (e *Engine) SendMany(ctx context.Context, sends []engine.QueueSend) ([]engine.SendOutcome, error) {
+	if err := ctx.Err(); err != nil {
+		return nil, err
+	}
+	if err := e.enter(); err != nil {
+		return nil, err
+	}
+	defer e.leave()
+	out := make([]engine.SendOutcome, len(sends))
+	pending := make([]*pendingSend, len(sends))
+	b := e.db.NewBatch()
+	defer b.Close()
+	for i := range sends {
+		part := &sends[i]
+		q, err := e.lookup(part.Account, part.Name)
+		switch {
+		case err != nil:
+			out[i].Err = err
+		case len(part.Msgs) == 0:
+		case q.fifo:
+			out[i].Results, out[i].Err = e.sendFIFO(q, part.Msgs)
+		default:
+			p, err := e.writeSend(q, part.Msgs, b)
+			if errors.Is(err, engine.ErrQueueNotFound) {
+				out[i].Err = err
+				continue
+			}
+			if err != nil {
+				return nil, err
+			}
+			pending[i] = p
+		}
+	}
+	if b.Empty() {
+		return out, nil
+	}
+	if err := e.commitSend(b); err != nil {
+		return nil, err
+	}
+	for i, p := range pending {
+		if p != nil {
+			out[i].Results, out[i].Err = e.enterSent(p)
+		}
+	}
+	return out, nil
+}
+
+// pendingSend is a send to a standard queue that is written, or being
+// written, and not yet in the queue's index.
+type pendingSend struct {
+	q    *queue
+	ms   []message // the index entries, one allocation for the batch
+	res  []engine.SendResult
+	sent sentRecords
+}
+
+// writeSend reserves seqs for msgs in standard queue q and puts their
+// records into b.
+func (e *Engine) writeSend(q *queue, msgs []engine.NewMessage, b *pebble.Batch) (*pendingSend, error) {
 	q.mu.Lock()
 	if q.deleted {
 		q.mu.Unlock()
@@ -53,11 +127,7 @@ func (e *Engine) Send(ctx context.Context, account, name string, msgs []engine.N
 	queueDelay := q.desc.Settings.Delay
 	q.mu.Unlock()
 
-	// One allocation for the batch's index entries.
-	ms := make([]message, len(msgs))
-	res := make([]engine.SendResult, len(msgs))
-	b := e.db.NewBatch()
-	defer b.Close()
+	p := &pendingSend{q: q, ms: make([]message, len(msgs)), res: make([]engine.SendResult, len(msgs))}
 	// Message ids are UUID v4, drawn for the whole batch at once.
 	rnd := make([]byte, 16*len(msgs))
 	if _, err := rand.Read(rnd); err != nil {
@@ -66,34 +136,45 @@ func (e *Engine) Send(ctx context.Context, account, name string, msgs []engine.N
 	ids := messageIDs(rnd)
 	// The records are kept after the write for the receives waiting on
 	// the queue, which then need not read them back.
-	sent := sentRecords{first: first, ends: make([]int, len(msgs))}
-	sent.buf = make([]byte, 0, recordsSize(msgs))
+	sent := &p.sent
+	*sent = sentRecords{first: first, buf: make([]byte, 0, recordsSize(msgs)), ends: make([]int, len(msgs))}
 	for i := range msgs {
 		delay := queueDelay
 		if msgs[i].Delay != nil {
 			delay = *msgs[i].Delay
 		}
-		m := &ms[i]
+		m := &p.ms[i]
 		*m = message{seq: first + uint64(i), sentAt: sentAt, deadline: after(sentAt, max0(delay)), timerSlot: -1, ageSlot: -1}
-		res[i].MessageID = messageID(ids, i)
+		p.res[i].MessageID = messageID(ids, i)
 		start := len(sent.buf)
-		sent.buf = encodeMessage(sent.buf, res[i].MessageID, sentAt, m.deadline, &msgs[i], "")
+		sent.buf = encodeMessage(sent.buf, p.res[i].MessageID, sentAt, m.deadline, &msgs[i], "")
 		sent.ends[i] = len(sent.buf)
 		k := makeMsgKey(q.id, m.seq, kindBody)
 		if err := b.Set(k[:], sent.buf[start:], nil); err != nil {
 			return nil, fmt.Errorf("embedded: send: %w", err)
 		}
 	}
+	return p, nil
+}
+
+// commitSend makes a batch of sends durable.
+func (e *Engine) commitSend(b *pebble.Batch) error {
 	if e.beforeSendCommit != nil {
 		e.beforeSendCommit()
 	}
 	if err := b.Commit(e.writeOptions()); err != nil {
-		return nil, fmt.Errorf("embedded: send: %w", err)
+		return fmt.Errorf("embedded: send: %w", err)
 	}
+	return nil
+}
 
+// enterSent puts the messages of a durable send into the queue's index and
+// hands them to waiting receives.
+func (e *Engine) enterSent(p *pendingSend) ([]engine.SendResult, error) {
+	q, ms := p.q, p.ms
 	q.mu.Lock()
 	defer q.mu.Unlock()
-	if q.deleted || first < q.purgeFloor {
+	if q.deleted || p.sent.first < q.purgeFloor {
 		// Deleted or purged while being written: the range delete may have
 		// been ordered before this batch, so remove the records here too.
 		cb := e.db.NewBatch()
@@ -102,22 +183,22 @@ func (e *Engine) Send(ctx context.Context, account, name string, msgs []engine.N
 			_ = cb.Delete(k[:], nil)
 		}
 		if err := e.db.Apply(cb, pebble.NoSync); err != nil {
-			e.log.Error("drop messages of a purged queue", "queue", name, "err", err)
+			e.log.Error("drop messages of a purged queue", "queue", q.desc.Name, "err", err)
 		}
 		cb.Close()
 		if q.deleted {
 			return nil, engine.ErrQueueNotFound
 		}
-		return res, nil
+		return p.res, nil
 	}
 	now := e.now()
 	q.advanceLocked(now)
 	for i := range ms {
 		q.insertLocked(&ms[i], "", now)
 	}
-	q.serveSentLocked(now, &sent)
+	q.serveSentLocked(now, &p.sent)
 	q.rearmLocked(now)
-	return res, nil
+	return p.res, nil
 }
 
 // sentRecords are the stored records of the messages a send just wrote,
