@@ -211,13 +211,22 @@ func (s *Service) passes(sub *subscription, m *message) bool {
 	return false
 }
 
-// passing are the messages sub's filter policy lets through.
+// passing are the messages sub's filter policy lets through: msgs itself
+// when it lets all through (it is only read).
 func (s *Service) passing(sub *subscription, msgs []*message) []*message {
-	var pass []*message
-	for _, m := range msgs {
-		if s.passes(sub, m) {
+	var pass []*message // nil while every message passed
+	for i, m := range msgs {
+		switch {
+		case !s.passes(sub, m):
+			if pass == nil {
+				pass = append(make([]*message, 0, len(msgs)-1), msgs[:i]...)
+			}
+		case pass != nil:
 			pass = append(pass, m)
 		}
+	}
+	if pass == nil {
+		return msgs
 	}
 	return pass
 }

@@ -288,3 +288,40 @@ func TestFanoutFIFOTopic(t *testing.T) {
 		}
 	}
 }
+
+// TestPassing keeps the messages a filter policy lets through, in order.
+func TestPassing(t *testing.T) {
+	fp, err := ParseFilterPolicy(`{"kind":["order"]}`, "")
+	if err != nil {
+		t.Fatal(err)
+	}
+	s, _, _, _ := newFanoutFixture(t, nil)
+	sub := &subscription{Protocol: protoSQS, filter: fp, state: &subState{}}
+	msg := func(kind string) *message {
+		return &message{id: kind, attrs: map[string]MessageAttribute{"kind": {DataType: "String", StringValue: kind}}}
+	}
+	for _, tc := range []struct {
+		kinds []string
+		want  string
+	}{
+		{nil, "[]"},
+		{[]string{"order"}, "[order]"},
+		{[]string{"refund"}, "[]"},
+		{[]string{"order", "order"}, "[order order]"},
+		{[]string{"refund", "order"}, "[order]"},
+		{[]string{"order", "refund", "order"}, "[order order]"},
+		{[]string{"order", "order", "refund"}, "[order order]"},
+	} {
+		var msgs []*message
+		for _, k := range tc.kinds {
+			msgs = append(msgs, msg(k))
+		}
+		var ids []string
+		for _, m := range s.passing(sub, msgs) {
+			ids = append(ids, m.id)
+		}
+		if got := fmt.Sprint(ids); got != tc.want {
+			t.Errorf("%v: passing %s, want %s", tc.kinds, got, tc.want)
+		}
+	}
+}

@@ -42,16 +42,20 @@ func (e *Engine) Send(ctx context.Context, account, name string, msgs []engine.N
 		return e.sendFIFO(q, msgs)
 	}
 
+	var sp sendSpace
+	if err := sp.init(len(msgs), recordsSize(msgs)); err != nil {
+		return nil, err
+	}
 	b := e.db.NewBatch()
 	defer b.Close()
-	p, err := e.writeSend(q, msgs, b)
-	if err != nil {
+	var p pendingSend
+	if err := e.writeSend(q, msgs, b, &sp, &p); err != nil {
 		return nil, err
 	}
 	if err := e.commitSend(b); err != nil {
 		return nil, err
 	}
-	return e.enterSent(p)
+	return e.enterSent(&p)
 }
 
 // SendMany implements engine.Backend. The parts for standard queues are
@@ -65,8 +69,17 @@ func (e *Engine) SendMany(ctx context.Context, sends []engine.QueueSend) ([]engi
 		return nil, err
 	}
 	defer e.leave()
+	n, size := 0, 0
+	for i := range sends {
+		n += len(sends[i].Msgs)
+		size += recordsSize(sends[i].Msgs)
+	}
+	var sp sendSpace
+	if err := sp.init(n, size); err != nil {
+		return nil, err
+	}
 	out := make([]engine.SendOutcome, len(sends))
-	pending := make([]*pendingSend, len(sends))
+	pending := make([]pendingSend, len(sends)) // q nil: nothing to enter
 	b := e.db.NewBatch()
 	defer b.Close()
 	for i := range sends {
@@ -79,7 +92,7 @@ func (e *Engine) SendMany(ctx context.Context, sends []engine.QueueSend) ([]engi
 		case q.fifo:
 			out[i].Results, out[i].Err = e.sendFIFO(q, part.Msgs)
 		default:
-			p, err := e.writeSend(q, part.Msgs, b)
+			err := e.writeSend(q, part.Msgs, b, &sp, &pending[i])
 			if errors.Is(err, engine.ErrQueueNotFound) {
 				out[i].Err = err
 				continue
@@ -87,7 +100,6 @@ func (e *Engine) SendMany(ctx context.Context, sends []engine.QueueSend) ([]engi
 			if err != nil {
 				return nil, err
 			}
-			pending[i] = p
 		}
 	}
 	if b.Empty() {
@@ -96,9 +108,9 @@ func (e *Engine) SendMany(ctx context.Context, sends []engine.QueueSend) ([]engi
 	if err := e.commitSend(b); err != nil {
 		return nil, err
 	}
-	for i, p := range pending {
-		if p != nil {
-			out[i].Results, out[i].Err = e.enterSent(p)
+	for i := range pending {
+		if pending[i].q != nil {
+			out[i].Results, out[i].Err = e.enterSent(&pending[i])
 		}
 	}
 	return out, nil
@@ -113,13 +125,34 @@ type pendingSend struct {
 	sent sentRecords
 }
 
-// writeSend reserves seqs for msgs in standard queue q and puts their
-// records into b.
-func (e *Engine) writeSend(q *queue, msgs []engine.NewMessage, b *pebble.Batch) (*pendingSend, error) {
+// sendSpace is what the sends of one call cut their message ids, results
+// and records from: one allocation of each for the call, not one per queue.
+type sendSpace struct {
+	ids  string // UUIDs v4, uuidLen bytes each
+	res  []engine.SendResult
+	ends []int
+	buf  []byte
+	used int // messages given out
+}
+
+// init makes room for n messages whose records take about size bytes.
+func (sp *sendSpace) init(n, size int) error {
+	// Message ids are UUID v4, drawn for the whole call at once.
+	rnd := make([]byte, 16*n)
+	if _, err := rand.Read(rnd); err != nil {
+		return fmt.Errorf("embedded: message id: %w", err)
+	}
+	*sp = sendSpace{ids: messageIDs(rnd), res: make([]engine.SendResult, n), ends: make([]int, n), buf: make([]byte, 0, size)}
+	return nil
+}
+
+// writeSend reserves seqs for msgs in standard queue q, puts their records
+// into b and describes them in p, with ids, results and records from sp.
+func (e *Engine) writeSend(q *queue, msgs []engine.NewMessage, b *pebble.Batch, sp *sendSpace, p *pendingSend) error {
 	q.mu.Lock()
 	if q.deleted {
 		q.mu.Unlock()
-		return nil, engine.ErrQueueNotFound
+		return engine.ErrQueueNotFound
 	}
 	sentAt := e.now()
 	first := q.nextSeq
@@ -127,17 +160,14 @@ func (e *Engine) writeSend(q *queue, msgs []engine.NewMessage, b *pebble.Batch) 
 	queueDelay := q.desc.Settings.Delay
 	q.mu.Unlock()
 
-	p := &pendingSend{q: q, ms: make([]message, len(msgs)), res: make([]engine.SendResult, len(msgs))}
-	// Message ids are UUID v4, drawn for the whole batch at once.
-	rnd := make([]byte, 16*len(msgs))
-	if _, err := rand.Read(rnd); err != nil {
-		return nil, fmt.Errorf("embedded: message id: %w", err)
-	}
-	ids := messageIDs(rnd)
+	n := len(msgs)
+	lo := sp.used
+	sp.used += n
+	*p = pendingSend{q: q, ms: make([]message, n), res: sp.res[lo : lo+n : lo+n]}
 	// The records are kept after the write for the receives waiting on
 	// the queue, which then need not read them back.
-	sent := &p.sent
-	*sent = sentRecords{first: first, buf: make([]byte, 0, recordsSize(msgs)), ends: make([]int, len(msgs))}
+	bufStart := len(sp.buf)
+	ends := sp.ends[lo : lo+n : lo+n]
 	for i := range msgs {
 		delay := queueDelay
 		if msgs[i].Delay != nil {
@@ -145,16 +175,18 @@ func (e *Engine) writeSend(q *queue, msgs []engine.NewMessage, b *pebble.Batch) 
 		}
 		m := &p.ms[i]
 		*m = message{seq: first + uint64(i), sentAt: sentAt, deadline: after(sentAt, max0(delay)), timerSlot: -1, ageSlot: -1}
-		p.res[i].MessageID = messageID(ids, i)
-		start := len(sent.buf)
-		sent.buf = encodeMessage(sent.buf, p.res[i].MessageID, sentAt, m.deadline, &msgs[i], "")
-		sent.ends[i] = len(sent.buf)
+		p.res[i].MessageID = messageID(sp.ids, lo+i)
+		start := len(sp.buf)
+		sp.buf = encodeMessage(sp.buf, p.res[i].MessageID, sentAt, m.deadline, &msgs[i], "")
+		ends[i] = len(sp.buf) - bufStart
 		k := makeMsgKey(q.id, m.seq, kindBody)
-		if err := b.Set(k[:], sent.buf[start:], nil); err != nil {
-			return nil, fmt.Errorf("embedded: send: %w", err)
+		if err := b.Set(k[:], sp.buf[start:], nil); err != nil {
+			return fmt.Errorf("embedded: send: %w", err)
 		}
 	}
-	return p, nil
+	end := len(sp.buf)
+	p.sent = sentRecords{first: first, buf: sp.buf[bufStart:end:end], ends: ends}
+	return nil
 }
 
 // commitSend makes a batch of sends durable.
