@@ -94,10 +94,6 @@ func TestLongPollServedBySend(t *testing.T) {
 		t.Run(tc.name, func(t *testing.T) {
 			e := openTest(t, Options{InMemory: true})
 			mustCreate(t, e, engine.Queue{Name: "q", Settings: settings()})
-			q, err := e.lookup(acct, "q")
-			if err != nil {
-				t.Fatal(err)
-			}
 			type result struct {
 				msgs []engine.Message
 				err  error
@@ -107,12 +103,7 @@ func TestLongPollServedBySend(t *testing.T) {
 				msgs, err := e.Receive(context.Background(), acct, "q", engine.ReceiveRequest{Max: tc.max, Wait: time.Minute})
 				done <- result{msgs, err}
 			}()
-			for waiting := false; !waiting; {
-				time.Sleep(time.Millisecond)
-				q.mu.Lock()
-				waiting = q.waiters.Len() == 1
-				q.mu.Unlock()
-			}
+			awaitWaiter(t, e, "q")
 			ids := mustSend(t, e, "q", sent...)
 			r := <-done
 			if r.err != nil {
@@ -171,5 +162,20 @@ func TestSentRecordsRecord(t *testing.T) {
 	var none *sentRecords
 	if got := none.record(7); got != nil {
 		t.Errorf("nil records: record(7) = %q", got)
+	}
+}
+
+// awaitWaiter returns once a receive waits on the queue.
+func awaitWaiter(t *testing.T, e *Engine, name string) {
+	t.Helper()
+	q, err := e.lookup(acct, name)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for waiting := false; !waiting; {
+		time.Sleep(time.Millisecond)
+		q.mu.Lock()
+		waiting = q.waiters.Len() > 0
+		q.mu.Unlock()
 	}
 }

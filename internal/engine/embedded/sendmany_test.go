@@ -108,16 +108,7 @@ func TestSendManyWakesWaiters(t *testing.T) {
 		}()
 	}
 	for _, n := range names {
-		q, err := e.lookup(acct, n)
-		if err != nil {
-			t.Fatal(err)
-		}
-		for waiting := false; !waiting; {
-			time.Sleep(time.Millisecond)
-			q.mu.Lock()
-			waiting = q.waiters.Len() == 1
-			q.mu.Unlock()
-		}
+		awaitWaiter(t, e, n)
 	}
 	var sends []engine.QueueSend
 	for _, n := range names {
