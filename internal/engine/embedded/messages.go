@@ -130,9 +130,14 @@ type pendingSend struct {
 type sendSpace struct {
 	ids  string // UUIDs v4, uuidLen bytes each
 	res  []engine.SendResult
-	ends []int
-	buf  []byte
 	used int // messages given out
+	size int // about the size of all the call's records
+	// kept holds the records of queues that receives wait on (ends[i]:
+	// where message i's ends, from its queue's first); scratch is reused
+	// for each of the others.
+	kept    []byte
+	ends    []int
+	scratch []byte
 }
 
 // init makes room for n messages whose records take about size bytes.
@@ -142,7 +147,7 @@ func (sp *sendSpace) init(n, size int) error {
 	if _, err := rand.Read(rnd); err != nil {
 		return fmt.Errorf("embedded: message id: %w", err)
 	}
-	*sp = sendSpace{ids: messageIDs(rnd), res: make([]engine.SendResult, n), ends: make([]int, n), buf: make([]byte, 0, size)}
+	*sp = sendSpace{ids: messageIDs(rnd), res: make([]engine.SendResult, n), size: size}
 	return nil
 }
 
@@ -158,16 +163,24 @@ func (e *Engine) writeSend(q *queue, msgs []engine.NewMessage, b *pebble.Batch, 
 	first := q.nextSeq
 	q.nextSeq += uint64(len(msgs))
 	queueDelay := q.desc.Settings.Delay
+	// The records are kept after the write only for receives waiting now;
+	// one that starts waiting later reads them back.
+	keep := q.waiters.Len() > 0
 	q.mu.Unlock()
 
 	n := len(msgs)
 	lo := sp.used
 	sp.used += n
-	*p = pendingSend{q: q, ms: make([]message, n), res: sp.res[lo : lo+n : lo+n]}
-	// The records are kept after the write for the receives waiting on
-	// the queue, which then need not read them back.
-	bufStart := len(sp.buf)
-	ends := sp.ends[lo : lo+n : lo+n]
+	*p = pendingSend{q: q, ms: make([]message, n), res: sp.res[lo : lo+n : lo+n], sent: sentRecords{first: first}}
+	var ends []int
+	keptStart := len(sp.kept)
+	if keep {
+		if sp.ends == nil {
+			sp.kept = make([]byte, 0, sp.size)
+			sp.ends = make([]int, len(sp.res))
+		}
+		ends = sp.ends[lo : lo+n : lo+n]
+	}
 	for i := range msgs {
 		delay := queueDelay
 		if msgs[i].Delay != nil {
@@ -176,16 +189,25 @@ func (e *Engine) writeSend(q *queue, msgs []engine.NewMessage, b *pebble.Batch, 
 		m := &p.ms[i]
 		*m = message{seq: first + uint64(i), sentAt: sentAt, deadline: after(sentAt, max0(delay)), timerSlot: -1, ageSlot: -1}
 		p.res[i].MessageID = messageID(sp.ids, lo+i)
-		start := len(sp.buf)
-		sp.buf = encodeMessage(sp.buf, p.res[i].MessageID, sentAt, m.deadline, &msgs[i], "")
-		ends[i] = len(sp.buf) - bufStart
+		var rec []byte
+		if keep {
+			start := len(sp.kept)
+			sp.kept = encodeMessage(sp.kept, p.res[i].MessageID, sentAt, m.deadline, &msgs[i], "")
+			rec = sp.kept[start:]
+			ends[i] = len(sp.kept) - keptStart
+		} else {
+			sp.scratch = encodeMessage(sp.scratch[:0], p.res[i].MessageID, sentAt, m.deadline, &msgs[i], "")
+			rec = sp.scratch
+		}
 		k := makeMsgKey(q.id, m.seq, kindBody)
-		if err := b.Set(k[:], sp.buf[start:], nil); err != nil {
+		if err := b.Set(k[:], rec, nil); err != nil {
 			return fmt.Errorf("embedded: send: %w", err)
 		}
 	}
-	end := len(sp.buf)
-	p.sent = sentRecords{first: first, buf: sp.buf[bufStart:end:end], ends: ends}
+	if keep {
+		end := len(sp.kept)
+		p.sent.buf, p.sent.ends = sp.kept[keptStart:end:end], ends
+	}
 	return nil
 }
 
@@ -579,6 +601,11 @@ func (e *Engine) fetch(q *queue, got []taken) ([]engine.Message, error) {
 	var raw []byte
 	found := 0
 	var it *pebble.Iterator // opened for the first record not in hand
+	defer func() {
+		if it != nil {
+			it.Close()
+		}
+	}()
 	for j := range places {
 		p := &places[j]
 		v := got[p.i].rec
@@ -589,7 +616,6 @@ func (e *Engine) fetch(q *queue, got []taken) ([]engine.Message, error) {
 				if it, err = e.db.NewIter(&pebble.IterOptions{LowerBound: lo, UpperBound: hi}); err != nil {
 					return nil, fmt.Errorf("embedded: read messages: %w", err)
 				}
-				defer it.Close()
 			}
 			k := makeMsgKey(q.id, got[p.i].seq, kindBody)
 			if !it.SeekGE(k[:]) || !bytes.Equal(it.Key(), k[:]) {
