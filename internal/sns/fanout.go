@@ -16,9 +16,10 @@ import (
 // fanoutWorkers bounds the goroutines that serve subscriptions of
 // publishes besides the publishers themselves. They outlive a publish: a
 // goroutine per subscription paid, on every publish, for starting and for
-// growing its stack into the engine's write path. SQS copies are engine writes
-// that share the store's group commit, so copies written at once cost
-// about one commit's wait.
+// growing its stack into the engine's write path. Copies for FIFO queues and
+// delivery queues are engine writes that share the store's group commit,
+// so copies written at once cost about one commit's wait; those for the
+// account's standard queues are one write by the publisher (fanout).
 const fanoutWorkers = 64
 
 // signer returns the signing key and SigningCertURL, where subscribers
