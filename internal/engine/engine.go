@@ -167,6 +167,18 @@ type SendResult struct {
 	Duplicate bool
 }
 
+// QueueSend is one queue's part of a SendMany.
+type QueueSend struct {
+	Account, Name string
+	Msgs          []NewMessage
+}
+
+// SendOutcome answers one QueueSend: what Send would have returned.
+type SendOutcome struct {
+	Results []SendResult
+	Err     error
+}
+
 // Message is a message as a receive hands it out.
 type Message struct {
 	MessageID      string
@@ -301,6 +313,12 @@ type Backend interface {
 	// enqueued (SendResult.Duplicate). The window outlives the original's
 	// receive and delete, and restarts. Delay is the queue's only.
 	Send(ctx context.Context, account, name string, msgs []NewMessage) ([]SendResult, error)
+	// SendMany is Send to several queues at once: each part is answered
+	// as Send would answer it alone (a missing queue fails its part
+	// only), and the error is for a failure of the whole. It returns once
+	// every part is durable; a backend may write them together, so that
+	// one call for many queues costs about what one Send costs.
+	SendMany(ctx context.Context, sends []QueueSend) ([]SendOutcome, error)
 	// Receive hands out up to req.Max visible messages, waiting up to
 	// req.Wait for the first one. A cancelled ctx ends the wait early with
 	// whatever was taken (possibly nothing) and no error. A message whose

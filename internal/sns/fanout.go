@@ -16,9 +16,10 @@ import (
 // fanoutWorkers bounds the goroutines that serve subscriptions of
 // publishes besides the publishers themselves. They outlive a publish: a
 // goroutine per subscription paid, on every publish, for starting and for
-// growing its stack into the engine's write path. SQS copies are engine writes
-// that share the store's group commit, so copies written at once cost
-// about one commit's wait.
+// growing its stack into the engine's write path. Copies for FIFO queues and
+// delivery queues are engine writes that share the store's group commit,
+// so copies written at once cost about one commit's wait; those for the
+// account's standard queues are one write by the publisher (fanout).
 const fanoutWorkers = 64
 
 // signer returns the signing key and SigningCertURL, where subscribers
@@ -84,14 +85,33 @@ func (s *Service) fanout(ctx context.Context, t *topic, msgs []*message) error {
 	// Once begun, a fan-out finishes even if the publisher goes away, so
 	// that subscribers are not served by halves.
 	f := &fan{ctx: context.WithoutCancel(ctx), t: t, msgs: msgs}
-	// The others go to the workers; the publisher serves the first
-	// itself, and any the workers have no room for.
-	for _, sub := range subs[1:] {
+	// The publisher writes the copies for standard queues of this account
+	// itself, all in one engine write: one commit and fsync instead of one
+	// each. The others go to the workers; without joint copies the
+	// publisher serves the first itself, and any the workers have no room
+	// for.
+	n := 0
+	for i, sub := range subs {
+		if s.jointSQS(sub) {
+			subs[n], subs[i] = subs[i], subs[n]
+			n++
+		}
+	}
+	joint, rest := subs[:n], subs[n:]
+	var own *subscription
+	if len(joint) == 0 {
+		own, rest = rest[0], rest[1:]
+	}
+	for _, sub := range rest {
 		if !s.handOff(f, sub) {
 			f.serve(s, sub)
 		}
 	}
-	f.serve(s, subs[0])
+	if own != nil {
+		f.serve(s, own)
+	} else if err := s.deliverJointSQS(f.ctx, t, joint, msgs); err != nil {
+		f.fail(err)
+	}
 	f.wg.Wait()
 	return errors.Join(f.errs...)
 }
@@ -126,10 +146,14 @@ type fan struct {
 // serve delivers the fan-out's messages to one subscription.
 func (f *fan) serve(s *Service, sub *subscription) {
 	if err := s.deliverTo(f.ctx, f.t, sub, f.msgs); err != nil {
-		f.mu.Lock()
-		f.errs = append(f.errs, fmt.Errorf("subscription %s: %w", sub.ARN, err))
-		f.mu.Unlock()
+		f.fail(fmt.Errorf("subscription %s: %w", sub.ARN, err))
 	}
+}
+
+func (f *fan) fail(err error) {
+	f.mu.Lock()
+	f.errs = append(f.errs, err)
+	f.mu.Unlock()
 }
 
 // fanJob is one subscription's part of a fan-out, for a worker.
@@ -188,13 +212,28 @@ func (s *Service) passes(sub *subscription, m *message) bool {
 	return false
 }
 
-func (s *Service) deliverTo(ctx context.Context, t *topic, sub *subscription, msgs []*message) error {
-	var pass []*message
-	for _, m := range msgs {
-		if s.passes(sub, m) {
+// passing are the messages sub's filter policy lets through: msgs itself
+// when it lets all through (it is only read).
+func (s *Service) passing(sub *subscription, msgs []*message) []*message {
+	var pass []*message // nil while every message passed
+	for i, m := range msgs {
+		switch {
+		case !s.passes(sub, m):
+			if pass == nil {
+				pass = append(make([]*message, 0, len(msgs)-1), msgs[:i]...)
+			}
+		case pass != nil:
 			pass = append(pass, m)
 		}
 	}
+	if pass == nil {
+		return msgs
+	}
+	return pass
+}
+
+func (s *Service) deliverTo(ctx context.Context, t *topic, sub *subscription, msgs []*message) error {
+	pass := s.passing(sub, msgs)
 	if len(pass) == 0 {
 		return nil
 	}
@@ -242,50 +281,132 @@ func (s *Service) localQueue(ref queueRef) bool {
 	return ref.account == s.account && ref.region == s.region
 }
 
+// jointSQS reports whether sub's copies go into a standard queue of this
+// service's account and region, which deliverJointSQS writes together
+// with others. FIFO queues keep a send of their own: the engine writes
+// each under its queue's deduplication, and apart they share fsyncs
+// through group commit instead of waiting on one another.
+func (s *Service) jointSQS(sub *subscription) bool {
+	if sub.Protocol != protoSQS {
+		return false
+	}
+	ref, ok := parseQueueARN(sub.Endpoint)
+	return ok && s.localQueue(ref) && !strings.HasSuffix(ref.name, ".fifo")
+}
+
+// sqsDelivery is one subscription's copies of a fan-out for its queue.
+type sqsDelivery struct {
+	sub     *subscription
+	ref     queueRef
+	logs    bool
+	handoff time.Time
+	batch   []engine.NewMessage // to send
+	sent    []*message          // the messages of batch, when logs need them
+	refused []engine.NewMessage // refused before the send
+}
+
 // deliverSQS writes the messages into the subscribed queue in one send.
 // A missing queue, or a raw copy with more attributes than SQS carries, is
 // a client-side error: no retry, the subscription's dead-letter queue if
 // it has one.
 func (s *Service) deliverSQS(ctx context.Context, t *topic, sub *subscription, msgs []*message) error {
+	d, err := s.sqsDelivery(t, sub, msgs)
+	if err != nil {
+		return err
+	}
+	var res []engine.SendResult
+	if len(d.batch) > 0 {
+		res, err = s.sendLocal(ctx, d.ref, d.batch)
+	}
+	return s.settleSQS(ctx, t, d, res, err)
+}
+
+// deliverJointSQS is deliverSQS for several subscriptions whose queues
+// (standard, of this account: jointSQS) take their copies in one engine
+// write.
+func (s *Service) deliverJointSQS(ctx context.Context, t *topic, subs []*subscription, msgs []*message) error {
+	ds := make([]*sqsDelivery, 0, len(subs))
+	sends := make([]engine.QueueSend, 0, len(subs))
+	var errs []error
+	for _, sub := range subs {
+		pass := s.passing(sub, msgs)
+		if len(pass) == 0 {
+			continue
+		}
+		d, err := s.sqsDelivery(t, sub, pass)
+		if err != nil {
+			errs = append(errs, fmt.Errorf("subscription %s: %w", sub.ARN, err))
+			continue
+		}
+		ds = append(ds, d)
+		sends = append(sends, engine.QueueSend{Account: d.ref.account, Name: d.ref.name, Msgs: d.batch})
+	}
+	if len(ds) == 0 {
+		return errors.Join(errs...)
+	}
+	outs, err := s.backend.SendMany(ctx, sends)
+	if err != nil {
+		return errors.Join(append(errs, err)...)
+	}
+	for i, d := range ds {
+		o := &outs[i]
+		if o.Err == nil && len(d.batch) > 0 {
+			s.recordSent(d.ref.name, d.batch, o.Results)
+		}
+		if err := s.settleSQS(ctx, t, d, o.Results, o.Err); err != nil {
+			errs = append(errs, fmt.Errorf("subscription %s: %w", d.sub.ARN, err))
+		}
+	}
+	return errors.Join(errs...)
+}
+
+// sqsDelivery makes sub's copies of msgs, refusing (and logging) those
+// SQS would not take.
+func (s *Service) sqsDelivery(t *topic, sub *subscription, msgs []*message) (*sqsDelivery, error) {
 	ref, _ := parseQueueARN(sub.Endpoint)
 	fifoQueue := strings.HasSuffix(ref.name, ".fifo")
-	logs := t.logsFor(protoSQS)
-	var handoff time.Time
-	if logs {
-		handoff = s.clock.Now()
+	d := &sqsDelivery{sub: sub, ref: ref, logs: t.logsFor(protoSQS)}
+	if d.logs {
+		d.handoff = s.clock.Now()
 	}
-	batch := make([]engine.NewMessage, 0, len(msgs))
-	sent := msgs[:0:0] // the messages of batch, when logs need them
-	var refused []engine.NewMessage
+	d.batch = make([]engine.NewMessage, 0, len(msgs))
 	for _, m := range msgs {
 		nm, err := s.sqsCopy(t, sub, m, fifoQueue)
 		if err != nil {
-			return err
+			return nil, err
 		}
 		if n := len(nm.Attributes); sub.raw() && n > maxRawSQSAttrs {
-			refused = append(refused, nm)
-			if logs {
-				s.logSQS(t, sub, m, handoff, 400, sqsRefusal("InvalidParameterValue",
+			d.refused = append(d.refused, nm)
+			if d.logs {
+				s.logSQS(t, sub, m, d.handoff, 400, sqsRefusal("InvalidParameterValue",
 					fmt.Sprintf("Number of message attributes [%d] exceeds the maximum allowed [%d].", n, maxRawSQSAttrs)))
 			}
 			continue
 		}
-		batch = append(batch, nm)
-		if logs {
-			sent = append(sent, m)
+		d.batch = append(d.batch, nm)
+		if d.logs {
+			d.sent = append(d.sent, m)
 		}
 	}
-	if len(batch) > 0 {
-		switch res, err := s.sendLocal(ctx, ref, batch); {
+	return d, nil
+}
+
+// settleSQS counts and logs the outcome of d's send (res, err; neither
+// when its batch was empty) and hands what the queue did not take to the
+// dead-letter queue. Only an unexpected engine error is returned.
+func (s *Service) settleSQS(ctx context.Context, t *topic, d *sqsDelivery, res []engine.SendResult, err error) error {
+	sub, refused := d.sub, d.refused
+	if len(d.batch) > 0 {
+		switch {
 		case err == nil:
-			s.count(sub, cDelivered, len(batch))
-			for i, m := range sent {
-				s.logSQS(t, sub, m, handoff, 200, sqsResponse(res[i].MessageID))
+			s.count(sub, cDelivered, len(d.batch))
+			for i, m := range d.sent {
+				s.logSQS(t, sub, m, d.handoff, 200, sqsResponse(res[i].MessageID))
 			}
 		case errors.Is(err, engine.ErrQueueNotFound):
-			refused = append(refused, batch...)
-			for _, m := range sent {
-				s.logSQS(t, sub, m, handoff, 400, sqsRefusal("AWS.SimpleQueueService.NonExistentQueue",
+			refused = append(refused, d.batch...)
+			for _, m := range d.sent {
+				s.logSQS(t, sub, m, d.handoff, 400, sqsRefusal("AWS.SimpleQueueService.NonExistentQueue",
 					"The specified queue does not exist or you do not have access to it."))
 			}
 		default:

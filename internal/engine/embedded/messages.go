@@ -42,53 +42,193 @@ func (e *Engine) Send(ctx context.Context, account, name string, msgs []engine.N
 		return e.sendFIFO(q, msgs)
 	}
 
+	var sp sendSpace
+	if err := sp.init(len(msgs), recordsSize(msgs)); err != nil {
+		return nil, err
+	}
+	b := e.db.NewBatch()
+	defer b.Close()
+	var p pendingSend
+	if err := e.writeSend(q, msgs, b, &sp, &p); err != nil {
+		return nil, err
+	}
+	if err := e.commitSend(b); err != nil {
+		return nil, err
+	}
+	return e.enterSent(&p)
+}
+
+// SendMany implements engine.Backend. The parts for standard queues are
+// written in one batch: one commit and one fsync for them all. Those for
+// FIFO queues go through Send's FIFO path one by one.
+func (e *Engine) SendMany(ctx context.Context, sends []engine.QueueSend) ([]engine.SendOutcome, error) {
+	if err := ctx.Err(); err != nil {
+		return nil, err
+	}
+	if err := e.enter(); err != nil {
+		return nil, err
+	}
+	defer e.leave()
+	n, size := 0, 0
+	for i := range sends {
+		n += len(sends[i].Msgs)
+		size += recordsSize(sends[i].Msgs)
+	}
+	var sp sendSpace
+	if err := sp.init(n, size); err != nil {
+		return nil, err
+	}
+	out := make([]engine.SendOutcome, len(sends))
+	pending := make([]pendingSend, len(sends)) // q nil: nothing to enter
+	b := e.db.NewBatch()
+	defer b.Close()
+	for i := range sends {
+		part := &sends[i]
+		q, err := e.lookup(part.Account, part.Name)
+		switch {
+		case err != nil:
+			out[i].Err = err
+		case len(part.Msgs) == 0:
+		case q.fifo:
+			out[i].Results, out[i].Err = e.sendFIFO(q, part.Msgs)
+		default:
+			err := e.writeSend(q, part.Msgs, b, &sp, &pending[i])
+			if errors.Is(err, engine.ErrQueueNotFound) {
+				out[i].Err = err
+				continue
+			}
+			if err != nil {
+				return nil, err
+			}
+		}
+	}
+	if b.Empty() {
+		return out, nil
+	}
+	if err := e.commitSend(b); err != nil {
+		return nil, err
+	}
+	for i := range pending {
+		if pending[i].q != nil {
+			out[i].Results, out[i].Err = e.enterSent(&pending[i])
+		}
+	}
+	return out, nil
+}
+
+// pendingSend is a send to a standard queue that is written, or being
+// written, and not yet in the queue's index.
+type pendingSend struct {
+	q    *queue
+	ms   []message // the index entries, one allocation for the batch
+	res  []engine.SendResult
+	sent sentRecords
+}
+
+// sendSpace is what the sends of one call cut their message ids, results
+// and records from: one allocation of each for the call, not one per queue.
+type sendSpace struct {
+	ids  string // UUIDs v4, uuidLen bytes each
+	res  []engine.SendResult
+	used int // messages given out
+	size int // about the size of all the call's records
+	// kept holds the records of queues that receives wait on (ends[i]:
+	// where message i's ends, from its queue's first); scratch is reused
+	// for each of the others.
+	kept    []byte
+	ends    []int
+	scratch []byte
+}
+
+// init makes room for n messages whose records take about size bytes.
+func (sp *sendSpace) init(n, size int) error {
+	// Message ids are UUID v4, drawn for the whole call at once.
+	rnd := make([]byte, 16*n)
+	if _, err := rand.Read(rnd); err != nil {
+		return fmt.Errorf("embedded: message id: %w", err)
+	}
+	*sp = sendSpace{ids: messageIDs(rnd), res: make([]engine.SendResult, n), size: size}
+	return nil
+}
+
+// writeSend reserves seqs for msgs in standard queue q, puts their records
+// into b and describes them in p, with ids, results and records from sp.
+func (e *Engine) writeSend(q *queue, msgs []engine.NewMessage, b *pebble.Batch, sp *sendSpace, p *pendingSend) error {
 	q.mu.Lock()
 	if q.deleted {
 		q.mu.Unlock()
-		return nil, engine.ErrQueueNotFound
+		return engine.ErrQueueNotFound
 	}
 	sentAt := e.now()
 	first := q.nextSeq
 	q.nextSeq += uint64(len(msgs))
 	queueDelay := q.desc.Settings.Delay
+	// The records are kept after the write only for receives waiting now;
+	// one that starts waiting later reads them back.
+	keep := q.waiters.Len() > 0
 	q.mu.Unlock()
 
-	// One allocation for the batch's index entries.
-	ms := make([]message, len(msgs))
-	res := make([]engine.SendResult, len(msgs))
-	b := e.db.NewBatch()
-	defer b.Close()
-	var buf []byte
-	// Message ids are UUID v4, drawn for the whole batch at once.
-	rnd := make([]byte, 16*len(msgs))
-	if _, err := rand.Read(rnd); err != nil {
-		return nil, fmt.Errorf("embedded: message id: %w", err)
+	n := len(msgs)
+	lo := sp.used
+	sp.used += n
+	*p = pendingSend{q: q, ms: make([]message, n), res: sp.res[lo : lo+n : lo+n], sent: sentRecords{first: first}}
+	var ends []int
+	keptStart := len(sp.kept)
+	if keep {
+		if sp.ends == nil {
+			sp.kept = make([]byte, 0, sp.size)
+			sp.ends = make([]int, len(sp.res))
+		}
+		ends = sp.ends[lo : lo+n : lo+n]
 	}
-	ids := messageIDs(rnd)
 	for i := range msgs {
 		delay := queueDelay
 		if msgs[i].Delay != nil {
 			delay = *msgs[i].Delay
 		}
-		m := &ms[i]
+		m := &p.ms[i]
 		*m = message{seq: first + uint64(i), sentAt: sentAt, deadline: after(sentAt, max0(delay)), timerSlot: -1, ageSlot: -1}
-		res[i].MessageID = messageID(ids, i)
-		buf = encodeMessage(buf[:0], res[i].MessageID, sentAt, m.deadline, &msgs[i], "")
+		p.res[i].MessageID = messageID(sp.ids, lo+i)
+		var rec []byte
+		if keep {
+			start := len(sp.kept)
+			sp.kept = encodeMessage(sp.kept, p.res[i].MessageID, sentAt, m.deadline, &msgs[i], "")
+			rec = sp.kept[start:]
+			ends[i] = len(sp.kept) - keptStart
+		} else {
+			sp.scratch = encodeMessage(sp.scratch[:0], p.res[i].MessageID, sentAt, m.deadline, &msgs[i], "")
+			rec = sp.scratch
+		}
 		k := makeMsgKey(q.id, m.seq, kindBody)
-		if err := b.Set(k[:], buf, nil); err != nil {
-			return nil, fmt.Errorf("embedded: send: %w", err)
+		if err := b.Set(k[:], rec, nil); err != nil {
+			return fmt.Errorf("embedded: send: %w", err)
 		}
 	}
+	if keep {
+		end := len(sp.kept)
+		p.sent.buf, p.sent.ends = sp.kept[keptStart:end:end], ends
+	}
+	return nil
+}
+
+// commitSend makes a batch of sends durable.
+func (e *Engine) commitSend(b *pebble.Batch) error {
 	if e.beforeSendCommit != nil {
 		e.beforeSendCommit()
 	}
 	if err := b.Commit(e.writeOptions()); err != nil {
-		return nil, fmt.Errorf("embedded: send: %w", err)
+		return fmt.Errorf("embedded: send: %w", err)
 	}
+	return nil
+}
 
+// enterSent puts the messages of a durable send into the queue's index and
+// hands them to waiting receives.
+func (e *Engine) enterSent(p *pendingSend) ([]engine.SendResult, error) {
+	q, ms := p.q, p.ms
 	q.mu.Lock()
 	defer q.mu.Unlock()
-	if q.deleted || first < q.purgeFloor {
+	if q.deleted || p.sent.first < q.purgeFloor {
 		// Deleted or purged while being written: the range delete may have
 		// been ordered before this batch, so remove the records here too.
 		cb := e.db.NewBatch()
@@ -97,22 +237,60 @@ func (e *Engine) Send(ctx context.Context, account, name string, msgs []engine.N
 			_ = cb.Delete(k[:], nil)
 		}
 		if err := e.db.Apply(cb, pebble.NoSync); err != nil {
-			e.log.Error("drop messages of a purged queue", "queue", name, "err", err)
+			e.log.Error("drop messages of a purged queue", "queue", q.desc.Name, "err", err)
 		}
 		cb.Close()
 		if q.deleted {
 			return nil, engine.ErrQueueNotFound
 		}
-		return res, nil
+		return p.res, nil
 	}
 	now := e.now()
 	q.advanceLocked(now)
 	for i := range ms {
 		q.insertLocked(&ms[i], "", now)
 	}
-	q.serveLocked(now)
+	q.serveSentLocked(now, &p.sent)
 	q.rearmLocked(now)
-	return res, nil
+	return p.res, nil
+}
+
+// sentRecords are the stored records of the messages a send just wrote,
+// seqs first, first+1, …: a receive that is handed them at once takes them
+// from here instead of reading them back. They live only as long as the
+// send and the receives it served.
+type sentRecords struct {
+	first uint64
+	buf   []byte
+	ends  []int // message first+i's record ends at ends[i] in buf
+}
+
+// record returns seq's record, or nil when seq is not one of them.
+func (r *sentRecords) record(seq uint64) []byte {
+	if r == nil || seq < r.first || seq-r.first >= uint64(len(r.ends)) {
+		return nil
+	}
+	i := seq - r.first
+	start := 0
+	if i > 0 {
+		start = r.ends[i-1]
+	}
+	return r.buf[start:r.ends[i]:r.ends[i]]
+}
+
+// recordsSize is about the size of msgs' records, so that they are
+// encoded into one buffer without growing it.
+func recordsSize(msgs []engine.NewMessage) int {
+	n := 0
+	for i := range msgs {
+		m := &msgs[i]
+		n += 160 + len(m.Body) + len(m.TraceHeader) + len(m.MessageGroupID) + len(m.SenderID) + len(m.DeduplicationID)
+		for j := range m.Attributes {
+			a := &m.Attributes[j]
+			n += 8 + len(a.Name) + len(a.DataType) + len(a.StringValue) + len(a.BinaryValue)
+		}
+	}
+	return n
 }
 
 // messageIDs makes UUIDs v4 out of random bytes drawn for a batch, 16 per
@@ -420,26 +598,36 @@ func (e *Engine) fetch(q *queue, got []taken) ([]engine.Message, error) {
 		places[i].i = i
 	}
 	slices.SortFunc(places, func(a, b place) int { return cmp.Compare(got[a.i].seq, got[b.i].seq) })
-	lo, hi := queueMsgSpan(q.id)
-	it, err := e.db.NewIter(&pebble.IterOptions{LowerBound: lo, UpperBound: hi})
-	if err != nil {
-		return nil, fmt.Errorf("embedded: read messages: %w", err)
-	}
-	defer it.Close()
 	var raw []byte
 	found := 0
-	// One key for every seek (Pebble copies what it keeps): made in the
-	// loop, each escaped to the heap.
+	var it *pebble.Iterator // opened for the first record not in hand
+	defer func() {
+		if it != nil {
+			it.Close()
+		}
+	}()
+	// One key for every seek: declared in the loop, each would escape to
+	// the heap (Pebble copies what it keeps).
 	var k msgKey
 	for j := range places {
 		p := &places[j]
-		k = makeMsgKey(q.id, got[p.i].seq, kindBody)
-		if !it.SeekGE(k[:]) || !bytes.Equal(it.Key(), k[:]) {
-			continue // purged or expired since it was taken
-		}
-		v, err := it.ValueAndErr()
-		if err != nil {
-			return nil, fmt.Errorf("embedded: read message: %w", err)
+		v := got[p.i].rec
+		if v == nil {
+			if it == nil {
+				lo, hi := queueMsgSpan(q.id)
+				var err error
+				if it, err = e.db.NewIter(&pebble.IterOptions{LowerBound: lo, UpperBound: hi}); err != nil {
+					return nil, fmt.Errorf("embedded: read messages: %w", err)
+				}
+			}
+			k = makeMsgKey(q.id, got[p.i].seq, kindBody)
+			if !it.SeekGE(k[:]) || !bytes.Equal(it.Key(), k[:]) {
+				continue // purged or expired since it was taken
+			}
+			var err error
+			if v, err = it.ValueAndErr(); err != nil {
+				return nil, fmt.Errorf("embedded: read message: %w", err)
+			}
 		}
 		if raw == nil {
 			raw = make([]byte, 0, len(got)*(len(v)+handleLen))
@@ -449,8 +637,10 @@ func (e *Engine) fetch(q *queue, got []taken) ([]engine.Message, error) {
 		p.end = len(raw)
 		found++
 	}
-	if err := it.Error(); err != nil {
-		return nil, fmt.Errorf("embedded: read messages: %w", err)
+	if it != nil {
+		if err := it.Error(); err != nil {
+			return nil, fmt.Errorf("embedded: read messages: %w", err)
+		}
 	}
 	if found == 0 {
 		return nil, nil

@@ -77,6 +77,9 @@ type taken struct {
 	seq, gen       uint64
 	receiveCount   uint64
 	firstReceiveAt int64
+	// rec is the message's stored record when the send that wrote it
+	// handed it over (sentRecords); nil otherwise, and fetch reads it.
+	rec []byte
 }
 
 func newQueue(e *Engine, id uint64, desc engine.Queue, firstID uint64) *queue {
@@ -496,7 +499,11 @@ func max0(d time.Duration) time.Duration {
 }
 
 // serveLocked hands visible messages to waiting receives, oldest first.
-func (q *queue) serveLocked(now int64) {
+func (q *queue) serveLocked(now int64) { q.serveSentLocked(now, nil) }
+
+// serveSentLocked is serveLocked after a send: the messages of sent that
+// it hands out carry their records.
+func (q *queue) serveSentLocked(now int64, sent *sentRecords) {
 	for q.waiters.Len() > 0 && q.takeableLocked() {
 		w := q.waiters.Remove(q.waiters.Front()).(*waiter)
 		w.elem = nil
@@ -505,6 +512,9 @@ func (q *queue) serveLocked(now int64) {
 			got, job, err := q.takeLocked(now, w.max, w.vis)
 			if err != nil {
 				q.e.log.Error("record receive", "queue", q.desc.Name, "err", err)
+			}
+			for i := range got {
+				got[i].rec = sent.record(got[i].seq)
 			}
 			w.got, w.job = got, job
 		}
