@@ -189,6 +189,7 @@ func (s *Service) fanWorker(j fanJob) {
 	for {
 		j.f.serve(s, j.sub)
 		j.f.wg.Done()
+		j = fanJob{} // an idle worker keeps nothing of the publish it served
 		select {
 		case j = <-s.fanq:
 		case <-s.ctx.Done():

@@ -384,7 +384,7 @@ type msgEntry struct {
 func encodeMovedMessage(b []byte, id string, sentAt, visibleAt int64, in msgEntry, m *engine.NewMessage, dlqSource string) []byte {
 	// One growth to the record's largest size rather than one per field
 	// as append would.
-	b = slices.Grow(b, messageRecordCap(id, m, dlqSource))
+	b = slices.Grow(b, messageRecordCap(len(id), m, len(dlqSource)))
 	b = append(b, recordVersion4)
 	b = binary.AppendVarint(b, sentAt)
 	b = binary.AppendVarint(b, visibleAt)
@@ -416,11 +416,11 @@ func encodeMovedMessage(b []byte, id string, sentAt, visibleAt int64, in msgEntr
 
 // messageRecordCap bounds the size of encodeMovedMessage's record: its
 // strings and a varint of the largest size for every number and length.
-func messageRecordCap(id string, m *engine.NewMessage, dlqSource string) int {
+func messageRecordCap(idLen int, m *engine.NewMessage, dlqSourceLen int) int {
 	const varint = binary.MaxVarintLen64
-	n := 1 + 15*varint + len(id) + len(m.Body) + len(m.TraceHeader) + len(m.MessageGroupID) +
+	n := 1 + 15*varint + idLen + len(m.Body) + len(m.TraceHeader) + len(m.MessageGroupID) +
 		len(m.SenderID) + len(m.MD5OfBody) + len(m.MD5OfAttrs) + len(m.MD5OfSysAttrs) +
-		len(dlqSource) + len(m.DeduplicationID)
+		dlqSourceLen + len(m.DeduplicationID)
 	for i := range m.Attributes {
 		a := &m.Attributes[i]
 		n += 4*varint + len(a.Name) + len(a.DataType) + len(a.StringValue) + len(a.BinaryValue)

@@ -7,6 +7,9 @@ import (
 	"strings"
 	"testing"
 	"time"
+	"unsafe"
+
+	"github.com/google/uuid"
 
 	"github.com/ferrymq/ferry/internal/engine"
 )
@@ -187,7 +190,7 @@ func TestMessageRecordCap(t *testing.T) {
 		t.Run(tt.name, func(t *testing.T) {
 			moved := msgEntry{movedAt: math.MaxInt64, movedReceives: math.MaxUint32}
 			rec := encodeMovedMessage(nil, "id-1", math.MinInt64, math.MaxInt64, moved, &tt.m, tt.dlq)
-			if bound := messageRecordCap("id-1", &tt.m, tt.dlq); len(rec) > bound {
+			if bound := messageRecordCap(len("id-1"), &tt.m, len(tt.dlq)); len(rec) > bound {
 				t.Errorf("record of %d bytes, bound %d", len(rec), bound)
 			}
 			if raceDetector {
@@ -312,5 +315,28 @@ func TestMsgKeyOrder(t *testing.T) {
 	}
 	if _, _, _, ok := parseMsgKey(b[:17]); ok {
 		t.Fatal("short key parsed")
+	}
+}
+
+// recordsSize must hold every record of a send, so that a send that keeps
+// its records for waiting receives encodes them without growing the buffer.
+func TestRecordsSizeHoldsTheRecords(t *testing.T) {
+	msgs := []engine.NewMessage{
+		{Body: "x"},
+		{Body: strings.Repeat("y", 256<<10), MD5OfBody: strings.Repeat("a", 32), MD5OfAttrs: strings.Repeat("b", 32),
+			Attributes: []engine.MessageAttribute{
+				{Name: "s", DataType: "String", StringValue: "value"},
+				{Name: "b", DataType: "Binary", BinaryValue: []byte{0, 1, 2}},
+			}},
+		{Body: "z", TraceHeader: "Root=1-5759e988-bd862e3fe1be46a994272793", MessageGroupID: "g", DeduplicationID: "d", SenderID: "AIDA",
+			MD5OfSysAttrs: strings.Repeat("c", 32)},
+	}
+	buf := make([]byte, 0, recordsSize(msgs))
+	base := unsafe.SliceData(buf[:1])
+	for i := range msgs {
+		buf = encodeMessage(buf, uuid.NewString(), math.MaxInt64, math.MaxInt64, &msgs[i], "")
+	}
+	if unsafe.SliceData(buf) != base {
+		t.Fatalf("records of %d bytes outgrew recordsSize %d", len(buf), recordsSize(msgs))
 	}
 }

@@ -60,7 +60,8 @@ func (e *Engine) Send(ctx context.Context, account, name string, msgs []engine.N
 
 // SendMany implements engine.Backend. The parts for standard queues are
 // written in one batch: one commit and one fsync for them all. Those for
-// FIFO queues go through Send's FIFO path one by one.
+// FIFO queues go through Send's FIFO path one by one, after that commit,
+// so that a failure of the whole leaves none of them written.
 func (e *Engine) SendMany(ctx context.Context, sends []engine.QueueSend) ([]engine.SendOutcome, error) {
 	if err := ctx.Err(); err != nil {
 		return nil, err
@@ -80,6 +81,7 @@ func (e *Engine) SendMany(ctx context.Context, sends []engine.QueueSend) ([]engi
 	}
 	out := make([]engine.SendOutcome, len(sends))
 	pending := make([]pendingSend, len(sends)) // q nil: nothing to enter
+	fifo := make([]*queue, len(sends))         // nil: not a FIFO part
 	b := e.db.NewBatch()
 	defer b.Close()
 	for i := range sends {
@@ -90,7 +92,7 @@ func (e *Engine) SendMany(ctx context.Context, sends []engine.QueueSend) ([]engi
 			out[i].Err = err
 		case len(part.Msgs) == 0:
 		case q.fifo:
-			out[i].Results, out[i].Err = e.sendFIFO(q, part.Msgs)
+			fifo[i] = q
 		default:
 			err := e.writeSend(q, part.Msgs, b, &sp, &pending[i])
 			if errors.Is(err, engine.ErrQueueNotFound) {
@@ -102,15 +104,19 @@ func (e *Engine) SendMany(ctx context.Context, sends []engine.QueueSend) ([]engi
 			}
 		}
 	}
-	if b.Empty() {
-		return out, nil
+	if !b.Empty() {
+		if err := e.commitSend(b); err != nil {
+			return nil, err
+		}
+		for i := range pending {
+			if pending[i].q != nil {
+				out[i].Results, out[i].Err = e.enterSent(&pending[i])
+			}
+		}
 	}
-	if err := e.commitSend(b); err != nil {
-		return nil, err
-	}
-	for i := range pending {
-		if pending[i].q != nil {
-			out[i].Results, out[i].Err = e.enterSent(&pending[i])
+	for i, q := range fifo {
+		if q != nil {
+			out[i].Results, out[i].Err = e.sendFIFO(q, sends[i].Msgs)
 		}
 	}
 	return out, nil
@@ -278,17 +284,12 @@ func (r *sentRecords) record(seq uint64) []byte {
 	return r.buf[start:r.ends[i]:r.ends[i]]
 }
 
-// recordsSize is about the size of msgs' records, so that they are
-// encoded into one buffer without growing it.
+// recordsSize bounds the size of msgs' records (each has a UUID for its
+// id), so that they are encoded into one buffer without growing it.
 func recordsSize(msgs []engine.NewMessage) int {
 	n := 0
 	for i := range msgs {
-		m := &msgs[i]
-		n += 160 + len(m.Body) + len(m.TraceHeader) + len(m.MessageGroupID) + len(m.SenderID) + len(m.DeduplicationID)
-		for j := range m.Attributes {
-			a := &m.Attributes[j]
-			n += 8 + len(a.Name) + len(a.DataType) + len(a.StringValue) + len(a.BinaryValue)
-		}
+		n += messageRecordCap(uuidLen, &msgs[i], 0)
 	}
 	return n
 }
