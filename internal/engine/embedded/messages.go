@@ -5,7 +5,6 @@ import (
 	"cmp"
 	"context"
 	"crypto/rand"
-	"encoding/hex"
 	"errors"
 	"fmt"
 	"slices"
@@ -14,10 +13,10 @@ import (
 	"unsafe"
 
 	"github.com/cockroachdb/pebble/v2"
-	"github.com/google/uuid"
 
 	"github.com/ferrymq/ferry/internal/clock"
 	"github.com/ferrymq/ferry/internal/engine"
+	"github.com/ferrymq/ferry/internal/uuidv4"
 )
 
 // errOriginalLost answers a FIFO duplicate whose original's write failed.
@@ -134,7 +133,7 @@ type pendingSend struct {
 // sendSpace is what the sends of one call cut their message ids, results
 // and records from: one allocation of each for the call, not one per queue.
 type sendSpace struct {
-	ids  string // UUIDs v4, uuidLen bytes each
+	ids  string // UUIDs v4, uuidv4.Len bytes each
 	res  []engine.SendResult
 	used int // messages given out
 	size int // about the size of all the call's records
@@ -289,7 +288,7 @@ func (r *sentRecords) record(seq uint64) []byte {
 func recordsSize(msgs []engine.NewMessage) int {
 	n := 0
 	for i := range msgs {
-		n += messageRecordCap(uuidLen, &msgs[i], 0)
+		n += messageRecordCap(uuidv4.Len, &msgs[i], 0)
 	}
 	return n
 }
@@ -298,29 +297,17 @@ func recordsSize(msgs []engine.NewMessage) int {
 // id, all in one string: messageID cuts the i-th from it.
 func messageIDs(rnd []byte) string {
 	var sb strings.Builder
-	sb.Grow(len(rnd) / 16 * uuidLen)
-	var buf [uuidLen]byte
+	sb.Grow(len(rnd) / 16 * uuidv4.Len)
+	var buf [uuidv4.Len]byte
 	for i := 0; i+16 <= len(rnd); i += 16 {
-		id := uuid.UUID(rnd[i : i+16])
-		id[6] = id[6]&0x0f | 0x40 // version 4
-		id[8] = id[8]&0x3f | 0x80 // RFC 4122 variant
-		hex.Encode(buf[0:8], id[0:4])
-		buf[8] = '-'
-		hex.Encode(buf[9:13], id[4:6])
-		buf[13] = '-'
-		hex.Encode(buf[14:18], id[6:8])
-		buf[18] = '-'
-		hex.Encode(buf[19:23], id[8:10])
-		buf[23] = '-'
-		hex.Encode(buf[24:], id[10:])
+		uuidv4.Encode(&buf, [16]byte(rnd[i:i+16]))
 		sb.Write(buf[:])
 	}
 	return sb.String()
 }
 
-const uuidLen = 36
-
-func messageID(ids string, i int) string { return ids[uuidLen*i : uuidLen*(i+1)] }
+// messageID is the i-th id of messageIDs' string.
+func messageID(ids string, i int) string { return ids[uuidv4.Len*i : uuidv4.Len*(i+1)] }
 
 // sendFIFO is Send for FIFO queues. Under the queue lock, in request order,
 // each message is looked up in the deduplication window (a key seen within
