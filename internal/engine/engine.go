@@ -315,7 +315,8 @@ type Backend interface {
 	Send(ctx context.Context, account, name string, msgs []NewMessage) ([]SendResult, error)
 	// SendMany is Send to several queues at once: each part is answered
 	// as Send would answer it alone (a missing queue fails its part
-	// only), and the error is for a failure of the whole. It returns once
+	// only); an error is for the whole call, and then no part was
+	// written. It returns once
 	// every part is durable; a backend may write them together, so that
 	// one call for many queues costs about what one Send costs.
 	SendMany(ctx context.Context, sends []QueueSend) ([]SendOutcome, error)
