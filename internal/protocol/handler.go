@@ -518,7 +518,8 @@ func (h *Handler) logger() *slog.Logger {
 	return slog.New(slog.DiscardHandler)
 }
 
-// maxPooledBuffer keeps an occasional huge response from pinning memory.
+// maxPooledBuffer keeps an occasional huge request or response from pinning
+// memory: a larger buffer is left to the collector.
 const maxPooledBuffer = 1 << 20
 
 func (h *Handler) buffer() *bytes.Buffer {
