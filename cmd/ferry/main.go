@@ -72,6 +72,31 @@ func serve(ctx context.Context, args []string, getenv func(string) string, stder
 		b, _ := strconv.ParseBool(getenv(name))
 		return b
 	}
+	// A malformed number in the environment stops serve as a malformed
+	// flag does.
+	var envErrs []string
+	envDuration := func(name string, def time.Duration) time.Duration {
+		v := getenv(name)
+		if v == "" {
+			return def
+		}
+		d, err := time.ParseDuration(v)
+		if err != nil {
+			envErrs = append(envErrs, fmt.Sprintf("%s=%q is not a duration", name, v))
+		}
+		return d
+	}
+	envInt := func(name string, def int) int {
+		v := getenv(name)
+		if v == "" {
+			return def
+		}
+		n, err := strconv.Atoi(v)
+		if err != nil {
+			envErrs = append(envErrs, fmt.Sprintf("%s=%q is not a number", name, v))
+		}
+		return n
+	}
 	var cfg server.Config
 	fs.StringVar(&cfg.Listen, "listen", env("FERRY_LISTEN", server.DefaultListen), "address to listen on (FERRY_LISTEN)")
 	fs.StringVar(&cfg.DataDir, "data", env("FERRY_DATA", server.DefaultDataDir), "directory of the embedded store (FERRY_DATA)")
@@ -84,6 +109,9 @@ func serve(ctx context.Context, args []string, getenv func(string) string, stder
 	fs.StringVar(&cfg.SMTPFrom, "smtp-from", env("FERRY_SMTP_FROM", ""), "sender address of SNS emails (FERRY_SMTP_FROM)")
 	fs.StringVar(&cfg.CABundle, "sns-ca-bundle", env("FERRY_SNS_CA_BUNDLE", ""), "PEM file of extra CA certificates SNS trusts for https endpoints (FERRY_SNS_CA_BUNDLE)")
 	fs.StringVar(&cfg.SNSDeliveryLog, "sns-delivery-log", env("FERRY_SNS_DELIVERY_LOG", ""), "file that SNS delivery status logs are appended to, or - for stdout; default: memory only (FERRY_SNS_DELIVERY_LOG)")
+	fs.DurationVar(&cfg.ReadTimeout, "read-timeout", envDuration("FERRY_READ_TIMEOUT", server.DefaultReadTimeout), "longest a request's headers and body may take to arrive, not counting a long poll's wait; negative: no bound (FERRY_READ_TIMEOUT)")
+	fs.DurationVar(&cfg.IdleTimeout, "idle-timeout", envDuration("FERRY_IDLE_TIMEOUT", server.DefaultIdleTimeout), "close a keep-alive connection idle for this long; negative: never (FERRY_IDLE_TIMEOUT)")
+	fs.IntVar(&cfg.MaxConnections, "max-connections", envInt("FERRY_MAX_CONNECTIONS", server.DefaultMaxConnections), "most connections served at once; more are answered 503 ServiceUnavailable; negative: no cap (FERRY_MAX_CONNECTIONS)")
 	level := fs.String("log-level", env("FERRY_LOG_LEVEL", "info"), "debug, info, warn or error (FERRY_LOG_LEVEL)")
 	format := fs.String("log-format", env("FERRY_LOG_FORMAT", "text"), "text or json (FERRY_LOG_FORMAT)")
 	grace := fs.Duration("shutdown-grace", 30*time.Second, "how long a shutdown waits for requests in flight")
@@ -96,6 +124,10 @@ func serve(ctx context.Context, args []string, getenv func(string) string, stder
 	}
 	if fs.NArg() > 0 {
 		fmt.Fprintf(stderr, "ferry serve: unexpected argument %q\n", fs.Arg(0))
+		return 2
+	}
+	if len(envErrs) > 0 {
+		fmt.Fprintf(stderr, "ferry serve: %s\n", strings.Join(envErrs, "; "))
 		return 2
 	}
 	var lvl slog.Level

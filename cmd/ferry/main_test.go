@@ -32,25 +32,28 @@ func (s *syncBuffer) String() string {
 }
 
 func TestCommands(t *testing.T) {
-	noEnv := func(string) string { return "" }
 	cases := []struct {
 		args []string
 		code int
 		out  string
+		env  map[string]string
 	}{
-		{[]string{"version"}, 0, "ferry dev"},
-		{[]string{"help"}, 0, "ferry serve"},
-		{[]string{"launch"}, 2, `unknown command "launch"`},
-		{[]string{"serve", "--no-such-flag"}, 2, "flag provided but not defined"},
-		{[]string{"serve", "--log-level", "loud"}, 2, "bad log level"},
-		{[]string{"serve", "extra"}, 2, "unexpected argument"},
+		{[]string{"version"}, 0, "ferry dev", nil},
+		{[]string{"help"}, 0, "ferry serve", nil},
+		{[]string{"launch"}, 2, `unknown command "launch"`, nil},
+		{[]string{"serve", "--no-such-flag"}, 2, "flag provided but not defined", nil},
+		{[]string{"serve", "--log-level", "loud"}, 2, "bad log level", nil},
+		{[]string{"serve", "extra"}, 2, "unexpected argument", nil},
 		// The delivery status log is opened at start: a bad path stops it.
 		{[]string{"serve", "--memory", "--listen", "127.0.0.1:0", "--sns-delivery-log", "/nonexistent/ferry/delivery.log"}, 1,
-			"open delivery status log"},
+			"open delivery status log", nil},
+		{[]string{"serve", "--read-timeout", "soon"}, 2, "invalid value", nil},
+		{[]string{"serve"}, 2, `FERRY_IDLE_TIMEOUT="2 min" is not a duration`, map[string]string{"FERRY_IDLE_TIMEOUT": "2 min"}},
+		{[]string{"serve"}, 2, `FERRY_MAX_CONNECTIONS="many" is not a number`, map[string]string{"FERRY_MAX_CONNECTIONS": "many"}},
 	}
 	for _, tc := range cases {
 		var out, errOut bytes.Buffer
-		code := run(context.Background(), tc.args, noEnv, &out, &errOut)
+		code := run(context.Background(), tc.args, func(k string) string { return tc.env[k] }, &out, &errOut)
 		if code != tc.code || !strings.Contains(out.String()+errOut.String(), tc.out) {
 			t.Errorf("%v: code %d, output %q%q", tc.args, code, out.String(), errOut.String())
 		}
@@ -96,9 +99,12 @@ func serveFromEnv(t *testing.T, env map[string]string) (string, *syncBuffer, fun
 // variables, checks it answers, and stops it by cancelling its context.
 func TestServeFromEnvironment(t *testing.T) {
 	base, logs, stop := serveFromEnv(t, map[string]string{"FERRY_LISTEN": "127.0.0.1:0", "FERRY_MEMORY": "true",
-		"FERRY_LOG_FORMAT": "text", "FERRY_ACCOUNT": "123456789012"})
-	if !strings.Contains(logs.String(), "account=123456789012") || !strings.Contains(logs.String(), "store=memory") {
-		t.Errorf("environment not applied: %q", logs.String())
+		"FERRY_LOG_FORMAT": "text", "FERRY_ACCOUNT": "123456789012",
+		"FERRY_READ_TIMEOUT": "7s", "FERRY_IDLE_TIMEOUT": "45s", "FERRY_MAX_CONNECTIONS": "99"})
+	for _, want := range []string{"account=123456789012", "store=memory", "read_timeout=7s", "idle_timeout=45s", "max_connections=99"} {
+		if !strings.Contains(logs.String(), want) {
+			t.Errorf("environment not applied: no %s in %q", want, logs.String())
+		}
 	}
 	resp, err := http.Get(base + "/_ferry/health")
 	if err != nil {

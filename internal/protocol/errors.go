@@ -72,6 +72,15 @@ var (
 	ErrUnknownOperation = &Error{Shape: "UnknownOperationException", Type: "com.amazon.coral.service#UnknownOperationException", Code: "UnknownOperationException", Status: http.StatusBadRequest}
 	ErrRequestTooLarge  = &Error{Shape: "RequestEntityTooLarge", Type: "com.amazon.coral.service#RequestEntityTooLargeException", Code: "RequestEntityTooLarge", Status: http.StatusRequestEntityTooLarge,
 		Message: "The request body is larger than this endpoint accepts."}
+	// ErrRequestTimeout answers a request whose body did not arrive within
+	// the server's read timeout. SQS models no such error; this is S3's
+	// (400 RequestTimeout), a code every AWS SDK retries.
+	ErrRequestTimeout = &Error{Shape: "RequestTimeout", Type: "com.amazon.coral.service#RequestTimeoutException", Code: "RequestTimeout", Status: http.StatusBadRequest,
+		Message: "Your socket connection to the server was not read from or written to within the timeout period."}
+	// ErrServiceUnavailable answers a connection over the server's cap; the
+	// SDKs retry a 503 with backoff.
+	ErrServiceUnavailable = &Error{Shape: "ServiceUnavailable", Type: "com.amazon.coral.service#ServiceUnavailableException", Code: "ServiceUnavailable", Status: http.StatusServiceUnavailable,
+		Message: "The server has too many open connections. Please try again.", Receiver: true}
 	ErrMethodNotAllowed = &Error{Shape: "MethodNotAllowed", Type: "com.amazon.coral.service#MethodNotAllowedException", Code: "MethodNotAllowed", Status: http.StatusMethodNotAllowed,
 		Message: "The requested method is not allowed; use POST (or GET for the query protocol)."}
 )

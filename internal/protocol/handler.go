@@ -9,6 +9,7 @@ import (
 	"log/slog"
 	"net/http"
 	"net/url"
+	"os"
 	"reflect"
 	"runtime/debug"
 	"strconv"
@@ -130,6 +131,17 @@ func (c *call) header(h http.Header, i int, key, v string) {
 // built whole before anything is written, so a failure at any point still
 // yields a well-formed AWS error.
 func (h *Handler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
+	h.answer(w, r, nil)
+}
+
+// Refuse answers r with e, in the protocol r speaks, without reading its
+// body or running an action.
+func (h *Handler) Refuse(w http.ResponseWriter, r *http.Request, e *Error) {
+	h.answer(w, r, e)
+}
+
+// answer serves r, or refuses it with refusal when that is set.
+func (h *Handler) answer(w http.ResponseWriter, r *http.Request, refusal *Error) {
 	var began time.Time
 	if h.Observe != nil {
 		began = time.Now()
@@ -137,7 +149,12 @@ func (h *Handler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	c := &call{Context: r.Context(), info: RequestInfo{Host: r.Host, Path: r.URL.Path}, body: h.buffer()}
 	c.info.RequestID = h.ids.format(&c.id)
 	defer h.release(c.body)
-	h.serve(r, c)
+	if refusal != nil {
+		h.detect(r, c)
+		h.fail(c, refusal)
+	} else {
+		h.serve(r, c)
+	}
 	if c.status == 0 {
 		h.fail(c, errors.New("no response was produced"))
 	}
@@ -182,21 +199,7 @@ func (h *Handler) serve(r *http.Request, c *call) {
 		}
 	}()
 
-	rpcService, rpcOp, rpc := rpcv2Route(r)
-	target := r.Header.Get("X-Amz-Target")
-	c.cbor = rpc
-	c.json = !rpc && (target != "" || hasPrefixFold(r.Header.Get("Content-Type"), "application/x-amz-json"))
-	switch {
-	case c.cbor:
-		c.info.Protocol = "rpcv2-cbor"
-	case c.json:
-		c.info.Protocol = "json"
-	default:
-		c.info.Protocol = "query"
-	}
-	if cred, ok := parseAuthorization(r.Header.Get("Authorization")); ok {
-		c.info.AccessKey, c.info.Region, c.scope = cred.accessKey, cred.region, cred.service
-	}
+	rpcService, rpcOp, target := h.detect(r, c)
 	if r.Method != http.MethodPost && (r.Method != http.MethodGet || c.json || c.cbor) {
 		h.fail(c, ErrMethodNotAllowed)
 		return
@@ -218,8 +221,36 @@ func (h *Handler) serve(r *http.Request, c *call) {
 	}
 }
 
-// readBody reads the body into buf, refusing more than the limit. The
-// decoders copy what they keep, so buf can go back to the pool.
+// detect finds the protocol and credentials of r for c, and returns the
+// RPC v2 route and the JSON target, which name the action.
+func (h *Handler) detect(r *http.Request, c *call) (rpcService, rpcOp, target string) {
+	rpcService, rpcOp, rpc := rpcv2Route(r)
+	target = r.Header.Get("X-Amz-Target")
+	c.cbor = rpc
+	c.json = !rpc && (target != "" || hasPrefixFold(r.Header.Get("Content-Type"), "application/x-amz-json"))
+	switch {
+	case c.cbor:
+		c.info.Protocol = "rpcv2-cbor"
+	case c.json:
+		c.info.Protocol = "json"
+	default:
+		c.info.Protocol = "query"
+	}
+	if cred, ok := parseAuthorization(r.Header.Get("Authorization")); ok {
+		c.info.AccessKey, c.info.Region, c.scope = cred.accessKey, cred.region, cred.service
+	}
+	return rpcService, rpcOp, target
+}
+
+// bodyChunk is the most readBody reserves for a body before its bytes
+// arrive: a client that announces a large Content-Length and then sends
+// slowly holds no more memory than it has sent (and this).
+const bodyChunk = 16 << 10
+
+// readBody reads the body into buf's storage, refusing more than the
+// limit. The storage grows as bytes arrive, at most doubling, and never
+// beyond the announced length + 1 (the room to see the end) or the limit +
+// 1. The decoders copy what they keep, so buf can go back to the pool.
 func (h *Handler) readBody(r *http.Request, buf *bytes.Buffer) ([]byte, error) {
 	limit := h.MaxBodyBytes
 	if limit <= 0 {
@@ -228,20 +259,49 @@ func (h *Handler) readBody(r *http.Request, buf *bytes.Buffer) ([]byte, error) {
 	if r.ContentLength > limit {
 		return nil, ErrRequestTooLarge
 	}
-	var body io.Reader = r.Body
-	if r.ContentLength > 0 {
-		// net/http ends the body at its length: no limit to add.
-		buf.Grow(int(r.ContentLength) + 1)
-	} else {
-		body = io.LimitReader(body, limit+1) // chunked, or no length given
+	if r.Body == nil || r.Body == http.NoBody {
+		return nil, nil
 	}
-	if _, err := buf.ReadFrom(body); err != nil {
+	bound := limit + 1 // chunked, or no length given: one byte over shows it
+	if r.ContentLength > 0 {
+		bound = r.ContentLength + 1
+	}
+	body, err := readUpTo(buf.AvailableBuffer(), r.Body, int(bound))
+	if cap(body) > buf.Cap() {
+		*buf = *bytes.NewBuffer(body) // the grown storage goes to the pool
+	}
+	if err != nil {
+		if errors.Is(err, os.ErrDeadlineExceeded) {
+			return nil, ErrRequestTimeout
+		}
 		return nil, ErrSerialization.WithMessage("The request body could not be read.")
 	}
-	if int64(buf.Len()) > limit {
+	if int64(len(body)) > limit {
 		return nil, ErrRequestTooLarge
 	}
-	return h.decodeContentEncoding(r, buf.Bytes(), limit)
+	return h.decodeContentEncoding(r, body, limit)
+}
+
+// readUpTo appends r's bytes to b until r ends or b holds bound bytes,
+// growing b as they arrive. bytes.Buffer.ReadFrom would do, but for its
+// growth, which overshoots bound by up to twice.
+func readUpTo(b []byte, r io.Reader, bound int) ([]byte, error) {
+	for len(b) < bound {
+		if len(b) == cap(b) {
+			grown := make([]byte, len(b), min(max(2*cap(b), bodyChunk), bound))
+			copy(grown, b)
+			b = grown
+		}
+		n, err := r.Read(b[len(b):min(cap(b), bound)])
+		b = b[:len(b)+n]
+		if err == io.EOF {
+			return b, nil
+		}
+		if err != nil {
+			return b, err
+		}
+	}
+	return b, nil
 }
 
 // lookupAction finds the service whose id (the JSON target prefix or the
@@ -458,7 +518,8 @@ func (h *Handler) logger() *slog.Logger {
 	return slog.New(slog.DiscardHandler)
 }
 
-// maxPooledBuffer keeps an occasional huge response from pinning memory.
+// maxPooledBuffer keeps an occasional huge request or response from pinning
+// memory: a larger buffer is left to the collector.
 const maxPooledBuffer = 1 << 20
 
 func (h *Handler) buffer() *bytes.Buffer {

@@ -55,6 +55,18 @@ type Config struct {
 	Clock    clock.Clock
 	Logger   *slog.Logger
 
+	// ReadTimeout bounds how long a request's headers and body may take to
+	// arrive (0: DefaultReadTimeout; negative: no bound). A long poll's wait
+	// does not count: it begins once the body has arrived.
+	ReadTimeout time.Duration
+	// IdleTimeout closes a keep-alive connection that has carried no request
+	// for this long (0: DefaultIdleTimeout; negative: never).
+	IdleTimeout time.Duration
+	// MaxConnections caps the connections served at once (0:
+	// DefaultMaxConnections; negative: no cap). Connections over the cap are
+	// answered 503 ServiceUnavailable and closed.
+	MaxConnections int
+
 	// SNSDeliveryLog receives SNS delivery status lines (topics with
 	// <P>SuccessFeedbackRoleArn and the like): a file path, or "-" for
 	// stdout; "" keeps them only at GET /_ferry/sns/delivery-logs.
@@ -67,6 +79,18 @@ const (
 	DefaultDataDir = "ferry-data"
 	DefaultAccount = "000000000000"
 	DefaultRegion  = "us-east-1"
+	// DefaultReadTimeout is time enough for the largest body (8 MiB) over a
+	// link of 300 KB/s, and frees a slow client's connection within half a
+	// minute.
+	DefaultReadTimeout = 30 * time.Second
+	// DefaultIdleTimeout is longer than the 90 s that the Go SDK's and Go's
+	// default transports keep an idle connection (the Java SDK keeps 60 s),
+	// so that those clients close first and never send a request on a
+	// connection Ferry is closing; it still ends connections nobody uses.
+	DefaultIdleTimeout = 120 * time.Second
+	// DefaultMaxConnections leaves room for thousands of SDK clients and
+	// long polls; each idle connection costs Ferry some 20 KiB.
+	DefaultMaxConnections = 4096
 )
 
 func (c *Config) fill() {
@@ -81,6 +105,15 @@ func (c *Config) fill() {
 	}
 	if c.Region == "" {
 		c.Region = DefaultRegion
+	}
+	if c.ReadTimeout == 0 {
+		c.ReadTimeout = DefaultReadTimeout
+	}
+	if c.IdleTimeout == 0 {
+		c.IdleTimeout = DefaultIdleTimeout
+	}
+	if c.MaxConnections == 0 {
+		c.MaxConnections = DefaultMaxConnections
 	}
 	if c.Clock == nil {
 		c.Clock = clock.Real{}
@@ -249,20 +282,33 @@ func Start(ctx context.Context, cfg Config) (*Server, error) {
 	mux.Handle("/", api)
 
 	s.http = &http.Server{
-		Handler:           mux,
+		Handler:           refusing(mux, api),
 		ReadHeaderTimeout: 30 * time.Second,
+		// net/http's ReadTimeout runs from a request's first byte to the end
+		// of its body, and is lifted once the body has been read: an action
+		// that waits (a long poll) is not cut short, whereas a WriteTimeout
+		// would end 20-second polls. A body that misses it answers
+		// RequestTimeout and the connection closes.
+		ReadTimeout: cfg.ReadTimeout,
+		IdleTimeout: cfg.IdleTimeout,
 		// Request contexts derive from drain, so that a shutdown ends every
 		// long poll at once with an empty answer.
 		BaseContext: func(net.Listener) context.Context { return drain },
+		ConnContext: connContext,
 		ErrorLog:    slog.NewLogLogger(cfg.Logger.Handler(), slog.LevelWarn),
 	}
-	go func() { s.served <- s.http.Serve(ln) }()
+	serveLn := ln
+	if cfg.MaxConnections > 0 {
+		serveLn = newConnLimit(ln, cfg.MaxConnections, cfg.Logger)
+	}
+	go func() { s.served <- s.http.Serve(serveLn) }()
 	store := cfg.DataDir
 	if cfg.Memory {
 		store = "memory"
 	}
 	cfg.Logger.Info("ferry listening", "addr", ln.Addr().String(), "store", store,
-		"account", cfg.Account, "region", cfg.Region, "startup", time.Since(began))
+		"account", cfg.Account, "region", cfg.Region, "read_timeout", cfg.ReadTimeout, "idle_timeout", cfg.IdleTimeout,
+		"max_connections", cfg.MaxConnections, "startup", time.Since(began))
 	return s, nil
 }
 
