@@ -72,6 +72,11 @@ var (
 	ErrUnknownOperation = &Error{Shape: "UnknownOperationException", Type: "com.amazon.coral.service#UnknownOperationException", Code: "UnknownOperationException", Status: http.StatusBadRequest}
 	ErrRequestTooLarge  = &Error{Shape: "RequestEntityTooLarge", Type: "com.amazon.coral.service#RequestEntityTooLargeException", Code: "RequestEntityTooLarge", Status: http.StatusRequestEntityTooLarge,
 		Message: "The request body is larger than this endpoint accepts."}
+	// ErrServiceUnavailable is AWS's answer for a temporary failure on the
+	// server's side (HTTP 503, retried by every SDK); Ferry gives it while
+	// its store refuses writes because the disk is full.
+	ErrServiceUnavailable = &Error{Shape: "ServiceUnavailable", Type: "com.amazon.coral.service#ServiceUnavailableException", Code: "ServiceUnavailable", Status: http.StatusServiceUnavailable,
+		Receiver: true, Message: "The request has failed due to a temporary failure of the server."}
 	ErrMethodNotAllowed = &Error{Shape: "MethodNotAllowed", Type: "com.amazon.coral.service#MethodNotAllowedException", Code: "MethodNotAllowed", Status: http.StatusMethodNotAllowed,
 		Message: "The requested method is not allowed; use POST (or GET for the query protocol)."}
 )
