@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
+	"math/rand/v2"
 	"strings"
 	"sync"
 	"syscall"
@@ -520,4 +521,43 @@ func TestStoreErrorsRateLimited(t *testing.T) {
 	if !strings.Contains(logs.String(), fmt.Sprintf("suppressed_similar=%d", 1000-logBurst)) {
 		t.Fatalf("no count of suppressed lines:\n%s", logs)
 	}
+}
+
+// BenchmarkDiskFullRecovery measures, on the real clock, how long after
+// space is freed the first send is accepted again, for a client that
+// retries every millisecond: the wait for the guard's next check (at most
+// diskCheckInterval, half of it on average) and the ballast's re-creation.
+func BenchmarkDiskFullRecovery(b *testing.B) {
+	fs := newQuotaFS(1 << 30)
+	e, err := Open(context.Background(), Options{Dir: testDir, FS: fs, DiskReserve: testReserve})
+	if err != nil {
+		b.Fatal(err)
+	}
+	defer e.Close()
+	ctx := context.Background()
+	if _, _, err := e.CreateQueue(ctx, engine.Queue{Account: "acct", Name: "q"}); err != nil {
+		b.Fatal(err)
+	}
+	msg := []engine.NewMessage{{Body: "x"}}
+	var total time.Duration
+	for b.Loop() {
+		fs.setFree(1 << 20)
+		e.CheckDiskSpace()
+		// Space comes back at a moment unrelated to the guard's ticks.
+		time.Sleep(rand.N(diskCheckInterval))
+		fs.setFree(1 << 30)
+		began := time.Now()
+		for {
+			_, err := e.Send(ctx, "acct", "q", msg)
+			if err == nil {
+				break
+			}
+			if !errors.Is(err, engine.ErrStoreFull) {
+				b.Fatal(err)
+			}
+			time.Sleep(time.Millisecond)
+		}
+		total += time.Since(began)
+	}
+	b.ReportMetric(float64(total.Milliseconds())/float64(b.N), "ms-to-first-write")
 }
