@@ -8,6 +8,7 @@ import (
 	"fmt"
 	"io"
 	"log/slog"
+	"math"
 	"os"
 	"os/signal"
 	"runtime/debug"
@@ -112,6 +113,7 @@ func serve(ctx context.Context, args []string, getenv func(string) string, stder
 	fs.DurationVar(&cfg.ReadTimeout, "read-timeout", envDuration("FERRY_READ_TIMEOUT", server.DefaultReadTimeout), "longest a request's headers and body may take to arrive, not counting a long poll's wait; negative: no bound (FERRY_READ_TIMEOUT)")
 	fs.DurationVar(&cfg.IdleTimeout, "idle-timeout", envDuration("FERRY_IDLE_TIMEOUT", server.DefaultIdleTimeout), "close a keep-alive connection idle for this long; negative: never (FERRY_IDLE_TIMEOUT)")
 	fs.IntVar(&cfg.MaxConnections, "max-connections", envInt("FERRY_MAX_CONNECTIONS", server.DefaultMaxConnections), "most connections served at once; more are answered 503 ServiceUnavailable; negative: no cap (FERRY_MAX_CONNECTIONS)")
+	reserve := fs.String("disk-reserve", env("FERRY_DISK_RESERVE", "128MiB"), "room kept free on the data volume (bytes, or with KiB, MiB, GiB, TiB); with less, writes answer ServiceUnavailable until space is freed; 0 turns this off (FERRY_DISK_RESERVE)")
 	level := fs.String("log-level", env("FERRY_LOG_LEVEL", "info"), "debug, info, warn or error (FERRY_LOG_LEVEL)")
 	format := fs.String("log-format", env("FERRY_LOG_FORMAT", "text"), "text or json (FERRY_LOG_FORMAT)")
 	grace := fs.Duration("shutdown-grace", 30*time.Second, "how long a shutdown waits for requests in flight")
@@ -129,6 +131,14 @@ func serve(ctx context.Context, args []string, getenv func(string) string, stder
 	if len(envErrs) > 0 {
 		fmt.Fprintf(stderr, "ferry serve: %s\n", strings.Join(envErrs, "; "))
 		return 2
+	}
+	if n, err := parseSize(*reserve); err != nil {
+		fmt.Fprintf(stderr, "ferry serve: bad disk reserve %q: %v\n", *reserve, err)
+		return 2
+	} else if n == 0 {
+		cfg.DiskReserve = -1 // off
+	} else {
+		cfg.DiskReserve = n
 	}
 	var lvl slog.Level
 	if err := lvl.UnmarshalText([]byte(*level)); err != nil {
@@ -166,6 +176,26 @@ func serve(ctx context.Context, args []string, getenv func(string) string, stder
 		return 1
 	}
 	return 0
+}
+
+// parseSize reads a size in bytes: a whole number with an optional binary
+// suffix (KiB, MiB, GiB, TiB).
+func parseSize(s string) (int64, error) {
+	num, mult := s, int64(1)
+	for i, suf := range []string{"KiB", "MiB", "GiB", "TiB"} {
+		if n, ok := strings.CutSuffix(s, suf); ok {
+			num, mult = n, 1<<(10*(i+1))
+			break
+		}
+	}
+	n, err := strconv.ParseInt(strings.TrimSpace(num), 10, 64)
+	if err != nil || n < 0 {
+		return 0, errors.New("want a whole number of bytes, optionally with KiB, MiB, GiB or TiB")
+	}
+	if n > math.MaxInt64/mult {
+		return 0, errors.New("too large")
+	}
+	return n * mult, nil
 }
 
 // serveGCPercent is the GOGC of ferry serve. Most of what a broker

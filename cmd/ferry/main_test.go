@@ -3,6 +3,7 @@ package main
 import (
 	"bytes"
 	"context"
+	"io"
 	"net/http"
 	"regexp"
 	"runtime/debug"
@@ -161,5 +162,53 @@ func TestServeSetsGCPercent(t *testing.T) {
 	stop()
 	if got := gogc(); got != serveGCPercent {
 		t.Errorf("without GOGC: GC percent %d, want %d", got, serveGCPercent)
+	}
+}
+
+func TestParseSize(t *testing.T) {
+	cases := []struct {
+		in   string
+		want int64
+		ok   bool
+	}{
+		{"0", 0, true},
+		{"4096", 4096, true},
+		{"128MiB", 128 << 20, true},
+		{"1KiB", 1024, true},
+		{"2GiB", 2 << 30, true},
+		{"3TiB", 3 << 40, true},
+		{"", 0, false},
+		{"-1", 0, false},
+		{"1.5GiB", 0, false},
+		{"10MB", 0, false},
+		{"9000000TiB", 0, false},
+	}
+	for _, tc := range cases {
+		got, err := parseSize(tc.in)
+		if (err == nil) != tc.ok || got != tc.want {
+			t.Errorf("parseSize(%q) = %d, %v; want %d, ok %v", tc.in, got, err, tc.want, tc.ok)
+		}
+	}
+}
+
+// TestServeDiskReserve checks that FERRY_DISK_RESERVE reaches the store: a
+// reserve larger than any disk starts Ferry read-only, and health says so.
+func TestServeDiskReserve(t *testing.T) {
+	base, logs, stop := serveFromEnv(t, map[string]string{"FERRY_LISTEN": "127.0.0.1:0", "FERRY_DATA": t.TempDir(),
+		"FERRY_DISK_RESERVE": "4000000TiB"})
+	resp, err := http.Get(base + "/_ferry/health")
+	if err != nil {
+		t.Fatal(err)
+	}
+	body, _ := io.ReadAll(resp.Body)
+	resp.Body.Close()
+	if resp.StatusCode != 200 || !strings.Contains(string(body), `"status":"degraded"`) {
+		t.Fatalf("health = %d %s", resp.StatusCode, body)
+	}
+	if !strings.Contains(logs.String(), "writes are refused") {
+		t.Errorf("no log line about the full disk: %q", logs.String())
+	}
+	if code := stop(); code != 0 {
+		t.Fatalf("exit code %d: %s", code, logs.String())
 	}
 }

@@ -38,6 +38,11 @@ var (
 	// answers InvalidParameterValue "... Reason: The receipt handle has
 	// expired."; standard queues accept such handles instead.
 	ErrReceiptHandleExpired = errors.New("engine: receipt handle has expired")
+	// ErrStoreFull: the store's disk is (nearly) full, so the call, which
+	// would write, was refused before it wrote anything. Reads go on, and
+	// writes are accepted again once space is freed. The services answer
+	// it with a 503 ServiceUnavailable, which SDKs retry.
+	ErrStoreFull = errors.New("engine: the store's disk is full; writes are refused until space is freed")
 )
 
 // DeduplicationWindow is how long a FIFO queue remembers a deduplication

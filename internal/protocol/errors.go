@@ -77,10 +77,12 @@ var (
 	// (400 RequestTimeout), a code every AWS SDK retries.
 	ErrRequestTimeout = &Error{Shape: "RequestTimeout", Type: "com.amazon.coral.service#RequestTimeoutException", Code: "RequestTimeout", Status: http.StatusBadRequest,
 		Message: "Your socket connection to the server was not read from or written to within the timeout period."}
-	// ErrServiceUnavailable answers a connection over the server's cap; the
-	// SDKs retry a 503 with backoff.
+	// ErrServiceUnavailable is AWS's answer for a temporary failure on the
+	// server's side (HTTP 503, retried by every SDK with backoff): Ferry
+	// gives it to a connection over its cap and to writes while its store
+	// refuses them because the disk is full.
 	ErrServiceUnavailable = &Error{Shape: "ServiceUnavailable", Type: "com.amazon.coral.service#ServiceUnavailableException", Code: "ServiceUnavailable", Status: http.StatusServiceUnavailable,
-		Message: "The server has too many open connections. Please try again.", Receiver: true}
+		Receiver: true, Message: "The request has failed due to a temporary failure of the server."}
 	ErrMethodNotAllowed = &Error{Shape: "MethodNotAllowed", Type: "com.amazon.coral.service#MethodNotAllowedException", Code: "MethodNotAllowed", Status: http.StatusMethodNotAllowed,
 		Message: "The requested method is not allowed; use POST (or GET for the query protocol)."}
 )

@@ -16,6 +16,7 @@ import (
 	"sync"
 	"time"
 
+	"github.com/cockroachdb/pebble/v2/vfs"
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/prometheus/client_golang/prometheus/promhttp"
 
@@ -52,8 +53,15 @@ type Config struct {
 	// CABundle is a PEM file of extra roots that SNS trusts when it
 	// delivers to https endpoints.
 	CABundle string
-	Clock    clock.Clock
-	Logger   *slog.Logger
+	// DiskReserve is the room kept free on the data volume: with less,
+	// writes answer ServiceUnavailable until space is freed. Zero is
+	// embedded.DefaultDiskReserve; negative turns the guard off.
+	DiskReserve int64
+	// StoreFS is the filesystem under DataDir; nil is the operating
+	// system's (tests give one whose free space they set).
+	StoreFS vfs.FS
+	Clock   clock.Clock
+	Logger  *slog.Logger
 
 	// ReadTimeout bounds how long a request's headers and body may take to
 	// arrive (0: DefaultReadTimeout; negative: no bound). A long poll's wait
@@ -127,6 +135,7 @@ func (c *Config) fill() {
 type Server struct {
 	cfg      Config
 	engine   engine.Backend
+	store    *embedded.Engine
 	sns      *sns.Service
 	cw       *cloudwatch.Service
 	metrics  *metrics.Store
@@ -147,11 +156,13 @@ func Start(ctx context.Context, cfg Config) (*Server, error) {
 	began := time.Now()
 	datapoints := metrics.New(metrics.Options{Clock: cfg.Clock})
 	eng, err := embedded.Open(ctx, embedded.Options{
-		Dir:      cfg.DataDir,
-		InMemory: cfg.Memory,
-		NoSync:   cfg.NoSync,
-		Clock:    cfg.Clock,
-		Logger:   cfg.Logger,
+		Dir:         cfg.DataDir,
+		InMemory:    cfg.Memory,
+		NoSync:      cfg.NoSync,
+		DiskReserve: cfg.DiskReserve,
+		FS:          cfg.StoreFS,
+		Clock:       cfg.Clock,
+		Logger:      cfg.Logger,
 		MovedByTask: func(account, queue string, m *engine.NewMessage) {
 			if account == cfg.Account {
 				sqs.RecordMovedByTask(datapoints, queue, m)
@@ -167,7 +178,7 @@ func Start(ctx context.Context, cfg Config) (*Server, error) {
 		return nil, fmt.Errorf("listen on %s: %w", cfg.Listen, err)
 	}
 	drain, stopAll := context.WithCancel(context.Background())
-	s := &Server{cfg: cfg, engine: eng, ln: ln, served: make(chan error, 1), drain: drain, stopAll: stopAll}
+	s := &Server{cfg: cfg, engine: eng, store: eng, ln: ln, served: make(chan error, 1), drain: drain, stopAll: stopAll}
 
 	// SNS links (SubscribeURL, SigningCertURL) must reach this server,
 	// whose address is known only now that it listens.
@@ -330,9 +341,18 @@ func (s *Server) Sampler() *metrics.Sampler { return s.sampler }
 // SNS exposes the SNS service (its counters and recorded deliveries).
 func (s *Server) SNS() *sns.Service { return s.sns }
 
+// health answers in LocalStack's shape ("status", "services"), plus the
+// store's condition. A full disk keeps HTTP 200 and the services
+// "running": they still serve reads, and a restart (what an orchestrator
+// does on a failing probe) frees no space; "status" says "degraded" and
+// "store" why, for monitoring to alert on.
 func (s *Server) health(w http.ResponseWriter, r *http.Request) {
 	w.Header().Set("Content-Type", "application/json")
-	io.WriteString(w, `{"status":"running","services":{"sqs":"running","sns":"running","cloudwatch":"running"}}`)
+	if s.store.DiskFull() {
+		io.WriteString(w, `{"status":"degraded","services":{"sqs":"running","sns":"running","cloudwatch":"running"},"store":"read-only: disk full"}`)
+		return
+	}
+	io.WriteString(w, `{"status":"running","services":{"sqs":"running","sns":"running","cloudwatch":"running"},"store":"ok"}`)
 }
 
 // Shutdown stops accepting requests, ends long polls with empty answers,

@@ -2,8 +2,10 @@ package sns
 
 import (
 	"context"
+	"errors"
 	"net/http"
 
+	"github.com/ferrymq/ferry/internal/engine"
 	"github.com/ferrymq/ferry/internal/protocol"
 )
 
@@ -76,6 +78,11 @@ func attrError(inCreate bool, reason string) *protocol.Error {
 // internal logs an unexpected failure and answers SNS's InternalError; the
 // cause is for the log, never the client.
 func (s *Service) internal(ctx context.Context, op string, err error) error {
+	// A full disk is a known, temporary condition, logged by the store
+	// once: answer it as SQS does, without a line per request.
+	if errors.Is(err, engine.ErrStoreFull) || errors.Is(err, protocol.ErrServiceUnavailable) {
+		return protocol.ErrServiceUnavailable
+	}
 	s.log.ErrorContext(ctx, "sns: "+op, "err", err)
 	return errInternal
 }

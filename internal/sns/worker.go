@@ -157,6 +157,14 @@ func (s *Service) runWorker(ctx context.Context, subARN, queue string) {
 	}
 }
 
+// quietDeliveryError reports errors of a delivery's bookkeeping not worth a
+// line each: the queue went with its subscription, or the disk is full
+// (the store logs that once; the message is delivered again once its
+// visibility runs out: at least once).
+func quietDeliveryError(err error) bool {
+	return errors.Is(err, engine.ErrQueueNotFound) || errors.Is(err, engine.ErrStoreFull)
+}
+
 // liveSubscription is the subscription as it is now; nil once it is gone.
 func (s *Service) liveSubscription(arn string) *subscription {
 	s.mu.RLock()
@@ -180,13 +188,13 @@ const (
 // handle makes one delivery attempt of a queued message.
 func (s *Service) handle(ctx context.Context, subARN, queue string, msg *engine.Message, th *throttle) {
 	done := func() {
-		if _, err := s.backend.Delete(context.WithoutCancel(ctx), DeliveryAccount, queue, []string{msg.ReceiptHandle}); err != nil && !errors.Is(err, engine.ErrQueueNotFound) {
+		if _, err := s.backend.Delete(context.WithoutCancel(ctx), DeliveryAccount, queue, []string{msg.ReceiptHandle}); err != nil && !quietDeliveryError(err) {
 			s.log.Warn("sns: delete delivered message", "subscription", subARN, "err", err)
 		}
 	}
 	later := func(d time.Duration) {
 		ch := []engine.VisibilityChange{{ReceiptHandle: msg.ReceiptHandle, Timeout: d}}
-		if _, err := s.backend.ChangeVisibility(context.WithoutCancel(ctx), DeliveryAccount, queue, ch); err != nil && !errors.Is(err, engine.ErrQueueNotFound) {
+		if _, err := s.backend.ChangeVisibility(context.WithoutCancel(ctx), DeliveryAccount, queue, ch); err != nil && !quietDeliveryError(err) {
 			s.log.Warn("sns: schedule retry", "subscription", subARN, "err", err)
 		}
 	}

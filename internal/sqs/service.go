@@ -199,6 +199,8 @@ func (s *service) engineError(err error, op string) error {
 		return errQueueDoesNotExist
 	case errors.Is(err, engine.ErrQueueDeletedRecently):
 		return errQueueDeletedRecently
+	case errors.Is(err, engine.ErrStoreFull):
+		return protocol.ErrServiceUnavailable
 	}
 	var perr *protocol.Error
 	if errors.As(err, &perr) {

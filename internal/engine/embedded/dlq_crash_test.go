@@ -216,7 +216,7 @@ func TestDLQCrashRedrive(t *testing.T) {
 // task), the bodies in each queue and the task record.
 func rawCrashState(t *testing.T, dir string) (bodies map[string]map[string]int, task engine.MoveTask) {
 	t.Helper()
-	db, err := pebble.Open(dir, &pebble.Options{Logger: pebbleLogger{slog.New(slog.DiscardHandler)}})
+	db, err := pebble.Open(dir, &pebble.Options{Logger: newPebbleLogger(slog.New(slog.DiscardHandler), clock.Real{})})
 	if err != nil {
 		t.Fatal(err)
 	}

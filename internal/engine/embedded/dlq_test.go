@@ -188,7 +188,7 @@ func TestMoveTaskResumesAfterRestart(t *testing.T) {
 // rawUpdateTask rewrites the one task record of a closed store.
 func rawUpdateTask(t *testing.T, dir string, fn func(*engine.MoveTask)) {
 	t.Helper()
-	db, err := pebble.Open(dir, &pebble.Options{Logger: pebbleLogger{slog.New(slog.DiscardHandler)}})
+	db, err := pebble.Open(dir, &pebble.Options{Logger: newPebbleLogger(slog.New(slog.DiscardHandler), clock.Real{})})
 	if err != nil {
 		t.Fatal(err)
 	}

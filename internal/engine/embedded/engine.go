@@ -22,6 +22,7 @@
 package embedded
 
 import (
+	"cmp"
 	"context"
 	"crypto/rand"
 	"encoding/binary"
@@ -53,6 +54,13 @@ type Options struct {
 	// NoSync acknowledges writes before they reach the disk. By default
 	// every acknowledged write has been fsynced.
 	NoSync bool
+	// DiskReserve is the room kept free on the store's volume (see
+	// diskspace.go): below it writes fail with engine.ErrStoreFull until
+	// space is freed. Zero means DefaultDiskReserve; negative turns the
+	// guard off.
+	DiskReserve int64
+	// FS is the filesystem under Dir; nil is the operating system's.
+	FS vfs.FS
 	// MovedByTask, when set, is told of every message a move task has
 	// written into its destination (a new message there, as a send makes),
 	// once durable, from the task's goroutine.
@@ -110,6 +118,9 @@ type Engine struct {
 	beforeDeleteSync func()
 	// memory: the store is in memory, without a WAL (Options.InMemory).
 	memory bool
+	// space refuses writes while the volume is nearly full; nil in memory
+	// or with the guard off.
+	space *spaceGuard
 }
 
 type qname struct{ account, name string }
@@ -133,11 +144,12 @@ func Open(ctx context.Context, opts Options) (*Engine, error) {
 	if e.clock == nil {
 		e.clock = clock.Real{}
 	}
+	var err error
 	if e.log == nil {
 		e.log = slog.New(slog.DiscardHandler)
 	}
 	po := &pebble.Options{
-		Logger:             pebbleLogger{e.log},
+		Logger:             newPebbleLogger(e.log, e.clock),
 		FormatMajorVersion: pebble.FormatNewest,
 		// Room for large message batches without forcing a flush each.
 		MemTableSize: 64 << 20,
@@ -157,6 +169,8 @@ func Open(ctx context.Context, opts Options) (*Engine, error) {
 		dir = ""
 	} else if dir == "" {
 		return nil, errors.New("embedded: Options.Dir is required unless InMemory")
+	} else if po.FS, err = e.openSpace(cmp.Or(opts.FS, vfs.Default), dir, cmp.Or(opts.DiskReserve, DefaultDiskReserve)); err != nil {
+		return nil, err
 	}
 	db, err := pebble.Open(dir, po)
 	if err != nil {
@@ -167,6 +181,9 @@ func Open(ctx context.Context, opts Options) (*Engine, error) {
 		e.closeQueues()
 		_ = db.Close()
 		return nil, err
+	}
+	if e.space != nil {
+		e.space.start()
 	}
 	e.resumeTasks()
 	return e, nil
@@ -260,6 +277,9 @@ func (e *Engine) Close() error {
 	}
 	e.closed = true
 	e.closeQueues()
+	if e.space != nil {
+		e.space.stop()
+	}
 	// Written out now, a large memtable need not be replayed from the WAL
 	// at the next Open: a clean restart is ready sooner. A small one
 	// replays faster than a flush takes.
@@ -378,6 +398,9 @@ func (e *Engine) CreateQueue(ctx context.Context, q engine.Queue) (engine.Queue,
 		return engine.Queue{}, false, err
 	}
 	defer e.leave()
+	if err := e.writable(); err != nil {
+		return engine.Queue{}, false, err
+	}
 	e.adminMu.Lock()
 	defer e.adminMu.Unlock()
 
@@ -488,6 +511,9 @@ func (e *Engine) UpdateQueue(ctx context.Context, account, name string, fn func(
 		return err
 	}
 	defer e.leave()
+	if err := e.writable(); err != nil {
+		return err
+	}
 	q, err := e.lookup(account, name)
 	if err != nil {
 		return err
@@ -546,6 +572,9 @@ func (e *Engine) DeleteQueue(ctx context.Context, account, name string) error {
 		return err
 	}
 	defer e.leave()
+	if err := e.writable(); err != nil {
+		return err
+	}
 	e.adminMu.Lock()
 	defer e.adminMu.Unlock()
 	q, err := e.lookup(account, name)
@@ -611,8 +640,17 @@ func cloneMap(m map[string]string) map[string]string {
 	return maps.Clone(m)
 }
 
-// pebbleLogger sends the store's log lines to slog.
-type pebbleLogger struct{ l *slog.Logger }
+// pebbleLogger sends the store's log lines to slog. Error lines are
+// rate-limited: a store that fails the same way in a loop (Pebble retries
+// a failed flush at once) must not flood the log.
+type pebbleLogger struct {
+	l   *slog.Logger
+	lim *logLimiter
+}
+
+func newPebbleLogger(l *slog.Logger, clk clock.Clock) pebbleLogger {
+	return pebbleLogger{l, &logLimiter{clock: clk}}
+}
 
 func (p pebbleLogger) Infof(format string, args ...any) {
 	if p.l.Enabled(context.Background(), slog.LevelDebug) {
@@ -621,11 +659,23 @@ func (p pebbleLogger) Infof(format string, args ...any) {
 }
 
 func (p pebbleLogger) Errorf(format string, args ...any) {
+	ok, suppressed := p.lim.allow()
+	if !ok {
+		return
+	}
+	if suppressed > 0 {
+		p.l.Error("store: "+fmt.Sprintf(format, args...), "suppressed_similar", suppressed)
+		return
+	}
 	p.l.Error("store: " + fmt.Sprintf(format, args...))
 }
 
-// Fatalf is called when the store cannot go on (e.g. the WAL cannot be
-// written); acknowledging further writes would lie, so the process exits.
+// Fatalf is called when the store cannot go on: a WAL or MANIFEST write
+// failed, after which the memtable and the log disagree. Acknowledging
+// further writes would lie, so the process exits; a restart replays the
+// WAL, which holds every acknowledged write. The disk space guard keeps a
+// full disk from getting here; what still does is an I/O error Ferry
+// cannot judge, and exiting is the safe answer to that.
 func (p pebbleLogger) Fatalf(format string, args ...any) {
 	p.l.Error("store: fatal: " + fmt.Sprintf(format, args...))
 	os.Exit(1)

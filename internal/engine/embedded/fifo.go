@@ -559,7 +559,7 @@ func (q *queue) takeFIFOLocked(now int64, max int, vis *time.Duration) ([]taken,
 			break // cannot happen for a ready group; never spin
 		}
 	}
-	if b.Empty() {
+	if b.Empty() || !q.e.keepsReceives() {
 		return got, job, nil
 	}
 	if err := q.e.db.Apply(b, pebble.NoSync); err != nil {
@@ -628,8 +628,10 @@ func (q *queue) retryAttemptLocked(id string, now int64, vis *time.Duration) []t
 		k := makeMsgKey(q.id, m.seq, kindState)
 		_ = b.Set(k[:], encodeState(buf[:0], m.state()), nil)
 	}
-	if err := q.e.db.Apply(b, pebble.NoSync); err != nil {
-		q.e.log.Error("record receive", "queue", q.desc.Name, "err", err)
+	if q.e.keepsReceives() {
+		if err := q.e.db.Apply(b, pebble.NoSync); err != nil {
+			q.e.log.Error("record receive", "queue", q.desc.Name, "err", err)
+		}
 	}
 	return append([]taken(nil), a.got...)
 }

@@ -33,6 +33,9 @@ func (e *Engine) Send(ctx context.Context, account, name string, msgs []engine.N
 		return nil, err
 	}
 	defer e.leave()
+	if err := e.writable(); err != nil {
+		return nil, err
+	}
 	q, err := e.lookup(account, name)
 	if err != nil || len(msgs) == 0 {
 		return nil, err
@@ -69,6 +72,9 @@ func (e *Engine) SendMany(ctx context.Context, sends []engine.QueueSend) ([]engi
 		return nil, err
 	}
 	defer e.leave()
+	if err := e.writable(); err != nil {
+		return nil, err
+	}
 	n, size := 0, 0
 	for i := range sends {
 		n += len(sends[i].Msgs)
@@ -699,6 +705,9 @@ func (e *Engine) Delete(ctx context.Context, account, name string, handles []str
 		return nil, err
 	}
 	defer e.leave()
+	if err := e.writable(); err != nil {
+		return nil, err
+	}
 	q, err := e.lookup(account, name)
 	if err != nil {
 		return nil, err
@@ -795,6 +804,9 @@ func (e *Engine) ChangeVisibility(ctx context.Context, account, name string, cha
 		return nil, err
 	}
 	defer e.leave()
+	if err := e.writable(); err != nil {
+		return nil, err
+	}
 	q, err := e.lookup(account, name)
 	if err != nil {
 		return nil, err
@@ -880,6 +892,9 @@ func (e *Engine) Purge(ctx context.Context, account, name string) error {
 		return err
 	}
 	defer e.leave()
+	if err := e.writable(); err != nil {
+		return err
+	}
 	q, err := e.lookup(account, name)
 	if err != nil {
 		return err

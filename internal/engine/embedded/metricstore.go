@@ -66,6 +66,9 @@ func (e *Engine) PutMetricPoints(ctx context.Context, points []engine.MetricPoin
 		return err
 	}
 	defer e.leave()
+	if err := e.writable(); err != nil {
+		return err
+	}
 	b := e.db.NewBatch()
 	defer b.Close()
 	var buf []byte

@@ -91,6 +91,9 @@ func (e *Engine) StartMoveTask(ctx context.Context, t engine.MoveTask) (engine.M
 		return engine.MoveTask{}, err
 	}
 	defer e.leave()
+	if err := e.writable(); err != nil {
+		return engine.MoveTask{}, err
+	}
 	q, err := e.lookup(t.SourceAccount, t.SourceName)
 	if err != nil {
 		return engine.MoveTask{}, err
@@ -225,6 +228,9 @@ func (e *Engine) CancelMoveTask(ctx context.Context, account, name, id string) (
 		return engine.MoveTask{}, err
 	}
 	defer e.leave()
+	if err := e.writable(); err != nil {
+		return engine.MoveTask{}, err
+	}
 	q, err := e.lookup(account, name)
 	if err != nil {
 		return engine.MoveTask{}, err
@@ -304,6 +310,16 @@ func (e *Engine) runTask(tk *task) {
 			} else {
 				limit = min(limit, rate-used)
 			}
+		}
+		if e.writable() != nil {
+			// A step is a durable write: wait for the disk to have room
+			// (the task stays RUNNING, as across a restart).
+			select {
+			case <-e.space.resumedChan():
+			case <-e.quit:
+				return
+			}
+			continue
 		}
 		n, done := e.moveStep(tk, limit)
 		if done {

@@ -469,7 +469,7 @@ func (q *queue) takeLocked(now int64, max int, vis *time.Duration) ([]taken, *re
 		}
 		got = append(got, q.handOutLocked(m, now, v, b, buf[:0]))
 	}
-	if b.Empty() {
+	if b.Empty() || !q.e.keepsReceives() {
 		return got, job, nil
 	}
 	if err := q.e.db.Apply(b, pebble.NoSync); err != nil {
@@ -478,9 +478,25 @@ func (q *queue) takeLocked(now int64, max int, vis *time.Duration) ([]taken, *re
 	return got, job, nil
 }
 
+// keepsReceives reports whether receives write their bookkeeping (receive
+// count, visibility deadline) and make their dead-letter moves. While the
+// disk is full they do not: receives go on from the index, which counts
+// and hides as usual, so nothing changes while Ferry runs; a restart in
+// that time forgets what lazy bookkeeping may forget anyway (a message
+// handed out again, a lower receive count), which SQS's at-least-once
+// delivery allows. A message over its redrive maximum is handed out
+// instead of moved (a move is a durable write, refused like the others)
+// and moves at a receive once space is back. Writing the bookkeeping
+// anyway would let consumers that receive, but cannot delete, fill the
+// room kept for the store.
+func (e *Engine) keepsReceives() bool { return e.writable() == nil }
+
 // redriveJobLocked starts a job for the queue's dead-letter queue; nil if
 // the messages must be handed out instead.
 func (q *queue) redriveJobLocked() *redriveJob {
+	if !q.e.keepsReceives() {
+		return nil
+	}
 	rd := q.desc.Settings.Redrive
 	// A queue that is its own dead-letter queue would move the message onto
 	// itself at every receive: hand it out instead, as when the dead-letter

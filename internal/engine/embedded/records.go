@@ -38,6 +38,9 @@ func (e *Engine) PutRecord(ctx context.Context, kind, key string, value []byte) 
 		return err
 	}
 	defer e.leave()
+	if err := e.writable(); err != nil {
+		return err
+	}
 	if err := e.db.Set(recordKey(kind, key), value, e.writeOptions()); err != nil {
 		return fmt.Errorf("embedded: put record: %w", err)
 	}
@@ -53,6 +56,9 @@ func (e *Engine) DeleteRecord(ctx context.Context, kind, key string) error {
 		return err
 	}
 	defer e.leave()
+	if err := e.writable(); err != nil {
+		return err
+	}
 	if err := e.db.Delete(recordKey(kind, key), e.writeOptions()); err != nil {
 		return fmt.Errorf("embedded: delete record: %w", err)
 	}
