@@ -84,5 +84,8 @@ type Service struct {
 	// service for a query request without Version whose action two
 	// services share (AddPermission).
 	SigningName string
-	Actions     map[string]Action
+	// InvalidCharacters answers a JSON request that escapes a lone
+	// surrogate (see checkJSONText); nil leaves it a SerializationException.
+	InvalidCharacters *Error
+	Actions           map[string]Action
 }

@@ -171,6 +171,14 @@ func TestCBORDecodeErrors(t *testing.T) {
 		{"nested too deep", "a1" + ctext("Other") + deep, "nests deeper than 64"},
 		{"tags nest too deep", "a1" + ctext("Other") + strings.Repeat("c6", 100) + "00", "nests deeper than 64"},
 		{"invalid UTF-8", "a1" + ctext("Plain") + "62 c328", "not valid UTF-8"},
+		// What JSON refuses in checkJSONText, CBOR refuses too: text that
+		// is not UTF-8 is never handed on changed.
+		{"invalid bytes", "a1" + ctext("Plain") + "64 6f6bfffe", "not valid UTF-8"},
+		{"truncated sequence", "a1" + ctext("Plain") + "62 e282", "not valid UTF-8"},
+		{"overlong encoding", "a1" + ctext("Plain") + "62 c0af", "not valid UTF-8"},
+		{"surrogate in UTF-8", "a1" + ctext("Plain") + "63 eda080", "not valid UTF-8"},
+		{"invalid map key", "a1" + ctext("Tags") + "a1 61ff 6176", "not valid UTF-8"},
+		{"invalid chunk", "a1" + ctext("Plain") + "7f 61ff ff", "not valid UTF-8"},
 		{"mixed chunks", "a1" + ctext("Plain") + "7f 41 61 ff", "chunk of an indefinite-length string"},
 		{"nested indefinite chunk", "a1" + ctext("Plain") + "7f 7f ff ff", "chunk of an indefinite-length string"},
 		{"string for an int", "a1" + ctext("I64") + ctext("1"), "STRING_VALUE can not be converted to a Long"},

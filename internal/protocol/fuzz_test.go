@@ -8,9 +8,11 @@ import (
 	"net/url"
 	"reflect"
 	"slices"
+	"strconv"
 	"strings"
 	"testing"
 	"time"
+	"unicode/utf16"
 	"unicode/utf8"
 )
 
@@ -50,9 +52,21 @@ func FuzzJSONDecode(f *testing.F) {
 	f.Add([]byte(`{"Data":"AAEC","Tags":{"a":"b"},"I64":-1,"F32":"NaN","Flag":true}`))
 	h := &Handler{}
 	a := Action{Name: "Echo"}
+	f.Add([]byte(`{"QueueUrl":"\ud83d\ude00","Entries":[{"Id":"\ud800","MessageBody":"ok\ufffd"}]}`))
+	f.Add([]byte("{\"QueueUrl\":\"ok\xff\xfe\",\"Tags\":{\"\xed\xa0\x80\":\"\\udc00\"}}"))
+	f.Add([]byte(`{"Namespace":"\uD800\u0041","Tags":{"\\ud800":"\u00e9"}}`))
 	f.Fuzz(func(t *testing.T, body []byte) {
 		for _, typ := range fuzzTypes {
-			checkClientError(t, decodeJSON(body, reflect.New(typ).Interface()))
+			v := reflect.New(typ)
+			err := decodeJSON(body, v.Interface())
+			checkClientError(t, err)
+			if err == nil {
+				checkSentText(t, body, v)
+			}
+			v = reflect.New(typ)
+			if err := h.decodeJSONInput(typ, body, v.Interface()); err == nil {
+				checkSentText(t, body, v)
+			}
 		}
 		// Types with timestamps and doubles: along their plans, and what
 		// decodes writes back out and decodes to the same.
@@ -63,6 +77,7 @@ func FuzzJSONDecode(f *testing.F) {
 			if err != nil {
 				continue
 			}
+			checkSentText(t, body, v)
 			var b bytes.Buffer
 			if err := h.encodeJSONOutput(&b, a, v.Interface()); err != nil {
 				t.Fatal(err)
@@ -76,6 +91,164 @@ func FuzzJSONDecode(f *testing.F) {
 			}
 		}
 	})
+}
+
+// checkSentText fails unless every string decoded from body (members, list
+// elements, map keys) is valid UTF-8 and carries a U+FFFD only when the
+// body does, raw or escaped: a decoder never stands in for what it could
+// not read.
+func checkSentText(t *testing.T, body []byte, v reflect.Value) {
+	t.Helper()
+	sent := bytes.Contains(body, []byte("\uFFFD")) || bytes.Contains(bytes.ToLower(body), []byte(`\ufffd`))
+	var walk func(v reflect.Value)
+	walk = func(v reflect.Value) {
+		switch v.Kind() {
+		case reflect.String:
+			s := v.String()
+			if !utf8.ValidString(s) {
+				t.Fatalf("%q decoded to invalid UTF-8 %q", body, s)
+			}
+			if !sent && strings.ContainsRune(s, utf8.RuneError) {
+				t.Fatalf("%q decoded to %q, with a U+FFFD the client did not send", body, s)
+			}
+		case reflect.Pointer:
+			if !v.IsNil() {
+				walk(v.Elem())
+			}
+		case reflect.Struct:
+			for i := range v.NumField() {
+				if v.Type().Field(i).IsExported() {
+					walk(v.Field(i))
+				}
+			}
+		case reflect.Slice:
+			if v.Type().Elem().Kind() != reflect.Uint8 {
+				for i := range v.Len() {
+					walk(v.Index(i))
+				}
+			}
+		case reflect.Map:
+			for _, k := range v.MapKeys() {
+				walk(k)
+				walk(v.MapIndex(k))
+			}
+		}
+	}
+	walk(v)
+}
+
+// FuzzJSONString puts arbitrary bytes between the quotes of a string
+// member: the decoders either hand on exactly the string RFC 8259 reads
+// there or refuse the body.
+func FuzzJSONString(f *testing.F) {
+	for _, s := range []string{"ok", "ok\xff\xfe", `\ud83d\ude00`, `\ud800`, `\udc00x`, `\ud800\u0041`, "\xe2\x82",
+		"\xc0\xaf", "\xed\xa0\x80", `\\ud800`, `\ufffd`, `\"\n\u00e9`, `a\`, `\u12`} {
+		f.Add([]byte(s))
+	}
+	h := &Handler{}
+	f.Fuzz(func(t *testing.T, content []byte) {
+		want, verdict := readJSONString(content)
+		if verdict == stringEndsEarly {
+			return // the body is some other document
+		}
+		for _, tc := range []struct {
+			typ  reflect.Type
+			body string
+			get  func(v any) string
+		}{
+			{reflect.TypeFor[scalars](), `{"S":"%s"}`, func(v any) string { return v.(*scalars).S }},
+			{reflect.TypeFor[cwBlobs](), `{"Flag":true,"Plain":"%s"}`, func(v any) string { return v.(*cwBlobs).Plain }},
+		} {
+			body := []byte(strings.Replace(tc.body, "%s", string(content), 1))
+			v := reflect.New(tc.typ).Interface()
+			err := h.decodeJSONInput(tc.typ, body, v)
+			switch {
+			case verdict == stringRefused && err == nil:
+				t.Fatalf("%q accepted as %q", body, tc.get(v))
+			case verdict == stringRead && err != nil:
+				t.Fatalf("%q refused: %v", body, err)
+			case verdict == stringRead && tc.get(v) != want:
+				t.Fatalf("%q decoded to %q, want %q", body, tc.get(v), want)
+			}
+			checkClientError(t, err)
+		}
+	})
+}
+
+const (
+	stringRead = iota
+	stringRefused
+	stringEndsEarly
+)
+
+// readJSONString reads b as the content of a JSON string by RFC 8259,
+// refusing what is not UTF-8 and escapes that denote no Unicode scalar (a
+// lone surrogate); stringEndsEarly: an unescaped quote ends it before b
+// does.
+func readJSONString(b []byte) (string, int) {
+	var out []rune
+	var units []uint16 // pending \u escapes
+	flush := func() bool {
+		for i := 0; i < len(units); i++ {
+			u := rune(units[i])
+			switch {
+			case !utf16.IsSurrogate(u):
+				out = append(out, u)
+			case u < 0xDC00 && i+1 < len(units) && units[i+1] >= 0xDC00 && units[i+1] <= 0xDFFF:
+				out = append(out, utf16.DecodeRune(u, rune(units[i+1])))
+				i++
+			default:
+				return false
+			}
+		}
+		units = units[:0]
+		return true
+	}
+	for i := 0; i < len(b); {
+		c := b[i]
+		if c == '\\' && i+1 < len(b) && b[i+1] == 'u' {
+			if i+6 > len(b) {
+				return "", stringRefused
+			}
+			n, err := strconv.ParseUint(string(b[i+2:i+6]), 16, 16)
+			if err != nil || strings.ContainsAny(string(b[i+2:i+6]), "+-") {
+				return "", stringRefused
+			}
+			units = append(units, uint16(n))
+			i += 6
+			continue
+		}
+		if !flush() {
+			return "", stringRefused
+		}
+		switch {
+		case c == '"':
+			return "", stringEndsEarly
+		case c == '\\':
+			if i+1 >= len(b) {
+				return "", stringRefused
+			}
+			r, ok := map[byte]rune{'"': '"', '\\': '\\', '/': '/', 'b': '\b', 'f': '\f', 'n': '\n', 'r': '\r', 't': '\t'}[b[i+1]]
+			if !ok {
+				return "", stringRefused
+			}
+			out = append(out, r)
+			i += 2
+		case c < 0x20:
+			return "", stringRefused
+		default:
+			r, w := utf8.DecodeRune(b[i:])
+			if r == utf8.RuneError && w == 1 {
+				return "", stringRefused
+			}
+			out = append(out, r)
+			i += w
+		}
+	}
+	if !flush() {
+		return "", stringRefused
+	}
+	return string(out), stringRead
 }
 
 // cwFuzzTypes are CloudWatch-like inputs, which have timestamps and doubles.

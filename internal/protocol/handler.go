@@ -331,6 +331,9 @@ func (h *Handler) serveJSON(r *http.Request, c *call, target string, body []byte
 	}
 	in := a.NewInput()
 	if err := h.decodeJSONInput(a.InputType, body, in); err != nil {
+		if ls := (*loneSurrogateError)(nil); errors.As(err, &ls) && c.svc.InvalidCharacters != nil {
+			err = c.svc.InvalidCharacters
+		}
 		h.fail(c, err)
 		return
 	}

@@ -10,6 +10,8 @@ import (
 	"strconv"
 	"strings"
 	"time"
+	"unicode/utf16"
+	"unicode/utf8"
 )
 
 const jsonContentType = "application/x-amz-json-1.0"
@@ -19,6 +21,9 @@ const jsonContentType = "application/x-amz-json-1.0"
 func decodeJSON(body []byte, in any) error {
 	if len(bytes.TrimSpace(body)) == 0 {
 		return nil
+	}
+	if err := checkJSONText(body); err != nil {
+		return err
 	}
 	if err := json.Unmarshal(body, in); err != nil {
 		return jsonDecodeError(err)
@@ -34,6 +39,9 @@ func decodeJSONDocument(c *codec, body []byte, v reflect.Value) error {
 	if len(bytes.TrimSpace(body)) == 0 {
 		return nil
 	}
+	if err := checkJSONText(body); err != nil {
+		return err
+	}
 	dec := json.NewDecoder(bytes.NewReader(body))
 	dec.UseNumber()
 	var doc any
@@ -47,6 +55,111 @@ func decodeJSONDocument(c *codec, body []byte, v reflect.Value) error {
 		return ErrSerialization.WithMessage("The request body has more than one JSON value.")
 	}
 	return assignJSON(c, doc, v)
+}
+
+// checkJSONText refuses the two things encoding/json would otherwise turn
+// into U+FFFD without a word, so that a decoded string is always exactly
+// the string the client sent (else an MD5 would be of one text and the
+// queue would hold another):
+//
+//   - Bytes that are not UTF-8. RFC 8259 (section 8.1) requires JSON text
+//     to be UTF-8, so such a body is not JSON at all: SerializationException,
+//     as AWS's JSON front end (Jackson) fails on "Invalid UTF-8 start byte".
+//     The SDKs cannot send it; a hand-made request can.
+//   - A \u escape of a lone surrogate (\ud800 not followed by a low
+//     surrogate, or a low one alone). That is valid JSON syntax, but it
+//     denotes no Unicode character, and a Go string can hold it only as
+//     ill-formed UTF-8. It is a loneSurrogateError, which the service
+//     answers (SQS: InvalidMessageContents, the answer its character rules
+//     #x20-#xD7FF | #xE000-#xFFFD give a surrogate, as on the query wire).
+//
+// Both are refused wherever they are in the body, in a member Ferry reads
+// or not. A surrogate pair (\ud83d\ude00) is one character and decodes.
+func checkJSONText(body []byte) error {
+	if !utf8.Valid(body) {
+		return ErrSerialization.WithMessage("The request body is not valid UTF-8 (at byte %d).", invalidUTF8At(body))
+	}
+	if at := loneSurrogateAt(body); at >= 0 {
+		return &loneSurrogateError{ErrSerialization.WithMessage(
+			"The request body escapes a lone surrogate, which is not a Unicode character (at byte %d).", at)}
+	}
+	return nil
+}
+
+// loneSurrogateError is checkJSONText's answer to a lone surrogate escape;
+// the handler replaces it with the service's InvalidCharacters error.
+type loneSurrogateError struct{ err *Error }
+
+func (e *loneSurrogateError) Error() string { return e.err.Error() }
+func (e *loneSurrogateError) Unwrap() error { return e.err }
+
+// invalidUTF8At is the offset of the first byte of b that does not start a
+// valid UTF-8 sequence (overlong forms, surrogates and truncated sequences
+// included), or len(b).
+func invalidUTF8At(b []byte) int {
+	for i := 0; i < len(b); {
+		r, w := utf8.DecodeRune(b[i:])
+		if r == utf8.RuneError && w == 1 {
+			return i
+		}
+		i += w
+	}
+	return len(b)
+}
+
+// loneSurrogateAt is the offset of the first \u escape in a string of body
+// that is a surrogate without its other half, or -1. It reads strings as
+// JSON does; on a body that is not JSON its answer only has to be safe.
+func loneSurrogateAt(body []byte) int {
+	in := false
+	for i := 0; i < len(body); i++ {
+		switch c := body[i]; {
+		case c == '"':
+			in = !in
+		case c == '\\' && in && i+1 < len(body):
+			if body[i+1] != 'u' {
+				i++ // a short escape, \" and \\ included
+				continue
+			}
+			r, ok := hex4(body, i+2)
+			if !ok || !utf16.IsSurrogate(r) {
+				i++ // the 'u'; the hex digits are plain bytes
+				continue
+			}
+			if r >= 0xDC00 { // a low surrogate first
+				return i
+			}
+			if i+12 > len(body) || body[i+6] != '\\' || body[i+7] != 'u' {
+				return i
+			}
+			if lo, ok := hex4(body, i+8); !ok || lo < 0xDC00 || lo > 0xDFFF {
+				return i
+			}
+			i += 11
+		}
+	}
+	return -1
+}
+
+// hex4 reads the four hex digits of a \u escape at b[i:].
+func hex4(b []byte, i int) (rune, bool) {
+	if i+4 > len(b) {
+		return 0, false
+	}
+	var r rune
+	for _, h := range b[i : i+4] {
+		switch {
+		case '0' <= h && h <= '9':
+			r = r<<4 | rune(h-'0')
+		case 'a' <= h && h <= 'f':
+			r = r<<4 | rune(h-'a'+10)
+		case 'A' <= h && h <= 'F':
+			r = r<<4 | rune(h-'A'+10)
+		default:
+			return 0, false
+		}
+	}
+	return r, true
 }
 
 // jsonDecodeError words a decoding failure as AWS's JSON services do

@@ -12,6 +12,7 @@ import (
 	"strings"
 	"sync"
 	"time"
+	"unicode/utf16"
 	"unicode/utf8"
 )
 
@@ -826,12 +827,23 @@ func (d *jdec) skip(depth int) bool {
 	return false
 }
 
+// skipString reads over a string the plan does not keep. It gives up
+// where the fallback refuses the body (see checkJSONText): on invalid UTF-8
+// and, to leave pairing to it, on any surrogate escape.
 func (d *jdec) skipString() bool {
 	d.i++ // '"'
 	for d.i < len(d.b) {
 		c := d.b[d.i]
-		if c >= 0x20 && c != '"' && c != '\\' {
+		if jsonPlain[c] {
 			d.i++
+			continue
+		}
+		if c >= utf8.RuneSelf {
+			r, w := utf8.DecodeRune(d.b[d.i:])
+			if r == utf8.RuneError && w == 1 {
+				return false
+			}
+			d.i += w
 			continue
 		}
 		switch {
@@ -849,10 +861,8 @@ func (d *jdec) skipString() bool {
 				if d.i+6 > len(d.b) {
 					return false
 				}
-				for _, h := range d.b[d.i+2 : d.i+6] {
-					if !('0' <= h && h <= '9' || 'a' <= h && h <= 'f' || 'A' <= h && h <= 'F') {
-						return false
-					}
+				if r, ok := hex4(d.b, d.i+2); !ok || utf16.IsSurrogate(r) {
+					return false
 				}
 				d.i += 6
 			default:

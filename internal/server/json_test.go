@@ -4,6 +4,7 @@ import (
 	"context"
 	"crypto/md5"
 	"encoding/hex"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"sort"
@@ -804,5 +805,98 @@ func TestJSONPurgeAndTags(t *testing.T) {
 	tags, err = f.json.ListQueueTags(ctx, &sqs.ListQueueTagsInput{QueueUrl: tagged.QueueUrl})
 	if err != nil || fmt.Sprint(tags.Tags) != fmt.Sprint(map[string]string{"team": "edge"}) {
 		t.Fatalf("tags after untag = %v, %v", tags, err)
+	}
+}
+
+// TestJSONTextAsSent: over JSON, text that is not UTF-8 and escapes of lone
+// surrogates are refused with AWS's answers, and nothing of such a request
+// is stored; a surrogate pair is one character and keeps its MD5.
+func TestJSONTextAsSent(t *testing.T) {
+	f := start(t)
+	ctx := ctxT(t)
+	url := f.createQueue(t, "text", nil)
+	const (
+		serialization = "com.amazon.coral.service#SerializationException"
+		contents      = "com.amazonaws.sqs#InvalidMessageContents"
+		notUTF8       = "not UTF-8" // the message names the first bad byte
+		contentsMsg   = "Invalid characters found. Valid unicode characters are #x9 | #xA | #xD | #x20 to #xD7FF | #xE000 to #xFFFD | #x10000 to #x10FFFF"
+	)
+	q := `{"QueueUrl":"` + url + `",`
+	for _, tc := range []struct {
+		name, action, body string
+		typ, header, msg   string
+	}{
+		{"invalid bytes in a body", "SendMessage", q + "\"MessageBody\":\"ok\xff\xfe\"}", serialization, "SerializationException;Sender",
+			notUTF8},
+		{"truncated sequence in a body", "SendMessage", q + "\"MessageBody\":\"\xe2\x82\"}", serialization, "SerializationException;Sender",
+			notUTF8},
+		{"invalid bytes in an attribute", "SendMessage",
+			q + "\"MessageBody\":\"ok\",\"MessageAttributes\":{\"a\":{\"DataType\":\"String\",\"StringValue\":\"\xc0\xaf\"}}}",
+			serialization, "SerializationException;Sender", notUTF8},
+		{"lone high surrogate in a body", "SendMessage", q + `"MessageBody":"ok\ud800"}`, contents, "InvalidMessageContents;Sender", contentsMsg},
+		{"lone low surrogate in an attribute", "SendMessage",
+			q + `"MessageBody":"ok","MessageAttributes":{"a":{"DataType":"String","StringValue":"\udc00"}}}`,
+			contents, "InvalidMessageContents;Sender", contentsMsg},
+		{"lone surrogate in a batch", "SendMessageBatch", q + `"Entries":[{"Id":"1","MessageBody":"fine"},{"Id":"2","MessageBody":"\ud83d"}]}`,
+			contents, "InvalidMessageContents;Sender", contentsMsg},
+		{"invalid bytes in a queue name", "CreateQueue", "{\"QueueName\":\"q\xff\"}", serialization, "SerializationException;Sender",
+			notUTF8},
+		{"lone surrogate in a tag", "TagQueue", q + `"Tags":{"k":"\ud800"}}`, contents, "InvalidMessageContents;Sender", contentsMsg},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			r := f.postJSON(t, tc.action, tc.body)
+			var e struct {
+				Type    string `json:"__type"`
+				Message string `json:"message"`
+			}
+			if err := json.Unmarshal([]byte(r.Body), &e); err != nil {
+				t.Fatalf("%d %q: %v", r.Status, r.Body, err)
+			}
+			msg := tc.msg
+			if msg == notUTF8 {
+				// The bodies are ASCII up to their first bad byte.
+				at := strings.IndexFunc(tc.body, func(r rune) bool { return r >= 0x80 })
+				msg = fmt.Sprintf("The request body is not valid UTF-8 (at byte %d).", at)
+			}
+			if r.Status != 400 || e.Type != tc.typ || e.Message != msg || r.Header.Get("x-amzn-query-error") != tc.header {
+				t.Fatalf("%d %s %q, want 400 %s %q %q", r.Status, r.Header.Get("x-amzn-query-error"), r.Body, tc.typ, msg, tc.header)
+			}
+		})
+	}
+
+	// Nothing of those requests is stored: no queue, no tag, no message but
+	// the one sent below.
+	list, err := f.json.ListQueues(ctx, &sqs.ListQueuesInput{})
+	if err != nil || len(list.QueueUrls) != 1 {
+		t.Fatalf("ListQueues %v: %v", list.QueueUrls, err)
+	}
+	tags, err := f.json.ListQueueTags(ctx, &sqs.ListQueueTagsInput{QueueUrl: aws.String(url)})
+	if err != nil || len(tags.Tags) != 0 {
+		t.Fatalf("ListQueueTags %v: %v", tags.Tags, err)
+	}
+	r := f.postJSON(t, "SendMessage", q+`"MessageBody":"a\ud83d\ude00b","MessageAttributes":{"e":{"DataType":"String","StringValue":"\uD83D\uDE00"}}}`)
+	if r.Status != 200 {
+		t.Fatalf("surrogate pair: %d %s", r.Status, r.Body)
+	}
+	var sent struct{ MD5OfMessageBody, MD5OfMessageAttributes string }
+	if err := json.Unmarshal([]byte(r.Body), &sent); err != nil {
+		t.Fatal(err)
+	}
+	if sum := md5.Sum([]byte("a😀b")); sent.MD5OfMessageBody != hex.EncodeToString(sum[:]) {
+		t.Fatalf("MD5OfMessageBody %s, want the MD5 of a😀b", sent.MD5OfMessageBody)
+	}
+	out, err := f.json.ReceiveMessage(ctx, &sqs.ReceiveMessageInput{QueueUrl: aws.String(url), MaxNumberOfMessages: 10,
+		MessageAttributeNames: []string{"All"}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(out.Messages) != 1 {
+		t.Fatalf("received %d messages, want the one with a surrogate pair", len(out.Messages))
+	}
+	m := out.Messages[0]
+	if aws.ToString(m.Body) != "a😀b" || aws.ToString(m.MessageAttributes["e"].StringValue) != "😀" ||
+		aws.ToString(m.MD5OfMessageAttributes) != sent.MD5OfMessageAttributes {
+		t.Fatalf("received %q %q %s, want a😀b 😀 %s", aws.ToString(m.Body), aws.ToString(m.MessageAttributes["e"].StringValue),
+			aws.ToString(m.MD5OfMessageAttributes), sent.MD5OfMessageAttributes)
 	}
 }

@@ -258,7 +258,7 @@ func TestSNSMetricsHTTPAndDeliveryLogs(t *testing.T) {
 		}
 		f.publish(t, &snssdk.PublishInput{TopicArn: aws.String(topic), Message: aws.String("anyone?")})
 		waitFor(t, f.failedAtLeast(sub, 1))
-		ls := logsOf(f.deliveryLogs(t), "http://user:xxxxx@"+ln.Addr().String()+"/")
+		ls := logsOf(f.deliveryLogs(t), "http://user:****@"+ln.Addr().String()+"/")
 		if len(ls) != 1 || ls[0].Status != "FAILURE" || ls[0].Delivery.StatusCode != 0 ||
 			!strings.Contains(ls[0].Delivery.ProviderResponse, "connection refused") || strings.Contains(ls[0].Delivery.ProviderResponse, "s3cret") {
 			t.Errorf("logs: %+v", ls)

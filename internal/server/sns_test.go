@@ -17,6 +17,7 @@ import (
 	"net"
 	"net/http"
 	"net/http/httptest"
+	"net/url"
 	"os"
 	"path/filepath"
 	"strings"
@@ -978,6 +979,62 @@ func TestSNSHTTPSubscription(t *testing.T) {
 	e.waitHits(5)
 	if h := e.get(4); h.body != "back" {
 		t.Errorf("after restore got %q", h.body)
+	}
+}
+
+// TestSNSHTTPEndpointPasswordMasked: the password of an HTTP endpoint is
+// "****" in every answer that shows the endpoint, and deliveries still
+// authenticate with it.
+func TestSNSHTTPEndpointPasswordMasked(t *testing.T) {
+	f := start(t)
+	ctx := ctxT(t)
+	topic := f.createTopic(t, "guarded", nil)
+	e := newEndpoint(t, f, always(200))
+	host := strings.TrimPrefix(e.srv.URL, "http://")
+	endpoint := "http://user:secret@" + host + "/hook?k=v"
+	masked := "http://user:****@" + host + "/hook?k=v"
+	basic := "Basic " + base64.StdEncoding.EncodeToString([]byte("user:secret"))
+
+	r := f.postQuery(t, "Action=Subscribe&Version=2010-03-31&Protocol=http&TopicArn="+topic+"&Endpoint="+url.QueryEscape(endpoint))
+	if r.Status != 200 || strings.Contains(r.Body, "secret") {
+		t.Fatalf("Subscribe: %d %s", r.Status, r.Body)
+	}
+	e.waitHits(1)
+	if got := e.get(0).header.Get("Authorization"); got != basic {
+		t.Fatalf("confirmation sent Authorization %q, want %q", got, basic)
+	}
+	conf := parseEnvelope(t, e.get(0).body)
+	if r := do(t, mustRequest(t, "GET", conf.str("SubscribeURL"))); r.Status != 200 {
+		t.Fatalf("GET SubscribeURL: %d %s", r.Status, r.Body)
+	}
+	f.publish(t, &snssdk.PublishInput{TopicArn: aws.String(topic), Message: aws.String("hello")})
+	e.waitHits(2)
+	if h := e.get(1); h.header.Get("Authorization") != basic || parseEnvelope(t, h.body).str("Message") != "hello" {
+		t.Fatalf("notification: Authorization %q, body %s", h.header.Get("Authorization"), h.body)
+	}
+
+	all, err := f.sns.ListSubscriptions(ctx, &snssdk.ListSubscriptionsInput{})
+	if err != nil || len(all.Subscriptions) != 1 || aws.ToString(all.Subscriptions[0].Endpoint) != masked {
+		t.Fatalf("ListSubscriptions: %+v %v", all, err)
+	}
+	sub := aws.ToString(all.Subscriptions[0].SubscriptionArn)
+	byTopic, err := f.sns.ListSubscriptionsByTopic(ctx, &snssdk.ListSubscriptionsByTopicInput{TopicArn: aws.String(topic)})
+	if err != nil || len(byTopic.Subscriptions) != 1 || aws.ToString(byTopic.Subscriptions[0].Endpoint) != masked {
+		t.Fatalf("ListSubscriptionsByTopic: %+v %v", byTopic, err)
+	}
+	attrs, err := f.sns.GetSubscriptionAttributes(ctx, &snssdk.GetSubscriptionAttributesInput{SubscriptionArn: aws.String(sub)})
+	if err != nil || attrs.Attributes["Endpoint"] != masked {
+		t.Fatalf("GetSubscriptionAttributes: %v %v", attrs.Attributes, err)
+	}
+	// What the wire carries, whole: the password is nowhere.
+	for _, form := range []string{
+		"Action=ListSubscriptions&Version=2010-03-31",
+		"Action=ListSubscriptionsByTopic&Version=2010-03-31&TopicArn=" + topic,
+		"Action=GetSubscriptionAttributes&Version=2010-03-31&SubscriptionArn=" + sub,
+	} {
+		if r := f.postQuery(t, form); r.Status != 200 || strings.Contains(r.Body, "secret") || !strings.Contains(r.Body, "user:****@") {
+			t.Errorf("%s: %d %s", form, r.Status, r.Body)
+		}
 	}
 }
 

@@ -115,7 +115,7 @@ func (s *Service) post(ctx context.Context, endpoint string, hdr http.Header, bo
 	req.Header = hdr
 	resp, err := s.client.Do(req)
 	if err != nil {
-		s.log.Debug("sns: HTTP delivery failed", "endpoint", redactURL(endpoint), "err", err)
+		s.log.Debug("sns: HTTP delivery failed", "endpoint", maskEndpoint(endpoint), "err", err)
 		// The URL may hold credentials: the answer names the cause only.
 		why := err
 		if cause := context.Cause(ctx); cause != nil {
@@ -133,7 +133,7 @@ func (s *Service) post(ctx context.Context, endpoint string, hdr http.Header, bo
 		res.outcome = delivered
 		return res
 	}
-	s.log.Debug("sns: HTTP delivery refused", "endpoint", redactURL(endpoint), "status", resp.StatusCode)
+	s.log.Debug("sns: HTTP delivery refused", "endpoint", maskEndpoint(endpoint), "status", resp.StatusCode)
 	return res
 }
 

@@ -176,10 +176,7 @@ func (s *Service) logAttempt(t *topic, sub *subscription, a *attemptStatus) {
 		return
 	}
 	sum := md5.Sum([]byte(a.text))
-	dest := sub.Endpoint
-	if sub.Protocol == protoHTTP || sub.Protocol == protoHTTPS {
-		dest = redactURL(dest) // a log is no place for the endpoint's password
-	}
+	dest := maskEndpoint(sub.Endpoint) // a log is no place for the endpoint's password
 	rec := DeliveryStatus{
 		Notification: DeliveryStatusNotification{
 			MessageMD5Sum: hex.EncodeToString(sum[:]),

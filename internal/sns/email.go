@@ -9,7 +9,6 @@ import (
 	"net"
 	"net/smtp"
 	"net/textproto"
-	"net/url"
 	"slices"
 	"strings"
 	"time"
@@ -31,15 +30,6 @@ func attrList(attrs map[string]MessageAttribute) []engine.MessageAttribute {
 		out = append(out, engine.MessageAttribute{Name: name, DataType: a.DataType, StringValue: a.StringValue, BinaryValue: a.BinaryValue})
 	}
 	return out
-}
-
-// redactURL hides the password of a URL that carries one, for logs.
-func redactURL(s string) string {
-	u, err := url.Parse(s)
-	if err != nil {
-		return "(unparsable URL)"
-	}
-	return u.Redacted()
 }
 
 // email is one message to send.

@@ -257,7 +257,7 @@ func (s *Service) handle(ctx context.Context, subARN, queue string, msg *engine.
 		return
 	}
 	if !notification {
-		s.log.Warn("sns: confirmation not delivered", "subscription", sub.ARN, "endpoint", sub.Endpoint)
+		s.log.Warn("sns: confirmation not delivered", "subscription", sub.ARN, "endpoint", maskEndpoint(sub.Endpoint))
 		done()
 		return
 	}

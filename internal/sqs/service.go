@@ -117,7 +117,10 @@ func NewService(cfg Config) *protocol.Service {
 		Version:          "2012-11-05",
 		XMLNamespace:     "http://queue.amazonaws.com/doc/2012-11-05/",
 		SigningName:      "sqs",
-		Actions:          make(map[string]protocol.Action, len(actions)),
+		// A lone surrogate is outside the characters SQS allows in a body
+		// or an attribute value, as it is on the query wire.
+		InvalidCharacters: errInvalidMessageContents,
+		Actions:           make(map[string]protocol.Action, len(actions)),
 	}
 	for _, a := range actions {
 		svc.Actions[a.Name] = a
