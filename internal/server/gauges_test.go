@@ -22,8 +22,17 @@ import (
 // the sampler's tick there; it returns that minute.
 func (f *ferry) tick(t testing.TB) time.Time {
 	t.Helper()
-	n := f.srv.Sampler().Ticks()
 	at := f.clk.Now().Truncate(time.Minute).Add(time.Minute)
+	f.jump(t, at)
+	return at
+}
+
+// jump sets the clock to at, past the sampler's next tick, and waits until
+// the tick that this fires has completed, so that no tick of an earlier
+// jump is still running when the test goes on.
+func (f *ferry) jump(t testing.TB, at time.Time) {
+	t.Helper()
+	n := f.srv.Sampler().Ticks()
 	f.clk.Set(at)
 	deadline := time.Now().Add(10 * time.Second)
 	for f.srv.Sampler().Ticks() == n {
@@ -32,7 +41,6 @@ func (f *ferry) tick(t testing.TB) time.Time {
 		}
 		time.Sleep(time.Millisecond)
 	}
-	return at
 }
 
 // point is the one datapoint of a series in minute at; ok is false when
@@ -165,7 +173,7 @@ func TestMetricsActiveQueues(t *testing.T) {
 	f.wantGauges(t, "idle", m, map[string]*float64{metrics.MessagesVisible: num(0)}) // created within 6 hours
 
 	// Six hours on, idle is left out and full (it holds messages) is not.
-	f.clk.Set(m.Add(6*time.Hour - time.Minute))
+	f.jump(t, m.Add(6*time.Hour-time.Minute))
 	m = f.tick(t)
 	f.wantGauges(t, "idle", m, map[string]*float64{metrics.MessagesVisible: nil, metrics.AgeOfOldestMessage: nil})
 	f.wantGauges(t, "full", m, map[string]*float64{metrics.MessagesVisible: num(1)})
@@ -176,7 +184,7 @@ func TestMetricsActiveQueues(t *testing.T) {
 	}
 	m = f.tick(t)
 	f.wantGauges(t, "idle", m, map[string]*float64{metrics.MessagesVisible: num(0), metrics.AgeOfOldestMessage: num(0)})
-	f.clk.Set(m.Add(6*time.Hour - time.Minute))
+	f.jump(t, m.Add(6*time.Hour-time.Minute))
 	m = f.tick(t)
 	f.wantGauges(t, "idle", m, map[string]*float64{metrics.MessagesVisible: nil})
 
@@ -351,7 +359,7 @@ func TestMetricsDurable(t *testing.T) {
 	}
 
 	// Fifteen days on, the minutes expire from memory and disk.
-	f2.clk.Set(m2.Add(metrics.DefaultRetention - time.Minute))
+	f2.jump(t, m2.Add(metrics.DefaultRetention-time.Minute))
 	f2.tick(t)
 	if dps := f2.srv.Metrics().Datapoints(metrics.NamespaceSQS, metrics.MessagesSent, metrics.Queue("dur"), m0, m2.Add(time.Minute)); len(dps) != 0 {
 		t.Errorf("expired minutes still served: %+v", dps)
