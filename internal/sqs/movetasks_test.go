@@ -229,6 +229,9 @@ func TestMoveTaskLifecycle(t *testing.T) {
 	// one burst), and progress as the clock moves.
 	moved := func() int64 { return h.listTasks(testARN("dlq"), 1)[0].ApproximateNumberOfMessagesMoved }
 	for sec := int64(1); sec <= 3; sec++ {
+		// The runner waits on the clock once its slot is full: a move of
+		// the clock before that wait begins would not be seen by it.
+		eventually(t, "the task to wait for its next slot", func() bool { return h.clk.Pending() > 0 })
 		h.clk.Advance(time.Second)
 		eventually(t, fmt.Sprintf("%d moved after %d s", 2*(sec-1)+1, sec), func() bool { return moved() > 2*(sec-1) })
 		if m := moved(); m > 2*(sec+1) {

@@ -296,7 +296,7 @@ func (e *Engine) runTask(tk *task) {
 		default:
 		}
 		limit := moveBatch
-		var wait time.Duration
+		var until int64 // the end of a full slot: wait for it after the step
 		if rate > 0 {
 			now := e.now()
 			if d := now - slot; d >= second {
@@ -306,7 +306,7 @@ func (e *Engine) runTask(tk *task) {
 				slot = now // the wall clock went back
 			}
 			if used >= rate {
-				limit, wait = 0, time.Duration(slot+second-now)
+				limit, until = 0, slot+second
 			} else {
 				limit = min(limit, rate-used)
 			}
@@ -327,8 +327,8 @@ func (e *Engine) runTask(tk *task) {
 		}
 		used += n
 		switch {
-		case wait > 0:
-			if !e.waitTask(tk, wait) {
+		case until > 0:
+			if !e.waitTask(tk, until) {
 				return
 			}
 		case rate == 0:
@@ -337,9 +337,15 @@ func (e *Engine) runTask(tk *task) {
 	}
 }
 
-// waitTask waits d on the engine's clock, or until the task is kicked; it
-// reports false if the engine is closing.
-func (e *Engine) waitTask(tk *task, d time.Duration) bool {
+// waitTask waits until the engine's clock reads until (unix nanoseconds),
+// or until the task is kicked; it reports false if the engine is closing.
+// The wait is measured from now, not from when the slot was found full:
+// the step in between takes time, and the clock may have moved meanwhile.
+func (e *Engine) waitTask(tk *task, until int64) bool {
+	d := time.Duration(until - e.now())
+	if d <= 0 {
+		return true
+	}
 	due := make(chan struct{}, 1)
 	t := e.clock.AfterFunc(d, func() { due <- struct{}{} })
 	defer t.Stop()
