@@ -53,6 +53,10 @@ type Options struct {
 	// NoSync acknowledges writes before they reach the disk. By default
 	// every acknowledged write has been fsynced.
 	NoSync bool
+	// StrictRecovery refuses to open a store whose newest write-ahead log
+	// ends in records recovery would drop (a torn or damaged tail),
+	// instead of logging the loss and going on.
+	StrictRecovery bool
 	// MovedByTask, when set, is told of every message a move task has
 	// written into its destination (a new message there, as a send makes),
 	// once durable, from the task's goroutine.
@@ -66,9 +70,6 @@ const (
 	epochShift = 40
 	maxEpoch   = 1<<(64-epochShift) - 1
 )
-
-// closeFlushMin is the WAL size above which Close flushes the memtable.
-const closeFlushMin = 4 << 20
 
 // Engine is the embedded Backend.
 type Engine struct {
@@ -110,6 +111,8 @@ type Engine struct {
 	beforeDeleteSync func()
 	// memory: the store is in memory, without a WAL (Options.InMemory).
 	memory bool
+	// dir holds the data directory's locks (nil in memory).
+	dir *openedDir
 }
 
 type qname struct{ account, name string }
@@ -158,7 +161,13 @@ func Open(ctx context.Context, opts Options) (*Engine, error) {
 	} else if dir == "" {
 		return nil, errors.New("embedded: Options.Dir is required unless InMemory")
 	}
-	db, err := pebble.Open(dir, po)
+	var db *pebble.DB
+	var err error
+	if e.memory {
+		db, err = pebble.Open(dir, po)
+	} else {
+		db, e.dir, err = openDir(dir, po, opts.StrictRecovery, e.log)
+	}
 	if err != nil {
 		return nil, fmt.Errorf("embedded: open store: %w", err)
 	}
@@ -166,6 +175,7 @@ func Open(ctx context.Context, opts Options) (*Engine, error) {
 	if err := e.boot(ctx); err != nil {
 		e.closeQueues()
 		_ = db.Close()
+		_ = e.dir.release()
 		return nil, err
 	}
 	e.resumeTasks()
@@ -260,16 +270,19 @@ func (e *Engine) Close() error {
 	}
 	e.closed = true
 	e.closeQueues()
-	// Written out now, a large memtable need not be replayed from the WAL
-	// at the next Open: a clean restart is ready sooner. A small one
-	// replays faster than a flush takes.
-	if e.db.Metrics().WAL.Size > closeFlushMin {
-		if err := e.db.Flush(); err != nil {
-			e.log.Error("flush store on close", "err", err)
-		}
+	// Written out now, the memtable need not be replayed from the WAL at
+	// the next Open: a cleanly stopped store does not depend on its log,
+	// whose tail recovery would forgive a cut or a bad copy. A flush costs
+	// a few milliseconds and makes the next Open no slower.
+	if err := e.db.Flush(); err != nil {
+		e.log.Error("flush store on close", "err", err)
 	}
 	if err := e.db.Close(); err != nil {
+		_ = e.dir.release()
 		return fmt.Errorf("embedded: close store: %w", err)
+	}
+	if err := e.dir.release(); err != nil {
+		return fmt.Errorf("embedded: unlock data directory: %w", err)
 	}
 	return nil
 }
