@@ -169,7 +169,7 @@ func Open(ctx context.Context, opts Options) (*Engine, error) {
 		db, e.dir, err = openDir(dir, po, opts.StrictRecovery, e.log)
 	}
 	if err != nil {
-		return nil, fmt.Errorf("embedded: open store: %w", err)
+		return nil, fmt.Errorf("embedded: %w", err)
 	}
 	e.db = db
 	if err := e.boot(ctx); err != nil {

@@ -110,7 +110,10 @@ func openLocked(dir string, po *pebble.Options, pl *pebble.Lock, strict bool, lo
 	if pebble.IsCorruptionError(err) {
 		return nil, fmt.Errorf("the store in %s is damaged (restore it from a backup): %w", dir, err)
 	}
-	return db, err
+	if err != nil {
+		return nil, fmt.Errorf("open store in %s: %w", dir, err)
+	}
+	return db, nil
 }
 
 // checkManifest reports whether dir holds a store, and fails when it
