@@ -106,6 +106,8 @@ func openLocked(dir string, po *pebble.Options, pl *pebble.Lock, strict bool, lo
 	}
 	opts := *po
 	opts.Lock = pl
+	// What was found to be a store must open as one, never be recreated.
+	opts.ErrorIfNotExists = exists
 	db, err := pebble.Open(dir, &opts)
 	if pebble.IsCorruptionError(err) {
 		return nil, fmt.Errorf("the store in %s is damaged (restore it from a backup): %w", dir, err)

@@ -174,7 +174,7 @@ func TestOpenRefusesStoreWithoutManifest(t *testing.T) {
 			if !errors.Is(err, ErrNoManifest) {
 				t.Fatalf("Open: %v, want ErrNoManifest", err)
 			}
-			for _, s := range []string{dir, want, ".log", "OPTIONS-", "backup", "empty directory"} {
+			for _, s := range []string{dir, "holds store files (0", ".sst", want, "backup", "empty directory"} {
 				if !strings.Contains(err.Error(), s) {
 					t.Errorf("error %q does not say %q", err, s)
 				}
