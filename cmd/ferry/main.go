@@ -103,6 +103,7 @@ func serve(ctx context.Context, args []string, getenv func(string) string, stder
 	fs.StringVar(&cfg.DataDir, "data", env("FERRY_DATA", server.DefaultDataDir), "directory of the embedded store (FERRY_DATA)")
 	fs.BoolVar(&cfg.Memory, "memory", envBool("FERRY_MEMORY"), "keep everything in memory; nothing survives a stop (FERRY_MEMORY)")
 	fs.BoolVar(&cfg.NoSync, "no-fsync", envBool("FERRY_NO_FSYNC"), "acknowledge writes before they are fsynced (FERRY_NO_FSYNC)")
+	fs.BoolVar(&cfg.StrictRecovery, "strict-recovery", envBool("FERRY_STRICT_RECOVERY"), "refuse to start when recovering the store's log would drop records, instead of warning (FERRY_STRICT_RECOVERY)")
 	fs.StringVar(&cfg.Account, "account", env("FERRY_ACCOUNT", server.DefaultAccount), "AWS account id in queue URLs and ARNs (FERRY_ACCOUNT)")
 	fs.StringVar(&cfg.Region, "region", env("FERRY_REGION", server.DefaultRegion), "AWS region in ARNs (FERRY_REGION)")
 	fs.StringVar(&cfg.QueueURLBase, "queue-url-base", env("FERRY_QUEUE_URL_BASE", ""), "scheme://host:port of queue URLs and SNS links; default: the Host each client sent (FERRY_QUEUE_URL_BASE)")

@@ -41,6 +41,9 @@ type Config struct {
 	// NoSync acknowledges writes before they reach the disk (faster, and a
 	// machine crash may lose the last acknowledged writes).
 	NoSync bool
+	// StrictRecovery refuses to start when recovery of the store's log
+	// would drop records (a cut or damaged log), instead of warning.
+	StrictRecovery bool
 	// Account and Region name queues in URLs and ARNs.
 	Account string
 	Region  string
@@ -168,6 +171,7 @@ func Start(ctx context.Context, cfg Config) (*Server, error) {
 				sqs.RecordMovedByTask(datapoints, queue, m)
 			}
 		},
+		StrictRecovery: cfg.StrictRecovery,
 	})
 	if err != nil {
 		return nil, fmt.Errorf("open store: %w", err)

@@ -93,7 +93,8 @@ func (g *spaceGuard) wrap(fs vfs.FS) vfs.FS {
 	return countingFS{FS: vfs.OnDiskFull(fs, g.onDiskFull), g: g}
 }
 
-// prepareOpen runs before pebble.Open. It deletes the ballast, so that
+// prepareOpen runs before pebble.Open, once the directory is locked and
+// checked. It deletes the ballast, so that
 // Pebble has room to open, replay and flush the WAL even on a full disk,
 // and fails at once with a clear message when even that leaves too little.
 // The first check after the open re-creates the ballast if there is room,
@@ -102,16 +103,7 @@ func (g *spaceGuard) prepareOpen() error {
 	if err := g.fs.Remove(g.ballast); err != nil && !errors.Is(err, os.ErrNotExist) {
 		return fmt.Errorf("embedded: remove ballast: %w", err)
 	}
-	// A new store's directory does not exist yet: its volume is that of
-	// the nearest parent that does.
-	at := g.dir
-	for range 64 {
-		if _, err := g.fs.Stat(at); !errors.Is(err, os.ErrNotExist) {
-			break
-		}
-		at = g.fs.PathDir(at)
-	}
-	du, err := g.fs.GetDiskUsage(at)
+	du, err := g.fs.GetDiskUsage(g.dir) // the directory exists: openDisk made it
 	if err != nil {
 		return fmt.Errorf("embedded: disk usage of %s: %w", g.dir, err)
 	}

@@ -22,7 +22,6 @@
 package embedded
 
 import (
-	"cmp"
 	"context"
 	"crypto/rand"
 	"encoding/binary"
@@ -61,6 +60,10 @@ type Options struct {
 	DiskReserve int64
 	// FS is the filesystem under Dir; nil is the operating system's.
 	FS vfs.FS
+	// StrictRecovery refuses to open a store whose newest write-ahead log
+	// ends in records recovery would drop (a torn or damaged tail),
+	// instead of logging the loss and going on.
+	StrictRecovery bool
 	// MovedByTask, when set, is told of every message a move task has
 	// written into its destination (a new message there, as a send makes),
 	// once durable, from the task's goroutine.
@@ -74,9 +77,6 @@ const (
 	epochShift = 40
 	maxEpoch   = 1<<(64-epochShift) - 1
 )
-
-// closeFlushMin is the WAL size above which Close flushes the memtable.
-const closeFlushMin = 4 << 20
 
 // Engine is the embedded Backend.
 type Engine struct {
@@ -121,6 +121,8 @@ type Engine struct {
 	// space refuses writes while the volume is nearly full; nil in memory
 	// or with the guard off.
 	space *spaceGuard
+	// dir holds the data directory's locks (nil in memory).
+	dir *openedDir
 }
 
 type qname struct{ account, name string }
@@ -169,17 +171,21 @@ func Open(ctx context.Context, opts Options) (*Engine, error) {
 		dir = ""
 	} else if dir == "" {
 		return nil, errors.New("embedded: Options.Dir is required unless InMemory")
-	} else if po.FS, err = e.openSpace(cmp.Or(opts.FS, vfs.Default), dir, cmp.Or(opts.DiskReserve, DefaultDiskReserve)); err != nil {
-		return nil, err
 	}
-	db, err := pebble.Open(dir, po)
+	var db *pebble.DB
+	if e.memory {
+		db, err = pebble.Open(dir, po)
+	} else {
+		db, err = e.openDisk(opts, po)
+	}
 	if err != nil {
-		return nil, fmt.Errorf("embedded: open store: %w", err)
+		return nil, fmt.Errorf("embedded: %w", err)
 	}
 	e.db = db
 	if err := e.boot(ctx); err != nil {
 		e.closeQueues()
 		_ = db.Close()
+		_ = e.dir.release()
 		return nil, err
 	}
 	if e.space != nil {
@@ -280,16 +286,19 @@ func (e *Engine) Close() error {
 	if e.space != nil {
 		e.space.stop()
 	}
-	// Written out now, a large memtable need not be replayed from the WAL
-	// at the next Open: a clean restart is ready sooner. A small one
-	// replays faster than a flush takes.
-	if e.db.Metrics().WAL.Size > closeFlushMin {
-		if err := e.db.Flush(); err != nil {
-			e.log.Error("flush store on close", "err", err)
-		}
+	// Written out now, the memtable need not be replayed from the WAL at
+	// the next Open: a cleanly stopped store does not depend on its log,
+	// whose tail recovery would forgive a cut or a bad copy. A flush costs
+	// a few milliseconds and makes the next Open no slower.
+	if err := e.db.Flush(); err != nil {
+		e.log.Error("flush store on close", "err", err)
 	}
 	if err := e.db.Close(); err != nil {
+		_ = e.dir.release()
 		return fmt.Errorf("embedded: close store: %w", err)
+	}
+	if err := e.dir.release(); err != nil {
+		return fmt.Errorf("embedded: unlock data directory: %w", err)
 	}
 	return nil
 }
