@@ -17,6 +17,7 @@ import (
 	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
+	"github.com/prometheus/client_golang/prometheus/collectors"
 	"github.com/prometheus/client_golang/prometheus/promhttp"
 
 	"github.com/ferrymq/ferry/internal/clock"
@@ -186,6 +187,10 @@ func Start(ctx context.Context, cfg Config) (*Server, error) {
 		metrics.NewSNSCollector(s.metrics, cfg.Logger),
 		metrics.NewStoreCollector(eng.StoreMetrics),
 		requests.Collector(),
+		// The process's own memory, goroutines and file descriptors
+		// (go_*, process_*): what a soak or an operator watches for growth.
+		collectors.NewGoCollector(),
+		collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}),
 	} {
 		if err := registry.Register(c); err != nil {
 			snsSvc.Close()
