@@ -168,8 +168,8 @@ func TestSoakAgainstFerry(t *testing.T) {
 	defer srv.Shutdown(context.Background())
 
 	var seen int
-	rep, err := bench.Soak(ctx, bench.SoakConfig{Endpoint: srv.URL(), Duration: 2 * time.Second, Rate: 300,
-		Sample: 200 * time.Millisecond, Progress: func(bench.SoakSample) { seen++ }})
+	rep, err := bench.Soak(ctx, bench.SoakConfig{Endpoint: srv.URL(), Duration: 1500 * time.Millisecond, Rate: 300,
+		Sample: 150 * time.Millisecond, Progress: func(bench.SoakSample) { seen++ }})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -182,10 +182,10 @@ func TestSoakAgainstFerry(t *testing.T) {
 		t.Fatalf("%d samples, %d reported", len(rep.Samples), seen)
 	}
 	last := rep.Samples[len(rep.Samples)-1]
-	if last.RSS <= 0 || last.HeapInuse <= 0 || last.Goroutines <= 0 || last.Sent == 0 || last.Received == 0 {
+	if last.RSS <= 0 || last.HeapInuse <= 0 || last.GCGoal <= 0 || last.GoSys <= 0 || last.Goroutines <= 0 || last.Sent == 0 || last.Received == 0 {
 		t.Errorf("last sample lacks figures: %+v", last)
 	}
-	if len(rep.Trends) != 3 {
+	if len(rep.Trends) != 4 {
 		t.Errorf("trends %+v", rep.Trends)
 	}
 	assertNoQueues(ctx, t, srv.URL())

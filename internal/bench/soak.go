@@ -52,11 +52,16 @@ type SoakConfig struct {
 
 // SoakSample is one scrape of the broker's figures and the load so far.
 type SoakSample struct {
-	Seconds    float64 `json:"t_s"`
-	RSS        float64 `json:"rss_bytes"`        // process_resident_memory_bytes
-	HeapInuse  float64 `json:"heap_inuse_bytes"` // go_memstats_heap_inuse_bytes
-	Goroutines float64 `json:"goroutines"`       // go_goroutines
-	Memtable   float64 `json:"memtable_bytes"`   // ferry_store_memtable_size_bytes
+	Seconds   float64 `json:"t_s"`
+	RSS       float64 `json:"rss_bytes"`        // process_resident_memory_bytes
+	HeapInuse float64 `json:"heap_inuse_bytes"` // go_memstats_heap_inuse_bytes
+	// GCGoal is the heap size at which the next collection starts: the
+	// live heap marked by the last one times 1+GOGC/100, so it follows
+	// the live set without the saw-tooth of garbage.
+	GCGoal     float64 `json:"gc_goal_bytes"`  // go_memstats_next_gc_bytes
+	GoSys      float64 `json:"go_sys_bytes"`   // go_memstats_sys_bytes: all the Go runtime holds
+	Goroutines float64 `json:"goroutines"`     // go_goroutines
+	Memtable   float64 `json:"memtable_bytes"` // ferry_store_memtable_size_bytes
 	BlockCache float64 `json:"block_cache_bytes"`
 	Stored     float64 `json:"messages_stored"` // ferry_sqs_messages_stored
 	Sent       int64   `json:"sent"`            // acknowledged sends and publishes so far
@@ -68,8 +73,8 @@ type SoakSample struct {
 
 // Line renders s as one row of the soak's table.
 func (s SoakSample) Line() string {
-	return fmt.Sprintf("%7.0fs  rss %7s  heap %7s  goroutines %5.0f  memtable %7s  cache %7s  stored %7.0f  sent %7s/s  recv %7s/s  err %d",
-		s.Seconds, MiB(s.RSS), MiB(s.HeapInuse), s.Goroutines, MiB(s.Memtable), MiB(s.BlockCache), s.Stored,
+	return fmt.Sprintf("%7.0fs  rss %7s  go %7s  heap %7s  gc-goal %7s  goroutines %5.0f  memtable %7s  cache %6s  stored %6.0f  sent %6s/s  recv %6s/s  err %d",
+		s.Seconds, MiB(s.RSS), MiB(s.GoSys), MiB(s.HeapInuse), MiB(s.GCGoal), s.Goroutines, MiB(s.Memtable), MiB(s.BlockCache), s.Stored,
 		Thousands(s.SendRate), Thousands(s.RecvRate), s.Errors)
 }
 
@@ -81,8 +86,9 @@ func MiB(b float64) string { return strconv.FormatFloat(b/(1<<20), 'f', 1, 64) +
 // garbage collection's saw-tooth and requests in flight barely move). The
 // figure has levelled off (Plateau) when the last third grew over the
 // middle one by at most half of what the middle grew over the first, plus
-// a tolerance of 1% of the last third's median: a leak grows by the same
-// amount each third, a filling cache or window by less and less.
+// a tolerance of 1% of the last third's median (at least 5, for the
+// goroutines' jitter): a leak grows by the same amount each third, a
+// filling cache or window by less and less.
 type Trend struct {
 	Figure  string     `json:"figure"`
 	Medians [3]float64 `json:"medians"` // of the first, middle and last third
@@ -108,7 +114,7 @@ func judge(figure string, t, v []float64) Trend {
 	tr.LastSlope = slope(t[b:], v[b:]) * 60
 	growMiddle := tr.Medians[1] - tr.Medians[0]
 	growLast := tr.Medians[2] - tr.Medians[1]
-	tol := max(0.01*tr.Medians[2], 1)
+	tol := max(0.01*tr.Medians[2], 5)
 	tr.Plateau = growLast <= max(growMiddle, 0)/2+tol
 	return tr
 }
@@ -147,7 +153,8 @@ type SoakReport struct {
 	Rate     int          `json:"rate"`
 	Samples  []SoakSample `json:"samples"`
 	Trends   []Trend      `json:"trends"`
-	// Plateau is the verdict: every figure with samples levelled off.
+	// Plateau is the verdict: RSS, heap in use, the GC's goal and the
+	// goroutines all levelled off.
 	Plateau bool `json:"plateau"`
 	// Result holds the correctness counters of the load: every
 	// acknowledged message must arrive exactly once, FIFO groups in order.
@@ -376,6 +383,7 @@ func (s *soak) run(ctx context.Context, cfg SoakConfig, rep *SoakReport) {
 			return
 		}
 		smp.RSS, smp.HeapInuse, smp.Goroutines = fig["process_resident_memory_bytes"], fig["go_memstats_heap_inuse_bytes"], fig["go_goroutines"]
+		smp.GCGoal, smp.GoSys = fig["go_memstats_next_gc_bytes"], fig["go_memstats_sys_bytes"]
 		smp.Memtable, smp.BlockCache = fig["ferry_store_memtable_size_bytes"], fig["ferry_store_block_cache_size_bytes"]
 		smp.Stored = fig["ferry_sqs_messages_stored"]
 		rep.Samples = append(rep.Samples, smp)
@@ -419,10 +427,11 @@ func (s *soak) run(ctx context.Context, cfg SoakConfig, rep *SoakReport) {
 		t[i] = smp.Seconds
 		figs["rss"] = append(figs["rss"], smp.RSS)
 		figs["heap"] = append(figs["heap"], smp.HeapInuse)
+		figs["gc-goal"] = append(figs["gc-goal"], smp.GCGoal)
 		figs["goroutines"] = append(figs["goroutines"], smp.Goroutines)
 	}
 	rep.Plateau = true
-	for _, f := range []string{"rss", "heap", "goroutines"} {
+	for _, f := range []string{"rss", "heap", "gc-goal", "goroutines"} {
 		tr := judge(f, t, figs[f])
 		rep.Trends = append(rep.Trends, tr)
 		rep.Plateau = rep.Plateau && tr.Plateau
