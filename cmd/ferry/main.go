@@ -25,6 +25,7 @@ const usage = `Ferry: an SQS- and SNS-compatible message broker.
 Usage:
   ferry serve [flags]   run the broker (the default command)
   ferry bench [flags]   measure an SQS/SNS endpoint, checking every answer
+  ferry soak [flags]    a long steady load, watching the broker's memory
   ferry version         print the version
 
 Run "ferry serve -h" for the flags. Every flag also reads an environment
@@ -48,6 +49,8 @@ func run(ctx context.Context, args []string, getenv func(string) string, stdout,
 		return serve(ctx, args, getenv, stderr)
 	case "bench":
 		return benchCmd(ctx, args, getenv, stdout, stderr)
+	case "soak":
+		return soakCmd(ctx, args, getenv, stdout, stderr)
 	case "version":
 		fmt.Fprintln(stdout, "ferry", version)
 		return 0

@@ -239,23 +239,7 @@ func Run(ctx context.Context, cfg Config) (*Report, error) {
 	if err := cfg.fill(); err != nil {
 		return nil, err
 	}
-	creds := credentials.NewStaticCredentialsProvider("ferrybench", "ferrybench", "")
-	// No retries: a retried send could turn one error into a silent
-	// duplicate, and every error must be counted.
-	sqsClient := sqs.New(sqs.Options{
-		Region:       Region,
-		BaseEndpoint: aws.String(cfg.Endpoint),
-		Credentials:  creds,
-		HTTPClient:   cfg.HTTPClient,
-		Retryer:      aws.NopRetryer{},
-	})
-	snsClient := sns.New(sns.Options{
-		Region:       Region,
-		BaseEndpoint: aws.String(cfg.Endpoint),
-		Credentials:  creds,
-		HTTPClient:   cfg.HTTPClient,
-		Retryer:      aws.NopRetryer{},
-	})
+	sqsClient, snsClient := clients(cfg.Endpoint, cfg.HTTPClient)
 	rep := &Report{Endpoint: cfg.Endpoint, Started: time.Now().UTC(), Duration: cfg.Duration.String(), Concurrency: cfg.Concurrency}
 	for _, name := range cfg.Scenarios {
 		i := slices.IndexFunc(catalogue, func(s scenario) bool { return s.name == name })
@@ -270,6 +254,28 @@ func Run(ctx context.Context, cfg Config) (*Report, error) {
 		}
 	}
 	return rep, nil
+}
+
+// clients are the SQS and SNS clients of a run against endpoint. No
+// retries: a retried send could turn one error into a silent duplicate,
+// and every error must be counted.
+func clients(endpoint string, hc *http.Client) (*sqs.Client, *sns.Client) {
+	creds := credentials.NewStaticCredentialsProvider("ferrybench", "ferrybench", "")
+	sqsClient := sqs.New(sqs.Options{
+		Region:       Region,
+		BaseEndpoint: aws.String(endpoint),
+		Credentials:  creds,
+		HTTPClient:   hc,
+		Retryer:      aws.NopRetryer{},
+	})
+	snsClient := sns.New(sns.Options{
+		Region:       Region,
+		BaseEndpoint: aws.String(endpoint),
+		Credentials:  creds,
+		HTTPClient:   hc,
+		Retryer:      aws.NopRetryer{},
+	})
+	return sqsClient, snsClient
 }
 
 func newRunID() string {
@@ -300,7 +306,12 @@ func (e *env) execute(ctx context.Context, fn func(context.Context, *env) error)
 	ctx, cancel := context.WithTimeout(ctx, 2*setupLimit+2*e.cfg.Duration+2*e.drainLimit())
 	err := fn(ctx, e)
 	cancel()
+	e.teardown()
+	return e.settleStatus(err)
+}
 
+// teardown removes what the run created, newest first.
+func (e *env) teardown() {
 	cctx, ccancel := context.WithTimeout(context.Background(), 15*time.Second)
 	defer ccancel()
 	for i := len(e.cleanup) - 1; i >= 0; i-- {
@@ -308,7 +319,12 @@ func (e *env) execute(ctx context.Context, fn func(context.Context, *env) error)
 			e.note("cleanup: %v", cerr)
 		}
 	}
+	e.cleanup = nil
+}
 
+// settleStatus is the result with its status: err is what stopped the
+// run, if anything did.
+func (e *env) settleStatus(err error) Result {
 	r := e.res
 	r.Errors += e.errs.Load()
 	var uerr *unsupportedError

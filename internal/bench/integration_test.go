@@ -153,3 +153,40 @@ func TestConfigRejected(t *testing.T) {
 		}
 	}
 }
+
+// TestSoakAgainstFerry runs the soak for a few seconds against a real
+// in-memory Ferry: every path of the mix must deliver what it sent, the
+// samples must carry the server's figures, and nothing may be left behind.
+// Whether memory levels off in seconds is not asserted.
+func TestSoakAgainstFerry(t *testing.T) {
+	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
+	defer cancel()
+	srv, err := server.Start(ctx, server.Config{Listen: "127.0.0.1:0", Memory: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer srv.Shutdown(context.Background())
+
+	var seen int
+	rep, err := bench.Soak(ctx, bench.SoakConfig{Endpoint: srv.URL(), Duration: 1500 * time.Millisecond, Rate: 300,
+		Sample: 150 * time.Millisecond, Progress: func(bench.SoakSample) { seen++ }})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Logf("\n%s", rep.Summary())
+	r := rep.Result
+	if r.Status != bench.StatusOK || r.Messages == 0 || r.Lost+r.Duplicated+r.OutOfOrder+r.Errors != 0 {
+		t.Errorf("load: %s", r.Line())
+	}
+	if len(rep.Samples) < 5 || seen != len(rep.Samples) {
+		t.Fatalf("%d samples, %d reported", len(rep.Samples), seen)
+	}
+	last := rep.Samples[len(rep.Samples)-1]
+	if last.RSS <= 0 || last.HeapInuse <= 0 || last.GCGoal <= 0 || last.GoSys <= 0 || last.Goroutines <= 0 || last.Sent == 0 || last.Received == 0 {
+		t.Errorf("last sample lacks figures: %+v", last)
+	}
+	if len(rep.Trends) != 4 {
+		t.Errorf("trends %+v", rep.Trends)
+	}
+	assertNoQueues(ctx, t, srv.URL())
+}

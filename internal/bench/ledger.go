@@ -14,6 +14,8 @@ type Ledger struct {
 	acked   []bool
 	seen    []uint8 // per seq and copy: arrivals, saturating at 255
 	pending int     // acknowledged copies not yet seen
+	nacked  int     // acknowledged sends
+	arrived int64   // distinct copies seen
 	unknown int64   // arrivals of sequence numbers never handed out
 	dups    int64
 }
@@ -50,6 +52,7 @@ func (l *Ledger) Ack(seq uint64) {
 		return
 	}
 	l.acked[seq] = true
+	l.nacked++
 	for c := range l.copies {
 		if l.seen[int(seq)*l.copies+c] == 0 {
 			l.pending++
@@ -83,6 +86,7 @@ func (l *Ledger) Seen(seq uint64, copy int) Arrival {
 		l.dups++
 		return Duplicate
 	}
+	l.arrived++
 	if l.acked[seq] {
 		l.pending--
 	}
@@ -102,6 +106,14 @@ func (l *Ledger) Pending() int {
 	l.mu.Lock()
 	defer l.mu.Unlock()
 	return l.pending
+}
+
+// Counts is how many sends were acknowledged and how many distinct copies
+// arrived so far, without counting the whole book as Tally does.
+func (l *Ledger) Counts() (acked int, received int64) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return l.nacked, l.arrived
 }
 
 // Tally is a ledger's account.

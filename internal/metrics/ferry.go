@@ -98,6 +98,8 @@ var (
 		"Memtable flushes completed.", nil, nil)
 	descMemtable = prometheus.NewDesc("ferry_store_memtable_size_bytes",
 		"Bytes allocated to memtables.", nil, nil)
+	descBlockCache = prometheus.NewDesc("ferry_store_block_cache_size_bytes",
+		"Bytes in the store's block cache (bounded by its capacity).", nil, nil)
 	descReadAmp = prometheus.NewDesc("ferry_store_read_amplification",
 		"Sorted runs a read may have to consult.", nil, nil)
 	descTables = prometheus.NewDesc("ferry_store_tables",
@@ -105,7 +107,7 @@ var (
 )
 
 var storeDescs = []*prometheus.Desc{descDisk, descWALFiles, descWALSize, descWALWritten, descSyncQueue,
-	descCompactions, descCompactionTime, descCompactionDebt, descFlushes, descMemtable, descReadAmp, descTables}
+	descCompactions, descCompactionTime, descCompactionDebt, descFlushes, descMemtable, descBlockCache, descReadAmp, descTables}
 
 // Describe implements prometheus.Collector.
 func (c *StoreCollector) Describe(ch chan<- *prometheus.Desc) {
@@ -135,6 +137,7 @@ func (c *StoreCollector) Collect(ch chan<- prometheus.Metric) {
 	gauge(descCompactionDebt, float64(m.Compact.EstimatedDebt))
 	counter(descFlushes, float64(m.Flush.Count))
 	gauge(descMemtable, float64(m.MemTable.Size))
+	gauge(descBlockCache, float64(m.BlockCache.Size))
 	gauge(descReadAmp, float64(m.ReadAmp()))
 	gauge(descTables, float64(m.Total().TablesCount))
 }

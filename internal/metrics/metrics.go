@@ -6,6 +6,7 @@ package metrics
 
 import (
 	"sort"
+	"strings"
 	"sync"
 	"time"
 
@@ -201,6 +202,10 @@ func (s *Store) create(k SeriesKey, now int64) *series {
 		}
 		delete(s.series, oldest)
 	}
+	// The key is kept as long as the series: copies, not views into the
+	// request whose action named the queue.
+	k = SeriesKey{strings.Clone(k.Namespace), strings.Clone(k.Metric),
+		Dimension{strings.Clone(k.Dimension.Name), strings.Clone(k.Dimension.Value)}}
 	se := &series{last: now}
 	s.series[k] = se
 	return se

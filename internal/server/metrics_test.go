@@ -200,3 +200,16 @@ func scrape(t *testing.T, f *ferry) string {
 	}
 	return resp.Body
 }
+
+// TestMetricsProcess: /metrics carries the process's own figures, which a
+// soak or an operator watches for growth, and the store's block cache.
+func TestMetricsProcess(t *testing.T) {
+	f := start(t, onDisk(t.TempDir()))
+	body := scrape(t, f)
+	for _, name := range []string{"go_goroutines", "go_memstats_heap_inuse_bytes", "go_memstats_sys_bytes",
+		"process_resident_memory_bytes", "process_open_fds", "ferry_store_block_cache_size_bytes", "ferry_store_memtable_size_bytes"} {
+		if !strings.Contains(body, "\n"+name+" ") {
+			t.Errorf("/metrics lacks %s", name)
+		}
+	}
+}

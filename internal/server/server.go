@@ -18,6 +18,7 @@ import (
 
 	"github.com/cockroachdb/pebble/v2/vfs"
 	"github.com/prometheus/client_golang/prometheus"
+	"github.com/prometheus/client_golang/prometheus/collectors"
 	"github.com/prometheus/client_golang/prometheus/promhttp"
 
 	"github.com/ferrymq/ferry/internal/clock"
@@ -234,6 +235,10 @@ func Start(ctx context.Context, cfg Config) (*Server, error) {
 		metrics.NewSNSCollector(s.metrics, cfg.Logger),
 		metrics.NewStoreCollector(eng.StoreMetrics),
 		requests.Collector(),
+		// The process's own memory, goroutines and file descriptors
+		// (go_*, process_*): what a soak or an operator watches for growth.
+		collectors.NewGoCollector(),
+		collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}),
 	} {
 		if err := registry.Register(c); err != nil {
 			snsSvc.Close()

@@ -28,26 +28,56 @@ type Delivery struct {
 	Timestamp string `json:"Timestamp"`
 }
 
-// deliveryLogSize bounds the log; the oldest deliveries go first.
-const deliveryLogSize = 10_000
+// deliveryLogSize and deliveryLogBytes bound the log, in deliveries and in
+// the bytes of their texts; the oldest deliveries go first. A count alone
+// would let 10,000 deliveries of 256 KiB messages, each kept as Message
+// and inside Body, hold 5 GiB.
+const (
+	deliveryLogSize  = 10_000
+	deliveryLogBytes = 64 << 20
+)
 
+// deliveryLog is a ring of the latest deliveries: n of them from head.
 type deliveryLog struct {
-	mu   sync.Mutex
-	ring []Delivery
-	next int
-	full bool
+	mu       sync.Mutex
+	ring     []Delivery
+	head, n  int
+	bytes    int // deliverySize of the n kept
+	maxBytes int
 }
 
-func newDeliveryLog(n int) *deliveryLog { return &deliveryLog{ring: make([]Delivery, n)} }
+func newDeliveryLog(n, maxBytes int) *deliveryLog {
+	return &deliveryLog{ring: make([]Delivery, n), maxBytes: maxBytes}
+}
+
+// deliverySize is about what d holds: its strings, and a little for the
+// rest. The newest delivery is kept whatever its size.
+func deliverySize(d *Delivery) int {
+	n := 256 + len(d.Protocol) + len(d.Endpoint) + len(d.SubscriptionArn) + len(d.TopicArn) + len(d.Type) +
+		len(d.MessageId) + len(d.Subject) + len(d.Message) + len(d.Body) + len(d.Timestamp)
+	for name, a := range d.Attributes {
+		n += len(name) + len(a.DataType) + len(a.StringValue) + len(a.BinaryValue)
+	}
+	return n
+}
 
 func (l *deliveryLog) add(d Delivery) {
+	size := deliverySize(&d)
 	l.mu.Lock()
 	defer l.mu.Unlock()
-	l.ring[l.next] = d
-	l.next++
-	if l.next == len(l.ring) {
-		l.next, l.full = 0, true
+	for l.n > 0 && (l.n == len(l.ring) || l.bytes+size > l.maxBytes) {
+		l.dropOldest()
 	}
+	l.ring[(l.head+l.n)%len(l.ring)] = d
+	l.n++
+	l.bytes += size
+}
+
+func (l *deliveryLog) dropOldest() {
+	l.bytes -= deliverySize(&l.ring[l.head])
+	l.ring[l.head] = Delivery{}
+	l.head = (l.head + 1) % len(l.ring)
+	l.n--
 }
 
 // list returns the deliveries, oldest first, that match the filter.
@@ -55,17 +85,11 @@ func (l *deliveryLog) list(keep func(*Delivery) bool) []Delivery {
 	l.mu.Lock()
 	defer l.mu.Unlock()
 	var out []Delivery
-	visit := func(ds []Delivery) {
-		for i := range ds {
-			if keep(&ds[i]) {
-				out = append(out, ds[i])
-			}
+	for i := range l.n {
+		if d := &l.ring[(l.head+i)%len(l.ring)]; keep(d) {
+			out = append(out, *d)
 		}
 	}
-	if l.full {
-		visit(l.ring[l.next:])
-	}
-	visit(l.ring[:l.next])
 	return out
 }
 
@@ -73,7 +97,7 @@ func (l *deliveryLog) clear() {
 	l.mu.Lock()
 	defer l.mu.Unlock()
 	clear(l.ring)
-	l.next, l.full = 0, false
+	l.head, l.n, l.bytes = 0, 0, 0
 }
 
 // Deliveries returns the recorded deliveries of a protocol ("" for all),

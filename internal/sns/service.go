@@ -168,7 +168,7 @@ func New(ctx context.Context, cfg Config) (_ *Service, err error) {
 	if s.smtpFrom == "" {
 		s.smtpFrom = defaultFrom
 	}
-	s.deliveries = newDeliveryLog(deliveryLogSize)
+	s.deliveries = newDeliveryLog(deliveryLogSize, deliveryLogBytes)
 	if s.statusLog, err = openStatusLog(cfg.DeliveryStatusLog); err != nil {
 		return nil, err
 	}

@@ -2,6 +2,7 @@ package embedded
 
 import (
 	"strconv"
+	"strings"
 	"time"
 
 	"github.com/cockroachdb/pebble/v2"
@@ -119,6 +120,9 @@ func newGroupIndex() groupIndex {
 func (x *groupIndex) get(id string) *group {
 	g := x.groups[id]
 	if g == nil {
+		// Kept while the group holds messages: a copy, not a view into
+		// the request that named it (see dedupTable.add).
+		id = strings.Clone(id)
 		g = &group{id: id, slot: -1}
 		x.groups[id] = g
 	}
@@ -288,7 +292,11 @@ func (t *dedupTable) lookup(k dedupKey, now int64) *dedupEntry {
 	return en
 }
 
+// add remembers en for the window. Its key is copied: the caller's
+// strings are views into the request's body, which the entry would
+// otherwise hold for five minutes.
 func (t *dedupTable) add(en *dedupEntry) {
+	en.key = dedupKey{group: strings.Clone(en.key.group), id: strings.Clone(en.key.id)}
 	t.m[en.key] = en
 	t.order.push(en)
 }
@@ -366,6 +374,7 @@ func (t *attemptTable) put(id string, got []taken, now int64) {
 	if old := t.m[id]; old != nil {
 		old.active = false
 	}
+	id = strings.Clone(id) // not a view into the request (see dedupTable.add)
 	a := &attempt{id: id, at: now, got: got, active: true}
 	t.m[id] = a
 	t.order.push(a)

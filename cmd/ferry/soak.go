@@ -1,0 +1,79 @@
+package main
+
+import (
+	"context"
+	"errors"
+	"flag"
+	"fmt"
+	"io"
+	"os"
+	"os/signal"
+	"runtime/debug"
+	"syscall"
+
+	"github.com/ferrymq/ferry/internal/bench"
+)
+
+// soakCmd offers a steady mixed load to an endpoint for a long time and
+// samples the broker's memory from its /metrics, to show whether it levels
+// off. With --json the document goes to stdout and the table to stderr.
+func soakCmd(ctx context.Context, args []string, getenv func(string) string, stdout, stderr io.Writer) int {
+	fs := flag.NewFlagSet("ferry soak", flag.ContinueOnError)
+	fs.SetOutput(stderr)
+	fs.Usage = func() {
+		fmt.Fprint(stderr, "Usage: ferry soak --endpoint URL [flags]\n\n"+
+			"A bounded-rate mix of sends, batch sends, receives and deletes, long polls, a dead-letter\n"+
+			"queue, a FIFO queue, an SNS fan-out to 4 queues and queue churn, with the broker's RSS, Go\n"+
+			"heap and goroutines sampled from GET /metrics and judged for a plateau.\n\n")
+		fs.PrintDefaults()
+	}
+	endpoint := fs.String("endpoint", "", "base URL of the broker, e.g. http://127.0.0.1:4566 (required)")
+	duration := fs.Duration("duration", bench.DefaultSoakDuration, "how long the load runs")
+	rate := fs.Int("rate", bench.DefaultSoakRate, "messages per second offered in total (never exceeded)")
+	sample := fs.Duration("sample", bench.DefaultSoakSample, "time between two samples of /metrics")
+	asJSON := fs.Bool("json", false, "print a JSON document on stdout (the table goes to stderr)")
+	if err := fs.Parse(args); err != nil {
+		if errors.Is(err, flag.ErrHelp) {
+			return 0
+		}
+		return 2
+	}
+	if fs.NArg() > 0 {
+		fmt.Fprintf(stderr, "ferry soak: unexpected argument %q\n", fs.Arg(0))
+		return 2
+	}
+	if *endpoint == "" {
+		fmt.Fprintln(stderr, "ferry soak: --endpoint is required")
+		return 2
+	}
+	if *duration <= 0 || *rate <= 0 || *sample <= 0 {
+		fmt.Fprintln(stderr, "ferry soak: --duration, --rate and --sample must be positive")
+		return 2
+	}
+	lines := stdout
+	if *asJSON {
+		lines = stderr
+	}
+	if pct, ok := gcPercent(getenv, benchGCPercent); ok {
+		debug.SetGCPercent(pct)
+	}
+	ctx, stop := signal.NotifyContext(ctx, os.Interrupt, syscall.SIGTERM)
+	defer stop()
+	rep, err := bench.Soak(ctx, bench.SoakConfig{Endpoint: *endpoint, Duration: *duration, Rate: *rate, Sample: *sample,
+		Progress: func(s bench.SoakSample) { fmt.Fprintln(lines, s.Line()) }})
+	if err != nil {
+		fmt.Fprintf(stderr, "ferry soak: %v\n", err)
+		return 2
+	}
+	fmt.Fprintln(lines, rep.Summary())
+	if *asJSON {
+		if err := rep.WriteJSON(stdout); err != nil {
+			fmt.Fprintf(stderr, "ferry soak: %v\n", err)
+			return 1
+		}
+	}
+	if rep.Failed() {
+		return 1
+	}
+	return 0
+}
