@@ -7,6 +7,7 @@ import (
 	"time"
 
 	"github.com/ferrymq/ferry/internal/metrics"
+	"github.com/ferrymq/ferry/internal/sns/filterpolicy"
 )
 
 // Counters are the CloudWatch-style counts of a topic or a subscription
@@ -168,19 +169,19 @@ func (s *Service) count(sub *subscription, k counter, n int) {
 
 // countFiltered counts a message a filter policy kept back, by the
 // policy's scope and the reason.
-func (s *Service) countFiltered(sub *subscription, scope string, r FilterResult) {
+func (s *Service) countFiltered(sub *subscription, scope string, r filterpolicy.Result) {
 	s.count(sub, cFilteredOut, 1)
-	if scope == ScopeMessageBody {
+	if scope == filterpolicy.ScopeMessageBody {
 		s.count(sub, cFilteredBody, 1)
 	} else {
 		s.count(sub, cFilteredAttrs, 1)
 	}
 	switch r {
-	case FilterNoAttributes:
+	case filterpolicy.NoAttributes:
 		s.count(sub, cFilteredNoAttrs, 1)
-	case FilterInvalidAttributes:
+	case filterpolicy.InvalidAttributes:
 		s.count(sub, cFilteredBadAttrs, 1)
-	case FilterInvalidBody:
+	case filterpolicy.InvalidBody:
 		s.count(sub, cFilteredBadBody, 1)
 	}
 }

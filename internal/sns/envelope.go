@@ -8,7 +8,8 @@ import (
 	"slices"
 	"strings"
 	"time"
-	"unicode/utf8"
+
+	"github.com/ferrymq/ferry/internal/sns/snsjson"
 )
 
 // SNS message types: the envelope's Type and the x-amz-sns-message-type header.
@@ -121,11 +122,11 @@ func (n *Notification) JSON() ([]byte, error) {
 		for i, name := range names {
 			a := n.MessageAttributes[name]
 			b = append(b, "    "...)
-			b = appendJSONString(b, name)
+			b = snsjson.AppendString(b, name)
 			b = append(b, ` : {"Type":`...)
-			b = appendJSONString(b, a.DataType)
+			b = snsjson.AppendString(b, a.DataType)
 			b = append(b, `,"Value":`...)
-			b = appendJSONString(b, a.envelopeValue())
+			b = snsjson.AppendString(b, envelopeValue(a))
 			b = append(b, '}')
 			if i < len(names)-1 {
 				b = append(b, ',')
@@ -154,7 +155,7 @@ func (n *Notification) Headers(subscriptionARN, contentType string, raw bool) ht
 }
 
 // envelopeValue is the attribute's "Value": binary data travels as base64.
-func (a MessageAttribute) envelopeValue() string {
+func envelopeValue(a MessageAttribute) string {
 	if strings.HasPrefix(a.DataType, "Binary") {
 		return base64.StdEncoding.EncodeToString(a.BinaryValue)
 	}
@@ -281,62 +282,11 @@ func signatureVersion(v string) string {
 // appendMember writes one `  "name" : "value"` line of an envelope.
 func appendMember(b []byte, name, value string, last bool) []byte {
 	b = append(b, "  "...)
-	b = appendJSONString(b, name)
+	b = snsjson.AppendString(b, name)
 	b = append(b, " : "...)
-	b = appendJSONString(b, value)
+	b = snsjson.AppendString(b, value)
 	if !last {
 		b = append(b, ',')
 	}
 	return append(b, '\n')
-}
-
-const hexDigits = "0123456789ABCDEF"
-
-// appendJSONString quotes s the way SNS's JSON writer does: '"' and '\'
-// and control characters are escaped (\b \t \n \f \r short, others as
-// \u00XX with upper-case hex); '/', non-ASCII and U+2028/9 stay as they
-// are. Invalid UTF-8 becomes U+FFFD so that the output is always JSON.
-func appendJSONString(b []byte, s string) []byte {
-	b = append(b, '"')
-	start := 0
-	for i := 0; i < len(s); {
-		c := s[i]
-		if c >= utf8.RuneSelf {
-			r, size := utf8.DecodeRuneInString(s[i:])
-			if r == utf8.RuneError && size == 1 {
-				b = append(b, s[start:i]...)
-				b = append(b, "\uFFFD"...)
-				i++
-				start = i
-				continue
-			}
-			i += size
-			continue
-		}
-		if c >= 0x20 && c != '"' && c != '\\' {
-			i++
-			continue
-		}
-		b = append(b, s[start:i]...)
-		switch c {
-		case '"', '\\':
-			b = append(b, '\\', c)
-		case '\b':
-			b = append(b, '\\', 'b')
-		case '\t':
-			b = append(b, '\\', 't')
-		case '\n':
-			b = append(b, '\\', 'n')
-		case '\f':
-			b = append(b, '\\', 'f')
-		case '\r':
-			b = append(b, '\\', 'r')
-		default:
-			b = append(b, '\\', 'u', '0', '0', hexDigits[c>>4], hexDigits[c&0xF])
-		}
-		i++
-		start = i
-	}
-	b = append(b, s[start:]...)
-	return append(b, '"')
 }

@@ -11,6 +11,7 @@ import (
 
 	"github.com/ferrymq/ferry/internal/engine"
 	"github.com/ferrymq/ferry/internal/metrics"
+	"github.com/ferrymq/ferry/internal/sns/filterpolicy"
 )
 
 // fanoutWorkers bounds the goroutines that serve subscriptions of
@@ -206,7 +207,7 @@ func (s *Service) passes(sub *subscription, m *message) bool {
 		return true
 	}
 	r := fp.Evaluate(m.textFor(sub.Protocol), m.attrs)
-	if r == FilterPass {
+	if r == filterpolicy.Pass {
 		return true
 	}
 	s.countFiltered(sub, fp.Scope(), r)

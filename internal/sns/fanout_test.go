@@ -9,6 +9,7 @@ import (
 
 	"github.com/ferrymq/ferry/internal/digest"
 	"github.com/ferrymq/ferry/internal/engine"
+	"github.com/ferrymq/ferry/internal/sns/filterpolicy"
 )
 
 // TestFanoutCopies publishes to enveloped and raw SQS subscriptions of one
@@ -291,7 +292,7 @@ func TestFanoutFIFOTopic(t *testing.T) {
 
 // TestPassing keeps the messages a filter policy lets through, in order.
 func TestPassing(t *testing.T) {
-	fp, err := ParseFilterPolicy(`{"kind":["order"]}`, "")
+	fp, err := filterpolicy.Parse(`{"kind":["order"]}`, "")
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -14,8 +14,14 @@ import (
 
 	"github.com/ferrymq/ferry/internal/digest"
 	"github.com/ferrymq/ferry/internal/engine"
+	"github.com/ferrymq/ferry/internal/sns/filterpolicy"
 	"github.com/ferrymq/ferry/internal/xmlchar"
 )
+
+// MessageAttribute is a message attribute as published. It is the filter
+// policy's own type, so that fan-out hands a message's attributes to every
+// subscription's policy as they are.
+type MessageAttribute = filterpolicy.Attribute
 
 // Message limits (sns.md §5).
 const (

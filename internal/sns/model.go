@@ -8,6 +8,8 @@ import (
 	"slices"
 	"strings"
 	"time"
+
+	"github.com/ferrymq/ferry/internal/sns/filterpolicy"
 )
 
 // Record kinds in the engine's RecordStore.
@@ -101,7 +103,7 @@ type subscription struct {
 	DeletedAt time.Time `json:"deletedAt,omitempty"`
 	Created   time.Time `json:"created"`
 
-	filter  *FilterPolicy
+	filter  *filterpolicy.Policy
 	policy  *subscriptionPolicy
 	redrive *queueRef
 	state   *subState
@@ -117,7 +119,7 @@ func (s *subscription) clone() *subscription {
 func (s *subscription) prepare() error {
 	s.filter, s.policy, s.redrive = nil, nil, nil
 	if raw := s.Attrs[attrFilterPolicy]; raw != "" {
-		fp, err := ParseFilterPolicy(raw, s.Attrs[attrFilterPolicyScope])
+		fp, err := filterpolicy.Parse(raw, s.Attrs[attrFilterPolicyScope])
 		if err != nil {
 			return err
 		}

@@ -158,7 +158,7 @@ func (s *Service) record(t *topic, sub *subscription, m *message) error {
 			ev.Subject = &m.subject
 		}
 		for name, a := range m.deliveredAttrs() {
-			ev.MessageAttributes[name] = lambdaAttr{Type: a.DataType, Value: a.envelopeValue()}
+			ev.MessageAttributes[name] = lambdaAttr{Type: a.DataType, Value: envelopeValue(a)}
 		}
 		b, err := json.Marshal(lambdaEvent{Records: []lambdaRecord{{EventSource: "aws:sns", EventVersion: "1.0", EventSubscriptionArn: sub.ARN, Sns: ev}}})
 		if err != nil {

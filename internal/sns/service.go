@@ -3,7 +3,8 @@
 // validation and wording, fan-out straight into SQS queues, and delivery
 // to HTTP/S and email endpoints through hidden per-subscription queues, so
 // that retries follow the delivery policy on the engine's clock and
-// survive restarts.
+// survive restarts. Subscription filter policies are a language of their
+// own, in package filterpolicy.
 package sns
 
 import (

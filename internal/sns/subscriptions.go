@@ -16,6 +16,7 @@ import (
 	"github.com/google/uuid"
 
 	"github.com/ferrymq/ferry/internal/protocol"
+	"github.com/ferrymq/ferry/internal/sns/filterpolicy"
 )
 
 // Subscription protocols.
@@ -138,15 +139,15 @@ func checkSubscriptionAttribute(name, value string, sc subContext, inSubscribe b
 		}
 		return v, nil
 	case attrFilterPolicyScope:
-		if value != ScopeMessageAttributes && value != ScopeMessageBody {
-			return "", attrError(inSubscribe, "FilterPolicyScope: Invalid value ["+value+"]. Please use either MessageBody or MessageAttributes")
+		if err := filterpolicy.CheckScope(value); err != nil {
+			return "", filterPolicyError(err, inSubscribe)
 		}
 		return value, nil
 	case attrFilterPolicy:
 		if value == "" {
 			return "", nil
 		}
-		if _, err := ParseFilterPolicy(value, sc.scope); err != nil {
+		if _, err := filterpolicy.Parse(value, sc.scope); err != nil {
 			return "", filterPolicyError(err, inSubscribe)
 		}
 		return value, nil
@@ -196,9 +197,9 @@ func checkSubscriptionAttribute(name, value string, sc subContext, inSubscribe b
 	return "", attrError(inSubscribe, "AttributeName")
 }
 
-// filterPolicyError words a ParseFilterPolicy error for the action.
+// filterPolicyError words a filterpolicy.Parse error for the action.
 func filterPolicyError(err error, inSubscribe bool) error {
-	var fe *FilterPolicyError
+	var fe *filterpolicy.Error
 	if !errors.As(err, &fe) {
 		return invalidParameter("FilterPolicy")
 	}
@@ -418,7 +419,7 @@ func subscriptionAttribute(sub *subscription, name string) string {
 	case attrRawMessageDelivery:
 		return "false"
 	case attrFilterPolicyScope:
-		return ScopeMessageAttributes
+		return filterpolicy.ScopeMessageAttributes
 	}
 	return ""
 }
@@ -648,7 +649,7 @@ func (s *Service) getSubscriptionAttributes(ctx context.Context, in *subscriptio
 		attrs[attrRawMessageDelivery] = "false"
 	}
 	if _, ok := attrs[attrFilterPolicy]; ok && attrs[attrFilterPolicyScope] == "" {
-		attrs[attrFilterPolicyScope] = ScopeMessageAttributes
+		attrs[attrFilterPolicyScope] = filterpolicy.ScopeMessageAttributes
 	}
 	if sub.Protocol == protoHTTP || sub.Protocol == protoHTTPS {
 		attrs[attrEffectiveDeliveryPolicy] = s.deliveryPolicy(sub).json()
@@ -706,7 +707,7 @@ func (s *Service) setSubscriptionAttributes(ctx context.Context, in *setSubscrip
 	if in.AttributeName == attrFilterPolicyScope {
 		// The policy in place must hold in the new scope.
 		if fp := sub.Attrs[attrFilterPolicy]; fp != "" {
-			if _, err := ParseFilterPolicy(fp, v); err != nil {
+			if _, err := filterpolicy.Parse(fp, v); err != nil {
 				return nil, filterPolicyError(err, false)
 			}
 		}

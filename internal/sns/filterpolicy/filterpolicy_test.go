@@ -1,4 +1,4 @@
-package sns
+package filterpolicy
 
 import (
 	"encoding/json"
@@ -67,10 +67,10 @@ func TestParseFilterPolicyRecordedErrors(t *testing.T) {
 		{`{"invalidjson}`, "failed to parse JSON. Unexpected end-of-input in field name" + at("15")},
 	}
 	for _, tt := range tests {
-		_, err := ParseFilterPolicy(tt.policy, ScopeMessageAttributes)
-		var perr *FilterPolicyError
+		_, err := Parse(tt.policy, ScopeMessageAttributes)
+		var perr *Error
 		if !errors.As(err, &perr) {
-			t.Errorf("%s: err = %v, want a FilterPolicyError", tt.policy, err)
+			t.Errorf("%s: err = %v, want a *Error", tt.policy, err)
 			continue
 		}
 		if got, want := perr.SubscribeMessage(), "Invalid parameter: Attributes Reason: FilterPolicy: "+tt.want; got != want {
@@ -92,7 +92,7 @@ func TestParseFilterPolicySetForm(t *testing.T) {
 		{`{}`, "RandomValue", "Invalid parameter: FilterPolicyScope: Invalid value [RandomValue]. Please use either MessageBody or MessageAttributes"},
 	}
 	for _, tt := range tests {
-		_, err := ParseFilterPolicy(tt.policy, tt.scope)
+		_, err := Parse(tt.policy, tt.scope)
 		if err == nil || err.Error() != tt.want {
 			t.Errorf("%s:\n got %v\nwant %s", tt.policy, err, tt.want)
 		}
@@ -151,7 +151,7 @@ func TestParseFilterPolicyErrors(t *testing.T) {
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			_, err := ParseFilterPolicy(tt.policy, "")
+			_, err := Parse(tt.policy, "")
 			if err == nil || err.Error() != "Invalid parameter: "+tt.want {
 				t.Errorf("got  %v\nwant Invalid parameter: %s", err, tt.want)
 			}
@@ -194,7 +194,7 @@ func TestParseFilterPolicyJSONErrors(t *testing.T) {
 		{`{"é":[1}`, "Unexpected close marker '}': expected ']' (for Array starting at " + redacted + "6])" + at("8")},
 	}
 	for _, tt := range tests {
-		_, err := ParseFilterPolicy(tt.policy, ScopeMessageBody)
+		_, err := Parse(tt.policy, ScopeMessageBody)
 		if err == nil || err.Error() != prefix+tt.want {
 			t.Errorf("%q:\n got  %v\n want %s", tt.policy, err, prefix+tt.want)
 		}
@@ -216,19 +216,19 @@ func TestParseFilterPolicyAccepts(t *testing.T) {
 		{"unicode", `{"ключ":["значение","\ud83d\ude00"]}`, ""},
 	}
 	for _, tt := range tests {
-		if _, err := ParseFilterPolicy(tt.policy, tt.scope); err != nil {
+		if _, err := Parse(tt.policy, tt.scope); err != nil {
 			t.Errorf("%s: %v", tt.name, err)
 		}
 	}
 }
 
-func str(v string) MessageAttribute { return MessageAttribute{DataType: "String", StringValue: v} }
-func num(v string) MessageAttribute { return MessageAttribute{DataType: "Number", StringValue: v} }
-func arr(v string) MessageAttribute {
-	return MessageAttribute{DataType: "String.Array", StringValue: v}
+func str(v string) Attribute { return Attribute{DataType: "String", StringValue: v} }
+func num(v string) Attribute { return Attribute{DataType: "Number", StringValue: v} }
+func arr(v string) Attribute {
+	return Attribute{DataType: "String.Array", StringValue: v}
 }
 
-type attrs = map[string]MessageAttribute
+type attrs = map[string]Attribute
 
 func TestMatchAttributes(t *testing.T) {
 	type c = struct {
@@ -248,8 +248,8 @@ func TestMatchAttributes(t *testing.T) {
 			{nil, false},
 			{attrs{"a": arr(`["z","y"]`)}, true},
 			{attrs{"a": arr(`["z"]`)}, false},
-			{attrs{"a": MessageAttribute{DataType: "String.custom", StringValue: "x"}}, true},
-			{attrs{"a": MessageAttribute{DataType: "Binary", BinaryValue: []byte("x")}}, false},
+			{attrs{"a": Attribute{DataType: "String.custom", StringValue: "x"}}, true},
+			{attrs{"a": Attribute{DataType: "Binary", BinaryValue: []byte("x")}}, false},
 		}},
 		{"exact number", `{"a":[100]}`, []c{
 			{attrs{"a": num("100")}, true},
@@ -259,7 +259,7 @@ func TestMatchAttributes(t *testing.T) {
 			{attrs{"a": str("100")}, false},
 			{attrs{"a": arr(`[1, 100]`)}, true},
 			{attrs{"a": arr(`["100"]`)}, false},
-			{attrs{"a": MessageAttribute{DataType: "Number.int", StringValue: "100"}}, true},
+			{attrs{"a": Attribute{DataType: "Number.int", StringValue: "100"}}, true},
 		}},
 		{"string that is a number", `{"a":["100"]}`, []c{
 			{attrs{"a": str("100")}, true},
@@ -324,7 +324,7 @@ func TestMatchAttributes(t *testing.T) {
 			{attrs{"a": num("100.1")}, true},
 			{attrs{"a": num("100")}, false},
 			{attrs{"a": num("1e2")}, false},
-			{attrs{"a": MessageAttribute{DataType: "Number.Array", StringValue: "[100, 50]"}}, true},
+			{attrs{"a": Attribute{DataType: "Number.Array", StringValue: "[100, 50]"}}, true},
 			{attrs{"a": str("100")}, true},
 		}},
 		{"anything-but prefix", `{"a":[{"anything-but":{"prefix":"order-"}}]}`, []c{
@@ -336,7 +336,7 @@ func TestMatchAttributes(t *testing.T) {
 			{attrs{"store": str("fans")}, true},
 			{attrs{"store": num("1")}, true},
 			{attrs{"other": str("fans")}, false},
-			{attrs{"store": MessageAttribute{DataType: "Binary", BinaryValue: []byte{1}}}, false},
+			{attrs{"store": Attribute{DataType: "Binary", BinaryValue: []byte{1}}}, false},
 			{attrs{"store": arr(`[]`)}, false},
 		}},
 		{"not exists", `{"store":[{"exists":false}]}`, []c{
@@ -410,7 +410,7 @@ func TestMatchAttributes(t *testing.T) {
 		}},
 	}
 	for _, tt := range table {
-		p, err := ParseFilterPolicy(tt.policy, ScopeMessageAttributes)
+		p, err := Parse(tt.policy, ScopeMessageAttributes)
 		if err != nil {
 			t.Fatalf("%s: %v", tt.name, err)
 		}
@@ -513,7 +513,7 @@ func TestMatchBody(t *testing.T) {
 		}},
 	}
 	for _, tt := range table {
-		p, err := ParseFilterPolicy(tt.policy, ScopeMessageBody)
+		p, err := Parse(tt.policy, ScopeMessageBody)
 		if err != nil {
 			t.Fatalf("%s: %v", tt.name, err)
 		}
@@ -526,18 +526,18 @@ func TestMatchBody(t *testing.T) {
 }
 
 func TestMatchByScope(t *testing.T) {
-	var nilPolicy *FilterPolicy
+	var nilPolicy *Policy
 	if !nilPolicy.Match("x", nil) || nilPolicy.Scope() != ScopeMessageAttributes {
 		t.Error("a nil policy must let everything through")
 	}
-	body, err := ParseFilterPolicy(`{"a":["x"]}`, ScopeMessageBody)
+	body, err := Parse(`{"a":["x"]}`, ScopeMessageBody)
 	if err != nil {
 		t.Fatal(err)
 	}
 	if !body.Match(`{"a":"x"}`, nil) || body.Match(`{"a":"y"}`, attrs{"a": str("x")}) {
 		t.Error("a MessageBody policy must look at the body")
 	}
-	att, err := ParseFilterPolicy(`{"a":["x"]}`, "")
+	att, err := Parse(`{"a":["x"]}`, "")
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -573,9 +573,9 @@ func FuzzParseFilterPolicy(f *testing.F) {
 		if body {
 			scope = ScopeMessageBody
 		}
-		p, err := ParseFilterPolicy(raw, scope)
+		p, err := Parse(raw, scope)
 		if err != nil {
-			var perr *FilterPolicyError
+			var perr *Error
 			if !errors.As(err, &perr) || !strings.HasPrefix(err.Error(), "Invalid parameter: ") {
 				t.Fatalf("unexpected error %T %v", err, err)
 			}
@@ -593,9 +593,9 @@ func FuzzMatch(f *testing.F) {
 		`{"a":[{"numeric":[">",0,"<=",5]},{"cidr":"10.0.0.0/8"},{"cidr":"2001:db8::/32"},{"wildcard":"a*b*"}]}`,
 		`{"$or":[{"a":{"b":[{"exists":true}]}},{"c":[{"exists":false}]}],"d.e":["::1"]}`,
 	}
-	compiled := make([]*FilterPolicy, len(policies))
+	compiled := make([]*Policy, len(policies))
 	for i, s := range policies {
-		p, err := ParseFilterPolicy(s, ScopeMessageBody)
+		p, err := Parse(s, ScopeMessageBody)
 		if err != nil {
 			f.Fatal(err)
 		}
@@ -642,37 +642,37 @@ func FuzzParseJSON(f *testing.F) {
 }
 
 func TestFilterEvaluateReasons(t *testing.T) {
-	str := func(v string) MessageAttribute { return MessageAttribute{DataType: "String", StringValue: v} }
+	str := func(v string) Attribute { return Attribute{DataType: "String", StringValue: v} }
 	for _, c := range []struct {
 		policy, scope string
 		body          string
-		attrs         map[string]MessageAttribute
-		want          FilterResult
+		attrs         map[string]Attribute
+		want          Result
 	}{
-		{`{"a":["x"]}`, "", "", map[string]MessageAttribute{"a": str("x")}, FilterPass},
-		{`{"a":["x"]}`, "", "", map[string]MessageAttribute{"a": str("y")}, FilterNoMatch},
-		{`{"a":["x"]}`, "", "", map[string]MessageAttribute{"b": str("x")}, FilterNoMatch},
-		{`{"a":["x"]}`, "", "", nil, FilterNoAttributes},
-		{`{"a":[{"exists":false}]}`, "", "", nil, FilterPass},
-		{`{"a":["x"]}`, "", "", map[string]MessageAttribute{"a": {DataType: "String.Array", StringValue: "x"}}, FilterInvalidAttributes},
-		{`{"a":[5]}`, "", "", map[string]MessageAttribute{"a": {DataType: "Number.Array", StringValue: "5"}}, FilterInvalidAttributes},
-		{`{"a":[5]}`, "", "", map[string]MessageAttribute{"a": {DataType: "Number", StringValue: "five"}}, FilterInvalidAttributes},
+		{`{"a":["x"]}`, "", "", map[string]Attribute{"a": str("x")}, Pass},
+		{`{"a":["x"]}`, "", "", map[string]Attribute{"a": str("y")}, NoMatch},
+		{`{"a":["x"]}`, "", "", map[string]Attribute{"b": str("x")}, NoMatch},
+		{`{"a":["x"]}`, "", "", nil, NoAttributes},
+		{`{"a":[{"exists":false}]}`, "", "", nil, Pass},
+		{`{"a":["x"]}`, "", "", map[string]Attribute{"a": {DataType: "String.Array", StringValue: "x"}}, InvalidAttributes},
+		{`{"a":[5]}`, "", "", map[string]Attribute{"a": {DataType: "Number.Array", StringValue: "5"}}, InvalidAttributes},
+		{`{"a":[5]}`, "", "", map[string]Attribute{"a": {DataType: "Number", StringValue: "five"}}, InvalidAttributes},
 		// An attribute the policy does not read is never invalid.
-		{`{"a":["x"]}`, "", "", map[string]MessageAttribute{"a": str("x"), "b": {DataType: "Number", StringValue: "five"}}, FilterPass},
-		{`{"a":["x"]}`, ScopeMessageBody, `{"a":"x"}`, nil, FilterPass},
-		{`{"a":["x"]}`, ScopeMessageBody, `{"a":"y"}`, nil, FilterNoMatch},
-		{`{"a":["x"]}`, ScopeMessageBody, `not json`, nil, FilterInvalidBody},
-		{`{"a":["x"]}`, ScopeMessageBody, `["a"]`, nil, FilterInvalidBody},
-		{`{}`, ScopeMessageBody, `not json`, nil, FilterPass},
+		{`{"a":["x"]}`, "", "", map[string]Attribute{"a": str("x"), "b": {DataType: "Number", StringValue: "five"}}, Pass},
+		{`{"a":["x"]}`, ScopeMessageBody, `{"a":"x"}`, nil, Pass},
+		{`{"a":["x"]}`, ScopeMessageBody, `{"a":"y"}`, nil, NoMatch},
+		{`{"a":["x"]}`, ScopeMessageBody, `not json`, nil, InvalidBody},
+		{`{"a":["x"]}`, ScopeMessageBody, `["a"]`, nil, InvalidBody},
+		{`{}`, ScopeMessageBody, `not json`, nil, Pass},
 	} {
-		p, err := ParseFilterPolicy(c.policy, c.scope)
+		p, err := Parse(c.policy, c.scope)
 		if err != nil {
 			t.Fatal(err)
 		}
 		if got := p.Evaluate(c.body, c.attrs); got != c.want {
 			t.Errorf("%s (%s) on %q %v: %d, want %d", c.policy, c.scope, c.body, c.attrs, got, c.want)
 		}
-		if p.Match(c.body, c.attrs) != (c.want == FilterPass) {
+		if p.Match(c.body, c.attrs) != (c.want == Pass) {
 			t.Errorf("%s: Match disagrees with Evaluate", c.policy)
 		}
 	}

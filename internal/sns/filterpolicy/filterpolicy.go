@@ -1,4 +1,16 @@
-package sns
+// Package filterpolicy is the language of SNS subscription filter
+// policies (the FilterPolicy and FilterPolicyScope subscription
+// attributes, sns.md §9): Parse validates a policy as SNS does and
+// compiles it, and a Policy evaluates a message's attributes or body.
+//
+// AWS's answers show how SNS reads a filter policy: Jackson parses it into
+// a tree that is written back compactly, and AWS's event-ruler library (its
+// 1.0.x texts and its anything-but, numeric and cidr rules) compiles that
+// rewrite. This package follows both steps so that errors carry AWS's text
+// and Jackson's location ("line: 1, column: N", counted in the rewrite).
+// Matching follows the library: paths are dot-joined, arrays are
+// transparent, and every value keeps its JSON type.
+package filterpolicy
 
 import (
 	"bytes"
@@ -10,15 +22,9 @@ import (
 	"unicode"
 	"unicode/utf16"
 	"unicode/utf8"
-)
 
-// AWS's answers show how SNS reads a filter policy: Jackson parses it into
-// a tree that is written back compactly, and AWS's event-ruler library (its
-// 1.0.x texts and its anything-but, numeric and cidr rules) compiles that
-// rewrite. This file follows both steps so that errors carry AWS's text and
-// Jackson's location ("line: 1, column: N", counted in the rewrite).
-// Matching follows the library: paths are dot-joined, arrays are
-// transparent, and every value keeps its JSON type.
+	"github.com/ferrymq/ferry/internal/sns/snsjson"
+)
 
 // Filter policy scopes (the FilterPolicyScope subscription attribute).
 const (
@@ -40,31 +46,31 @@ const (
 	numberLimit = 5e9
 )
 
-// MessageAttribute is a message attribute as published.
-type MessageAttribute struct {
+// Attribute is a message attribute as published.
+type Attribute struct {
 	DataType    string
 	StringValue string
 	BinaryValue []byte
 }
 
-// FilterPolicyError is a policy SNS rejects. Error() is the message
+// Error is a policy SNS rejects. Error() is the message
 // SetSubscriptionAttributes answers with (code InvalidParameter, HTTP 400).
-type FilterPolicyError struct {
+type Error struct {
 	// Reason follows "Invalid parameter: ", for example
 	// "FilterPolicy: Filter policy is too complex".
 	Reason string
 }
 
-func (e *FilterPolicyError) Error() string { return "Invalid parameter: " + e.Reason }
+func (e *Error) Error() string { return "Invalid parameter: " + e.Reason }
 
 // SubscribeMessage is the message Subscribe answers with for the same policy.
-func (e *FilterPolicyError) SubscribeMessage() string {
+func (e *Error) SubscribeMessage() string {
 	return "Invalid parameter: Attributes Reason: " + e.Reason
 }
 
-// FilterPolicy is a compiled subscription filter policy. A nil policy, and
+// Policy is a compiled subscription filter policy. A nil policy, and
 // the empty policy {}, let every message through.
-type FilterPolicy struct {
+type Policy struct {
 	scope string
 	root  *ruleSet // nil for {}
 	// paths flags every leaf path of the policy and each of its dot-prefixes,
@@ -77,26 +83,23 @@ const (
 	pathPrefix uint8 = 2
 )
 
-// ParseFilterPolicy validates raw as SNS does for scope ("" means
-// MessageAttributes) and compiles it. Errors are *FilterPolicyError.
-func ParseFilterPolicy(raw, scope string) (*FilterPolicy, error) {
-	switch scope {
-	case "":
+// Parse validates raw as SNS does for scope ("" means MessageAttributes)
+// and compiles it. Errors are *Error.
+func Parse(raw, scope string) (*Policy, error) {
+	if scope == "" {
 		scope = ScopeMessageAttributes
-	case ScopeMessageAttributes, ScopeMessageBody:
-	default:
-		return nil, &FilterPolicyError{Reason: "FilterPolicyScope: Invalid value [" + scope +
-			"]. Please use either MessageBody or MessageAttributes"}
+	} else if err := CheckScope(scope); err != nil {
+		return nil, err
 	}
 	if len(raw) > maxPolicyBytes {
 		// The limit is documented; this wording is not recorded from AWS.
-		return nil, &FilterPolicyError{Reason: "FilterPolicy: Filter policy is too large"}
+		return nil, &Error{Reason: "FilterPolicy: Filter policy is too large"}
 	}
 	tree, jerr := parseJSON(raw, true)
 	if jerr != nil {
-		return nil, &FilterPolicyError{Reason: "FilterPolicy: failed to parse JSON. " + jerr.Error()}
+		return nil, &Error{Reason: "FilterPolicy: failed to parse JSON. " + jerr.Error()}
 	}
-	p := &FilterPolicy{scope: scope}
+	p := &Policy{scope: scope}
 	if tree.kind == jObject && len(tree.keys) == 0 {
 		return p, nil // {} removes filtering
 	}
@@ -105,15 +108,15 @@ func ParseFilterPolicy(raw, scope string) (*FilterPolicy, error) {
 		return nil, err
 	}
 	if scope == ScopeMessageAttributes && root.nested() {
-		return nil, &FilterPolicyError{Reason: "Filter policy scope MessageAttributes does not support nested filter policy"}
+		return nil, &Error{Reason: "Filter policy scope MessageAttributes does not support nested filter policy"}
 	}
 	// Keys are counted as the compiled rule has them: the fields (leaf
 	// paths) of each $or alternative. AWS's documents are ambiguous here.
 	if root.keys() > maxPolicyKeys {
-		return nil, &FilterPolicyError{Reason: "FilterPolicy: Filter policy can not have more than 5 keys"}
+		return nil, &Error{Reason: "FilterPolicy: Filter policy can not have more than 5 keys"}
 	}
 	if root.combinations() > maxCombinations {
-		return nil, &FilterPolicyError{Reason: "FilterPolicy: Filter policy is too complex"}
+		return nil, &Error{Reason: "FilterPolicy: Filter policy is too complex"}
 	}
 	p.root = root
 	p.paths = make(map[string]uint8)
@@ -121,41 +124,50 @@ func ParseFilterPolicy(raw, scope string) (*FilterPolicy, error) {
 	return p, nil
 }
 
+// CheckScope validates a FilterPolicyScope value. Errors are *Error.
+func CheckScope(scope string) error {
+	if scope != ScopeMessageAttributes && scope != ScopeMessageBody {
+		return &Error{Reason: "FilterPolicyScope: Invalid value [" + scope +
+			"]. Please use either MessageBody or MessageAttributes"}
+	}
+	return nil
+}
+
 // Scope is the scope the policy was parsed for.
-func (p *FilterPolicy) Scope() string {
+func (p *Policy) Scope() string {
 	if p == nil {
 		return ScopeMessageAttributes
 	}
 	return p.scope
 }
 
-// FilterResult is what a policy made of a message: it passed, or why not.
-type FilterResult uint8
+// Result is what a policy made of a message: it passed, or why not.
+type Result uint8
 
-// Filter results. The reasons other than FilterNoMatch are the ones
+// Filter results. The reasons other than NoMatch are the ones
 // CloudWatch counts apart (NumberOfNotificationsFilteredOut-…).
 const (
-	FilterPass FilterResult = iota
-	// FilterNoMatch: the message's values do not match the policy.
-	FilterNoMatch
-	// FilterNoAttributes: attribute scope, and the message has none.
-	FilterNoAttributes
-	// FilterInvalidAttributes: attribute scope, and an attribute the
+	Pass Result = iota
+	// NoMatch: the message's values do not match the policy.
+	NoMatch
+	// NoAttributes: attribute scope, and the message has none.
+	NoAttributes
+	// InvalidAttributes: attribute scope, and an attribute the
 	// policy reads is malformed (a String.Array that is not a JSON array,
 	// a Number that is not a number).
-	FilterInvalidAttributes
-	// FilterInvalidBody: body scope, and the body is not a JSON object.
-	FilterInvalidBody
+	InvalidAttributes
+	// InvalidBody: body scope, and the body is not a JSON object.
+	InvalidBody
 )
 
 // Match applies the policy to the part of the message its scope names.
-func (p *FilterPolicy) Match(body string, attrs map[string]MessageAttribute) bool {
-	return p.Evaluate(body, attrs) == FilterPass
+func (p *Policy) Match(body string, attrs map[string]Attribute) bool {
+	return p.Evaluate(body, attrs) == Pass
 }
 
 // Evaluate applies the policy to the part of the message its scope names
 // and tells why a message did not pass.
-func (p *FilterPolicy) Evaluate(body string, attrs map[string]MessageAttribute) FilterResult {
+func (p *Policy) Evaluate(body string, attrs map[string]Attribute) Result {
 	if p.Scope() == ScopeMessageBody {
 		return p.evaluateBody(body)
 	}
@@ -167,13 +179,13 @@ func (p *FilterPolicy) Evaluate(body string, attrs map[string]MessageAttribute) 
 // Number.Array, which AWS's examples use) JSON arrays whose elements each
 // count; Binary attributes take no part. A String.Array that is not a JSON
 // array, or a Number that is not a number, fails the message.
-func (p *FilterPolicy) MatchAttributes(attrs map[string]MessageAttribute) bool {
-	return p.evaluateAttributes(attrs) == FilterPass
+func (p *Policy) MatchAttributes(attrs map[string]Attribute) bool {
+	return p.evaluateAttributes(attrs) == Pass
 }
 
-func (p *FilterPolicy) evaluateAttributes(attrs map[string]MessageAttribute) FilterResult {
+func (p *Policy) evaluateAttributes(attrs map[string]Attribute) Result {
 	if p == nil || p.root == nil {
-		return FilterPass
+		return Pass
 	}
 	ev := make(event)
 	for name, a := range attrs {
@@ -185,7 +197,7 @@ func (p *FilterPolicy) evaluateAttributes(attrs map[string]MessageAttribute) Fil
 		case t == "String.Array" || t == "Number.Array":
 			n, err := parseJSON(a.StringValue, false)
 			if err != nil || n.kind != jArray {
-				return FilterInvalidAttributes
+				return InvalidAttributes
 			}
 			p.flatten(ev, n, name, false)
 		case t == "String" || strings.HasPrefix(t, "String."):
@@ -195,7 +207,7 @@ func (p *FilterPolicy) evaluateAttributes(attrs map[string]MessageAttribute) Fil
 		case t == "Number" || strings.HasPrefix(t, "Number."):
 			v, ok := numberAttribute(a.StringValue)
 			if !ok {
-				return FilterInvalidAttributes
+				return InvalidAttributes
 			}
 			if flags&pathLeaf != 0 {
 				ev[name] = append(ev[name], v)
@@ -204,39 +216,39 @@ func (p *FilterPolicy) evaluateAttributes(attrs map[string]MessageAttribute) Fil
 	}
 	switch {
 	case p.root.match(ev):
-		return FilterPass
+		return Pass
 	case len(attrs) == 0:
-		return FilterNoAttributes
+		return NoAttributes
 	}
-	return FilterNoMatch
+	return NoMatch
 }
 
 // MatchBody reports whether a message body passes the policy. The body must
 // be a JSON object; anything else matches nothing.
-func (p *FilterPolicy) MatchBody(body string) bool {
-	return p.evaluateBody(body) == FilterPass
+func (p *Policy) MatchBody(body string) bool {
+	return p.evaluateBody(body) == Pass
 }
 
-func (p *FilterPolicy) evaluateBody(body string) FilterResult {
+func (p *Policy) evaluateBody(body string) Result {
 	if p == nil || p.root == nil {
-		return FilterPass
+		return Pass
 	}
 	n, err := parseJSON(body, false)
 	if err != nil || n.kind != jObject {
-		return FilterInvalidBody
+		return InvalidBody
 	}
 	ev := make(event)
 	p.flatten(ev, n, "", true)
 	if p.root.match(ev) {
-		return FilterPass
+		return Pass
 	}
-	return FilterNoMatch
+	return NoMatch
 }
 
 // flatten records the leaf values of n under their dot-joined paths,
 // looking only into paths the policy reads. Array elements share the path
 // of their array.
-func (p *FilterPolicy) flatten(ev event, n *jnode, path string, top bool) {
+func (p *Policy) flatten(ev event, n *jnode, path string, top bool) {
 	switch n.kind {
 	case jObject:
 		for i, k := range n.keys {
@@ -598,19 +610,19 @@ func compileRules(text string) (*ruleSet, error) {
 
 // fail is an error at the parser's current location.
 func (c *compiler) fail(msg string) error {
-	return &FilterPolicyError{Reason: "FilterPolicy: " + msg + "\n at " + jsonLocation(1, c.lx.col())}
+	return &Error{Reason: "FilterPolicy: " + msg + "\n at " + jsonLocation(1, c.lx.col())}
 }
 
 // failRethrown is an error the library raises inside a handler that
 // catches it and raises it again, so its location appears twice.
 func (c *compiler) failRethrown(msg string) error {
 	loc := "\n at " + jsonLocation(1, c.lx.col())
-	return &FilterPolicyError{Reason: "FilterPolicy: " + msg + loc + loc}
+	return &Error{Reason: "FilterPolicy: " + msg + loc + loc}
 }
 
 // failBare is an error the library raises without a location.
 func failBare(msg string) error {
-	return &FilterPolicyError{Reason: "FilterPolicy: " + msg}
+	return &Error{Reason: "FilterPolicy: " + msg}
 }
 
 func joinPath(path []string, name string) string {
@@ -1833,7 +1845,7 @@ func appendCompact(b []byte, n *jnode) []byte {
 			if i > 0 {
 				b = append(b, ',')
 			}
-			b = appendJSONString(b, k)
+			b = snsjson.AppendString(b, k)
 			b = append(b, ':')
 			b = appendCompact(b, n.vals[i])
 		}
@@ -1848,7 +1860,7 @@ func appendCompact(b []byte, n *jnode) []byte {
 		}
 		return append(b, ']')
 	case jString:
-		return appendJSONString(b, n.text)
+		return snsjson.AppendString(b, n.text)
 	case jInt:
 		if n.text == "-0" {
 			return append(b, '0')
@@ -1858,9 +1870,9 @@ func appendCompact(b []byte, n *jnode) []byte {
 		f, _ := strconv.ParseFloat(n.text, 64)
 		switch {
 		case math.IsInf(f, 1):
-			return appendJSONString(b, "Infinity")
+			return snsjson.AppendString(b, "Infinity")
 		case math.IsInf(f, -1):
-			return appendJSONString(b, "-Infinity")
+			return snsjson.AppendString(b, "-Infinity")
 		}
 		return append(b, javaDouble(f)...)
 	}
