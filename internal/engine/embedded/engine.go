@@ -400,18 +400,10 @@ func (e *Engine) syncBarrier() error {
 
 // CreateQueue implements engine.Backend.
 func (e *Engine) CreateQueue(ctx context.Context, q engine.Queue) (engine.Queue, bool, error) {
-	if err := ctx.Err(); err != nil {
+	if err := e.begin(ctx, opAdmin); err != nil {
 		return engine.Queue{}, false, err
 	}
-	if err := e.enter(); err != nil {
-		return engine.Queue{}, false, err
-	}
-	defer e.leave()
-	if err := e.writable(); err != nil {
-		return engine.Queue{}, false, err
-	}
-	e.adminMu.Lock()
-	defer e.adminMu.Unlock()
+	defer e.end(opAdmin)
 
 	key := qname{q.Account, q.Name}
 	if ex, err := e.lookup(q.Account, q.Name); err == nil {
@@ -464,28 +456,20 @@ func (e *Engine) GetQueue(ctx context.Context, account, name string) (engine.Que
 // never changed in place (UpdateQueue installs fresh copies), so they can
 // be shared with readers.
 func (e *Engine) ViewQueue(ctx context.Context, account, name string) (engine.Queue, error) {
-	if err := e.enter(); err != nil {
-		return engine.Queue{}, err
-	}
-	defer e.leave()
-	q, err := e.lookup(account, name)
-	if err != nil {
-		return engine.Queue{}, err
-	}
-	q.mu.Lock()
-	defer q.mu.Unlock()
-	if q.deleted {
-		return engine.Queue{}, engine.ErrQueueNotFound
-	}
-	return q.desc, nil
+	var desc engine.Queue
+	err := e.withQueue(ctx, account, name, opRead, func(q *queue) (commit, error) {
+		desc = q.desc
+		return commit{}, nil
+	})
+	return desc, err
 }
 
 // ListQueues implements engine.Backend.
 func (e *Engine) ListQueues(ctx context.Context, account, prefix string) ([]engine.Queue, error) {
-	if err := e.enter(); err != nil {
+	if err := e.begin(ctx, opRead); err != nil {
 		return nil, err
 	}
-	defer e.leave()
+	defer e.end(opRead)
 	var qs []*queue
 	e.mu.RLock()
 	for k, q := range e.queues {
@@ -513,60 +497,40 @@ func (e *Engine) ListQueues(ctx context.Context, account, prefix string) ([]engi
 // sends (on a FIFO queue also to the messages still delayed, as on SQS),
 // the deduplication scope to the next sends.
 func (e *Engine) UpdateQueue(ctx context.Context, account, name string, fn func(*engine.Queue) error) error {
-	if err := ctx.Err(); err != nil {
-		return err
-	}
-	if err := e.enter(); err != nil {
-		return err
-	}
-	defer e.leave()
-	if err := e.writable(); err != nil {
-		return err
-	}
-	q, err := e.lookup(account, name)
-	if err != nil {
-		return err
-	}
-	q.mu.Lock()
-	if q.deleted {
-		q.mu.Unlock()
-		return engine.ErrQueueNotFound
-	}
-	d := cloneQueue(&q.desc)
-	if err := fn(&d); err != nil {
-		q.mu.Unlock()
-		return err
-	}
-	d = cloneQueue(&d) // detach maps fn may have kept
-	d.Account, d.Name = q.desc.Account, q.desc.Name
-	d.Settings.FIFO = q.fifo
-	b := e.db.NewBatch()
-	_ = b.Set(queueKey(q.id), encodeQueue(nil, &d), nil)
-	if err := e.applyOrdered(b); err != nil {
-		q.mu.Unlock()
-		b.Close()
-		return err
-	}
-	if d.ARN != q.desc.ARN {
-		e.mu.Lock()
-		if e.arns[q.desc.ARN] == q {
-			delete(e.arns, q.desc.ARN)
+	return e.withQueue(ctx, account, name, opWrite, func(q *queue) (commit, error) {
+		d := cloneQueue(&q.desc)
+		if err := fn(&d); err != nil {
+			return commit{}, err
 		}
-		if d.ARN != "" {
-			e.arns[d.ARN] = q
+		d = cloneQueue(&d) // detach maps fn may have kept
+		d.Account, d.Name = q.desc.Account, q.desc.Name
+		d.Settings.FIFO = q.fifo
+		b := e.db.NewBatch()
+		_ = b.Set(queueKey(q.id), encodeQueue(nil, &d), nil)
+		c, err := e.order(b)
+		if err != nil {
+			return c, err
 		}
-		e.mu.Unlock()
-	}
-	redelay := q.fifo && d.Settings.Delay != q.desc.Settings.Delay
-	q.desc = d
-	if redelay {
-		q.redelayLocked(d.Settings.Delay)
-	}
-	now := e.now()
-	q.advanceLocked(now)
-	q.rearmLocked(now)
-	q.mu.Unlock()
-	return e.awaitDurable(b)
+		if d.ARN != q.desc.ARN {
+			e.mu.Lock()
+			if e.arns[q.desc.ARN] == q {
+				delete(e.arns, q.desc.ARN)
+			}
+			if d.ARN != "" {
+				e.arns[d.ARN] = q
+			}
+			e.mu.Unlock()
+		}
+		redelay := q.fifo && d.Settings.Delay != q.desc.Settings.Delay
+		q.desc = d
+		if redelay {
+			q.redelayLocked(d.Settings.Delay)
+		}
+		now := e.now()
+		q.advanceLocked(now)
+		q.rearmLocked(now)
+		return c, nil
+	})
 }
 
 // DeleteQueue implements engine.Backend. Waiting receives return empty; the
@@ -574,56 +538,36 @@ func (e *Engine) UpdateQueue(ctx context.Context, account, name string, fn func(
 // queue's move tasks go with it: their records are deleted in the same
 // batch, and their runners end them FAILED.
 func (e *Engine) DeleteQueue(ctx context.Context, account, name string) error {
-	if err := ctx.Err(); err != nil {
-		return err
-	}
-	if err := e.enter(); err != nil {
-		return err
-	}
-	defer e.leave()
-	if err := e.writable(); err != nil {
-		return err
-	}
-	e.adminMu.Lock()
-	defer e.adminMu.Unlock()
-	q, err := e.lookup(account, name)
-	if err != nil {
-		return err
-	}
+	// Only a delete marks a queue deleted, and it takes it out of the maps
+	// (under the queue lock: queue.mu → Engine.mu) before adminMu is free.
+	return e.withQueue(ctx, account, name, opAdmin, func(q *queue) (commit, error) {
+		b := e.db.NewBatch()
+		lo, hi := queueMsgSpan(q.id)
+		_ = b.DeleteRange(lo, hi, nil)
+		lo, hi = queueTaskSpan(q.id)
+		_ = b.DeleteRange(lo, hi, nil)
+		lo, hi = queueDedupSpan(q.id)
+		_ = b.DeleteRange(lo, hi, nil)
+		_ = b.Delete(queueKey(q.id), nil)
+		q.deleted = true
+		q.stopTimerLocked()
+		q.wakeAllLocked()
+		q.resetIndexLocked()
+		for _, tk := range q.tasks {
+			tk.wake()
+		}
+		c, err := e.order(b)
 
-	b := e.db.NewBatch()
-	lo, hi := queueMsgSpan(q.id)
-	_ = b.DeleteRange(lo, hi, nil)
-	lo, hi = queueTaskSpan(q.id)
-	_ = b.DeleteRange(lo, hi, nil)
-	lo, hi = queueDedupSpan(q.id)
-	_ = b.DeleteRange(lo, hi, nil)
-	_ = b.Delete(queueKey(q.id), nil)
-	q.mu.Lock()
-	q.deleted = true
-	q.stopTimerLocked()
-	q.wakeAllLocked()
-	q.resetIndexLocked()
-	for _, tk := range q.tasks {
-		tk.wake()
-	}
-	err = e.applyOrdered(b)
-	arn := q.desc.ARN
-	q.mu.Unlock()
-
-	key := qname{account, name}
-	e.mu.Lock()
-	delete(e.queues, key)
-	if e.arns[arn] == q {
-		delete(e.arns, arn)
-	}
-	e.mu.Unlock()
-	e.deleted[key] = e.clock.Now()
-	if err != nil {
-		b.Close()
-		return err
-	}
-	return e.awaitDurable(b)
+		key := qname{account, name}
+		e.mu.Lock()
+		delete(e.queues, key)
+		if e.arns[q.desc.ARN] == q {
+			delete(e.arns, q.desc.ARN)
+		}
+		e.mu.Unlock()
+		e.deleted[key] = e.clock.Now()
+		return c, err
+	})
 }
 
 func cloneQueue(q *engine.Queue) engine.Queue {

@@ -26,16 +26,10 @@ var errOriginalLost = errors.New("embedded: send: the original of a duplicate wa
 // their batch is durable, so no receive can see a message a crash would
 // lose.
 func (e *Engine) Send(ctx context.Context, account, name string, msgs []engine.NewMessage) ([]engine.SendResult, error) {
-	if err := ctx.Err(); err != nil {
+	if err := e.begin(ctx, opWrite); err != nil {
 		return nil, err
 	}
-	if err := e.enter(); err != nil {
-		return nil, err
-	}
-	defer e.leave()
-	if err := e.writable(); err != nil {
-		return nil, err
-	}
+	defer e.end(opWrite)
 	q, err := e.lookup(account, name)
 	if err != nil || len(msgs) == 0 {
 		return nil, err
@@ -65,16 +59,10 @@ func (e *Engine) Send(ctx context.Context, account, name string, msgs []engine.N
 // FIFO queues go through Send's FIFO path one by one, after that commit,
 // so that a failure of the whole leaves none of them written.
 func (e *Engine) SendMany(ctx context.Context, sends []engine.QueueSend) ([]engine.SendOutcome, error) {
-	if err := ctx.Err(); err != nil {
+	if err := e.begin(ctx, opWrite); err != nil {
 		return nil, err
 	}
-	if err := e.enter(); err != nil {
-		return nil, err
-	}
-	defer e.leave()
-	if err := e.writable(); err != nil {
-		return nil, err
-	}
+	defer e.end(opWrite)
 	n, size := 0, 0
 	for i := range sends {
 		n += len(sends[i].Msgs)
@@ -675,19 +663,29 @@ func (e *Engine) fetch(q *queue, got []taken) ([]engine.Message, error) {
 	return out, nil
 }
 
-// parseHandles checks every handle's MAC and queue before any lock is taken.
-func (e *Engine) parseHandles(q *queue, n int, handle func(int) string) ([]receipt, []error) {
+// parseHandles checks every handle's MAC before any lock is taken; the
+// caller checks that each names its queue (ownReceipt).
+func (e *Engine) parseHandles(n int, handle func(int) string) ([]receipt, []error) {
 	rs := make([]receipt, n)
 	errs := make([]error, n)
 	for i := range n {
 		r, ok := e.signer.parse(handle(i))
-		if !ok || r.qid != q.id {
+		if !ok {
 			errs[i] = engine.ErrReceiptHandleInvalid
 			continue
 		}
 		rs[i] = r
 	}
 	return rs, errs
+}
+
+// ownReceipt reports whether the i-th of parseHandles' receipts is valid
+// for q, failing it if it is another queue's.
+func (q *queue) ownReceipt(rs []receipt, errs []error, i int) bool {
+	if errs[i] == nil && rs[i].qid != q.id {
+		errs[i] = engine.ErrReceiptHandleInvalid
+	}
+	return errs[i] == nil
 }
 
 // Delete implements engine.Backend. A handle deletes its message if it is
@@ -698,94 +696,54 @@ func (e *Engine) parseHandles(q *queue, n int, handle func(int) string) ([]recei
 // deleted message keeps blocking its group until the delete is durable, so
 // that a crash cannot bring it back after the message behind it went out.
 func (e *Engine) Delete(ctx context.Context, account, name string, handles []string) ([]error, error) {
-	if err := ctx.Err(); err != nil {
-		return nil, err
-	}
-	if err := e.enter(); err != nil {
-		return nil, err
-	}
-	defer e.leave()
-	if err := e.writable(); err != nil {
-		return nil, err
-	}
-	q, err := e.lookup(account, name)
-	if err != nil {
-		return nil, err
-	}
-	rs, errs := e.parseHandles(q, len(handles), func(i int) string { return handles[i] })
-
-	var b *pebble.Batch
-	var doomed []*message // FIFO: deleting, to drop once durable
-	stale := false
-	q.mu.Lock()
-	if q.deleted {
-		q.mu.Unlock()
-		return nil, engine.ErrQueueNotFound
-	}
-	now := e.now()
-	q.advanceLocked(now)
-	for i, r := range rs {
-		if errs[i] != nil {
-			continue
-		}
-		m := q.msgs[r.seq]
-		if m != nil && m.status == statusDeleting && m.gen == r.gen {
-			stale = true // a retry of a delete still under way
-			continue
-		}
-		if q.fifo && m != nil && (m.gen != r.gen || m.status != statusInflight) {
-			errs[i] = engine.ErrReceiptHandleExpired
-			continue
-		}
-		if m == nil || m.gen != r.gen {
-			stale = true
-			continue
-		}
-		if q.fifo {
-			q.markDeletingLocked(m)
-			doomed = append(doomed, m)
-		} else {
-			q.dropLocked(m)
-		}
-		if b == nil {
-			b = e.db.NewBatch()
-		}
-		deleteMsgKeys(b, q.id, m)
-	}
-	if b != nil {
-		err = e.applyOrdered(b)
-	}
-	q.rearmLocked(now)
-	q.mu.Unlock()
-
-	switch {
-	case b != nil && err != nil:
-		b.Close()
-	case b != nil:
-		if e.beforeDeleteSync != nil {
-			e.beforeDeleteSync()
-		}
-		err = e.awaitDurable(b)
-	case stale:
-		// The message may have been deleted by a call still waiting for its
-		// sync (a retried delete): do not acknowledge before that one is.
-		err = e.syncBarrier()
-	}
-	if len(doomed) > 0 {
-		// Durable (or failed, which ends the process): let the groups go.
-		q.mu.Lock()
-		if !q.deleted {
-			for _, m := range doomed {
-				if q.msgs[m.seq] == m && m.status == statusDeleting {
-					q.dropLocked(m)
-				}
+	rs, errs := e.parseHandles(len(handles), func(i int) string { return handles[i] })
+	err := e.withQueue(ctx, account, name, opWrite, func(q *queue) (commit, error) {
+		var b *pebble.Batch
+		var doomed []*message // FIFO: deleting, to drop once durable
+		stale := false
+		now := e.now()
+		q.advanceLocked(now)
+		for i, r := range rs {
+			if !q.ownReceipt(rs, errs, i) {
+				continue
 			}
-			now := e.now()
-			q.serveLocked(now)
-			q.rearmLocked(now)
+			m := q.msgs[r.seq]
+			if m != nil && m.status == statusDeleting && m.gen == r.gen {
+				stale = true // a retry of a delete still under way
+				continue
+			}
+			if q.fifo && m != nil && (m.gen != r.gen || m.status != statusInflight) {
+				errs[i] = engine.ErrReceiptHandleExpired
+				continue
+			}
+			if m == nil || m.gen != r.gen {
+				stale = true
+				continue
+			}
+			if q.fifo {
+				q.markDeletingLocked(m)
+				doomed = append(doomed, m)
+			} else {
+				q.dropLocked(m)
+			}
+			if b == nil {
+				b = e.db.NewBatch()
+			}
+			deleteMsgKeys(b, q.id, m)
 		}
-		q.mu.Unlock()
-	}
+		var c commit
+		var err error
+		if b != nil {
+			c, err = e.order(b)
+		}
+		q.rearmLocked(now)
+		// The message may have been deleted by a call still waiting for
+		// its sync (a retried delete): do not acknowledge before that one is.
+		c.barrier = stale
+		c.deleting = doomed
+		c.beforeSync = e.beforeDeleteSync
+		return c, err
+	})
 	if err != nil {
 		return nil, err
 	}
@@ -797,153 +755,102 @@ func (e *Engine) Delete(ctx context.Context, account, name string, handles []str
 // expired but that nobody received since is hidden again. On a FIFO queue
 // a handle whose visibility has expired fails with ErrReceiptHandleExpired.
 func (e *Engine) ChangeVisibility(ctx context.Context, account, name string, changes []engine.VisibilityChange) ([]error, error) {
-	if err := ctx.Err(); err != nil {
-		return nil, err
-	}
-	if err := e.enter(); err != nil {
-		return nil, err
-	}
-	defer e.leave()
-	if err := e.writable(); err != nil {
-		return nil, err
-	}
-	q, err := e.lookup(account, name)
+	rs, errs := e.parseHandles(len(changes), func(i int) string { return changes[i].ReceiptHandle })
+	err := e.withQueue(ctx, account, name, opWrite, func(q *queue) (commit, error) {
+		var b *pebble.Batch
+		var buf [64]byte
+		now := e.now()
+		q.advanceLocked(now)
+		revealed := false
+		for i, r := range rs {
+			if !q.ownReceipt(rs, errs, i) {
+				continue
+			}
+			m := q.msgs[r.seq]
+			if m != nil && m.status == statusDeleting {
+				errs[i] = engine.ErrMessageNotInflight
+				continue
+			}
+			if q.fifo && m != nil && (m.gen != r.gen || m.status != statusInflight) {
+				errs[i] = engine.ErrReceiptHandleExpired
+				continue
+			}
+			if m == nil || m.gen != r.gen {
+				errs[i] = engine.ErrMessageNotInflight
+				continue
+			}
+			timeout := max0(changes[i].Timeout)
+			deadline := after(now, timeout)
+			if deadline > after(m.receivedAt, engine.MaxVisibility) {
+				errs[i] = engine.ErrVisibilityLimit
+				continue
+			}
+			m.touched = true
+			if timeout == 0 {
+				m.deadline = now
+				if m.status != statusReady {
+					q.revealLocked(m)
+					revealed = true
+				}
+			} else {
+				q.hideLocked(m, deadline)
+			}
+			if b == nil {
+				b = e.db.NewBatch()
+			}
+			k := makeMsgKey(q.id, m.seq, kindState)
+			_ = b.Set(k[:], encodeState(buf[:0], m.state()), nil)
+		}
+		var c commit
+		var err error
+		if b != nil {
+			c, err = e.order(b)
+		}
+		if revealed {
+			q.serveLocked(now)
+		}
+		q.rearmLocked(now)
+		return c, err
+	})
 	if err != nil {
 		return nil, err
-	}
-	rs, errs := e.parseHandles(q, len(changes), func(i int) string { return changes[i].ReceiptHandle })
-
-	var b *pebble.Batch
-	var buf [64]byte
-	q.mu.Lock()
-	if q.deleted {
-		q.mu.Unlock()
-		return nil, engine.ErrQueueNotFound
-	}
-	now := e.now()
-	q.advanceLocked(now)
-	revealed := false
-	for i, r := range rs {
-		if errs[i] != nil {
-			continue
-		}
-		m := q.msgs[r.seq]
-		if m != nil && m.status == statusDeleting {
-			errs[i] = engine.ErrMessageNotInflight
-			continue
-		}
-		if q.fifo && m != nil && (m.gen != r.gen || m.status != statusInflight) {
-			errs[i] = engine.ErrReceiptHandleExpired
-			continue
-		}
-		if m == nil || m.gen != r.gen {
-			errs[i] = engine.ErrMessageNotInflight
-			continue
-		}
-		timeout := max0(changes[i].Timeout)
-		deadline := after(now, timeout)
-		if deadline > after(m.receivedAt, engine.MaxVisibility) {
-			errs[i] = engine.ErrVisibilityLimit
-			continue
-		}
-		m.touched = true
-		if timeout == 0 {
-			m.deadline = now
-			if m.status != statusReady {
-				q.revealLocked(m)
-				revealed = true
-			}
-		} else {
-			q.hideLocked(m, deadline)
-		}
-		if b == nil {
-			b = e.db.NewBatch()
-		}
-		k := makeMsgKey(q.id, m.seq, kindState)
-		_ = b.Set(k[:], encodeState(buf[:0], m.state()), nil)
-	}
-	if b != nil {
-		err = e.applyOrdered(b)
-	}
-	if revealed {
-		q.serveLocked(now)
-	}
-	q.rearmLocked(now)
-	q.mu.Unlock()
-
-	if b != nil {
-		if err != nil {
-			b.Close()
-			return nil, err
-		}
-		if err := e.awaitDurable(b); err != nil {
-			return nil, err
-		}
 	}
 	return errs, nil
 }
 
 // Purge implements engine.Backend.
 func (e *Engine) Purge(ctx context.Context, account, name string) error {
-	if err := ctx.Err(); err != nil {
-		return err
-	}
-	if err := e.enter(); err != nil {
-		return err
-	}
-	defer e.leave()
-	if err := e.writable(); err != nil {
-		return err
-	}
-	q, err := e.lookup(account, name)
-	if err != nil {
-		return err
-	}
-	q.mu.Lock()
-	if q.deleted {
-		q.mu.Unlock()
-		return engine.ErrQueueNotFound
-	}
-	nowT := e.clock.Now()
-	if last := q.desc.LastPurge; !last.IsZero() && nowT.Sub(last) < engine.PurgeInterval {
-		q.mu.Unlock()
-		return engine.ErrPurgeInProgress
-	}
-	d := cloneQueue(&q.desc)
-	d.LastPurge = normTime(nowT)
-	b := e.db.NewBatch()
-	lo, hi := msgSpan(q.id, 0, q.nextSeq)
-	_ = b.DeleteRange(lo, hi, nil)
-	_ = b.Set(queueKey(q.id), encodeQueue(nil, &d), nil)
-	if err := e.applyOrdered(b); err != nil {
-		q.mu.Unlock()
-		b.Close()
-		return err
-	}
-	q.desc = d
-	q.purgeFloor = q.nextSeq
-	q.resetIndexLocked()
-	q.mu.Unlock()
-	return e.awaitDurable(b)
+	return e.withQueue(ctx, account, name, opWrite, func(q *queue) (commit, error) {
+		nowT := e.clock.Now()
+		if last := q.desc.LastPurge; !last.IsZero() && nowT.Sub(last) < engine.PurgeInterval {
+			return commit{}, engine.ErrPurgeInProgress
+		}
+		d := cloneQueue(&q.desc)
+		d.LastPurge = normTime(nowT)
+		b := e.db.NewBatch()
+		lo, hi := msgSpan(q.id, 0, q.nextSeq)
+		_ = b.DeleteRange(lo, hi, nil)
+		_ = b.Set(queueKey(q.id), encodeQueue(nil, &d), nil)
+		c, err := e.order(b)
+		if err != nil {
+			return c, err
+		}
+		q.desc = d
+		q.purgeFloor = q.nextSeq
+		q.resetIndexLocked()
+		return c, nil
+	})
 }
 
 // Stats implements engine.Backend; the counts are exact at the call's time.
 func (e *Engine) Stats(ctx context.Context, account, name string) (engine.Stats, error) {
-	if err := e.enter(); err != nil {
-		return engine.Stats{}, err
-	}
-	defer e.leave()
-	q, err := e.lookup(account, name)
-	if err != nil {
-		return engine.Stats{}, err
-	}
-	q.mu.Lock()
-	defer q.mu.Unlock()
-	if q.deleted {
-		return engine.Stats{}, engine.ErrQueueNotFound
-	}
-	now := e.now()
-	q.advanceLocked(now)
-	q.rearmLocked(now)
-	return q.stats(), nil
+	var st engine.Stats
+	err := e.withQueue(ctx, account, name, opRead, func(q *queue) (commit, error) {
+		now := e.now()
+		q.advanceLocked(now)
+		q.rearmLocked(now)
+		st = q.stats()
+		return commit{}, nil
+	})
+	return st, err
 }
