@@ -18,7 +18,8 @@
 // puts them into the other under that one's lock (see redrive.go and
 // movetask.go). task.mu guards one move task's state and orders the writes
 // of its record. Engine.mu guards the name and ARN maps, Engine.taskMu the
-// active task counts; neither is held while taking another lock.
+// active task counts; neither is held while taking another lock. A call on
+// one queue takes closeMu, adminMu and queue.mu through withQueue (op.go).
 package embedded
 
 import (

@@ -8,16 +8,19 @@ import (
 	"github.com/ferrymq/ferry/internal/engine"
 )
 
-// Every call on a queue opens and closes the same way; withQueue does it
-// once for all. Opening (begin): the context, entering the engine, for a
-// write the disk space guard, for a queue create or delete adminMu. Then
-// the lookup, the queue lock and the deleted check, the operation's own
-// work under the lock, where it orders its batch (order), the unlock, and
-// the wait for that batch to be durable, outside the lock so that
-// concurrent calls share WAL syncs (finish). Calls that do not fit keep
-// only the opening: a send writes its batch outside the lock (seqs are
-// reserved under it), SendMany spans queues, CreateQueue has no queue yet,
-// and a receive leaves the engine while it waits.
+// Every call on a queue opens and closes the same way, in the lock order
+// of engine.go; withQueue does it once for all. The opening (begin): the
+// context, entering the engine, for a write the disk space guard, for a
+// queue delete adminMu. Then the lookup, the queue lock and the deleted
+// check, the call's own work under the lock, where it orders its batch
+// (order), the unlock, and the wait for that batch to be durable, outside
+// the lock so that concurrent calls share WAL syncs (finish).
+//
+// Some calls share only the opening: a send writes its batch outside the
+// queue lock (its seqs are reserved under it), SendMany spans queues,
+// CreateQueue has no queue yet and ListQueues reads them all. Receive has
+// its own: a cancelled context is an empty poll, not an error, and a long
+// poll leaves the engine and the queue lock while it waits.
 
 // opKind is what a call needs on top of entering the engine.
 type opKind uint8
