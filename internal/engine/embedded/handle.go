@@ -7,6 +7,8 @@ import (
 	"encoding/binary"
 	"hash"
 	"sync"
+
+	"github.com/ferrymq/ferry/internal/engine"
 )
 
 // A receipt handle is base64url(version | queue id | seq | generation | MAC),
@@ -87,4 +89,29 @@ func (s *handleSigner) parse(h string) (receipt, bool) {
 		seq: binary.BigEndian.Uint64(raw[9:17]),
 		gen: binary.BigEndian.Uint64(raw[17:25]),
 	}, true
+}
+
+// parseHandles checks every handle's MAC before any lock is taken; the
+// caller checks that each names its queue (ownReceipt).
+func (e *Engine) parseHandles(n int, handle func(int) string) ([]receipt, []error) {
+	rs := make([]receipt, n)
+	errs := make([]error, n)
+	for i := range n {
+		r, ok := e.signer.parse(handle(i))
+		if !ok {
+			errs[i] = engine.ErrReceiptHandleInvalid
+			continue
+		}
+		rs[i] = r
+	}
+	return rs, errs
+}
+
+// ownReceipt reports whether the i-th of parseHandles' receipts is valid
+// for q, failing it if it is another queue's.
+func (q *queue) ownReceipt(rs []receipt, errs []error, i int) bool {
+	if errs[i] == nil && rs[i].qid != q.id {
+		errs[i] = engine.ErrReceiptHandleInvalid
+	}
+	return errs[i] == nil
 }

@@ -2,6 +2,7 @@ package embedded
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"runtime"
 	"sync"
@@ -84,70 +85,52 @@ func (tk *task) snapshot() engine.MoveTask {
 // StartMoveTask implements engine.Backend. The task record is durable
 // before it returns; the runner starts then.
 func (e *Engine) StartMoveTask(ctx context.Context, t engine.MoveTask) (engine.MoveTask, error) {
-	if err := ctx.Err(); err != nil {
-		return engine.MoveTask{}, err
-	}
-	if err := e.enter(); err != nil {
-		return engine.MoveTask{}, err
-	}
-	defer e.leave()
-	if err := e.writable(); err != nil {
-		return engine.MoveTask{}, err
-	}
-	q, err := e.lookup(t.SourceAccount, t.SourceName)
-	if err != nil {
-		return engine.MoveTask{}, err
-	}
 	id, err := uuid.NewRandom()
 	if err != nil {
 		return engine.MoveTask{}, fmt.Errorf("embedded: move task id: %w", err)
 	}
-
-	q.mu.Lock()
-	if q.deleted {
-		q.mu.Unlock()
-		return engine.MoveTask{}, engine.ErrQueueNotFound
-	}
-	for _, o := range q.tasks {
-		if o.snapshot().Status.Active() {
-			q.mu.Unlock()
-			return engine.MoveTask{}, engine.ErrMoveTaskActive
+	var started *task
+	err = e.withQueue(ctx, t.SourceAccount, t.SourceName, opWrite, func(q *queue) (commit, error) {
+		for _, o := range q.tasks {
+			if o.snapshot().Status.Active() {
+				return commit{}, engine.ErrMoveTaskActive
+			}
 		}
-	}
-	now := e.now()
-	q.advanceLocked(now)
-	q.rearmLocked(now)
-	t.ID = id.String()
-	if t.SourceARN == "" {
-		t.SourceARN = q.desc.ARN
-	}
-	t.MaxPerSecond = max(t.MaxPerSecond, 0)
-	t.Status = engine.MoveTaskRunning
-	t.ToMove, t.Moved = int64(q.visibleLocked()), 0
-	t.Started = fromNanos(now)
-	t.FailureReason = ""
-	if err := e.admitTask(t.SourceAccount); err != nil {
-		q.mu.Unlock()
-		return engine.MoveTask{}, err
-	}
-	tk := newTask(q.nextSeq, q, t)
-	q.nextSeq++
-	b := e.db.NewBatch()
-	_ = b.Set(taskKey(q.id, tk.seq), encodeTask(nil, &t), nil)
-	kept := q.pruneTasksLocked(b)
-	if err := e.applyOrdered(b); err != nil {
-		q.mu.Unlock()
-		b.Close()
-		e.releaseTask(t.SourceAccount)
-		e.runners.Done()
-		return engine.MoveTask{}, err
-	}
-	q.tasks = append(kept, tk)
-	q.mu.Unlock()
-	err = e.awaitDurable(b)
+		now := e.now()
+		q.advanceLocked(now)
+		q.rearmLocked(now)
+		t.ID = id.String()
+		if t.SourceARN == "" {
+			t.SourceARN = q.desc.ARN
+		}
+		t.MaxPerSecond = max(t.MaxPerSecond, 0)
+		t.Status = engine.MoveTaskRunning
+		t.ToMove, t.Moved = int64(q.visibleLocked()), 0
+		t.Started = fromNanos(now)
+		t.FailureReason = ""
+		if err := e.admitTask(t.SourceAccount); err != nil {
+			return commit{}, err
+		}
+		tk := newTask(q.nextSeq, q, t)
+		q.nextSeq++
+		b := e.db.NewBatch()
+		_ = b.Set(taskKey(q.id, tk.seq), encodeTask(nil, &t), nil)
+		kept := q.pruneTasksLocked(b)
+		c, err := e.order(b)
+		if err != nil {
+			e.releaseTask(t.SourceAccount)
+			e.runners.Done()
+			return c, err
+		}
+		q.tasks = append(kept, tk)
+		started = tk
+		return c, nil
+	})
 	// Run it even if the sync failed: it is in the store's order and
 	// counted active, and a failed sync ends the process anyway.
-	go e.runTask(tk)
+	if started != nil {
+		go e.runTask(started)
+	}
 	if err != nil {
 		return engine.MoveTask{}, err
 	}
@@ -197,22 +180,16 @@ func (q *queue) pruneTasksLocked(b *pebble.Batch) []*task {
 
 // ListMoveTasks implements engine.Backend.
 func (e *Engine) ListMoveTasks(ctx context.Context, account, name string) ([]engine.MoveTask, error) {
-	if err := e.enter(); err != nil {
-		return nil, err
-	}
-	defer e.leave()
-	q, err := e.lookup(account, name)
+	var out []engine.MoveTask
+	err := e.withQueue(ctx, account, name, opRead, func(q *queue) (commit, error) {
+		out = make([]engine.MoveTask, 0, len(q.tasks))
+		for i := len(q.tasks) - 1; i >= 0; i-- {
+			out = append(out, q.tasks[i].snapshot())
+		}
+		return commit{}, nil
+	})
 	if err != nil {
 		return nil, err
-	}
-	q.mu.Lock()
-	defer q.mu.Unlock()
-	if q.deleted {
-		return nil, engine.ErrQueueNotFound
-	}
-	out := make([]engine.MoveTask, 0, len(q.tasks))
-	for i := len(q.tasks) - 1; i >= 0; i-- {
-		out = append(out, q.tasks[i].snapshot())
 	}
 	return out, nil
 }
@@ -221,58 +198,40 @@ func (e *Engine) ListMoveTasks(ctx context.Context, account, name string) ([]eng
 // when it returns; its runner finishes the batch it may be writing and ends
 // it CANCELLED, which freezes Moved.
 func (e *Engine) CancelMoveTask(ctx context.Context, account, name, id string) (engine.MoveTask, error) {
-	if err := ctx.Err(); err != nil {
-		return engine.MoveTask{}, err
-	}
-	if err := e.enter(); err != nil {
-		return engine.MoveTask{}, err
-	}
-	defer e.leave()
-	if err := e.writable(); err != nil {
-		return engine.MoveTask{}, err
-	}
-	q, err := e.lookup(account, name)
-	if err != nil {
-		return engine.MoveTask{}, err
-	}
-	q.mu.Lock()
-	if q.deleted {
-		q.mu.Unlock()
-		return engine.MoveTask{}, engine.ErrQueueNotFound
-	}
-	var tk *task
-	for _, o := range q.tasks {
-		if o.t.ID == id { // ID never changes
-			tk = o
-			break
+	var snap engine.MoveTask
+	err := e.withQueue(ctx, account, name, opWrite, func(q *queue) (commit, error) {
+		var tk *task
+		for _, o := range q.tasks {
+			if o.t.ID == id { // ID never changes
+				tk = o
+				break
+			}
 		}
+		if tk == nil {
+			return commit{}, engine.ErrMoveTaskNotFound
+		}
+		tk.mu.Lock()
+		defer tk.mu.Unlock()
+		if tk.t.Status != engine.MoveTaskRunning {
+			snap = tk.t
+			return commit{}, engine.ErrMoveTaskNotRunning
+		}
+		tk.t.Status = engine.MoveTaskCancelling
+		b := e.db.NewBatch()
+		_ = b.Set(taskKey(q.id, tk.seq), encodeTask(nil, &tk.t), nil)
+		c, err := e.order(b)
+		if err != nil {
+			tk.t.Status = engine.MoveTaskRunning
+			return c, err
+		}
+		snap = tk.t
+		tk.wake()
+		return c, nil
+	})
+	if errors.Is(err, engine.ErrMoveTaskNotRunning) {
+		return snap, err
 	}
-	if tk == nil {
-		q.mu.Unlock()
-		return engine.MoveTask{}, engine.ErrMoveTaskNotFound
-	}
-	tk.mu.Lock()
-	if tk.t.Status != engine.MoveTaskRunning {
-		snap := tk.t
-		tk.mu.Unlock()
-		q.mu.Unlock()
-		return snap, engine.ErrMoveTaskNotRunning
-	}
-	tk.t.Status = engine.MoveTaskCancelling
-	b := e.db.NewBatch()
-	_ = b.Set(taskKey(q.id, tk.seq), encodeTask(nil, &tk.t), nil)
-	if err := e.applyOrdered(b); err != nil {
-		tk.t.Status = engine.MoveTaskRunning
-		tk.mu.Unlock()
-		q.mu.Unlock()
-		b.Close()
-		return engine.MoveTask{}, err
-	}
-	snap := tk.t
-	tk.mu.Unlock()
-	q.mu.Unlock()
-	tk.wake()
-	if err := e.awaitDurable(b); err != nil {
+	if err != nil {
 		return engine.MoveTask{}, err
 	}
 	return snap, nil

@@ -1,6 +1,8 @@
 package embedded
 
 import (
+	"context"
+
 	"github.com/ferrymq/ferry/internal/engine"
 )
 
@@ -117,4 +119,17 @@ func (q *queue) stats() engine.Stats {
 		st.GroupsInFlight = int64(q.groups.busy)
 	}
 	return st
+}
+
+// Stats implements engine.Backend; the counts are exact at the call's time.
+func (e *Engine) Stats(ctx context.Context, account, name string) (engine.Stats, error) {
+	var st engine.Stats
+	err := e.withQueue(ctx, account, name, opRead, func(q *queue) (commit, error) {
+		now := e.now()
+		q.advanceLocked(now)
+		q.rearmLocked(now)
+		st = q.stats()
+		return commit{}, nil
+	})
+	return st, err
 }

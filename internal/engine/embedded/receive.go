@@ -1,0 +1,255 @@
+package embedded
+
+import (
+	"bytes"
+	"cmp"
+	"context"
+	"fmt"
+	"slices"
+	"time"
+	"unsafe"
+
+	"github.com/cockroachdb/pebble/v2"
+
+	"github.com/ferrymq/ferry/internal/clock"
+	"github.com/ferrymq/ferry/internal/engine"
+)
+
+// Receive implements engine.Backend. Messages over the redrive policy's
+// receive count are moved to the dead-letter queue on the way and do not
+// count towards req.Max; a long poll that found only such messages keeps
+// waiting.
+func (e *Engine) Receive(ctx context.Context, account, name string, req engine.ReceiveRequest) ([]engine.Message, error) {
+	if ctx.Err() != nil {
+		return nil, nil
+	}
+	if err := e.enter(); err != nil {
+		return nil, err
+	}
+	q, err := e.lookup(account, name)
+	if err != nil {
+		e.leave()
+		return nil, err
+	}
+	maxMsgs := max(req.Max, 1)
+	attemptID := ""
+	if q.fifo {
+		attemptID = req.AttemptID
+	}
+	var vis *time.Duration
+	if req.Visibility != nil {
+		v := *req.Visibility
+		vis = &v
+	}
+
+	// expired is closed when the wait is over; nil until the wait starts.
+	var expired chan struct{}
+	var waitTimer clock.Timer
+	defer func() {
+		if waitTimer != nil {
+			waitTimer.Stop()
+		}
+	}()
+	// Every round starts entered.
+	for round := 0; ; round++ {
+		q.mu.Lock()
+		if q.deleted {
+			q.mu.Unlock()
+			e.leave()
+			if round == 0 {
+				return nil, engine.ErrQueueNotFound
+			}
+			return nil, nil
+		}
+		now := e.now()
+		q.advanceLocked(now)
+		if round == 0 && attemptID != "" {
+			if got := q.retryAttemptLocked(attemptID, now, vis); got != nil {
+				q.rearmLocked(now)
+				q.mu.Unlock()
+				defer e.leave()
+				return e.fetch(q, got)
+			}
+		}
+		var (
+			got  []taken
+			job  *redriveJob
+			terr error
+		)
+		if q.takeableLocked() || req.Wait <= 0 {
+			got, job, terr = q.takeLocked(now, maxMsgs, vis)
+			q.rearmLocked(now)
+			q.mu.Unlock()
+		} else {
+			w := &waiter{ctx: ctx, max: maxMsgs, vis: vis, done: make(chan struct{})}
+			w.elem = q.waiters.PushBack(w)
+			q.mu.Unlock()
+			e.leave() // Close must not wait for a long poll
+			if expired == nil {
+				expired = make(chan struct{})
+				ch := expired
+				waitTimer = e.clock.AfterFunc(req.Wait, func() { close(ch) })
+			}
+			select {
+			case <-w.done:
+			case <-ctx.Done():
+			case <-expired:
+			}
+			q.mu.Lock()
+			if w.elem != nil {
+				q.waiters.Remove(w.elem)
+				w.elem = nil
+			}
+			got, job = w.got, w.job
+			q.mu.Unlock()
+			if e.enter() != nil {
+				// Closed: what was taken stays in the store as it was.
+				return nil, nil
+			}
+		}
+		restored := 0
+		if job != nil {
+			restored = e.redrive(job)
+		}
+		if terr != nil {
+			e.leave()
+			return nil, fmt.Errorf("embedded: receive: %w", terr)
+		}
+		if len(got) > 0 {
+			defer e.leave()
+			if attemptID != "" {
+				q.mu.Lock()
+				if !q.deleted {
+					now := e.now()
+					q.attempts.put(attemptID, got, now)
+					q.rearmLocked(now)
+				}
+				q.mu.Unlock()
+			}
+			return e.fetch(q, got)
+		}
+		// Nothing taken. Without a move this is an empty short poll, or a
+		// wait that ended (time, cancel, queue deleted, engine closed).
+		// After a move, a short poll has seen every visible message and
+		// looks again only at those whose dead-letter queue has gone (two
+		// queues that are each other's dead-letter queue would otherwise
+		// keep it busy); a long poll goes on waiting.
+		if job == nil || ctx.Err() != nil || isClosed(expired) || (req.Wait <= 0 && restored == 0) {
+			e.leave()
+			return nil, nil
+		}
+	}
+}
+
+func isClosed(ch chan struct{}) bool {
+	if ch == nil {
+		return false
+	}
+	select {
+	case <-ch:
+		return true
+	default:
+		return false
+	}
+}
+
+// fetch reads the bodies of taken messages and makes their handles. One
+// iterator serves the whole receive: taken messages are mostly neighbours in
+// seq order, so ascending seeks reuse the blocks already loaded. The
+// records and handles are gathered into one buffer that every message's
+// strings are cut from.
+func (e *Engine) fetch(q *queue, got []taken) ([]engine.Message, error) {
+	if len(got) == 0 {
+		return nil, nil
+	}
+	type place struct {
+		i          int // index in got
+		start, end int // the record in raw; end 0 when not found
+	}
+	places := make([]place, len(got))
+	for i := range places {
+		places[i].i = i
+	}
+	slices.SortFunc(places, func(a, b place) int { return cmp.Compare(got[a.i].seq, got[b.i].seq) })
+	var raw []byte
+	found := 0
+	var it *pebble.Iterator // opened for the first record not in hand
+	defer func() {
+		if it != nil {
+			it.Close()
+		}
+	}()
+	// One key for every seek: declared in the loop, each would escape to
+	// the heap (Pebble copies what it keeps).
+	var k msgKey
+	for j := range places {
+		p := &places[j]
+		v := got[p.i].rec
+		if v == nil {
+			if it == nil {
+				lo, hi := queueMsgSpan(q.id)
+				var err error
+				if it, err = e.db.NewIter(&pebble.IterOptions{LowerBound: lo, UpperBound: hi}); err != nil {
+					return nil, fmt.Errorf("embedded: read messages: %w", err)
+				}
+			}
+			k = makeMsgKey(q.id, got[p.i].seq, kindBody)
+			if !it.SeekGE(k[:]) || !bytes.Equal(it.Key(), k[:]) {
+				continue // purged or expired since it was taken
+			}
+			var err error
+			if v, err = it.ValueAndErr(); err != nil {
+				return nil, fmt.Errorf("embedded: read message: %w", err)
+			}
+		}
+		if raw == nil {
+			raw = make([]byte, 0, len(got)*(len(v)+handleLen))
+		}
+		p.start = len(raw)
+		raw = append(raw, v...)
+		p.end = len(raw)
+		found++
+	}
+	if it != nil {
+		if err := it.Error(); err != nil {
+			return nil, fmt.Errorf("embedded: read messages: %w", err)
+		}
+	}
+	if found == 0 {
+		return nil, nil
+	}
+	// Back in the receive's order; the handles follow the records.
+	slices.SortFunc(places, func(a, b place) int { return cmp.Compare(a.i, b.i) })
+	hs := len(raw)
+	for _, p := range places {
+		if p.end > 0 {
+			t := got[p.i]
+			raw = e.signer.appendSigned(raw, receipt{qid: q.id, seq: t.seq, gen: t.gen})
+		}
+	}
+	// raw is complete and never written again: its string view needs no
+	// copy (as strings.Builder does).
+	s := unsafe.String(unsafe.SliceData(raw), len(raw))
+	out := make([]engine.Message, 0, found)
+	attrs := &attrArena{left: found}
+	for _, p := range places {
+		if p.end == 0 {
+			continue
+		}
+		t := got[p.i]
+		out = append(out, engine.Message{})
+		m := &out[len(out)-1]
+		if err := decodeMessageShared(raw[p.start:p.end], s[p.start:p.end], m, attrs); err != nil {
+			return nil, fmt.Errorf("embedded: message %d of queue %d: %w", t.seq, q.id, err)
+		}
+		attrs.left--
+		m.ReceiptHandle = s[hs : hs+handleLen]
+		hs += handleLen
+		if q.fifo {
+			m.SequenceNumber = seqString(t.seq)
+		}
+		m.ReceiveCount = int(t.receiveCount)
+		m.FirstReceiveAt = fromNanos(t.firstReceiveAt)
+	}
+	return out, nil
+}
