@@ -709,7 +709,10 @@ func TestJSONLongPolling(t *testing.T) {
 func TestJSONConcurrentConsumers(t *testing.T) {
 	f := start(t)
 	ctx := ctxT(t)
-	url := f.createQueue(t, "conc", nil)
+	// The test moves the fake clock fast to end idle polls; a visibility
+	// timeout of 12 hours keeps that from handing a message out again
+	// between its receive and its delete on a slow machine.
+	url := f.createQueue(t, "conc", map[string]string{"VisibilityTimeout": "43200"})
 	cctx, stopConsumers := context.WithCancel(ctx)
 	defer stopConsumers()
 	const producers, perProducer, consumers = 4, 50, 4
@@ -735,7 +738,11 @@ func TestJSONConcurrentConsumers(t *testing.T) {
 					if _, err := f.json.DeleteMessage(ctx, &sqs.DeleteMessageInput{QueueUrl: aws.String(url), ReceiptHandle: m.ReceiptHandle}); err != nil {
 						t.Error(err)
 					}
-					received <- aws.ToString(m.Body)
+					select {
+					case received <- aws.ToString(m.Body):
+					case <-cctx.Done(): // more than were sent: the error above says so
+						return
+					}
 				}
 				if len(received) == cap(received) {
 					return
