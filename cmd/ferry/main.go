@@ -17,6 +17,7 @@ import (
 	"syscall"
 	"time"
 
+	"github.com/ferrymq/ferry/internal/engine/embedded"
 	"github.com/ferrymq/ferry/internal/server"
 )
 
@@ -102,11 +103,12 @@ func serve(ctx context.Context, args []string, getenv func(string) string, stder
 		return n
 	}
 	var cfg server.Config
+	var sopts embedded.Options
 	fs.StringVar(&cfg.Listen, "listen", env("FERRY_LISTEN", server.DefaultListen), "address to listen on (FERRY_LISTEN)")
-	fs.StringVar(&cfg.DataDir, "data", env("FERRY_DATA", server.DefaultDataDir), "directory of the embedded store (FERRY_DATA)")
-	fs.BoolVar(&cfg.Memory, "memory", envBool("FERRY_MEMORY"), "keep everything in memory; nothing survives a stop (FERRY_MEMORY)")
-	fs.BoolVar(&cfg.NoSync, "no-fsync", envBool("FERRY_NO_FSYNC"), "acknowledge writes before they are fsynced (FERRY_NO_FSYNC)")
-	fs.BoolVar(&cfg.StrictRecovery, "strict-recovery", envBool("FERRY_STRICT_RECOVERY"), "refuse to start when recovering the store's log would drop records, instead of warning (FERRY_STRICT_RECOVERY)")
+	fs.StringVar(&sopts.Dir, "data", env("FERRY_DATA", server.DefaultDataDir), "directory of the embedded store (FERRY_DATA)")
+	fs.BoolVar(&sopts.InMemory, "memory", envBool("FERRY_MEMORY"), "keep everything in memory; nothing survives a stop (FERRY_MEMORY)")
+	fs.BoolVar(&sopts.NoSync, "no-fsync", envBool("FERRY_NO_FSYNC"), "acknowledge writes before they are fsynced (FERRY_NO_FSYNC)")
+	fs.BoolVar(&sopts.StrictRecovery, "strict-recovery", envBool("FERRY_STRICT_RECOVERY"), "refuse to start when recovering the store's log would drop records, instead of warning (FERRY_STRICT_RECOVERY)")
 	fs.StringVar(&cfg.Account, "account", env("FERRY_ACCOUNT", server.DefaultAccount), "AWS account id in queue URLs and ARNs (FERRY_ACCOUNT)")
 	fs.StringVar(&cfg.Region, "region", env("FERRY_REGION", server.DefaultRegion), "AWS region in ARNs (FERRY_REGION)")
 	fs.StringVar(&cfg.QueueURLBase, "queue-url-base", env("FERRY_QUEUE_URL_BASE", ""), "scheme://host:port of queue URLs and SNS links; default: the Host each client sent (FERRY_QUEUE_URL_BASE)")
@@ -140,9 +142,9 @@ func serve(ctx context.Context, args []string, getenv func(string) string, stder
 		fmt.Fprintf(stderr, "ferry serve: bad disk reserve %q: %v\n", *reserve, err)
 		return 2
 	} else if n == 0 {
-		cfg.DiskReserve = -1 // off
+		sopts.DiskReserve = -1 // off
 	} else {
-		cfg.DiskReserve = n
+		sopts.DiskReserve = n
 	}
 	var lvl slog.Level
 	if err := lvl.UnmarshalText([]byte(*level)); err != nil {
@@ -171,7 +173,7 @@ func serve(ctx context.Context, args []string, getenv func(string) string, stder
 	}
 	ctx, stop := signal.NotifyContext(ctx, os.Interrupt, syscall.SIGTERM)
 	defer stop()
-	err = server.Run(ctx, cfg, *grace)
+	err = serveStore(ctx, cfg, sopts, *grace)
 	if perr := stopProfile(); perr != nil && err == nil {
 		err = perr
 	}
@@ -180,6 +182,24 @@ func serve(ctx context.Context, args []string, getenv func(string) string, stder
 		return 1
 	}
 	return 0
+}
+
+// serveStore opens the embedded store and serves from it until ctx ends;
+// the server closes the store.
+func serveStore(ctx context.Context, cfg server.Config, sopts embedded.Options, grace time.Duration) error {
+	cfg.StoreName, cfg.DataDir = sopts.Dir, sopts.Dir
+	if sopts.InMemory {
+		cfg.StoreName, cfg.DataDir = "memory", ""
+	}
+	sopts.Clock, sopts.Logger = cfg.Clock, cfg.Logger
+	// The server counts the moves of resumed tasks once it has started.
+	sopts.HoldMoveTasks = true
+	store, err := embedded.Open(ctx, sopts)
+	if err != nil {
+		return fmt.Errorf("open store: %w", err)
+	}
+	cfg.Store = store
+	return server.Run(ctx, cfg, grace)
 }
 
 // parseSize reads a size in bytes: a whole number with an optional binary

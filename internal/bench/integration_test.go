@@ -18,8 +18,19 @@ import (
 	"github.com/aws/aws-sdk-go-v2/service/sqs"
 
 	"github.com/ferrymq/ferry/internal/bench"
+	"github.com/ferrymq/ferry/internal/engine/embedded"
 	"github.com/ferrymq/ferry/internal/server"
 )
+
+// startFerry starts a Ferry in memory on 127.0.0.1:0.
+func startFerry(ctx context.Context, t *testing.T) (*server.Server, error) {
+	t.Helper()
+	store, err := embedded.Open(ctx, embedded.Options{InMemory: true})
+	if err != nil {
+		return nil, err
+	}
+	return server.Start(ctx, server.Config{Listen: "127.0.0.1:0", Store: store, StoreName: "memory"})
+}
 
 // TestScenariosAgainstFerry runs every scenario briefly against a real
 // in-memory Ferry and requires each to come out right (or, for a feature
@@ -27,7 +38,7 @@ import (
 func TestScenariosAgainstFerry(t *testing.T) {
 	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Minute)
 	defer cancel()
-	srv, err := server.Start(ctx, server.Config{Listen: "127.0.0.1:0", Memory: true})
+	srv, err := startFerry(ctx, t)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -93,7 +104,7 @@ func assertNoQueues(ctx context.Context, t *testing.T, endpoint string) {
 func TestFanoutBatchWithoutPublishBatch(t *testing.T) {
 	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
 	defer cancel()
-	srv, err := server.Start(ctx, server.Config{Listen: "127.0.0.1:0", Memory: true})
+	srv, err := startFerry(ctx, t)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -161,7 +172,7 @@ func TestConfigRejected(t *testing.T) {
 func TestSoakAgainstFerry(t *testing.T) {
 	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
 	defer cancel()
-	srv, err := server.Start(ctx, server.Config{Listen: "127.0.0.1:0", Memory: true})
+	srv, err := startFerry(ctx, t)
 	if err != nil {
 		t.Fatal(err)
 	}

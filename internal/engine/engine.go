@@ -9,6 +9,8 @@ import (
 	"context"
 	"errors"
 	"time"
+
+	"github.com/prometheus/client_golang/prometheus"
 )
 
 // Errors a Backend returns. The SQS layer maps each to AWS's error.
@@ -73,12 +75,20 @@ const (
 	MaxActiveMoveTasks  = 100
 )
 
-// Move task failure reasons (MoveTask.FailureReason). AWS reports the first
-// when a source or destination queue is missing; no wording is known for a
-// task that outlived MoveTaskMaxDuration, so the second is ours.
+// MoveTaskFailure says why a move task FAILED (MoveTask.FailureReason). The
+// values are the engine's own; the SQS layer words them as AWS does.
+type MoveTaskFailure string
+
+// The move task failure reasons.
 const (
-	MoveTaskFailureNonExistentQueue = "AWS.SimpleQueueService.NonExistentQueue"
-	MoveTaskFailureTimedOut         = "AWS.SimpleQueueService.MoveTaskTimedOut"
+	// MoveTaskFailureNonExistentQueue: the source or a destination queue
+	// does not exist (any more).
+	MoveTaskFailureNonExistentQueue MoveTaskFailure = "queue-missing"
+	// MoveTaskFailureTimedOut: the task outlived MoveTaskMaxDuration.
+	MoveTaskFailureTimedOut MoveTaskFailure = "timed-out"
+	// MoveTaskFailureStore: the store could not serve the task (a failed
+	// write, a corrupt record); the messages stay in the source.
+	MoveTaskFailureStore MoveTaskFailure = "store-failed"
 )
 
 // QueueSettings are the attributes the engine acts on. The SQS layer derives
@@ -284,9 +294,8 @@ type MoveTask struct {
 	// grows as the task runs and is exact across restarts.
 	ToMove, Moved int64
 	Started       time.Time
-	// FailureReason is set when Status is FAILED, e.g.
-	// "AWS.SimpleQueueService.NonExistentQueue" when a destination is gone.
-	FailureReason string
+	// FailureReason is set when Status is FAILED.
+	FailureReason MoveTaskFailure
 }
 
 // Backend stores queues and messages. Every method is safe for concurrent
@@ -410,4 +419,39 @@ type MetricStore interface {
 	MetricPoints(ctx context.Context, from int64) ([]MetricPoint, error)
 	// DeleteMetricPointsBefore deletes the points of minutes before minute.
 	DeleteMetricPointsBefore(ctx context.Context, minute int64) error
+}
+
+// Store is everything the services keep, in one backend: queues and
+// messages with their move tasks (Backend), SNS and CloudWatch documents
+// (RecordStore), metric datapoints (MetricStore), and what the server asks
+// of the store itself (Monitor). The server is given a Store and never
+// knows which backend it is; the command line chooses one.
+type Store interface {
+	Backend
+	RecordStore
+	MetricStore
+	Monitor
+
+	// OnMovedByTask sets fn to be told of every message a move task has
+	// written into its destination (a new message there, as a send makes),
+	// once durable, from the task's goroutine. The server calls it once,
+	// before it serves. A store that resumes move tasks when it opens may
+	// be asked to hold them until this call, so that fn sees every move
+	// (embedded: Options.HoldMoveTasks).
+	OnMovedByTask(fn func(account, queue string, m *NewMessage))
+}
+
+// Monitor is how a store reports on itself to the health endpoint and to
+// /metrics.
+type Monitor interface {
+	// Refusing is "" while the store accepts writes; otherwise it says why
+	// writes fail with ErrStoreFull (e.g. "disk full"), and health reports
+	// the store read-only for that reason.
+	Refusing() string
+	// Collector exposes the store's own figures (ferry_store_*); nil when
+	// it has none.
+	Collector() prometheus.Collector
+	// Durable reports whether what is written survives a restart. A store
+	// that does not is not asked to keep the metric history.
+	Durable() bool
 }

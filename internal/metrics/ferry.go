@@ -5,11 +5,10 @@ import (
 	"sync"
 	"time"
 
-	"github.com/cockroachdb/pebble/v2"
 	"github.com/prometheus/client_golang/prometheus"
 )
 
-// Ferry's own figures: request latencies and the store's.
+// Ferry's own figures: request latencies (the store reports its own).
 
 // RequestBuckets are the latency histogram's upper bounds in seconds: from
 // a fraction of a millisecond (an in-memory send) to a 20-second long poll.
@@ -65,79 +64,4 @@ func (r *Requests) Observe(service, action string, status int, took time.Duratio
 		r.mu.Unlock()
 	}
 	o.Observe(took.Seconds())
-}
-
-// StoreCollector exposes the embedded store's Pebble figures.
-type StoreCollector struct {
-	metrics func() *pebble.Metrics // nil once the store is closed
-}
-
-// NewStoreCollector reads the figures from metrics at every scrape.
-func NewStoreCollector(metrics func() *pebble.Metrics) *StoreCollector {
-	return &StoreCollector{metrics: metrics}
-}
-
-var (
-	descDisk = prometheus.NewDesc("ferry_store_disk_usage_bytes",
-		"Bytes the store occupies: tables, WAL, manifests.", nil, nil)
-	descWALFiles = prometheus.NewDesc("ferry_store_wal_files",
-		"Live write-ahead log files.", nil, nil)
-	descWALSize = prometheus.NewDesc("ferry_store_wal_size_bytes",
-		"Bytes in the live write-ahead log files.", nil, nil)
-	descWALWritten = prometheus.NewDesc("ferry_store_wal_written_bytes_total",
-		"Bytes written to the write-ahead log.", nil, nil)
-	descSyncQueue = prometheus.NewDesc("ferry_store_wal_sync_queue_mean",
-		"Mean number of commits waiting for each write-ahead log sync (group commit batch size) since start.", nil, nil)
-	descCompactions = prometheus.NewDesc("ferry_store_compactions_total",
-		"Compactions completed.", nil, nil)
-	descCompactionTime = prometheus.NewDesc("ferry_store_compaction_duration_seconds_total",
-		"Time spent in compactions.", nil, nil)
-	descCompactionDebt = prometheus.NewDesc("ferry_store_compaction_debt_bytes",
-		"Estimated bytes left to compact.", nil, nil)
-	descFlushes = prometheus.NewDesc("ferry_store_flushes_total",
-		"Memtable flushes completed.", nil, nil)
-	descMemtable = prometheus.NewDesc("ferry_store_memtable_size_bytes",
-		"Bytes allocated to memtables.", nil, nil)
-	descBlockCache = prometheus.NewDesc("ferry_store_block_cache_size_bytes",
-		"Bytes in the store's block cache (bounded by its capacity).", nil, nil)
-	descReadAmp = prometheus.NewDesc("ferry_store_read_amplification",
-		"Sorted runs a read may have to consult.", nil, nil)
-	descTables = prometheus.NewDesc("ferry_store_tables",
-		"Live sstables.", nil, nil)
-)
-
-var storeDescs = []*prometheus.Desc{descDisk, descWALFiles, descWALSize, descWALWritten, descSyncQueue,
-	descCompactions, descCompactionTime, descCompactionDebt, descFlushes, descMemtable, descBlockCache, descReadAmp, descTables}
-
-// Describe implements prometheus.Collector.
-func (c *StoreCollector) Describe(ch chan<- *prometheus.Desc) {
-	for _, d := range storeDescs {
-		ch <- d
-	}
-}
-
-// Collect implements prometheus.Collector.
-func (c *StoreCollector) Collect(ch chan<- prometheus.Metric) {
-	m := c.metrics()
-	if m == nil {
-		return
-	}
-	emit := func(d *prometheus.Desc, t prometheus.ValueType, v float64) {
-		ch <- prometheus.MustNewConstMetric(d, t, v)
-	}
-	gauge := func(d *prometheus.Desc, v float64) { emit(d, prometheus.GaugeValue, v) }
-	counter := func(d *prometheus.Desc, v float64) { emit(d, prometheus.CounterValue, v) }
-	gauge(descDisk, float64(m.DiskSpaceUsage()))
-	gauge(descWALFiles, float64(m.WAL.Files))
-	gauge(descWALSize, float64(m.WAL.Size))
-	counter(descWALWritten, float64(m.WAL.BytesWritten))
-	gauge(descSyncQueue, m.LogWriter.SyncQueueLen.Mean())
-	counter(descCompactions, float64(m.Compact.Count))
-	counter(descCompactionTime, m.Compact.Duration.Seconds())
-	gauge(descCompactionDebt, float64(m.Compact.EstimatedDebt))
-	counter(descFlushes, float64(m.Flush.Count))
-	gauge(descMemtable, float64(m.MemTable.Size))
-	gauge(descBlockCache, float64(m.BlockCache.Size))
-	gauge(descReadAmp, float64(m.ReadAmp()))
-	gauge(descTables, float64(m.Total().TablesCount))
 }

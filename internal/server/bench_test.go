@@ -60,7 +60,7 @@ func benchEndpoint(b *testing.B, target string) (string, *ferry) {
 	case targetFloor:
 		return startFloor(b, benchBody()).url, nil
 	case targetMemory:
-		f := start(b, func(c *server.Config) { c.Memory = true }, realClock)
+		f := start(b, realClock)
 		return f.srv.URL(), f
 	default:
 		f := start(b, onDisk(b.TempDir()), realClock)
@@ -329,7 +329,9 @@ func BenchmarkStartup(b *testing.B) {
 	for i := 0; i < b.N; i++ {
 		dir := b.TempDir()
 		t0 := time.Now()
-		srv, err := server.Start(context.Background(), server.Config{Listen: "127.0.0.1:0", DataDir: dir, Logger: testLogger(b)})
+		cfg := server.Config{Listen: "127.0.0.1:0", DataDir: dir, Logger: testLogger(b)}
+		cfg.Store = openStore(b, cfg, nil)
+		srv, err := server.Start(context.Background(), cfg)
 		if err != nil {
 			b.Fatal(err)
 		}

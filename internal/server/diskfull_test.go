@@ -13,7 +13,7 @@ import (
 	sqsv1 "github.com/aws/aws-sdk-go/service/sqs"
 	"github.com/cockroachdb/pebble/v2/vfs"
 
-	"github.com/ferrymq/ferry/internal/server"
+	"github.com/ferrymq/ferry/internal/engine/embedded"
 )
 
 // freeFS is the real filesystem with a free space the test sets.
@@ -37,7 +37,7 @@ func (f *freeFS) Unwrap() vfs.FS { return f.FS }
 func TestDiskFull(t *testing.T) {
 	fs := &freeFS{FS: vfs.Default}
 	fs.free.Store(1 << 30)
-	f := start(t, onDisk(t.TempDir()), func(c *server.Config) { c.StoreFS = fs; c.DiskReserve = 8 << 20 })
+	f := start(t, storeWith(t, t.TempDir(), func(o *embedded.Options) { o.FS = fs; o.DiskReserve = 8 << 20 }))
 	checker, ok := f.srv.Engine().(interface {
 		CheckDiskSpace()
 		DiskFull() bool

@@ -21,6 +21,8 @@ import (
 
 	"github.com/ferrymq/ferry/internal/bench"
 	"github.com/ferrymq/ferry/internal/clock"
+	"github.com/ferrymq/ferry/internal/engine"
+	"github.com/ferrymq/ferry/internal/engine/embedded"
 	"github.com/ferrymq/ferry/internal/server"
 )
 
@@ -44,7 +46,33 @@ type ferry struct {
 
 type option func(*server.Config)
 
-func onDisk(dir string) option { return func(c *server.Config) { c.Memory = false; c.DataDir = dir } }
+// onDisk keeps the store, and the server's own files, in dir.
+func onDisk(dir string) option { return func(c *server.Config) { c.DataDir = dir } }
+
+// storeWith keeps the store in dir, opened with the options set chooses.
+func storeWith(t testing.TB, dir string, set func(*embedded.Options)) option {
+	return func(c *server.Config) {
+		c.DataDir = dir
+		c.Store = openStore(t, *c, set)
+	}
+}
+
+// openStore opens the embedded store as ferry serve does, on cfg's clock:
+// in cfg.DataDir, or in memory when it is empty. The server it is given
+// closes it.
+func openStore(t testing.TB, cfg server.Config, set func(*embedded.Options)) engine.Store {
+	t.Helper()
+	opts := embedded.Options{Dir: cfg.DataDir, InMemory: cfg.DataDir == "", Clock: cfg.Clock, Logger: cfg.Logger,
+		HoldMoveTasks: true}
+	if set != nil {
+		set(&opts)
+	}
+	st, err := embedded.Open(context.Background(), opts)
+	if err != nil {
+		t.Fatalf("open store: %v", err)
+	}
+	return st
+}
 
 func testLogger(t testing.TB) *slog.Logger {
 	if os.Getenv("FERRY_TEST_LOG") != "" {
@@ -57,9 +85,12 @@ func testLogger(t testing.TB) *slog.Logger {
 func start(t testing.TB, opts ...option) *ferry {
 	t.Helper()
 	clk := clock.NewFake(epoch)
-	cfg := server.Config{Listen: "127.0.0.1:0", Memory: true, Clock: clk, Logger: testLogger(t)}
+	cfg := server.Config{Listen: "127.0.0.1:0", Clock: clk, Logger: testLogger(t)}
 	for _, o := range opts {
 		o(&cfg)
+	}
+	if cfg.Store == nil {
+		cfg.Store = openStore(t, cfg, nil)
 	}
 	srv, err := server.Start(context.Background(), cfg)
 	if err != nil {

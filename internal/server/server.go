@@ -6,6 +6,7 @@ package server
 
 import (
 	"context"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"io"
@@ -16,7 +17,6 @@ import (
 	"sync"
 	"time"
 
-	"github.com/cockroachdb/pebble/v2/vfs"
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/prometheus/client_golang/prometheus/collectors"
 	"github.com/prometheus/client_golang/prometheus/promhttp"
@@ -24,7 +24,6 @@ import (
 	"github.com/ferrymq/ferry/internal/clock"
 	"github.com/ferrymq/ferry/internal/cloudwatch"
 	"github.com/ferrymq/ferry/internal/engine"
-	"github.com/ferrymq/ferry/internal/engine/embedded"
 	"github.com/ferrymq/ferry/internal/metrics"
 	"github.com/ferrymq/ferry/internal/protocol"
 	"github.com/ferrymq/ferry/internal/sns"
@@ -35,16 +34,18 @@ import (
 type Config struct {
 	// Listen is the TCP address, e.g. "127.0.0.1:4566" or "127.0.0.1:0".
 	Listen string
-	// DataDir holds the embedded store; ignored when Memory is set.
+	// Store keeps everything the services keep; required. Start takes it
+	// over: the server closes it in Shutdown, or when Start fails. Its
+	// move tasks may be held until Start sets the hook that counts their
+	// moves (engine.Store.OnMovedByTask).
+	Store engine.Store
+	// StoreName names the store in the startup log line (its directory,
+	// "memory").
+	StoreName string
+	// DataDir holds the server's own files: the SNS signing key, in
+	// DataDir/sns. Empty keeps them in memory, lost at a stop (as with a
+	// store in memory).
 	DataDir string
-	// Memory keeps everything in memory: nothing survives a stop.
-	Memory bool
-	// NoSync acknowledges writes before they reach the disk (faster, and a
-	// machine crash may lose the last acknowledged writes).
-	NoSync bool
-	// StrictRecovery refuses to start when recovery of the store's log
-	// would drop records (a cut or damaged log), instead of warning.
-	StrictRecovery bool
 	// Account and Region name queues in URLs and ARNs.
 	Account string
 	Region  string
@@ -57,15 +58,8 @@ type Config struct {
 	// CABundle is a PEM file of extra roots that SNS trusts when it
 	// delivers to https endpoints.
 	CABundle string
-	// DiskReserve is the room kept free on the data volume: with less,
-	// writes answer ServiceUnavailable until space is freed. Zero is
-	// embedded.DefaultDiskReserve; negative turns the guard off.
-	DiskReserve int64
-	// StoreFS is the filesystem under DataDir; nil is the operating
-	// system's (tests give one whose free space they set).
-	StoreFS vfs.FS
-	Clock   clock.Clock
-	Logger  *slog.Logger
+	Clock    clock.Clock
+	Logger   *slog.Logger
 
 	// ReadTimeout bounds how long a request's headers and body may take to
 	// arrive (0: DefaultReadTimeout; negative: no bound). A long poll's wait
@@ -109,9 +103,6 @@ func (c *Config) fill() {
 	if c.Listen == "" {
 		c.Listen = DefaultListen
 	}
-	if c.DataDir == "" {
-		c.DataDir = DefaultDataDir
-	}
 	if c.Account == "" {
 		c.Account = DefaultAccount
 	}
@@ -138,8 +129,7 @@ func (c *Config) fill() {
 // Server is a running Ferry.
 type Server struct {
 	cfg      Config
-	engine   engine.Backend
-	store    *embedded.Engine
+	store    engine.Store
 	sns      *sns.Service
 	cw       *cloudwatch.Service
 	metrics  *metrics.Store
@@ -153,37 +143,30 @@ type Server struct {
 	closeErr error
 }
 
-// Start opens the store, binds the listener and starts serving. The caller
+// Start binds the listener and starts serving from cfg.Store. The caller
 // must call Shutdown.
 func Start(ctx context.Context, cfg Config) (*Server, error) {
+	if cfg.Store == nil {
+		return nil, errors.New("server: Config.Store is required")
+	}
 	cfg.fill()
 	began := time.Now()
+	eng := cfg.Store
 	datapoints := metrics.New(metrics.Options{Clock: cfg.Clock})
-	eng, err := embedded.Open(ctx, embedded.Options{
-		Dir:         cfg.DataDir,
-		InMemory:    cfg.Memory,
-		NoSync:      cfg.NoSync,
-		DiskReserve: cfg.DiskReserve,
-		FS:          cfg.StoreFS,
-		Clock:       cfg.Clock,
-		Logger:      cfg.Logger,
-		MovedByTask: func(account, queue string, m *engine.NewMessage) {
-			if account == cfg.Account {
-				sqs.RecordMovedByTask(datapoints, queue, m)
-			}
-		},
-		StrictRecovery: cfg.StrictRecovery,
+	// Before anything serves: tasks the store resumed may be held until
+	// now, so that every move they make is counted.
+	eng.OnMovedByTask(func(account, queue string, m *engine.NewMessage) {
+		if account == cfg.Account {
+			sqs.RecordMovedByTask(datapoints, queue, m)
+		}
 	})
-	if err != nil {
-		return nil, fmt.Errorf("open store: %w", err)
-	}
 	ln, err := net.Listen("tcp", cfg.Listen)
 	if err != nil {
 		eng.Close()
 		return nil, fmt.Errorf("listen on %s: %w", cfg.Listen, err)
 	}
 	drain, stopAll := context.WithCancel(context.Background())
-	s := &Server{cfg: cfg, engine: eng, store: eng, ln: ln, served: make(chan error, 1), drain: drain, stopAll: stopAll}
+	s := &Server{cfg: cfg, store: eng, ln: ln, served: make(chan error, 1), drain: drain, stopAll: stopAll}
 
 	// SNS links (SubscribeURL, SigningCertURL) must reach this server,
 	// whose address is known only now that it listens.
@@ -193,7 +176,7 @@ func Start(ctx context.Context, cfg Config) (*Server, error) {
 	}
 	s.metrics = datapoints
 	signerDir := ""
-	if !cfg.Memory {
+	if cfg.DataDir != "" {
 		signerDir = filepath.Join(cfg.DataDir, "sns")
 	}
 	snsSvc, err := sns.New(ctx, sns.Config{
@@ -219,10 +202,10 @@ func Start(ctx context.Context, cfg Config) (*Server, error) {
 	}
 	s.sns = snsSvc
 
-	// Datapoints survive restarts of an on-disk store; a store that cannot
+	// Datapoints survive restarts of a durable store; a store that cannot
 	// be read costs the history, not the broker.
 	var persist engine.MetricStore
-	if !cfg.Memory {
+	if eng.Durable() {
 		persist = eng
 		if err := s.metrics.Load(ctx, eng); err != nil {
 			cfg.Logger.Error("metrics: load datapoints", "err", err)
@@ -233,13 +216,16 @@ func Start(ctx context.Context, cfg Config) (*Server, error) {
 	for _, c := range []prometheus.Collector{
 		metrics.NewCollector(s.metrics, eng, cfg.Account, cfg.Logger),
 		metrics.NewSNSCollector(s.metrics, cfg.Logger),
-		metrics.NewStoreCollector(eng.StoreMetrics),
+		eng.Collector(),
 		requests.Collector(),
 		// The process's own memory, goroutines and file descriptors
 		// (go_*, process_*): what a soak or an operator watches for growth.
 		collectors.NewGoCollector(),
 		collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}),
 	} {
+		if c == nil {
+			continue
+		}
 		if err := registry.Register(c); err != nil {
 			snsSvc.Close()
 			ln.Close()
@@ -322,11 +308,7 @@ func Start(ctx context.Context, cfg Config) (*Server, error) {
 		serveLn = newConnLimit(ln, cfg.MaxConnections, cfg.Logger)
 	}
 	go func() { s.served <- s.http.Serve(serveLn) }()
-	store := cfg.DataDir
-	if cfg.Memory {
-		store = "memory"
-	}
-	cfg.Logger.Info("ferry listening", "addr", ln.Addr().String(), "store", store,
+	cfg.Logger.Info("ferry listening", "addr", ln.Addr().String(), "store", cfg.StoreName,
 		"account", cfg.Account, "region", cfg.Region, "read_timeout", cfg.ReadTimeout, "idle_timeout", cfg.IdleTimeout,
 		"max_connections", cfg.MaxConnections, "startup", time.Since(began))
 	return s, nil
@@ -338,8 +320,8 @@ func (s *Server) Addr() string { return s.ln.Addr().String() }
 // URL is the server's base URL, e.g. http://127.0.0.1:4566.
 func (s *Server) URL() string { return "http://" + s.Addr() }
 
-// Engine exposes the backend, for tests that inspect state directly.
-func (s *Server) Engine() engine.Backend { return s.engine }
+// Engine exposes the store, for tests that inspect state directly.
+func (s *Server) Engine() engine.Store { return s.store }
 
 // Metrics exposes the per-queue metric store.
 func (s *Server) Metrics() *metrics.Store { return s.metrics }
@@ -357,8 +339,9 @@ func (s *Server) SNS() *sns.Service { return s.sns }
 // "store" why, for monitoring to alert on.
 func (s *Server) health(w http.ResponseWriter, r *http.Request) {
 	w.Header().Set("Content-Type", "application/json")
-	if s.store.DiskFull() {
-		io.WriteString(w, `{"status":"degraded","services":{"sqs":"running","sns":"running","cloudwatch":"running"},"store":"read-only: disk full"}`)
+	if why := s.store.Refusing(); why != "" {
+		reason, _ := json.Marshal("read-only: " + why)
+		io.WriteString(w, `{"status":"degraded","services":{"sqs":"running","sns":"running","cloudwatch":"running"},"store":`+string(reason)+`}`)
 		return
 	}
 	io.WriteString(w, `{"status":"running","services":{"sqs":"running","sns":"running","cloudwatch":"running"},"store":"ok"}`)
@@ -389,7 +372,7 @@ func (s *Server) Shutdown(ctx context.Context) error {
 		if cerr := s.sampler.Close(ctx); cerr != nil {
 			err = errors.Join(err, fmt.Errorf("save metrics: %w", cerr))
 		}
-		if cerr := s.engine.Close(); cerr != nil {
+		if cerr := s.store.Close(); cerr != nil {
 			err = errors.Join(err, fmt.Errorf("close store: %w", cerr))
 		}
 		s.closeErr = err

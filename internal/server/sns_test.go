@@ -1755,7 +1755,9 @@ func TestSNSHTTPSWithCABundle(t *testing.T) {
 	// A bundle that is no PEM stops the start.
 	bad := filepath.Join(t.TempDir(), "bad.pem")
 	os.WriteFile(bad, []byte("nope"), 0o600)
-	if _, err := server.Start(ctxT(t), server.Config{Listen: "127.0.0.1:0", Memory: true, CABundle: bad}); err == nil {
+	cfg := server.Config{Listen: "127.0.0.1:0", CABundle: bad}
+	cfg.Store = openStore(t, cfg, nil)
+	if _, err := server.Start(ctxT(t), cfg); err == nil {
 		t.Error("a bad CA bundle was accepted")
 	}
 }

@@ -200,9 +200,23 @@ func moveTaskEntry(t engine.MoveTask) ListMessageMoveTasksResultEntry {
 		e.MaxNumberOfMessagesPerSecond = &rate
 	}
 	if t.Status == engine.MoveTaskFailed {
-		e.FailureReason = t.FailureReason
+		e.FailureReason = failureReason(t.FailureReason)
 	}
 	return e
+}
+
+// failureReason words a move task's failure as SQS does. AWS reports
+// NonExistentQueue when a source or destination queue is missing; no
+// wording is known for the other two, so theirs follow its pattern.
+func failureReason(f engine.MoveTaskFailure) string {
+	switch f {
+	case engine.MoveTaskFailureNonExistentQueue:
+		return "AWS.SimpleQueueService.NonExistentQueue"
+	case engine.MoveTaskFailureTimedOut:
+		return "AWS.SimpleQueueService.MoveTaskTimedOut"
+	default:
+		return "AWS.SimpleQueueService.InternalError"
+	}
 }
 
 func (s *service) cancelMessageMoveTask(ctx context.Context, in *CancelMessageMoveTaskInput) (*CancelMessageMoveTaskOutput, error) {

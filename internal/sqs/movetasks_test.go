@@ -304,6 +304,14 @@ func TestMoveTaskLifecycle(t *testing.T) {
 type stubBackend struct {
 	engine.Backend
 	startErr, cancelErr error
+	tasks               []engine.MoveTask // ListMoveTasks answers these when set
+}
+
+func (b stubBackend) ListMoveTasks(ctx context.Context, account, name string) ([]engine.MoveTask, error) {
+	if b.tasks != nil {
+		return b.tasks, nil
+	}
+	return b.Backend.ListMoveTasks(ctx, account, name)
 }
 
 func (b stubBackend) StartMoveTask(context.Context, engine.MoveTask) (engine.MoveTask, error) {
@@ -312,6 +320,32 @@ func (b stubBackend) StartMoveTask(context.Context, engine.MoveTask) (engine.Mov
 
 func (b stubBackend) CancelMoveTask(context.Context, string, string, string) (engine.MoveTask, error) {
 	return engine.MoveTask{}, b.cancelErr
+}
+
+// TestMoveTaskFailureReasons: ListMessageMoveTasks words the engine's
+// failure reasons as SQS does.
+func TestMoveTaskFailureReasons(t *testing.T) {
+	tests := []struct {
+		reason engine.MoveTaskFailure
+		want   string
+	}{
+		{engine.MoveTaskFailureNonExistentQueue, "AWS.SimpleQueueService.NonExistentQueue"},
+		{engine.MoveTaskFailureTimedOut, "AWS.SimpleQueueService.MoveTaskTimedOut"},
+		{engine.MoveTaskFailureStore, "AWS.SimpleQueueService.InternalError"},
+		{"reason of a newer store", "AWS.SimpleQueueService.InternalError"},
+	}
+	for _, tt := range tests {
+		t.Run(string(tt.reason), func(t *testing.T) {
+			h := newHarness(t)
+			h.createQueue("dlq", nil)
+			stub := stubBackend{Backend: h.eng, tasks: []engine.MoveTask{{ID: "t", SourceAccount: testAccount, SourceName: "dlq",
+				SourceARN: testARN("dlq"), Status: engine.MoveTaskFailed, FailureReason: tt.reason}}}
+			h.svc = NewService(Config{Account: testAccount, Region: testRegion, Backend: stub, Clock: h.clk, QueueURLBase: testBase})
+			if got := h.listTasks(testARN("dlq"), 1); len(got) != 1 || got[0].FailureReason != tt.want {
+				t.Fatalf("tasks %+v, want FailureReason %q", got, tt.want)
+			}
+		})
+	}
 }
 
 func TestMoveTaskEngineErrors(t *testing.T) {

@@ -635,7 +635,22 @@ func encodeTask(b []byte, t *engine.MoveTask) []byte {
 	b = binary.AppendVarint(b, t.ToMove)
 	b = binary.AppendVarint(b, t.Moved)
 	b = appendTime(b, t.Started)
-	return appendString(b, t.FailureReason)
+	return appendString(b, string(t.FailureReason))
+}
+
+// legacyFailures are the failure reasons as stores written before the
+// engine had words of its own kept them (SQS's).
+var legacyFailures = map[string]engine.MoveTaskFailure{
+	"AWS.SimpleQueueService.NonExistentQueue": engine.MoveTaskFailureNonExistentQueue,
+	"AWS.SimpleQueueService.MoveTaskTimedOut": engine.MoveTaskFailureTimedOut,
+	"AWS.SimpleQueueService.InternalError":    engine.MoveTaskFailureStore,
+}
+
+func decodeFailure(s string) engine.MoveTaskFailure {
+	if f, ok := legacyFailures[s]; ok {
+		return f
+	}
+	return engine.MoveTaskFailure(s)
 }
 
 func decodeTask(v []byte) (engine.MoveTask, error) {
@@ -654,7 +669,7 @@ func decodeTask(v []byte) (engine.MoveTask, error) {
 	t.ToMove = r.varint()
 	t.Moved = r.varint()
 	t.Started = r.time()
-	t.FailureReason = r.str()
+	t.FailureReason = decodeFailure(r.str())
 	if err := r.done(); err != nil {
 		return t, err
 	}

@@ -235,6 +235,23 @@ func TestTaskRecordRoundTrip(t *testing.T) {
 	}
 }
 
+// TestTaskRecordLegacyFailure: a task record written when the store kept
+// SQS's wording of the failure reason reads back as the engine's reason.
+func TestTaskRecordLegacyFailure(t *testing.T) {
+	for stored, want := range map[string]engine.MoveTaskFailure{
+		"AWS.SimpleQueueService.NonExistentQueue": engine.MoveTaskFailureNonExistentQueue,
+		"AWS.SimpleQueueService.MoveTaskTimedOut": engine.MoveTaskFailureTimedOut,
+		"AWS.SimpleQueueService.InternalError":    engine.MoveTaskFailureStore,
+	} {
+		// The record's layout is unchanged: the reason is its last string.
+		old := engine.MoveTask{ID: "id", Status: engine.MoveTaskFailed, FailureReason: engine.MoveTaskFailure(stored)}
+		got, err := decodeTask(encodeTask(nil, &old))
+		if err != nil || got.FailureReason != want {
+			t.Errorf("stored %q reads back as %q, %v; want %q", stored, got.FailureReason, err, want)
+		}
+	}
+}
+
 func TestStateRecordRoundTrip(t *testing.T) {
 	s := msgState{receiveCount: 3, gen: 1<<50 + 7, firstReceiveAt: 1, receivedAt: -2, visibleAt: 1 << 62}
 	got, err := decodeState(encodeState(nil, s))

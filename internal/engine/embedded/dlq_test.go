@@ -185,6 +185,74 @@ func TestMoveTaskResumesAfterRestart(t *testing.T) {
 	checkIndexes(t, e)
 }
 
+// With HoldMoveTasks a task resumed at Open moves nothing until the first
+// OnMovedByTask, so that the hook is told of every move after a restart; a
+// store closed while holding keeps the task RUNNING for the next Open.
+func TestMoveTaskHeldUntilHook(t *testing.T) {
+	ctx := context.Background()
+	dir := t.TempDir()
+	clk := clock.NewFake(enginetest.Start)
+	e := openTest(t, Options{Dir: dir, Clock: clk})
+	mustCreate(t, e, engine.Queue{Name: "dlq", ARN: arn("dlq"), Settings: settings()})
+	mustCreate(t, e, engine.Queue{Name: "dst", ARN: arn("dst"), Settings: settings()})
+	sendBodies(t, e, "dlq", 25)
+	started, err := e.StartMoveTask(ctx, engine.MoveTask{SourceAccount: acct, SourceName: "dlq", DestinationARN: arn("dst"), MaxPerSecond: 10})
+	if err != nil {
+		t.Fatal(err)
+	}
+	waitTask(t, e, "dlq", started.ID, func(mt engine.MoveTask) bool { return mt.Moved == 10 })
+
+	held := func(e *Engine) int {
+		e.taskMu.Lock()
+		defer e.taskMu.Unlock()
+		return len(e.held)
+	}
+	for range 2 { // the second Open finds the task as the held one left it
+		if err := e.Close(); err != nil {
+			t.Fatal(err)
+		}
+		clk.Advance(time.Hour)
+		e = openTest(t, Options{Dir: dir, Clock: clk, HoldMoveTasks: true})
+		if n := held(e); n != 1 {
+			t.Fatalf("%d tasks held, want 1 (no runner before the hook)", n)
+		}
+		if mt := taskOf(t, e, "dlq", started.ID); mt.Status != engine.MoveTaskRunning || mt.Moved != 10 {
+			t.Fatalf("held task %+v", mt)
+		}
+	}
+
+	var mu sync.Mutex
+	counted := map[string]int{}
+	e.OnMovedByTask(func(account, queue string, m *engine.NewMessage) {
+		mu.Lock()
+		counted[account+"/"+queue]++
+		mu.Unlock()
+	})
+	if n := held(e); n != 0 {
+		t.Fatalf("%d tasks still held after the hook", n)
+	}
+	mt := waitTask(t, e, "dlq", started.ID, func(mt engine.MoveTask) bool {
+		if mt.Status.Active() {
+			clk.Advance(time.Second)
+			return false
+		}
+		return true
+	})
+	if mt.Status != engine.MoveTaskCompleted || mt.Moved != 25 {
+		t.Fatalf("ended %+v", mt)
+	}
+	mu.Lock()
+	defer mu.Unlock()
+	if want := map[string]int{acct + "/dst": 15}; fmt.Sprint(counted) != fmt.Sprint(want) {
+		t.Fatalf("hook counted %v, want %v: every move after the restart", counted, want)
+	}
+	// A second call changes the hook and starts nothing twice.
+	e.OnMovedByTask(nil)
+	if n := held(e); n != 0 {
+		t.Fatalf("%d tasks held", n)
+	}
+}
+
 // rawUpdateTask rewrites the one task record of a closed store.
 func rawUpdateTask(t *testing.T, dir string, fn func(*engine.MoveTask)) {
 	t.Helper()

@@ -33,6 +33,7 @@ import (
 	"os"
 	"slices"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/cockroachdb/pebble/v2"
@@ -64,10 +65,10 @@ type Options struct {
 	// ends in records recovery would drop (a torn or damaged tail),
 	// instead of logging the loss and going on.
 	StrictRecovery bool
-	// MovedByTask, when set, is told of every message a move task has
-	// written into its destination (a new message there, as a send makes),
-	// once durable, from the task's goroutine.
-	MovedByTask func(account, queue string, m *engine.NewMessage)
+	// HoldMoveTasks keeps the move tasks found RUNNING from moving until
+	// the first OnMovedByTask, so that its hook is told of every move; by
+	// default they resume at once.
+	HoldMoveTasks bool
 }
 
 // Ids (queue ids, message seqs, receive generations) are epoch<<epochShift
@@ -108,7 +109,11 @@ type Engine struct {
 	quit      chan struct{} // closed when Close begins: runners return
 	runners   sync.WaitGroup
 
-	onMoved func(account, queue string, m *engine.NewMessage) // Options.MovedByTask
+	// onMoved is the OnMovedByTask hook, read by runners at every step.
+	onMoved atomic.Pointer[func(account, queue string, m *engine.NewMessage)]
+	// held are the tasks Open found RUNNING until resumeTasks starts them;
+	// guarded by taskMu.
+	held []*task
 
 	// beforeSendCommit, when set (tests only), runs between a send's seq
 	// allocation and its commit.
@@ -127,7 +132,7 @@ type Engine struct {
 
 type qname struct{ account, name string }
 
-var _ engine.Backend = (*Engine)(nil)
+var _ engine.Store = (*Engine)(nil)
 
 // Open opens (or creates) the store and rebuilds every queue's index.
 func Open(ctx context.Context, opts Options) (*Engine, error) {
@@ -140,7 +145,6 @@ func Open(ctx context.Context, opts Options) (*Engine, error) {
 		arns:      make(map[string]*queue),
 		active:    make(map[string]int),
 		maxActive: engine.MaxActiveMoveTasks,
-		onMoved:   opts.MovedByTask,
 		quit:      make(chan struct{}),
 	}
 	if e.clock == nil {
@@ -191,7 +195,10 @@ func Open(ctx context.Context, opts Options) (*Engine, error) {
 	if e.space != nil {
 		e.space.start()
 	}
-	e.resumeTasks()
+	e.held = e.loadedRunning()
+	if !opts.HoldMoveTasks {
+		e.resumeTasks()
+	}
 	return e, nil
 }
 

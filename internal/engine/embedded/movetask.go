@@ -4,7 +4,9 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"maps"
 	"runtime"
+	"slices"
 	"sync"
 	"time"
 
@@ -48,9 +50,6 @@ const (
 	// keepTasks is how many tasks a source keeps at least; older ended ones
 	// are pruned when a new task starts.
 	keepTasks = 10
-	// moveFailureInternal ends a task the store cannot serve (a failed
-	// write or a corrupt record); the messages stay in the source.
-	moveFailureInternal = "AWS.SimpleQueueService.InternalError"
 )
 
 // task is a move task and its runner's wake-up. Only the runner changes
@@ -339,7 +338,7 @@ func (e *Engine) moveStep(tk *task, limit int) (int, bool) {
 	st, left, started := tk.t.Status, tk.t.ToMove-tk.t.Moved, tk.t.Started
 	tk.mu.Unlock()
 	var end engine.MoveTaskStatus
-	reason := ""
+	var reason engine.MoveTaskFailure
 	switch {
 	case st == engine.MoveTaskCancelling:
 		end = engine.MoveTaskCancelled
@@ -394,7 +393,7 @@ type moveDest struct {
 func (e *Engine) moveOut(tk *task, ms []*message) (int, bool) {
 	src := tk.src
 	var dests []*moveDest
-	fail := func(reason string) (int, bool) {
+	fail := func(reason engine.MoveTaskFailure) (int, bool) {
 		for _, d := range dests {
 			if d.pb != nil {
 				d.q.mu.Lock()
@@ -418,7 +417,7 @@ func (e *Engine) moveOut(tk *task, ms []*message) (int, bool) {
 		v, err := e.get(k[:])
 		if err != nil {
 			e.log.Error("move task: read message", "task", tk.t.ID, "err", err)
-			return fail(moveFailureInternal)
+			return fail(engine.MoveTaskFailureStore)
 		}
 		if v == nil {
 			continue // purged or deleted with the source since it was taken
@@ -426,7 +425,7 @@ func (e *Engine) moveOut(tk *task, ms []*message) (int, bool) {
 		sm, err := decodeStoredMessage(v)
 		if err != nil {
 			e.log.Error("move task: decode message", "task", tk.t.ID, "seq", m.seq, "err", err)
-			return fail(moveFailureInternal)
+			return fail(engine.MoveTaskFailureStore)
 		}
 		arn := destARN
 		if arn == "" {
@@ -475,7 +474,7 @@ func (e *Engine) moveOut(tk *task, ms []*message) (int, bool) {
 		if err != nil {
 			b.Close()
 			e.log.Error("move task: message id", "task", tk.t.ID, "err", err)
-			return fail(moveFailureInternal)
+			return fail(engine.MoveTaskFailureStore)
 		}
 		d := it.d
 		nm := message{seq: d.next, sentAt: now, deadline: after(now, max0(d.delay)), timerSlot: -1, ageSlot: -1}
@@ -497,7 +496,7 @@ func (e *Engine) moveOut(tk *task, ms []*message) (int, bool) {
 		tk.mu.Unlock()
 		b.Close()
 		e.log.Error("move task: write", "task", tk.t.ID, "err", err)
-		return fail(moveFailureInternal)
+		return fail(engine.MoveTaskFailureStore)
 	}
 	tk.mu.Unlock()
 	if err := e.awaitDurable(b); err != nil {
@@ -508,9 +507,9 @@ func (e *Engine) moveOut(tk *task, ms []*message) (int, bool) {
 	for _, d := range dests {
 		e.deliverMoved(d)
 	}
-	if e.onMoved != nil {
+	if fn := e.onMoved.Load(); fn != nil {
 		for i := range items {
-			e.onMoved(items[i].d.account, items[i].d.name, &items[i].sm.msg)
+			(*fn)(items[i].d.account, items[i].d.name, &items[i].sm.msg)
 		}
 	}
 	return len(items), false
@@ -550,7 +549,7 @@ func (e *Engine) deliverMoved(d *moveDest) {
 
 // endTask gives tk its final status and releases its account slot. write
 // is false when the source queue, and the record with it, is gone.
-func (e *Engine) endTask(tk *task, st engine.MoveTaskStatus, reason string, write bool) {
+func (e *Engine) endTask(tk *task, st engine.MoveTaskStatus, reason engine.MoveTaskFailure, write bool) {
 	tk.mu.Lock()
 	if st == engine.MoveTaskCompleted && tk.t.Status == engine.MoveTaskCancelling {
 		st = engine.MoveTaskCancelled
@@ -616,22 +615,53 @@ func (e *Engine) loadTasks(byID map[uint64]*queue, cleanup *pebble.Batch) error 
 	})
 }
 
-// resumeTasks starts a runner for every RUNNING task.
-func (e *Engine) resumeTasks() {
+// loadedRunning lists the tasks the store holds RUNNING, at Open, before
+// any call can start another.
+func (e *Engine) loadedRunning() []*task {
 	e.mu.RLock()
-	qs := make([]*queue, 0, len(e.queues))
-	for _, q := range e.queues {
-		qs = append(qs, q)
-	}
+	qs := slices.Collect(maps.Values(e.queues))
 	e.mu.RUnlock()
+	var run []*task
 	for _, q := range qs {
 		q.mu.Lock()
 		for _, tk := range q.tasks {
 			if tk.snapshot().Status == engine.MoveTaskRunning {
-				e.runners.Add(1)
-				go e.runTask(tk)
+				run = append(run, tk)
 			}
 		}
 		q.mu.Unlock()
 	}
+	return run
+}
+
+// resumeTasks starts a runner for each task Open found RUNNING, once: at
+// Open, or with Options.HoldMoveTasks at the first OnMovedByTask (a task
+// cancelled meanwhile is CANCELLING, and its runner ends it). Runners are
+// registered under taskMu, where Close marks the engine stopping, so none
+// starts after Close began waiting for them; a task not started stays
+// RUNNING in the store and resumes at the next Open.
+func (e *Engine) resumeTasks() {
+	e.taskMu.Lock()
+	run := e.held
+	e.held = nil
+	if e.stopping {
+		run = nil
+	}
+	e.runners.Add(len(run))
+	e.taskMu.Unlock()
+	for _, tk := range run {
+		go e.runTask(tk)
+	}
+}
+
+// OnMovedByTask implements engine.Store. With Options.HoldMoveTasks the
+// tasks resumed at Open start now, after fn is in place, so that it is told
+// of every move.
+func (e *Engine) OnMovedByTask(fn func(account, queue string, m *engine.NewMessage)) {
+	if fn == nil {
+		e.onMoved.Store(nil)
+	} else {
+		e.onMoved.Store(&fn)
+	}
+	e.resumeTasks()
 }
