@@ -33,6 +33,9 @@ Run "ferry serve -h" for the flags. Every flag also reads an environment
 variable, named in its help; a flag given on the command line wins.
 `
 
+// defaultDataDir is where ferry serve keeps its store without --data.
+const defaultDataDir = "ferry-data"
+
 // version is set at build time with -ldflags "-X main.version=...".
 var version = "dev"
 
@@ -105,7 +108,7 @@ func serve(ctx context.Context, args []string, getenv func(string) string, stder
 	var cfg server.Config
 	var sopts embedded.Options
 	fs.StringVar(&cfg.Listen, "listen", env("FERRY_LISTEN", server.DefaultListen), "address to listen on (FERRY_LISTEN)")
-	fs.StringVar(&sopts.Dir, "data", env("FERRY_DATA", server.DefaultDataDir), "directory of the embedded store (FERRY_DATA)")
+	fs.StringVar(&sopts.Dir, "data", env("FERRY_DATA", defaultDataDir), "directory of the embedded store (FERRY_DATA)")
 	fs.BoolVar(&sopts.InMemory, "memory", envBool("FERRY_MEMORY"), "keep everything in memory; nothing survives a stop (FERRY_MEMORY)")
 	fs.BoolVar(&sopts.NoSync, "no-fsync", envBool("FERRY_NO_FSYNC"), "acknowledge writes before they are fsynced (FERRY_NO_FSYNC)")
 	fs.BoolVar(&sopts.StrictRecovery, "strict-recovery", envBool("FERRY_STRICT_RECOVERY"), "refuse to start when recovering the store's log would drop records, instead of warning (FERRY_STRICT_RECOVERY)")

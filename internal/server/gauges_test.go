@@ -408,3 +408,63 @@ func TestMetricsMoveTask(t *testing.T) {
 		}
 	}
 }
+
+// TestMetricsMoveTaskAcrossRestart: a move task that a stop interrupted
+// resumes when Ferry starts again, and every message it moves from then on
+// is counted as sent to its destination, the very first included (the
+// store holds resumed tasks until the server has set its hook).
+func TestMetricsMoveTaskAcrossRestart(t *testing.T) {
+	dir := t.TempDir()
+	ctx := ctxT(t)
+	f := start(t, onDisk(dir))
+	dlq := f.createQueue(t, "r-dlq", nil)
+	src := f.createQueue(t, "r-src", map[string]string{"RedrivePolicy": redrivePolicy("r-dlq", 1)})
+	f.deadLetter(t, src, dlq, 12)
+	// One a second: the first moves at once, the rest wait for the clock.
+	if _, err := f.json.StartMessageMoveTask(ctx, &sqs.StartMessageMoveTaskInput{SourceArn: aws.String(arnPrefix + "r-dlq"),
+		MaxNumberOfMessagesPerSecond: aws.Int32(1)}); err != nil {
+		t.Fatal(err)
+	}
+	moved := func(f *ferry) (int64, string) {
+		out, err := f.json.ListMessageMoveTasks(ctx, &sqs.ListMessageMoveTasksInput{SourceArn: aws.String(arnPrefix + "r-dlq")})
+		if err != nil || len(out.Results) != 1 {
+			t.Fatalf("ListMessageMoveTasks: %+v, %v", out, err)
+		}
+		return out.Results[0].ApproximateNumberOfMessagesMoved, aws.ToString(out.Results[0].Status)
+	}
+	var first int64
+	for deadline := time.Now().Add(10 * time.Second); ; time.Sleep(time.Millisecond) {
+		if first, _ = moved(f); first > 0 {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatal("the task moved nothing")
+		}
+	}
+	if err := f.srv.Shutdown(ctx); err != nil {
+		t.Fatal(err)
+	}
+
+	f2 := start(t, onDisk(dir), onClock(f.clk))
+	// It resumes where it stopped, moving one at once in its new second.
+	if n, status := moved(f2); status != "RUNNING" || n < first || n > first+1 {
+		t.Fatalf("after the restart the task is %s with %d moved", status, n)
+	}
+	// The runner may not wait on the clock yet when it moves: keep moving
+	// it until the task ends.
+	for deadline := time.Now().Add(10 * time.Second); ; f2.clk.Advance(time.Second) {
+		if _, status := moved(f2); status != "RUNNING" {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatal("the resumed task never ended")
+		}
+	}
+	if n, status := moved(f2); status != "COMPLETED" || n != 12 {
+		t.Fatalf("task %s with %d moved", status, n)
+	}
+	// Totals count from the start: every move after the restart.
+	if got, _ := f2.srv.Metrics().Totals(metrics.NamespaceSQS, metrics.MessagesSent, metrics.Queue("r-src")); got.Sum != float64(12-first) {
+		t.Errorf("r-src sent since the restart = %+v, want %d", got, 12-first)
+	}
+}

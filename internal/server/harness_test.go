@@ -49,6 +49,10 @@ type option func(*server.Config)
 // onDisk keeps the store, and the server's own files, in dir.
 func onDisk(dir string) option { return func(c *server.Config) { c.DataDir = dir } }
 
+// onClock runs the server on clk, e.g. a restarted one on the clock of
+// the server before it.
+func onClock(clk *clock.Fake) option { return func(c *server.Config) { c.Clock = clk } }
+
 // storeWith keeps the store in dir, opened with the options set chooses.
 func storeWith(t testing.TB, dir string, set func(*embedded.Options)) option {
 	return func(c *server.Config) {
@@ -88,6 +92,9 @@ func start(t testing.TB, opts ...option) *ferry {
 	cfg := server.Config{Listen: "127.0.0.1:0", Clock: clk, Logger: testLogger(t)}
 	for _, o := range opts {
 		o(&cfg)
+	}
+	if fake, ok := cfg.Clock.(*clock.Fake); ok {
+		clk = fake // onClock
 	}
 	if cfg.Store == nil {
 		cfg.Store = openStore(t, cfg, nil)

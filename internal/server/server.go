@@ -82,7 +82,6 @@ type Config struct {
 // Defaults for an unset Config field.
 const (
 	DefaultListen  = "127.0.0.1:4566"
-	DefaultDataDir = "ferry-data"
 	DefaultAccount = "000000000000"
 	DefaultRegion  = "us-east-1"
 	// DefaultReadTimeout is time enough for the largest body (8 MiB) over a
