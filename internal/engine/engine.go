@@ -1,8 +1,11 @@
-// Package engine is the seam between the SQS actions and the storage that
-// keeps queues and messages. A Backend works at the level of queue
-// operations (send, receive, delete, change visibility, purge, stats); it
-// knows nothing of HTTP or wire formats. The embedded backend lives in
-// engine/embedded; a PostgreSQL backend can implement the same interface.
+// Package engine is the seam between the services and the storage that
+// keeps what they keep. A Store is one backend for all of it: queues and
+// messages at the level of queue operations (send, receive, delete, change
+// visibility, purge, stats, move tasks), SNS and CloudWatch records, and
+// metric datapoints. It knows nothing of HTTP, wire formats or AWS's
+// wording: the API packages map its errors and values to AWS's. The
+// embedded backend lives in engine/embedded; a PostgreSQL backend can
+// implement the same interface, and the command line chooses one.
 package engine
 
 import (
