@@ -40,6 +40,7 @@ type Fake struct {
 	now    time.Time
 	timers []*fakeTimer
 	seq    uint64
+	fired  int
 	// changed is closed, and replaced, whenever timers changes: it wakes
 	// WaitPending without polling.
 	changed chan struct{}
@@ -79,6 +80,7 @@ func (c *Fake) AfterFunc(d time.Duration, f func()) Timer {
 	t := &fakeTimer{c: c, at: c.now.Add(d), seq: c.seq, f: f}
 	if d <= 0 {
 		t.done = true
+		c.fired++
 		c.mu.Unlock()
 		go f()
 		return t
@@ -140,6 +142,7 @@ func (c *Fake) Set(t time.Time) {
 		}
 	}
 	if len(due) > 0 {
+		c.fired += len(due)
 		c.timers = c.timers[:n]
 		c.signal()
 	}
@@ -156,6 +159,15 @@ func (c *Fake) Pending() int {
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	return len(c.timers)
+}
+
+// Fired reports how many timers have fired so far. Advance and Set count a
+// timer before they return, so a test can tell, right after moving the
+// clock, whether the move woke anything.
+func (c *Fake) Fired() int {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return c.fired
 }
 
 // WaitPending blocks until at least n timers are waiting, i.e. until the

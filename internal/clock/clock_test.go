@@ -147,3 +147,25 @@ func timers(n int) func(*Fake) {
 		}
 	}
 }
+
+// Fired counts timers as Advance takes them, before their callbacks run;
+// stopped timers never count.
+func TestFakeFired(t *testing.T) {
+	c := NewFake(time.Unix(0, 0))
+	block := make(chan struct{})
+	defer close(block)
+	for _, d := range []time.Duration{time.Second, 2 * time.Second, 3 * time.Second} {
+		c.AfterFunc(d, func() { <-block })
+	}
+	c.AfterFunc(time.Second, func() {}).Stop()
+	c.AfterFunc(0, func() {})
+	for _, tc := range []struct {
+		advance time.Duration
+		fired   int
+	}{{0, 1}, {999 * time.Millisecond, 1}, {time.Millisecond, 2}, {time.Hour, 4}, {time.Hour, 4}} {
+		c.Advance(tc.advance)
+		if got := c.Fired(); got != tc.fired {
+			t.Fatalf("after %v more: fired %d, want %d", tc.advance, got, tc.fired)
+		}
+	}
+}
