@@ -12,6 +12,7 @@ import (
 	"github.com/aws/aws-sdk-go-v2/service/sqs/types"
 	awsv1 "github.com/aws/aws-sdk-go/aws"
 	sqsv1 "github.com/aws/aws-sdk-go/service/sqs"
+	"github.com/ferrymq/ferry/internal/testwait"
 )
 
 const arnPrefix = "arn:aws:sqs:us-east-1:000000000000:"
@@ -50,7 +51,7 @@ func TestDLQRedriveOnReceive(t *testing.T) {
 	}
 	var last types.Message
 	for i := 1; i <= 2; i++ {
-		got := eventually(t, func() []types.Message { return f.receiveAll(t, src, 1) })
+		got := testwait.Some(t, "nothing arrived", func() []types.Message { return f.receiveAll(t, src, 1) })
 		if got[0].Attributes["ApproximateReceiveCount"] != strconv.Itoa(i) {
 			t.Fatalf("receive %d: count %s", i, got[0].Attributes["ApproximateReceiveCount"])
 		}
@@ -117,7 +118,7 @@ func TestDLQDeletedTargetKeepsMessages(t *testing.T) {
 		t.Fatal(err)
 	}
 	f.clk.Advance(5 * time.Second)
-	got := eventually(t, func() []types.Message { return f.receiveAll(t, src, 1) })
+	got := testwait.Some(t, "nothing arrived", func() []types.Message { return f.receiveAll(t, src, 1) })
 	if got[0].Attributes["ApproximateReceiveCount"] != "2" {
 		t.Fatalf("count = %s", got[0].Attributes["ApproximateReceiveCount"])
 	}

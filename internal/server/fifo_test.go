@@ -12,6 +12,7 @@ import (
 	"github.com/aws/aws-sdk-go-v2/service/sqs/types"
 	awsv1 "github.com/aws/aws-sdk-go/aws"
 	sqsv1 "github.com/aws/aws-sdk-go/service/sqs"
+	"github.com/ferrymq/ferry/internal/testwait"
 )
 
 func fifoAttrs(extra ...string) map[string]string {
@@ -241,7 +242,7 @@ func TestFIFODeadLetterAndRedrive(t *testing.T) {
 	f.clk.Advance(5 * time.Second)
 	moveAt := f.clk.Now().UnixMilli()
 	// The head moves to the dead-letter queue, which unblocks the group.
-	got := eventually(t, func() []types.Message { return f.receiveAll(t, src, 1) })
+	got := testwait.Some(t, "nothing arrived", func() []types.Message { return f.receiveAll(t, src, 1) })
 	if bodies(got) != "next" {
 		t.Fatalf("after the move got %s", bodies(got))
 	}
