@@ -172,20 +172,14 @@ func TestDLQPolicyValidation(t *testing.T) {
 // waitTask polls ListMessageMoveTasks until the newest task has status.
 func (f *ferry) waitTask(t testing.TB, sourceArn, status string) types.ListMessageMoveTasksResultEntry {
 	t.Helper()
-	deadline := time.Now().Add(10 * time.Second)
-	for {
-		out, err := f.json.ListMessageMoveTasks(ctxT(t), &sqs.ListMessageMoveTasksInput{SourceArn: aws.String(sourceArn)})
-		if err != nil {
-			t.Fatal(err)
+	ctx := ctxT(t)
+	return testwait.Some(t, "the task to reach "+status, func() []types.ListMessageMoveTasksResultEntry {
+		out, err := f.json.ListMessageMoveTasks(ctx, &sqs.ListMessageMoveTasksInput{SourceArn: aws.String(sourceArn)})
+		if err != nil || len(out.Results) == 0 || aws.ToString(out.Results[0].Status) != status {
+			return nil
 		}
-		if len(out.Results) > 0 && aws.ToString(out.Results[0].Status) == status {
-			return out.Results[0]
-		}
-		if time.Now().After(deadline) {
-			t.Fatalf("task never reached %s: %+v", status, out.Results)
-		}
-		time.Sleep(2 * time.Millisecond)
-	}
+		return out.Results[:1]
+	})[0]
 }
 
 // deadLetter adds n messages to queue dlq, moved there from src by its

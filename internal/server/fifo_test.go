@@ -304,18 +304,9 @@ func TestFIFOOverQuery(t *testing.T) {
 // waitVisible waits until queue has n visible messages.
 func waitVisible(t testing.TB, f *ferry, queue string, n int64) {
 	t.Helper()
-	deadline := time.Now().Add(5 * time.Second)
-	for {
-		st, err := f.srv.Engine().Stats(ctxT(t), "000000000000", queue)
-		if err != nil {
-			t.Fatal(err)
-		}
-		if st.Visible == n {
-			return
-		}
-		if time.Now().After(deadline) {
-			t.Fatalf("%s: %+v, want %d visible", queue, st, n)
-		}
-		time.Sleep(2 * time.Millisecond)
-	}
+	ctx := ctxT(t)
+	testwait.Eventually(t, fmt.Sprintf("%d visible in %s", n, queue), func() bool {
+		st, err := f.srv.Engine().Stats(ctx, "000000000000", queue)
+		return err == nil && st.Visible == n
+	})
 }

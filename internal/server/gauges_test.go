@@ -35,13 +35,7 @@ func (f *ferry) jump(t testing.TB, at time.Time) {
 	t.Helper()
 	n := f.srv.Sampler().Ticks()
 	f.clk.Set(at)
-	deadline := time.Now().Add(10 * time.Second)
-	for f.srv.Sampler().Ticks() == n {
-		if time.Now().After(deadline) {
-			t.Fatal("the sampler did not tick")
-		}
-		time.Sleep(time.Millisecond)
-	}
+	testwait.Eventually(t, "the sampler's tick", func() bool { return f.srv.Sampler().Ticks() != n })
 }
 
 // point is the one datapoint of a series in minute at; ok is false when

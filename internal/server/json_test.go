@@ -601,20 +601,10 @@ func TestJSONRetention(t *testing.T) {
 // waitCounts waits until visible + in flight + delayed is n.
 func waitCounts(t testing.TB, f *ferry, url string, n int) {
 	t.Helper()
-	deadline := time.Now().Add(5 * time.Second)
-	for {
+	testwait.Eventually(t, fmt.Sprintf("%d messages in all", n), func() bool {
 		st, err := f.srv.Engine().Stats(context.Background(), "000000000000", url[strings.LastIndex(url, "/")+1:])
-		if err != nil {
-			t.Fatal(err)
-		}
-		if int(st.Visible+st.NotVisible+st.Delayed) == n {
-			return
-		}
-		if time.Now().After(deadline) {
-			t.Fatalf("messages = %+v, want %d in all", st, n)
-		}
-		time.Sleep(2 * time.Millisecond)
-	}
+		return err == nil && int(st.Visible+st.NotVisible+st.Delayed) == n
+	})
 }
 
 func TestJSONLongPolling(t *testing.T) {
