@@ -2,6 +2,8 @@
 package clock
 
 import (
+	"context"
+	"fmt"
 	"sort"
 	"sync"
 	"time"
@@ -38,10 +40,22 @@ type Fake struct {
 	now    time.Time
 	timers []*fakeTimer
 	seq    uint64
+	fired  int
+	// changed is closed, and replaced, whenever timers changes: it wakes
+	// WaitPending without polling.
+	changed chan struct{}
 }
 
 // NewFake returns a fake clock set to t.
-func NewFake(t time.Time) *Fake { return &Fake{now: t} }
+func NewFake(t time.Time) *Fake { return &Fake{now: t, changed: make(chan struct{})} }
+
+// signal wakes every WaitPending; the caller holds c.mu.
+func (c *Fake) signal() {
+	if c.changed != nil {
+		close(c.changed)
+	}
+	c.changed = make(chan struct{})
+}
 
 type fakeTimer struct {
 	c    *Fake
@@ -66,11 +80,13 @@ func (c *Fake) AfterFunc(d time.Duration, f func()) Timer {
 	t := &fakeTimer{c: c, at: c.now.Add(d), seq: c.seq, f: f}
 	if d <= 0 {
 		t.done = true
+		c.fired++
 		c.mu.Unlock()
 		go f()
 		return t
 	}
 	c.timers = append(c.timers, t)
+	c.signal()
 	c.mu.Unlock()
 	return t
 }
@@ -86,6 +102,7 @@ func (t *fakeTimer) Stop() bool {
 	for i, o := range t.c.timers {
 		if o == t {
 			t.c.timers = append(t.c.timers[:i], t.c.timers[i+1:]...)
+			t.c.signal()
 			break
 		}
 	}
@@ -124,7 +141,11 @@ func (c *Fake) Set(t time.Time) {
 			n++
 		}
 	}
-	c.timers = c.timers[:n]
+	if len(due) > 0 {
+		c.fired += len(due)
+		c.timers = c.timers[:n]
+		c.signal()
+	}
 	c.now = t
 	c.mu.Unlock()
 	for _, tm := range due {
@@ -138,4 +159,37 @@ func (c *Fake) Pending() int {
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	return len(c.timers)
+}
+
+// Fired reports how many timers have fired so far. Advance and Set count a
+// timer before they return, so a test can tell, right after moving the
+// clock, whether the move woke anything.
+func (c *Fake) Fired() int {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return c.fired
+}
+
+// WaitPending blocks until at least n timers are waiting, i.e. until the
+// goroutines under test have reached their waits on the clock, or until ctx
+// ends. It waits on the clock's own changes, not by polling.
+func (c *Fake) WaitPending(ctx context.Context, n int) error {
+	for {
+		c.mu.Lock()
+		if len(c.timers) >= n {
+			c.mu.Unlock()
+			return nil
+		}
+		if c.changed == nil { // a zero Fake, not made by NewFake
+			c.changed = make(chan struct{})
+		}
+		ch := c.changed
+		have := len(c.timers)
+		c.mu.Unlock()
+		select {
+		case <-ch:
+		case <-ctx.Done():
+			return fmt.Errorf("fake clock: %d timers pending, waiting for %d: %w", have, n, ctx.Err())
+		}
+	}
 }

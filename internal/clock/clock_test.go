@@ -1,6 +1,8 @@
 package clock
 
 import (
+	"context"
+	"errors"
 	"sync/atomic"
 	"testing"
 	"time"
@@ -20,10 +22,8 @@ func TestFakeFiresInOrderAndOnlyWhenDue(t *testing.T) {
 		t.Fatal("Stop should report true once, then false")
 	}
 	c.Advance(999 * time.Millisecond)
-	select {
-	case n := <-fired:
-		t.Fatalf("timer %d fired early", n)
-	case <-time.After(10 * time.Millisecond):
+	if n := c.Fired(); n != 0 { // Advance counts what it fires before returning
+		t.Fatalf("%d timers fired early", n)
 	}
 	c.Advance(time.Millisecond)
 	if n := <-fired; n != 1 {
@@ -71,5 +71,99 @@ func TestRealClock(t *testing.T) {
 	<-done
 	if r.Now().IsZero() {
 		t.Fatal("zero time")
+	}
+}
+
+// WaitPending returns once n timers wait, whoever adds them and whenever;
+// timers that fired or were stopped do not count.
+func TestFakeWaitPending(t *testing.T) {
+	cancelled, cancel := context.WithCancel(context.Background())
+	cancel()
+	for _, tc := range []struct {
+		name    string
+		setup   func(c *Fake) // before the wait, in the test's goroutine
+		racing  int           // timers added by goroutines during the wait
+		ctx     context.Context
+		n       int
+		reached bool
+	}{
+		{name: "already pending", setup: timers(2), ctx: cancelled, n: 2, reached: true},
+		{name: "zero is always reached", ctx: cancelled, n: 0, reached: true},
+		{name: "added during the wait", racing: 5, ctx: context.Background(), n: 5, reached: true},
+		{name: "some before, some during", setup: timers(1), racing: 2, ctx: context.Background(), n: 3, reached: true},
+		{name: "too few", setup: timers(1), ctx: cancelled, n: 2},
+		{name: "fired timers leave", setup: func(c *Fake) { timers(2)(c); c.Advance(time.Hour) }, ctx: cancelled, n: 1},
+		{name: "stopped timers leave", setup: func(c *Fake) {
+			timers(1)(c)
+			c.AfterFunc(time.Minute, func() {}).Stop()
+		}, ctx: cancelled, n: 2},
+		{name: "zero delay never waits", setup: func(c *Fake) { c.AfterFunc(0, func() {}) }, ctx: cancelled, n: 1},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			c := NewFake(time.Unix(0, 0))
+			if tc.setup != nil {
+				tc.setup(c)
+			}
+			for range tc.racing {
+				go c.AfterFunc(time.Second, func() {})
+			}
+			err := c.WaitPending(tc.ctx, tc.n)
+			if tc.reached {
+				if err != nil {
+					t.Fatalf("WaitPending(%d) = %v", tc.n, err)
+				}
+				if c.Pending() < tc.n {
+					t.Fatalf("returned with %d pending, want %d", c.Pending(), tc.n)
+				}
+				return
+			}
+			if !errors.Is(err, context.Canceled) {
+				t.Fatalf("WaitPending(%d) = %v, want context.Canceled", tc.n, err)
+			}
+		})
+	}
+}
+
+// A wait blocked before any timer exists wakes when the nth arrives.
+func TestFakeWaitPendingWakes(t *testing.T) {
+	c := NewFake(time.Unix(0, 0))
+	done := make(chan error, 1)
+	go func() { done <- c.WaitPending(context.Background(), 3) }()
+	for range 3 {
+		c.AfterFunc(time.Second, func() {})
+	}
+	if err := <-done; err != nil {
+		t.Fatal(err)
+	}
+}
+
+// timers adds n timers a minute away.
+func timers(n int) func(*Fake) {
+	return func(c *Fake) {
+		for range n {
+			c.AfterFunc(time.Minute, func() {})
+		}
+	}
+}
+
+// Fired counts timers as Advance takes them, before their callbacks run;
+// stopped timers never count.
+func TestFakeFired(t *testing.T) {
+	c := NewFake(time.Unix(0, 0))
+	block := make(chan struct{})
+	defer close(block)
+	for _, d := range []time.Duration{time.Second, 2 * time.Second, 3 * time.Second} {
+		c.AfterFunc(d, func() { <-block })
+	}
+	c.AfterFunc(time.Second, func() {}).Stop()
+	c.AfterFunc(0, func() {})
+	for _, tc := range []struct {
+		advance time.Duration
+		fired   int
+	}{{0, 1}, {999 * time.Millisecond, 1}, {time.Millisecond, 2}, {time.Hour, 4}, {time.Hour, 4}} {
+		c.Advance(tc.advance)
+		if got := c.Fired(); got != tc.fired {
+			t.Fatalf("after %v more: fired %d, want %d", tc.advance, got, tc.fired)
+		}
 	}
 }

@@ -3,6 +3,7 @@ package cloudwatch
 import (
 	"context"
 	"encoding/json"
+	"github.com/ferrymq/ferry/internal/testwait"
 	"strconv"
 	"strings"
 	"testing"
@@ -314,18 +315,10 @@ func TestMinuteTimer(t *testing.T) {
 		t.Fatal(err)
 	}
 	r.clk.Advance(time.Minute)
-	deadline := time.Now().Add(5 * time.Second)
-	for r.alarm("a").State != stateAlarm {
-		if time.Now().After(deadline) {
-			t.Fatal("the minute's evaluation did not run")
-		}
-		time.Sleep(time.Millisecond)
-	}
-	for r.clk.Pending() != 1 {
-		if time.Now().After(deadline) {
-			t.Fatal("the next minute was not scheduled")
-		}
-		time.Sleep(time.Millisecond)
+	testwait.Eventually(t, "the minute's evaluation", func() bool { return r.alarm("a").State == stateAlarm })
+	testwait.Pending(t, r.clk, 1) // the next minute's timer
+	if r.clk.Pending() != 1 {
+		t.Fatalf("%d timers pending, want the next minute's", r.clk.Pending())
 	}
 	if _, err := r.svc.deleteAlarms(ctx, &AlarmNamesInput{AlarmNames: []string{"a"}}); err != nil {
 		t.Fatal(err)

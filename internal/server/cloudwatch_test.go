@@ -19,6 +19,7 @@ import (
 	cwv1 "github.com/aws/aws-sdk-go/service/cloudwatch"
 
 	credv1 "github.com/aws/aws-sdk-go/aws/credentials"
+	"github.com/ferrymq/ferry/internal/testwait"
 )
 
 // cwClient speaks CloudWatch over the query protocol (aws-sdk-go v1.46).
@@ -105,7 +106,7 @@ func TestCloudWatchDeadLetterAlarm(t *testing.T) {
 	if _, err := f.json.SendMessage(ctx, &sqs.SendMessageInput{QueueUrl: aws.String(src), MessageBody: aws.String("poison")}); err != nil {
 		t.Fatal(err)
 	}
-	if got := eventually(t, func() []string {
+	if got := testwait.Some(t, "nothing arrived", func() []string {
 		var ids []string
 		for _, m := range f.receiveAll(t, src, 1) {
 			ids = append(ids, *m.MessageId)
@@ -125,7 +126,7 @@ func TestCloudWatchDeadLetterAlarm(t *testing.T) {
 
 	// The next minute's evaluation sees the receive and sets off the alarm.
 	f.clk.Advance(time.Minute)
-	msgs := eventually(t, func() []string {
+	msgs := testwait.Some(t, "nothing arrived", func() []string {
 		var bodies []string
 		for _, m := range f.receiveAll(t, ops, 10) {
 			bodies = append(bodies, *m.Body)
@@ -274,7 +275,7 @@ func TestCloudWatchQueryAPI(t *testing.T) {
 		*desc.MetricAlarms[0].StateReason != "Threshold Crossed: no datapoints were received for 2 periods and 2 missing datapoints were treated as [NonBreaching]." {
 		t.Fatalf("DescribeAlarmsForMetric: %v %v", desc, err)
 	}
-	okNote := eventually(t, func() []string {
+	okNote := testwait.Some(t, "nothing arrived", func() []string {
 		var b []string
 		for _, m := range f.receiveAll(t, inbox, 10) {
 			b = append(b, *m.Body)

@@ -12,6 +12,7 @@ import (
 	"github.com/aws/aws-sdk-go-v2/service/sqs/types"
 	awsv1 "github.com/aws/aws-sdk-go/aws"
 	sqsv1 "github.com/aws/aws-sdk-go/service/sqs"
+	"github.com/ferrymq/ferry/internal/testwait"
 )
 
 const arnPrefix = "arn:aws:sqs:us-east-1:000000000000:"
@@ -50,7 +51,7 @@ func TestDLQRedriveOnReceive(t *testing.T) {
 	}
 	var last types.Message
 	for i := 1; i <= 2; i++ {
-		got := eventually(t, func() []types.Message { return f.receiveAll(t, src, 1) })
+		got := testwait.Some(t, "nothing arrived", func() []types.Message { return f.receiveAll(t, src, 1) })
 		if got[0].Attributes["ApproximateReceiveCount"] != strconv.Itoa(i) {
 			t.Fatalf("receive %d: count %s", i, got[0].Attributes["ApproximateReceiveCount"])
 		}
@@ -117,7 +118,7 @@ func TestDLQDeletedTargetKeepsMessages(t *testing.T) {
 		t.Fatal(err)
 	}
 	f.clk.Advance(5 * time.Second)
-	got := eventually(t, func() []types.Message { return f.receiveAll(t, src, 1) })
+	got := testwait.Some(t, "nothing arrived", func() []types.Message { return f.receiveAll(t, src, 1) })
 	if got[0].Attributes["ApproximateReceiveCount"] != "2" {
 		t.Fatalf("count = %s", got[0].Attributes["ApproximateReceiveCount"])
 	}
@@ -171,20 +172,14 @@ func TestDLQPolicyValidation(t *testing.T) {
 // waitTask polls ListMessageMoveTasks until the newest task has status.
 func (f *ferry) waitTask(t testing.TB, sourceArn, status string) types.ListMessageMoveTasksResultEntry {
 	t.Helper()
-	deadline := time.Now().Add(10 * time.Second)
-	for {
-		out, err := f.json.ListMessageMoveTasks(ctxT(t), &sqs.ListMessageMoveTasksInput{SourceArn: aws.String(sourceArn)})
-		if err != nil {
-			t.Fatal(err)
+	ctx := ctxT(t)
+	return testwait.Some(t, "the task to reach "+status, func() []types.ListMessageMoveTasksResultEntry {
+		out, err := f.json.ListMessageMoveTasks(ctx, &sqs.ListMessageMoveTasksInput{SourceArn: aws.String(sourceArn)})
+		if err != nil || len(out.Results) == 0 || aws.ToString(out.Results[0].Status) != status {
+			return nil
 		}
-		if len(out.Results) > 0 && aws.ToString(out.Results[0].Status) == status {
-			return out.Results[0]
-		}
-		if time.Now().After(deadline) {
-			t.Fatalf("task never reached %s: %+v", status, out.Results)
-		}
-		time.Sleep(2 * time.Millisecond)
-	}
+		return out.Results[:1]
+	})[0]
 }
 
 // deadLetter adds n messages to queue dlq, moved there from src by its

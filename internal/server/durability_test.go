@@ -17,6 +17,7 @@ import (
 	"github.com/aws/aws-sdk-go-v2/aws"
 	"github.com/aws/aws-sdk-go-v2/service/sqs"
 	"github.com/aws/aws-sdk-go-v2/service/sqs/types"
+	"github.com/ferrymq/ferry/internal/testwait"
 )
 
 // TestRestartKeepsEverything stops an on-disk Ferry cleanly and starts it
@@ -39,7 +40,7 @@ func TestRestartKeepsEverything(t *testing.T) {
 		ids[aws.ToString(out.MessageId)] = fmt.Sprint("m", i)
 	}
 	f.clk.Advance(3 * time.Second)
-	got := eventually(t, func() []types.Message {
+	got := testwait.Some(t, "nothing arrived", func() []types.Message {
 		out, err := f.json.ReceiveMessage(ctx, &sqs.ReceiveMessageInput{QueueUrl: aws.String(url), MaxNumberOfMessages: 2})
 		if err != nil {
 			t.Fatal(err)

@@ -12,6 +12,7 @@ import (
 	"github.com/aws/aws-sdk-go-v2/service/sqs/types"
 	awsv1 "github.com/aws/aws-sdk-go/aws"
 	sqsv1 "github.com/aws/aws-sdk-go/service/sqs"
+	"github.com/ferrymq/ferry/internal/testwait"
 )
 
 func fifoAttrs(extra ...string) map[string]string {
@@ -241,7 +242,7 @@ func TestFIFODeadLetterAndRedrive(t *testing.T) {
 	f.clk.Advance(5 * time.Second)
 	moveAt := f.clk.Now().UnixMilli()
 	// The head moves to the dead-letter queue, which unblocks the group.
-	got := eventually(t, func() []types.Message { return f.receiveAll(t, src, 1) })
+	got := testwait.Some(t, "nothing arrived", func() []types.Message { return f.receiveAll(t, src, 1) })
 	if bodies(got) != "next" {
 		t.Fatalf("after the move got %s", bodies(got))
 	}
@@ -303,18 +304,9 @@ func TestFIFOOverQuery(t *testing.T) {
 // waitVisible waits until queue has n visible messages.
 func waitVisible(t testing.TB, f *ferry, queue string, n int64) {
 	t.Helper()
-	deadline := time.Now().Add(5 * time.Second)
-	for {
-		st, err := f.srv.Engine().Stats(ctxT(t), "000000000000", queue)
-		if err != nil {
-			t.Fatal(err)
-		}
-		if st.Visible == n {
-			return
-		}
-		if time.Now().After(deadline) {
-			t.Fatalf("%s: %+v, want %d visible", queue, st, n)
-		}
-		time.Sleep(2 * time.Millisecond)
-	}
+	ctx := ctxT(t)
+	testwait.Eventually(t, fmt.Sprintf("%d visible in %s", n, queue), func() bool {
+		st, err := f.srv.Engine().Stats(ctx, "000000000000", queue)
+		return err == nil && st.Visible == n
+	})
 }

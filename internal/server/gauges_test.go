@@ -16,6 +16,7 @@ import (
 	"github.com/ferrymq/ferry/internal/engine"
 	"github.com/ferrymq/ferry/internal/metrics"
 	"github.com/ferrymq/ferry/internal/sns"
+	"github.com/ferrymq/ferry/internal/testwait"
 )
 
 // tick moves the fake clock to the start of the next minute and waits for
@@ -34,13 +35,7 @@ func (f *ferry) jump(t testing.TB, at time.Time) {
 	t.Helper()
 	n := f.srv.Sampler().Ticks()
 	f.clk.Set(at)
-	deadline := time.Now().Add(10 * time.Second)
-	for f.srv.Sampler().Ticks() == n {
-		if time.Now().After(deadline) {
-			t.Fatal("the sampler did not tick")
-		}
-		time.Sleep(time.Millisecond)
-	}
+	testwait.Eventually(t, "the sampler's tick", func() bool { return f.srv.Sampler().Ticks() != n })
 }
 
 // point is the one datapoint of a series in minute at; ok is false when
@@ -220,7 +215,7 @@ func TestMetricsDeadLetterAge(t *testing.T) {
 	if out, err := f.json.ReceiveMessage(ctx, &sqs.ReceiveMessageInput{QueueUrl: aws.String(src)}); err != nil || len(out.Messages) != 0 {
 		t.Fatalf("receive = %v, %v", out, err)
 	}
-	eventually(t, func() []int {
+	testwait.Some(t, "nothing arrived", func() []int {
 		st, err := f.srv.Engine().Stats(ctx, "000000000000", "a-dlq")
 		if err != nil || st.Visible != 1 {
 			return nil

@@ -24,6 +24,7 @@ import (
 	"github.com/ferrymq/ferry/internal/engine"
 	"github.com/ferrymq/ferry/internal/engine/embedded"
 	"github.com/ferrymq/ferry/internal/server"
+	"github.com/ferrymq/ferry/internal/testwait"
 )
 
 // epoch is where every fake clock starts.
@@ -172,14 +173,7 @@ func (f *ferry) createQueue(t testing.TB, name string, attrs map[string]string) 
 // idle server's, i.e. until a long poll (or another timed wait) has started.
 func (f *ferry) waitPending(t testing.TB, n int) {
 	t.Helper()
-	n += f.timers
-	deadline := time.Now().Add(10 * time.Second)
-	for f.clk.Pending() < n {
-		if time.Now().After(deadline) {
-			t.Fatalf("waited for %d pending timers, have %d", n, f.clk.Pending())
-		}
-		time.Sleep(time.Millisecond)
-	}
+	testwait.Pending(t, f.clk, f.timers+n)
 }
 
 // rawResponse is an HTTP answer as the wire carried it.

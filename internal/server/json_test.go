@@ -19,6 +19,7 @@ import (
 	"github.com/aws/aws-sdk-go-v2/service/sqs"
 	"github.com/aws/aws-sdk-go-v2/service/sqs/types"
 	"github.com/aws/smithy-go"
+	"github.com/ferrymq/ferry/internal/testwait"
 )
 
 // wantAPIError checks an SDK error for its query-compatible code (what
@@ -520,7 +521,7 @@ func TestJSONVisibilityAndDelays(t *testing.T) {
 		t.Fatal("visible before its timeout")
 	}
 	f.clk.Advance(time.Second)
-	second := eventually(t, recv)
+	second := testwait.Some(t, "nothing arrived", recv)
 	if second[0].Attributes["ApproximateReceiveCount"] != "2" {
 		t.Errorf("receive count = %s", second[0].Attributes["ApproximateReceiveCount"])
 	}
@@ -562,7 +563,7 @@ func TestJSONVisibilityAndDelays(t *testing.T) {
 	f.json.SendMessage(ctx, &sqs.SendMessageInput{QueueUrl: aws.String(url), MessageBody: aws.String("own delay"), DelaySeconds: 5})
 	wantCounts(t, f, url, 0, 0, 2)
 	f.clk.Advance(5 * time.Second)
-	got := eventually(t, recv)
+	got := testwait.Some(t, "nothing arrived", recv)
 	if aws.ToString(got[0].Body) != "own delay" {
 		t.Errorf("first out = %q", aws.ToString(got[0].Body))
 	}
@@ -571,25 +572,9 @@ func TestJSONVisibilityAndDelays(t *testing.T) {
 		t.Fatal(err)
 	}
 	f.clk.Advance(15 * time.Second)
-	got = eventually(t, recv)
+	got = testwait.Some(t, "nothing arrived", recv)
 	if aws.ToString(got[0].Body) != "queue delay" {
 		t.Errorf("second out = %q", aws.ToString(got[0].Body))
-	}
-}
-
-// eventually retries fn until it returns something: timers of the fake
-// clock fire in goroutines of their own.
-func eventually[T any](t testing.TB, fn func() []T) []T {
-	t.Helper()
-	deadline := time.Now().Add(5 * time.Second)
-	for {
-		if got := fn(); len(got) > 0 {
-			return got
-		}
-		if time.Now().After(deadline) {
-			t.Fatal("nothing arrived")
-		}
-		time.Sleep(2 * time.Millisecond)
 	}
 }
 
@@ -616,20 +601,10 @@ func TestJSONRetention(t *testing.T) {
 // waitCounts waits until visible + in flight + delayed is n.
 func waitCounts(t testing.TB, f *ferry, url string, n int) {
 	t.Helper()
-	deadline := time.Now().Add(5 * time.Second)
-	for {
+	testwait.Eventually(t, fmt.Sprintf("%d messages in all", n), func() bool {
 		st, err := f.srv.Engine().Stats(context.Background(), "000000000000", url[strings.LastIndex(url, "/")+1:])
-		if err != nil {
-			t.Fatal(err)
-		}
-		if int(st.Visible+st.NotVisible+st.Delayed) == n {
-			return
-		}
-		if time.Now().After(deadline) {
-			t.Fatalf("messages = %+v, want %d in all", st, n)
-		}
-		time.Sleep(2 * time.Millisecond)
-	}
+		return err == nil && int(st.Visible+st.NotVisible+st.Delayed) == n
+	})
 }
 
 func TestJSONLongPolling(t *testing.T) {
@@ -675,12 +650,20 @@ func TestJSONLongPolling(t *testing.T) {
 		done <- result{msgs: out.Messages}
 	}()
 	f.waitPending(t, 2) // the in-flight message's timer and this wait
-	f.clk.Advance(4 * time.Second)
-	select {
-	case r := <-done:
-		t.Fatalf("answered before the wait was over: %+v", r)
-	case <-time.After(20 * time.Millisecond):
-	}
+	fired := f.clk.Fired()
+	// Advance fires every due timer before it returns: a wait that ended at
+	// 4 s has had its timer fired by the time the check runs.
+	testwait.Never(t, "the long poll answered before the wait was over",
+		func() { f.clk.Advance(4 * time.Second) },
+		func() bool {
+			select {
+			case r := <-done:
+				t.Logf("answered: %+v", r)
+				return true
+			default:
+				return f.clk.Fired() != fired
+			}
+		})
 	f.clk.Advance(time.Second)
 	if r := <-done; r.err != nil || len(r.msgs) != 0 {
 		t.Fatalf("empty long poll: %+v", r)

@@ -18,6 +18,7 @@ import (
 	"github.com/ferrymq/ferry/internal/metrics"
 	"github.com/ferrymq/ferry/internal/server"
 	"github.com/ferrymq/ferry/internal/sns"
+	"github.com/ferrymq/ferry/internal/testwait"
 )
 
 // snsTotal is the sum of an AWS/SNS metric of a topic since the start.
@@ -178,11 +179,11 @@ func TestSNSMetricsHTTPAndDeliveryLogs(t *testing.T) {
 		sub := f.confirmHTTP(t, topic, e, nil)
 		id := aws.ToString(f.publish(t, &snssdk.PublishInput{TopicArn: aws.String(topic), Message: aws.String("try again")}).MessageId)
 		e.waitHits(2)
-		waitFor(t, f.failedAtLeast(sub, 1))
+		testwait.Eventually(t, "the condition", f.failedAtLeast(sub, 1))
 		f.advanceUntil(t, time.Minute, func() bool { return e.count() >= 3 })
-		waitFor(t, f.failedAtLeast(sub, 2))
+		testwait.Eventually(t, "the condition", f.failedAtLeast(sub, 2))
 		f.advanceUntil(t, time.Minute, func() bool { return e.count() >= 4 })
-		waitFor(t, func() bool { return f.snsTotal("web", metrics.NotificationsDelivered) == 1 })
+		testwait.Eventually(t, "the condition", func() bool { return f.snsTotal("web", metrics.NotificationsDelivered) == 1 })
 		f.wantSNSMetrics(t, "web", map[string]float64{
 			metrics.MessagesPublished:      1,
 			metrics.PublishSize:            float64(len("try again")),
@@ -225,9 +226,9 @@ func TestSNSMetricsHTTPAndDeliveryLogs(t *testing.T) {
 		sub := f.confirmHTTP(t, topic, e, nil)
 		f.publish(t, &snssdk.PublishInput{TopicArn: aws.String(topic), Message: aws.String("bad request")})
 		e.waitHits(2)
-		waitFor(t, func() bool { return f.snsTotal("web4xx", metrics.NotificationsDelivered) == 1 })
+		testwait.Eventually(t, "the condition", func() bool { return f.snsTotal("web4xx", metrics.NotificationsDelivered) == 1 })
 		f.clk.Advance(2 * time.Minute)
-		time.Sleep(50 * time.Millisecond)
+		f.deliveriesDone(t)
 		if e.count() != 2 {
 			t.Errorf("%d requests, want 2", e.count())
 		}
@@ -257,7 +258,7 @@ func TestSNSMetricsHTTPAndDeliveryLogs(t *testing.T) {
 			t.Fatal(err)
 		}
 		f.publish(t, &snssdk.PublishInput{TopicArn: aws.String(topic), Message: aws.String("anyone?")})
-		waitFor(t, f.failedAtLeast(sub, 1))
+		testwait.Eventually(t, "the condition", f.failedAtLeast(sub, 1))
 		ls := logsOf(f.deliveryLogs(t), "http://user:****@"+ln.Addr().String()+"/")
 		if len(ls) != 1 || ls[0].Status != "FAILURE" || ls[0].Delivery.StatusCode != 0 ||
 			!strings.Contains(ls[0].Delivery.ProviderResponse, "connection refused") || strings.Contains(ls[0].Delivery.ProviderResponse, "s3cret") {
@@ -281,9 +282,9 @@ func TestSNSMetricsHTTPAndDeliveryLogs(t *testing.T) {
 		sub := f.confirmHTTP(t, topic, e, nil)
 		f.publish(t, &snssdk.PublishInput{TopicArn: aws.String(topic), Message: aws.String("once more")})
 		e.waitHits(2)
-		waitFor(t, f.failedAtLeast(sub, 1))
+		testwait.Eventually(t, "the condition", f.failedAtLeast(sub, 1))
 		f.advanceUntil(t, time.Minute, func() bool { return e.count() >= 3 })
-		waitFor(t, func() bool { return f.snsTotal("web0", metrics.NotificationsDelivered) == 1 })
+		testwait.Eventually(t, "the condition", func() bool { return f.snsTotal("web0", metrics.NotificationsDelivered) == 1 })
 		ls := logsOf(f.deliveryLogs(t), e.srv.URL+"/hook")
 		if len(ls) != 1 || ls[0].Status != "FAILURE" || ls[0].Delivery.StatusCode != 500 {
 			t.Errorf("logs: %+v", ls)

@@ -34,6 +34,8 @@ import (
 	"github.com/aws/smithy-go"
 
 	"github.com/ferrymq/ferry/internal/server"
+	"github.com/ferrymq/ferry/internal/sns"
+	"github.com/ferrymq/ferry/internal/testwait"
 )
 
 const (
@@ -304,7 +306,7 @@ func verifySignature(t testing.TB, e envelope) {
 // receiveOne waits for one message in the queue.
 func (f *ferry) receiveOne(t testing.TB, url string) types.Message {
 	t.Helper()
-	ms := eventually(t, func() []types.Message { return f.receiveAll(t, url, 1) })
+	ms := testwait.Some(t, "nothing arrived", func() []types.Message { return f.receiveAll(t, url, 1) })
 	return ms[0]
 }
 
@@ -786,13 +788,29 @@ func (e *endpoint) get(i int) hit {
 // waitHits waits (real time) until the endpoint has had n requests.
 func (e *endpoint) waitHits(n int) {
 	e.t.Helper()
-	deadline := time.Now().Add(10 * time.Second)
-	for e.count() < n {
-		if time.Now().After(deadline) {
-			e.t.Fatalf("endpoint got %d requests, want %d", e.count(), n)
+	testwait.Eventually(e.t, fmt.Sprintf("the endpoint's request %d", n), func() bool { return e.count() >= n })
+}
+
+// deliveriesDone waits until no SNS delivery is queued or in flight: each
+// has been made, dead-lettered or given up, so nothing is left that could
+// reach an endpoint. It is the barrier before checking that a delivery
+// did not happen.
+func (f *ferry) deliveriesDone(t testing.TB) {
+	t.Helper()
+	ctx, eng := ctxT(t), f.srv.Engine()
+	testwait.Eventually(t, "every SNS delivery to leave its queue", func() bool {
+		qs, err := eng.ListQueues(ctx, sns.DeliveryAccount, "")
+		if err != nil {
+			return false
 		}
-		time.Sleep(2 * time.Millisecond)
-	}
+		for _, q := range qs {
+			st, err := eng.Stats(ctx, sns.DeliveryAccount, q.Name)
+			if err != nil || st.Visible+st.NotVisible+st.Delayed > 0 {
+				return false
+			}
+		}
+		return true
+	})
 }
 
 // advanceUntil moves the fake clock a second at a time until cond holds,
@@ -801,7 +819,7 @@ func (e *endpoint) waitHits(n int) {
 func (f *ferry) advanceUntil(t testing.TB, max time.Duration, cond func() bool) time.Duration {
 	t.Helper()
 	if max == 0 {
-		waitFor(t, cond)
+		testwait.Eventually(t, "the condition", cond)
 		return 0
 	}
 	var moved time.Duration
@@ -824,14 +842,6 @@ func holdsWithin(d time.Duration, cond func() bool) bool {
 		time.Sleep(time.Millisecond)
 	}
 	return true
-}
-
-// waitFor waits (real time) for cond: workers act in goroutines.
-func waitFor(t testing.TB, cond func() bool) {
-	t.Helper()
-	if !holdsWithin(10*time.Second, cond) {
-		t.Fatal("condition not met")
-	}
 }
 
 // failedAtLeast: the subscription has counted n failed attempts, each
@@ -1056,7 +1066,7 @@ func TestSNSHTTPRetriesAndDeadLetters(t *testing.T) {
 		id := aws.ToString(f.publish(t, &snssdk.PublishInput{TopicArn: aws.String(topic), Message: aws.String("retry me")}).MessageId)
 		e.waitHits(2)
 		for n := 3; n <= 5; n++ {
-			waitFor(t, f.failedAtLeast(sub, int64(n-2)))
+			testwait.Eventually(t, "the condition", f.failedAtLeast(sub, int64(n-2)))
 			waited := f.advanceUntil(t, time.Minute, func() bool { return e.count() >= n })
 			if waited < 18*time.Second || waited > 23*time.Second {
 				t.Errorf("retry %d came after %v, want 20 s ± 10%%", n-2, waited)
@@ -1065,19 +1075,19 @@ func TestSNSHTTPRetriesAndDeadLetters(t *testing.T) {
 				t.Errorf("retry %d has message id %s", n-2, got)
 			}
 		}
-		m := eventually(t, func() []types.Message { return f.receiveAll(t, dlqURL, 1) })[0]
+		m := testwait.Some(t, "nothing arrived", func() []types.Message { return f.receiveAll(t, dlqURL, 1) })[0]
 		if env := parseEnvelope(t, aws.ToString(m.Body)); env.str("MessageId") != id || env.str("Message") != "retry me" {
 			t.Errorf("DLQ holds %s", aws.ToString(m.Body))
 		}
 		f.json.DeleteMessage(ctxT(t), &sqs.DeleteMessageInput{QueueUrl: aws.String(dlqURL), ReceiptHandle: m.ReceiptHandle})
-		waitFor(t, func() bool { c, _ := svc.SubscriptionCounters(sub); return c.Failed == 4 && c.RedrivenToDLQ == 1 })
+		testwait.Eventually(t, "the condition", func() bool { c, _ := svc.SubscriptionCounters(sub); return c.Failed == 4 && c.RedrivenToDLQ == 1 })
 		c, _ := svc.SubscriptionCounters(sub)
 		if c.Failed != 4 || c.Delivered != 0 || c.RedrivenToDLQ != 1 {
 			t.Errorf("counters: %+v", c)
 		}
 		// No fifth retry.
 		f.clk.Advance(2 * time.Minute)
-		time.Sleep(50 * time.Millisecond)
+		f.deliveriesDone(t)
 		if e.count() != 5 {
 			t.Errorf("%d requests, want 5", e.count())
 		}
@@ -1096,9 +1106,9 @@ func TestSNSHTTPRetriesAndDeadLetters(t *testing.T) {
 		e.waitHits(2)
 		// Moving the clock while the answer is on its way would time the
 		// request out.
-		waitFor(t, func() bool { c, _ := svc.SubscriptionCounters(sub); return c.Delivered == 1 })
+		testwait.Eventually(t, "the condition", func() bool { c, _ := svc.SubscriptionCounters(sub); return c.Delivered == 1 })
 		f.clk.Advance(time.Minute)
-		time.Sleep(50 * time.Millisecond)
+		f.deliveriesDone(t)
 		c, _ := svc.SubscriptionCounters(sub)
 		if e.count() != 2 || c.Delivered != 1 || c.Failed != 0 {
 			t.Errorf("%d requests, counters %+v", e.count(), c)
@@ -1117,11 +1127,11 @@ func TestSNSHTTPRetriesAndDeadLetters(t *testing.T) {
 		f.publish(t, &snssdk.PublishInput{TopicArn: aws.String(topic), Message: aws.String("slow")})
 		e.waitHits(2)
 		f.clk.Advance(15 * time.Second)
-		waitFor(t, f.failedAtLeast(sub, 1))
+		testwait.Eventually(t, "the condition", f.failedAtLeast(sub, 1))
 		if w := f.advanceUntil(t, time.Minute, func() bool { return e.count() >= 3 }); w < 18*time.Second || w > 23*time.Second {
 			t.Errorf("retry after a timeout came after %v, want 20 s", w)
 		}
-		waitFor(t, func() bool { c, _ := svc.SubscriptionCounters(sub); return c.Delivered == 1 && c.Failed == 1 })
+		testwait.Eventually(t, "the condition", func() bool { c, _ := svc.SubscriptionCounters(sub); return c.Delivered == 1 && c.Failed == 1 })
 		f.sns.Unsubscribe(ctxT(t), &snssdk.UnsubscribeInput{SubscriptionArn: aws.String(sub)})
 	})
 
@@ -1151,7 +1161,7 @@ func TestSNSHTTPRetriesAndDeadLetters(t *testing.T) {
 		if w := f.advanceUntil(t, time.Minute, failed(4)); w < 9*time.Second || w > 12*time.Second {
 			t.Errorf("last retry after %v, want 10 s", w)
 		}
-		m := eventually(t, func() []types.Message { return f.receiveAll(t, dlqURL, 1) })[0]
+		m := testwait.Some(t, "nothing arrived", func() []types.Message { return f.receiveAll(t, dlqURL, 1) })[0]
 		if aws.ToString(m.Body) != "unreachable" || aws.ToString(m.MessageAttributes["k"].StringValue) != "v" {
 			t.Errorf("raw DLQ copy: %q %v", aws.ToString(m.Body), m.MessageAttributes)
 		}
@@ -1265,7 +1275,7 @@ func TestSNSFIFOTopic(t *testing.T) {
 		t.Errorf("in-batch duplicate: %+v", out.Successful)
 	}
 	got = nil
-	waitFor(t, func() bool {
+	testwait.Eventually(t, "the condition", func() bool {
 		for _, m := range f.receiveAll(t, fq, 10) {
 			if aws.ToString(m.MessageAttributes["x"].StringValue) == "" {
 				got = append(got, aws.ToString(m.Body))
@@ -1369,7 +1379,7 @@ func TestSNSRestartKeepsTopicsSubscriptionsAndRetries(t *testing.T) {
 	id := aws.ToString(f.publish(t, &snssdk.PublishInput{TopicArn: aws.String(topic), Message: aws.String("survive"),
 		MessageAttributes: map[string]snstypes.MessageAttributeValue{"pass": strAttr("yes")}}).MessageId)
 	e.waitHits(2)
-	waitFor(t, f.failedAtLeast(hSub, 1))
+	testwait.Eventually(t, "the condition", f.failedAtLeast(hSub, 1))
 	f.receiveOne(t, qURL)
 	stop(t, f)
 
@@ -1558,7 +1568,7 @@ func TestSNSEmail(t *testing.T) {
 	if err != nil || aws.ToString(out.SubscriptionArn) != "pending confirmation" {
 		t.Fatalf("Subscribe email: %v %v", out, err)
 	}
-	waitFor(t, func() bool { return sink.count() >= 1 })
+	testwait.Eventually(t, "the condition", func() bool { return sink.count() >= 1 })
 	conf := sink.get(0)
 	if conf.from != "sns@ferry.test" || conf.to != "ops@example.com" || !strings.Contains(conf.data, "Subject: AWS Notification - Subscription Confirmation") ||
 		!strings.Contains(conf.data, "From: Ferry Alerts <sns@ferry.test>") {
@@ -1569,7 +1579,7 @@ func TestSNSEmail(t *testing.T) {
 		t.Fatalf("confirm by %q: %d %s", confirmURL, r.Status, r.Body)
 	}
 	f.publish(t, &snssdk.PublishInput{TopicArn: aws.String(topic), Message: aws.String("disk is full"), Subject: aws.String("Alarm")})
-	waitFor(t, func() bool { return sink.count() >= 2 })
+	testwait.Eventually(t, "the condition", func() bool { return sink.count() >= 2 })
 	m := sink.get(1)
 	if !strings.Contains(m.data, "Subject: Alarm\r\n") || !strings.Contains(m.data, "\r\n\r\ndisk is full\r\n") ||
 		urlIn(m.data, f.srv.URL()+"/?Action=Unsubscribe") == "" {
@@ -1591,7 +1601,7 @@ func TestSNSEmail(t *testing.T) {
 	// The confirmation sent at Subscribe may still arrive meanwhile: the
 	// notification is the mail to json@ whose envelope says so.
 	var env string
-	waitFor(t, func() bool {
+	testwait.Eventually(t, "the condition", func() bool {
 		for i := base; i < sink.count(); i++ {
 			if mm := sink.get(i); mm.to == "json@example.com" && strings.Contains(mm.data, `"Type" : "Notification"`) {
 				_, env, _ = strings.Cut(mm.data, "\r\n\r\n")
@@ -1608,7 +1618,7 @@ func TestSNSEmail(t *testing.T) {
 	if dm := f.receiveOne(t, dlq); aws.ToString(dm.Body) != "second" {
 		t.Errorf("DLQ got %q", aws.ToString(dm.Body))
 	}
-	waitFor(t, func() bool {
+	testwait.Eventually(t, "the condition", func() bool {
 		c, _ := f.srv.SNS().SubscriptionCounters(bad)
 		return c.Failed == 1 && c.RedrivenToDLQ == 1
 	})
@@ -1621,20 +1631,20 @@ func TestSNSEmailRetries(t *testing.T) {
 	f := start(t, withSMTP(sink.ln.Addr().String()))
 	topic := f.createTopic(t, "mail", nil)
 	sub := f.subscribe(t, topic, "email", "ops@example.com", nil)
-	waitFor(t, func() bool { return sink.count() == 1 })
+	testwait.Eventually(t, "the condition", func() bool { return sink.count() == 1 })
 	if _, err := f.sns.ConfirmSubscription(ctxT(t), &snssdk.ConfirmSubscriptionInput{TopicArn: aws.String(topic), Token: aws.String(f.pendingToken(t, sub))}); err != nil {
 		t.Fatal(err)
 	}
 	sink.busy.Store(2)
 	f.publish(t, &snssdk.PublishInput{TopicArn: aws.String(topic), Message: aws.String("eventually")})
-	waitFor(t, func() bool { return sink.conns.Load() == 2 })
+	testwait.Eventually(t, "the condition", func() bool { return sink.conns.Load() == 2 })
 	for n := int32(3); n <= 4; n++ {
 		if w := f.advanceUntil(t, time.Minute, func() bool { return sink.conns.Load() >= n }); w < 9*time.Second || w > 12*time.Second {
 			t.Errorf("attempt %d after %v, want 10 s", n-1, w)
 		}
 	}
-	waitFor(t, func() bool { return sink.count() == 2 })
-	waitFor(t, func() bool { c, _ := f.srv.SNS().SubscriptionCounters(sub); return c.Delivered == 1 })
+	testwait.Eventually(t, "the condition", func() bool { return sink.count() == 2 })
+	testwait.Eventually(t, "the condition", func() bool { c, _ := f.srv.SNS().SubscriptionCounters(sub); return c.Delivered == 1 })
 	if c, _ := f.srv.SNS().SubscriptionCounters(sub); c.Failed != 0 {
 		t.Errorf("counters: %+v", c)
 	}
@@ -1644,7 +1654,7 @@ func TestSNSEmailWithoutSMTPIsRecorded(t *testing.T) {
 	f := start(t)
 	topic := f.createTopic(t, "mail", nil)
 	sub := f.subscribe(t, topic, "email", "ops@example.com", nil)
-	waitFor(t, func() bool { return len(f.srv.SNS().Deliveries("email")) == 1 })
+	testwait.Eventually(t, "the condition", func() bool { return len(f.srv.SNS().Deliveries("email")) == 1 })
 	d := f.srv.SNS().Deliveries("email")[0]
 	if d.Type != "SubscriptionConfirmation" || !strings.Contains(d.Body, f.pendingToken(t, sub)) {
 		t.Errorf("recorded confirmation: %+v", d)
@@ -1742,7 +1752,7 @@ func TestSNSHTTPSWithCABundle(t *testing.T) {
 	f := start(t, func(c *server.Config) { c.CABundle = bundle })
 	topic := f.createTopic(t, "secure", nil)
 	f.subscribe(t, topic, "https", ts.URL+"/hook", nil)
-	waitFor(t, func() bool { return hits.Load() == 1 })
+	testwait.Eventually(t, "the condition", func() bool { return hits.Load() == 1 })
 
 	// Without the bundle the certificate is not trusted: no delivery.
 	g := start(t)

@@ -2,6 +2,7 @@ package sns
 
 import (
 	"context"
+	"fmt"
 	"io"
 	"net/http"
 	"net/http/httptest"
@@ -11,6 +12,7 @@ import (
 
 	"github.com/ferrymq/ferry/internal/clock"
 	"github.com/ferrymq/ferry/internal/engine/embedded"
+	"github.com/ferrymq/ferry/internal/testwait"
 )
 
 // newTestService runs the service on an in-memory engine and a fake
@@ -33,18 +35,6 @@ func newTestService(t *testing.T) (*Service, *clock.Fake) {
 		eng.Close()
 	})
 	return s, clk
-}
-
-// eventually polls cond (real time): workers run in goroutines.
-func eventually(t *testing.T, what string, cond func() bool) {
-	t.Helper()
-	deadline := time.Now().Add(10 * time.Second)
-	for !cond() {
-		if time.Now().After(deadline) {
-			t.Fatalf("timed out waiting for %s", what)
-		}
-		time.Sleep(time.Millisecond)
-	}
 }
 
 // TestRetryScheduleOnTheClock checks that retries come exactly at the
@@ -89,21 +79,37 @@ func TestRetryScheduleOnTheClock(t *testing.T) {
 	failed := func(n int64) func() bool {
 		return func() bool { c, _ := s.SubscriptionCounters(sub.SubscriptionArn); return c.Failed >= n }
 	}
-	eventually(t, "first attempt", failed(1))
-	for i, d := range []time.Duration{2, 4, 8, 16} {
-		clk.Advance((d - 1) * time.Second)
-		time.Sleep(30 * time.Millisecond)
-		if hits() != i+1 {
-			t.Fatalf("retry %d came before %v", i+1, d*time.Second)
+	testwait.Eventually(t, "first attempt", failed(1))
+	// Between attempts the clock holds the retry's visibility timer and the
+	// worker's long poll, which no advance below reaches: a move of the
+	// clock that fires no timer leaves nothing that could attempt again;
+	// one that fires a timer (an early retry) is followed by its attempt.
+	advance := func(d time.Duration, attempts int) func() {
+		return func() {
+			fired := clk.Fired()
+			clk.Advance(d)
+			if clk.Fired() != fired {
+				testwait.Eventually(t, "the early attempt", func() bool { return hits() > attempts })
+			}
 		}
+	}
+	for i, d := range []time.Duration{2, 4, 8, 16} {
+		testwait.Never(t, fmt.Sprintf("retry %d came before %v", i+1, d*time.Second),
+			advance((d-1)*time.Second, i+1), func() bool { return hits() != i+1 })
 		clk.Advance(time.Second)
-		eventually(t, "retry", failed(int64(i+2)))
+		testwait.Eventually(t, "retry", failed(int64(i+2)))
 	}
-	clk.Advance(time.Hour)
-	time.Sleep(30 * time.Millisecond)
-	if hits() != 5 {
-		t.Errorf("%d attempts, want 5", hits())
+	// After the last attempt the delivery leaves its queue: once it has,
+	// nothing is left to attempt.
+	gone := func() {
+		clk.Advance(time.Hour)
+		queue := s.liveSubscription(sub.SubscriptionArn).Queue
+		testwait.Eventually(t, "the delivery to be given up", func() bool {
+			st, err := s.backend.Stats(ctx, DeliveryAccount, queue)
+			return err == nil && st.Visible+st.NotVisible+st.Delayed == 0
+		})
 	}
+	testwait.Never(t, "a sixth attempt", gone, func() bool { return hits() != 5 })
 	c, _ := s.SubscriptionCounters(sub.SubscriptionArn)
 	if c.Failed != 5 || c.Delivered != 0 {
 		t.Errorf("counters: %+v", c)

@@ -11,6 +11,7 @@ import (
 	"time"
 
 	"github.com/ferrymq/ferry/internal/protocol"
+	"github.com/ferrymq/ferry/internal/testwait"
 )
 
 func TestSendReceiveDelete(t *testing.T) {
@@ -151,13 +152,20 @@ func TestReceiveWaitsTheQueueDefault(t *testing.T) {
 		out, _ := call[ReceiveMessageOutput](h, "ReceiveMessage", &ReceiveMessageInput{QueueUrl: url})
 		done <- out.Messages
 	}()
-	waitFor(t, func() bool { return h.clk.Pending() > 0 })
-	h.clk.Advance(4 * time.Second)
-	select {
-	case <-done:
-		t.Fatal("returned before the queue's wait time")
-	case <-time.After(20 * time.Millisecond):
-	}
+	testwait.Pending(t, h.clk, 1)
+	fired := h.clk.Fired()
+	// Advance fires every due timer before it returns: if the wait ended at
+	// 4 s, its timer has fired by the time the check runs.
+	testwait.Never(t, "the receive's wait ended before the queue's wait time",
+		func() { h.clk.Advance(4 * time.Second) },
+		func() bool {
+			select {
+			case <-done:
+				return true
+			default:
+				return h.clk.Fired() != fired
+			}
+		})
 	h.clk.Advance(time.Second)
 	select {
 	case msgs := <-done:
@@ -166,18 +174,6 @@ func TestReceiveWaitsTheQueueDefault(t *testing.T) {
 		}
 	case <-time.After(5 * time.Second):
 		t.Fatal("receive did not end after the queue's wait time")
-	}
-}
-
-// waitFor polls cond for a goroutine to reach a state.
-func waitFor(t *testing.T, cond func() bool) {
-	t.Helper()
-	deadline := time.Now().Add(5 * time.Second)
-	for !cond() {
-		if time.Now().After(deadline) {
-			t.Fatal("condition not reached")
-		}
-		time.Sleep(time.Millisecond)
 	}
 }
 
@@ -288,7 +284,7 @@ func TestReceiveEndsWithItsContext(t *testing.T) {
 		defer close(done)
 		_, _ = h.svc.Actions["ReceiveMessage"].Handle(ctx, &ReceiveMessageInput{QueueUrl: url, WaitTimeSeconds: ptr(20)})
 	}()
-	waitFor(t, func() bool { return h.clk.Pending() > 0 })
+	testwait.Pending(t, h.clk, 1)
 	cancel()
 	select {
 	case <-done:

@@ -13,20 +13,8 @@ import (
 
 	"github.com/ferrymq/ferry/internal/engine"
 	"github.com/ferrymq/ferry/internal/protocol"
+	"github.com/ferrymq/ferry/internal/testwait"
 )
-
-// eventually polls cond until it holds, for goroutines of the engine that
-// react to the fake clock; it fails the test after a bounded wait.
-func eventually(t *testing.T, what string, cond func() bool) {
-	t.Helper()
-	deadline := time.Now().Add(5 * time.Second)
-	for !cond() {
-		if time.Now().After(deadline) {
-			t.Fatalf("timed out waiting for %s", what)
-		}
-		time.Sleep(time.Millisecond)
-	}
-}
 
 func TestListDeadLetterSourceQueues(t *testing.T) {
 	h := newHarness(t)
@@ -178,7 +166,7 @@ func (h *harness) listTasks(source string, max int) []ListMessageMoveTasksResult
 func (h *harness) waitStatus(source string, status engine.MoveTaskStatus) ListMessageMoveTasksResultEntry {
 	h.t.Helper()
 	var last ListMessageMoveTasksResultEntry
-	eventually(h.t, "task "+string(status), func() bool {
+	testwait.Eventually(h.t, "task "+string(status), func() bool {
 		if last = h.listTasks(source, 1)[0]; last.Status == string(status) {
 			return true
 		}
@@ -231,9 +219,9 @@ func TestMoveTaskLifecycle(t *testing.T) {
 	for sec := int64(1); sec <= 3; sec++ {
 		// The runner waits on the clock once its slot is full: a move of
 		// the clock before that wait begins would not be seen by it.
-		eventually(t, "the task to wait for its next slot", func() bool { return h.clk.Pending() > 0 })
+		testwait.Pending(t, h.clk, 1)
 		h.clk.Advance(time.Second)
-		eventually(t, fmt.Sprintf("%d moved after %d s", 2*(sec-1)+1, sec), func() bool { return moved() > 2*(sec-1) })
+		testwait.Eventually(t, fmt.Sprintf("%d moved after %d s", 2*(sec-1)+1, sec), func() bool { return moved() > 2*(sec-1) })
 		if m := moved(); m > 2*(sec+1) {
 			t.Fatalf("%d moved after %d s at 2/s", m, sec)
 		}

@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"github.com/ferrymq/ferry/internal/engine"
+	"github.com/ferrymq/ferry/internal/testwait"
 )
 
 // testARN is the ARN of a queue of the harness's account and region.
@@ -319,11 +320,11 @@ func TestRedriveOnReceive(t *testing.T) {
 		t.Errorf("a message never moved shows DeadLetterQueueSourceArn: %v", first[0].Attributes)
 	}
 	h.clk.Advance(5 * time.Second)
-	eventually(t, "the message to be visible again", func() bool { return h.visible("src") == 1 })
+	testwait.Eventually(t, "the message to be visible again", func() bool { return h.visible("src") == 1 })
 	if got := h.receive(&ReceiveMessageInput{QueueUrl: src}); len(got) != 0 {
 		t.Fatalf("source handed out %+v past maxReceiveCount", got)
 	}
-	eventually(t, "the move", func() bool { return h.visible("dlq") == 1 })
+	testwait.Eventually(t, "the move", func() bool { return h.visible("dlq") == 1 })
 
 	tests := []struct {
 		name  string

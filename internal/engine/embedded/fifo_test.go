@@ -13,6 +13,7 @@ import (
 	"github.com/ferrymq/ferry/internal/clock"
 	"github.com/ferrymq/ferry/internal/engine"
 	"github.com/ferrymq/ferry/internal/engine/enginetest"
+	"github.com/ferrymq/ferry/internal/testwait"
 )
 
 func fifoSettings(scope string) engine.QueueSettings {
@@ -44,22 +45,14 @@ func countDedupRecords(t *testing.T, e *Engine) int {
 	return countKeys(t, e, []byte{prefixDedup}, []byte{prefixDedup + 1})
 }
 
-// waitFor polls cond, which runs under q's lock, until it holds.
+// waitFor waits until cond, which runs under q's lock, holds.
 func waitFor(t *testing.T, q *queue, what string, cond func() bool) {
 	t.Helper()
-	deadline := time.Now().Add(10 * time.Second)
-	for {
+	testwait.Eventually(t, what, func() bool {
 		q.mu.Lock()
-		ok := cond()
-		q.mu.Unlock()
-		if ok {
-			return
-		}
-		if time.Now().After(deadline) {
-			t.Fatalf("waited for %s", what)
-		}
-		time.Sleep(time.Millisecond)
-	}
+		defer q.mu.Unlock()
+		return cond()
+	})
 }
 
 // A restart keeps each group's order and in-flight blocking, receipt

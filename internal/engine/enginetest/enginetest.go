@@ -15,6 +15,7 @@ import (
 
 	"github.com/ferrymq/ferry/internal/clock"
 	"github.com/ferrymq/ferry/internal/engine"
+	"github.com/ferrymq/ferry/internal/testwait"
 )
 
 // Account is the account every queue of the suite belongs to.
@@ -257,13 +258,7 @@ func (h *H) WantStats(name string, visible, notVisible, delayed int64) {
 // a goroutine has reached its wait.
 func (h *H) WaitPending(n int) {
 	h.Helper()
-	deadline := time.Now().Add(settle)
-	for h.Clk.Pending() < n {
-		if time.Now().After(deadline) {
-			h.Fatalf("clock has %d pending timers, want %d", h.Clk.Pending(), n)
-		}
-		time.Sleep(time.Millisecond)
-	}
+	testwait.Pending(h, h.Clk, n)
 }
 
 // Result is what an asynchronous Receive returned.
