@@ -1,7 +1,7 @@
 # Ferry's everyday commands. `make test` is what CI runs.
 GO ?= go
 
-.PHONY: build test fuzz bench run
+.PHONY: build test fmt-check fuzz bench run
 
 build:
 	$(GO) build -o ferry ./cmd/ferry
@@ -9,9 +9,18 @@ build:
 run: build
 	./ferry serve
 
-test:
+test: fmt-check
 	$(GO) vet ./...
 	$(GO) test -race -count=1 -timeout 20m ./...
+
+# gofmt over every Go file git knows of, committed or new (a deleted one is
+# skipped), so that a clean clone and a working tree are checked alike.
+GOFMT ?= gofmt
+fmt-check:
+	@files=$$(git ls-files --cached --others --exclude-standard '*.go' | while read -r f; do [ -f "$$f" ] && echo "$$f"; done); \
+	[ -n "$$files" ] || { echo "fmt-check: git lists no Go files"; exit 1; }; \
+	bad=$$($(GOFMT) -l $$files) || exit 1; \
+	if [ -n "$$bad" ]; then echo "gofmt would change:"; echo "$$bad"; exit 1; fi
 
 # Every fuzz target of every package, each for a short while (longer runs:
 # FUZZTIME=10m make fuzz). Targets are found, not listed, so none is missed.

@@ -15,23 +15,12 @@ import (
 	"strconv"
 	"strings"
 	"syscall"
+	"text/tabwriter"
 	"time"
 
 	"github.com/ferrymq/ferry/internal/engine/embedded"
 	"github.com/ferrymq/ferry/internal/server"
 )
-
-const usage = `Ferry: an SQS- and SNS-compatible message broker.
-
-Usage:
-  ferry serve [flags]   run the broker (the default command)
-  ferry bench [flags]   measure an SQS/SNS endpoint, checking every answer
-  ferry soak [flags]    a long steady load, watching the broker's memory
-  ferry version         print the version
-
-Run "ferry serve -h" for the flags. Every flag also reads an environment
-variable, named in its help; a flag given on the command line wins.
-`
 
 // defaultDataDir is where ferry serve keeps its store without --data.
 const defaultDataDir = "ferry-data"
@@ -39,37 +28,100 @@ const defaultDataDir = "ferry-data"
 // version is set at build time with -ldflags "-X main.version=...".
 var version = "dev"
 
+// command is one of ferry's subcommands.
+type command struct {
+	name, args, summary string
+	run                 func(ctx context.Context, args []string, getenv func(string) string, stdout, stderr io.Writer) int
+}
+
+// commands lists ferry's subcommands in the order the usage shows them; the
+// usage and the dispatch both read it, so neither can miss one.
+func commands() []command {
+	return []command{
+		{"serve", "[flags]", "run the broker (the default command)", func(ctx context.Context, args []string, getenv func(string) string, _, stderr io.Writer) int {
+			return serve(ctx, args, getenv, stderr)
+		}},
+		{"bench", "[flags]", "measure an SQS/SNS endpoint, checking every answer", benchCmd},
+		{"soak", "[flags]", "a long steady load, watching the broker's memory", soakCmd},
+		{"version", "", "print the version", func(_ context.Context, _ []string, _ func(string) string, stdout, _ io.Writer) int {
+			fmt.Fprintln(stdout, "ferry", version)
+			return 0
+		}},
+		{"help", "[command]", "print this usage, or a command's flags", help},
+	}
+}
+
+// topUsage is what ferry, ferry help and ferry --help print.
+func topUsage() string {
+	var b strings.Builder
+	b.WriteString("Ferry: an SQS- and SNS-compatible message broker.\n\nUsage: ferry <command> [flags]\n\nCommands:\n")
+	tw := tabwriter.NewWriter(&b, 0, 0, 3, ' ', 0)
+	for _, c := range commands() {
+		fmt.Fprintf(tw, "  ferry %s %s\t%s\n", c.name, c.args, c.summary)
+	}
+	tw.Flush()
+	b.WriteString("\nRun \"ferry help <command>\" or \"ferry <command> -h\" for its flags. Every flag also\n" +
+		"reads an environment variable, named in its help; a flag given on the command line wins.\n")
+	return b.String()
+}
+
+func lookup(name string) (command, bool) {
+	for _, c := range commands() {
+		if c.name == name {
+			return c, true
+		}
+	}
+	return command{}, false
+}
+
 func main() {
 	os.Exit(run(context.Background(), os.Args[1:], os.Getenv, os.Stdout, os.Stderr))
 }
 
 func run(ctx context.Context, args []string, getenv func(string) string, stdout, stderr io.Writer) int {
-	cmd := "serve"
-	if len(args) > 0 && !strings.HasPrefix(args[0], "-") {
-		cmd, args = args[0], args[1:]
+	// serve is the default command: a bare ferry, or ferry with serve's
+	// flags, runs the broker, as it always has.
+	if len(args) == 0 {
+		return serve(ctx, nil, getenv, stderr)
 	}
-	switch cmd {
-	case "serve":
+	name := args[0]
+	switch name {
+	case "-h", "-help", "--help":
+		fmt.Fprint(stdout, topUsage())
+		return 0
+	}
+	if strings.HasPrefix(name, "-") {
 		return serve(ctx, args, getenv, stderr)
-	case "bench":
-		return benchCmd(ctx, args, getenv, stdout, stderr)
-	case "soak":
-		return soakCmd(ctx, args, getenv, stdout, stderr)
-	case "version":
-		fmt.Fprintln(stdout, "ferry", version)
-		return 0
-	case "help":
-		fmt.Fprint(stdout, usage)
-		return 0
-	default:
-		fmt.Fprintf(stderr, "ferry: unknown command %q\n\n%s", cmd, usage)
+	}
+	c, ok := lookup(name)
+	if !ok {
+		fmt.Fprintf(stderr, "ferry: unknown command %q\n\n%s", name, topUsage())
 		return 2
 	}
+	return c.run(ctx, args[1:], getenv, stdout, stderr)
+}
+
+// help prints the usage, or with a command's name that command's flags.
+func help(ctx context.Context, args []string, getenv func(string) string, stdout, stderr io.Writer) int {
+	if len(args) == 0 || args[0] == "help" {
+		fmt.Fprint(stdout, topUsage())
+		return 0
+	}
+	c, ok := lookup(args[0])
+	if !ok {
+		fmt.Fprintf(stderr, "ferry: unknown command %q\n\n%s", args[0], topUsage())
+		return 2
+	}
+	return c.run(ctx, []string{"-h"}, getenv, stdout, stderr)
 }
 
 func serve(ctx context.Context, args []string, getenv func(string) string, stderr io.Writer) int {
 	fs := flag.NewFlagSet("ferry serve", flag.ContinueOnError)
 	fs.SetOutput(stderr)
+	fs.Usage = func() {
+		fmt.Fprint(stderr, "Usage: ferry serve [flags]\n\n")
+		fs.PrintDefaults()
+	}
 	env := func(name, def string) string {
 		if v := getenv(name); v != "" {
 			return v

@@ -61,6 +61,54 @@ func TestCommands(t *testing.T) {
 	}
 }
 
+// TestUsage checks that every way of asking for help prints the top-level
+// usage, listing each command on a line of its own, and that a missing or
+// unknown command is an error that prints it too.
+func TestUsage(t *testing.T) {
+	cases := []struct {
+		args   []string
+		code   int
+		stdout bool   // the usage goes to stdout, not stderr
+		also   string // and the output says this too
+	}{
+		{[]string{"help"}, 0, true, ""},
+		{[]string{"-h"}, 0, true, ""},
+		{[]string{"-help"}, 0, true, ""},
+		{[]string{"--help"}, 0, true, ""},
+		{[]string{"launch"}, 2, false, `unknown command "launch"`},
+		{[]string{"help", "launch"}, 2, false, `unknown command "launch"`},
+	}
+	for _, tc := range cases {
+		var out, errOut bytes.Buffer
+		code := run(context.Background(), tc.args, func(string) string { return "" }, &out, &errOut)
+		got, other := errOut.String(), out.String()
+		if tc.stdout {
+			got, other = other, got
+		}
+		if code != tc.code || !strings.Contains(got, topUsage()) || other != "" || !strings.Contains(got, tc.also) {
+			t.Errorf("%q: code %d (want %d), stdout %q, stderr %q", tc.args, code, tc.code, out.String(), errOut.String())
+			continue
+		}
+		for _, name := range []string{"serve", "bench", "soak", "version", "help"} {
+			if n := len(regexp.MustCompile(`(?m)^  ferry `+name+` .*\S$`).FindAllString(got, -1)); n != 1 {
+				t.Errorf("%q: %d usage lines for %s in %q, want 1", tc.args, n, name, got)
+			}
+		}
+	}
+	// Flags without a command are serve's: serve is the default command.
+	var serveOut, serveErr bytes.Buffer
+	if code := run(context.Background(), []string{"--no-such-flag"}, func(string) string { return "" }, &serveOut, &serveErr); code != 2 ||
+		!strings.Contains(serveErr.String(), "Usage: ferry serve") || strings.Contains(serveErr.String(), topUsage()) {
+		t.Errorf("--no-such-flag: code %d, stdout %q, stderr %q", code, serveOut.String(), serveErr.String())
+	}
+	// help with a command prints that command's own flags.
+	var out, errOut bytes.Buffer
+	if code := run(context.Background(), []string{"help", "serve"}, func(string) string { return "" }, &out, &errOut); code != 0 ||
+		!strings.Contains(errOut.String(), "-listen") || strings.Contains(errOut.String(), topUsage()) {
+		t.Errorf("help serve: code %d, stdout %q, stderr %q", code, out.String(), errOut.String())
+	}
+}
+
 // serveFromEnv runs serve configured by env alone until it listens, and
 // returns its base URL, its logs and a stop that returns its exit code.
 func serveFromEnv(t *testing.T, env map[string]string) (string, *syncBuffer, func() int) {
