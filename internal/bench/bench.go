@@ -96,8 +96,11 @@ type Result struct {
 	Errors     int64 `json:"errors"`
 	// Unverified messages never arrived before the drain's time ran out but
 	// were, by the broker's count, still queued: slow, not lost.
-	Unverified int64  `json:"unverified,omitempty"`
-	Note       string `json:"note,omitempty"`
+	Unverified int64 `json:"unverified,omitempty"`
+	// Verified counts the distinct copies that arrived and were checked,
+	// in the measured window or after it (Messages counts only the window).
+	Verified int64  `json:"verified"`
+	Note     string `json:"note,omitempty"`
 }
 
 // Failed reports whether r counts against the endpoint.

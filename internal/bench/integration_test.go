@@ -67,8 +67,10 @@ func TestScenariosAgainstFerry(t *testing.T) {
 		}
 		switch r.Status {
 		case bench.StatusOK:
-			if r.Messages == 0 {
-				t.Errorf("%s: ok with no messages", r.Name)
+			// Not r.Messages: on a loaded machine no message may complete
+			// within the short window, and the scenario is still right.
+			if r.Verified == 0 {
+				t.Errorf("%s: ok with no message verified", r.Name)
 			}
 		case bench.StatusUnsupported:
 			t.Logf("%s: unsupported by this Ferry: %s", r.Name, r.Note)

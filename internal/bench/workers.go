@@ -433,6 +433,7 @@ func (e *env) drain(ctx context.Context, url string, l *Ledger, lat *Latencies) 
 // that many messages: then it was only too slow to come within the limit.
 func (e *env) settle(ctx context.Context, l *Ledger, urls ...string) Tally {
 	t := l.Tally()
+	e.res.Verified += t.Received
 	e.res.Duplicated += t.Dups
 	if t.Unknown > 0 {
 		e.res.Errors += t.Unknown
