@@ -191,7 +191,9 @@ func TestSoakAgainstFerry(t *testing.T) {
 	if r.Status != bench.StatusOK || r.Messages == 0 || r.Lost+r.Duplicated+r.OutOfOrder+r.Errors != 0 {
 		t.Errorf("load: %s", r.Line())
 	}
-	if len(rep.Samples) < 5 || seen != len(rep.Samples) {
+	// A sample is taken as the load starts and once it ends; how many fall
+	// between depends on how busy the machine is.
+	if len(rep.Samples) < 2 || seen != len(rep.Samples) {
 		t.Fatalf("%d samples, %d reported", len(rep.Samples), seen)
 	}
 	last := rep.Samples[len(rep.Samples)-1]

@@ -153,6 +153,9 @@ type SoakReport struct {
 	Rate     int          `json:"rate"`
 	Samples  []SoakSample `json:"samples"`
 	Trends   []Trend      `json:"trends"`
+	// Judged says every figure had samples enough for a verdict; a soak
+	// too short for one is neither levelled off nor growing.
+	Judged bool `json:"judged"`
 	// Plateau is the verdict: RSS, heap in use, the GC's goal and the
 	// goroutines all levelled off.
 	Plateau bool `json:"plateau"`
@@ -162,7 +165,7 @@ type SoakReport struct {
 }
 
 // Failed reports whether the load went wrong or memory kept growing.
-func (r *SoakReport) Failed() bool { return r.Result.Failed() || !r.Plateau }
+func (r *SoakReport) Failed() bool { return r.Result.Failed() || r.Judged && !r.Plateau }
 
 // Summary renders the verdicts as lines of text.
 func (r *SoakReport) Summary() string {
@@ -186,7 +189,10 @@ func (r *SoakReport) Summary() string {
 			tr.Figure, f(tr.Medians[0]), f(tr.Medians[1]), f(tr.Medians[2]), slopeUnit, verdict)
 	}
 	verdict := "memory levelled off"
-	if !r.Plateau {
+	switch {
+	case !r.Judged:
+		verdict = "too few samples to judge memory"
+	case !r.Plateau:
 		verdict = "memory kept growing"
 	}
 	fmt.Fprintf(&b, "verdict: %s; load: %s", verdict, r.Result.Line())
@@ -430,11 +436,12 @@ func (s *soak) run(ctx context.Context, cfg SoakConfig, rep *SoakReport) {
 		figs["gc-goal"] = append(figs["gc-goal"], smp.GCGoal)
 		figs["goroutines"] = append(figs["goroutines"], smp.Goroutines)
 	}
-	rep.Plateau = true
+	rep.Plateau, rep.Judged = true, true
 	for _, f := range []string{"rss", "heap", "gc-goal", "goroutines"} {
 		tr := judge(f, t, figs[f])
 		rep.Trends = append(rep.Trends, tr)
 		rep.Plateau = rep.Plateau && tr.Plateau
+		rep.Judged = rep.Judged && tr.Note == ""
 	}
 }
 

@@ -76,3 +76,29 @@ not_a_number x
 		}
 	}
 }
+
+func TestSoakVerdict(t *testing.T) {
+	cases := []struct {
+		name            string
+		judged, plateau bool
+		status          string
+		failed          bool
+		verdict         string
+	}{
+		{"levelled off", true, true, StatusOK, false, "memory levelled off"},
+		{"growing", true, false, StatusOK, true, "memory kept growing"},
+		{"too short", false, false, StatusOK, false, "too few samples to judge memory"},
+		{"too short, load failed", false, false, StatusFail, true, "too few samples to judge memory"},
+	}
+	for _, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) {
+			r := &SoakReport{Judged: tc.judged, Plateau: tc.plateau, Result: Result{Status: tc.status}}
+			if r.Failed() != tc.failed {
+				t.Errorf("Failed() = %v, want %v", r.Failed(), tc.failed)
+			}
+			if s := r.Summary(); !strings.Contains(s, "verdict: "+tc.verdict+";") {
+				t.Errorf("summary %q, want verdict %q", s, tc.verdict)
+			}
+		})
+	}
+}
