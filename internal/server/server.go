@@ -152,13 +152,20 @@ func Start(ctx context.Context, cfg Config) (*Server, error) {
 	began := time.Now()
 	eng := cfg.Store
 	datapoints := metrics.New(metrics.Options{Clock: cfg.Clock})
+	sqsCfg := sqs.Config{
+		Account:      cfg.Account,
+		Region:       cfg.Region,
+		Backend:      eng,
+		Clock:        cfg.Clock,
+		Logger:       cfg.Logger,
+		QueueURLBase: cfg.QueueURLBase,
+		Metrics:      datapoints,
+	}
+	// Messages enter SQS queues through its port, whoever sends them.
+	queues := sqs.NewPort(sqsCfg)
 	// Before anything serves: tasks the store resumed may be held until
 	// now, so that every move they make is counted.
-	eng.OnMovedByTask(func(account, queue string, m *engine.NewMessage) {
-		if account == cfg.Account {
-			sqs.RecordMovedByTask(datapoints, queue, m)
-		}
-	})
+	eng.OnMovedByTask(queues.MovedByTask)
 	ln, err := net.Listen("tcp", cfg.Listen)
 	if err != nil {
 		eng.Close()
@@ -182,6 +189,7 @@ func Start(ctx context.Context, cfg Config) (*Server, error) {
 		Account:   cfg.Account,
 		Region:    cfg.Region,
 		Backend:   eng,
+		SQS:       queues,
 		Records:   eng,
 		Clock:     cfg.Clock,
 		Logger:    cfg.Logger,
@@ -254,19 +262,11 @@ func Start(ctx context.Context, cfg Config) (*Server, error) {
 		Store: s.metrics, Backend: eng, Account: cfg.Account, Clock: cfg.Clock, Logger: cfg.Logger, Persist: persist,
 	})
 
+	sqsCfg.Activity = s.sampler
 	api := &protocol.Handler{
-		Logger:  cfg.Logger,
-		Observe: requests.Observe,
-		Services: []*protocol.Service{sqs.NewService(sqs.Config{
-			Account:      cfg.Account,
-			Region:       cfg.Region,
-			Backend:      eng,
-			Clock:        cfg.Clock,
-			Logger:       cfg.Logger,
-			QueueURLBase: cfg.QueueURLBase,
-			Metrics:      s.metrics,
-			Activity:     s.sampler,
-		}), snsSvc.Protocol(), cwSvc.Protocol()},
+		Logger:   cfg.Logger,
+		Observe:  requests.Observe,
+		Services: []*protocol.Service{sqs.NewService(sqsCfg), snsSvc.Protocol(), cwSvc.Protocol()},
 	}
 	if err := api.Check(); err != nil {
 		s.sampler.Close(ctx)

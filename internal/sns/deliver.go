@@ -142,13 +142,14 @@ var errHTTPTimeout = errors.New("no answer within 15 seconds")
 
 // deadLetterCopy is a given-up job in the form the subscriber would have
 // received it: the raw message with its attributes as SQS attributes, or
-// the envelope.
+// the envelope. It goes to the dead-letter queue as it is, even if SQS
+// would refuse it from a publish (more attributes than SQS carries).
 func (s *Service) deadLetterCopy(t *topic, sub *subscription, j *job) (engine.NewMessage, error) {
-	m := jobMessage(j)
 	if sub.raw() || sub.Protocol == protoEmail {
-		return rawSQSMessage(j.Message, attrList(j.Attributes)), nil
+		nm, _ := s.sqs.Message(j.Message, attrList(j.Attributes), snsSenderID)
+		return nm, nil
 	}
-	n, err := s.notification(t, m, j.Message, sub.ARN)
+	n, err := s.notification(t, jobMessage(j), j.Message, sub.ARN)
 	if err != nil {
 		return engine.NewMessage{}, err
 	}
@@ -156,7 +157,8 @@ func (s *Service) deadLetterCopy(t *topic, sub *subscription, j *job) (engine.Ne
 	if err != nil {
 		return engine.NewMessage{}, err
 	}
-	return envelopeSQSMessage(body), nil
+	nm, _ := s.sqs.Message(string(body), nil, snsSenderID)
+	return nm, nil
 }
 
 // sendUnsubscribeConfirmation tells an HTTP/S endpoint it was unsubscribed,

@@ -12,6 +12,7 @@ import (
 
 	"github.com/ferrymq/ferry/internal/clock"
 	"github.com/ferrymq/ferry/internal/engine/embedded"
+	"github.com/ferrymq/ferry/internal/sqs"
 	"github.com/ferrymq/ferry/internal/testwait"
 )
 
@@ -25,7 +26,7 @@ func newTestService(t *testing.T) (*Service, *clock.Fake) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	s, err := New(ctx, Config{Backend: eng, Records: eng, Clock: clk, BaseURL: "http://ferry.test"})
+	s, err := New(ctx, Config{Backend: eng, SQS: sqs.NewPort(sqs.Config{Backend: eng}), Records: eng, Clock: clk, BaseURL: "http://ferry.test"})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -14,6 +14,9 @@ import (
 	"strings"
 	"sync"
 	"time"
+
+	"github.com/ferrymq/ferry/internal/arn"
+	"github.com/ferrymq/ferry/internal/protocol"
 )
 
 // Delivery status logging. A topic's <P>SuccessFeedbackRoleArn,
@@ -83,16 +86,16 @@ func (t *topic) logsFor(protocol string) bool {
 
 // validRoleARN: arn:{partition}:iam::{account}:role/{name}.
 func validRoleARN(v string) bool {
-	p := strings.Split(v, ":")
-	if len(p) != 6 || p[0] != "arn" || p[1] == "" || p[2] != "iam" || p[3] != "" || len(p[4]) != 12 {
+	a, ok := arn.Split(v)
+	if !ok || !a.Six() || a.Partition == "" || a.Service != "iam" || a.Region != "" || len(a.Account) != 12 {
 		return false
 	}
-	for _, c := range p[4] {
+	for _, c := range a.Account {
 		if c < '0' || c > '9' {
 			return false
 		}
 	}
-	name, ok := strings.CutPrefix(p[5], "role/")
+	name, ok := strings.CutPrefix(a.Resource, "role/")
 	return ok && name != "" && !strings.HasSuffix(name, "/")
 }
 
@@ -209,13 +212,13 @@ func sqsResponse(messageID string) string {
 }
 
 // sqsRefusal is the providerResponse of an SQS delivery that SNS gave up
-// at once (a client-side error).
-func sqsRefusal(code, message string) string {
+// at once: SQS's refusal, a client-side error.
+func sqsRefusal(refusal *protocol.Error) string {
 	b, _ := json.Marshal(struct {
 		ErrorCode    string
 		ErrorMessage string
 		RequestID    string `json:"sqsRequestId"`
-	}{code, message, "Unrecoverable"})
+	}{refusal.Code, refusal.Message, "Unrecoverable"})
 	return string(b)
 }
 

@@ -5,12 +5,12 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
-	"strings"
 	"sync"
 	"time"
 
+	"github.com/ferrymq/ferry/internal/arn"
 	"github.com/ferrymq/ferry/internal/engine"
-	"github.com/ferrymq/ferry/internal/metrics"
+	"github.com/ferrymq/ferry/internal/protocol"
 	"github.com/ferrymq/ferry/internal/sns/filterpolicy"
 )
 
@@ -93,7 +93,7 @@ func (s *Service) fanout(ctx context.Context, t *topic, msgs []*message) error {
 	// for.
 	n := 0
 	for i, sub := range subs {
-		if s.jointSQS(sub) {
+		if jointSQS(sub) {
 			subs[n], subs[i] = subs[i], subs[n]
 			n++
 		}
@@ -254,52 +254,66 @@ func (s *Service) deliverTo(ctx context.Context, t *topic, sub *subscription, ms
 	}
 }
 
-// sqsCopy is the SQS message one subscription receives for m.
-func (s *Service) sqsCopy(t *topic, sub *subscription, m *message, fifoQueue bool) (engine.NewMessage, error) {
-	var nm engine.NewMessage
+// sqsCopy is the SQS message one subscription receives for m. err is
+// SQS's refusal of it (see refusal), or a failure to build the envelope.
+func (s *Service) sqsCopy(t *topic, sub *subscription, m *message) (nm engine.NewMessage, err error) {
 	if sub.raw() {
-		nm = m.rawSQS()
+		nm, err = s.rawSQS(m)
 	} else {
-		n, err := s.notification(t, m, m.textFor(protoSQS), sub.ARN)
-		if err != nil {
-			return nm, err
+		n, nerr := s.notification(t, m, m.textFor(protoSQS), sub.ARN)
+		if nerr != nil {
+			return nm, nerr
 		}
-		body, err := n.JSON()
-		if err != nil {
-			return nm, err
+		body, jerr := n.JSON()
+		if jerr != nil {
+			return nm, jerr
 		}
-		nm = envelopeSQSMessage(body)
+		nm, err = s.sqs.Message(string(body), nil, snsSenderID)
 	}
-	nm.MessageGroupID = m.groupID
-	if fifoQueue {
-		nm.DeduplicationID = m.dedupID
-	}
-	return nm, nil
+	// SQS drops the deduplication id for a standard queue.
+	nm.MessageGroupID, nm.DeduplicationID = m.groupID, m.dedupID
+	return nm, err
 }
 
-// localQueue resolves an SQS queue ARN to a queue of this service's
-// account and region; ok is false for any other.
-func (s *Service) localQueue(ref queueRef) bool {
-	return ref.account == s.account && ref.region == s.region
+// rawSQS is the SQS message every raw SQS copy of m is, and SQS's refusal
+// of it, built (digests included) once for all of them; the copies share
+// its attribute list, which nobody modifies.
+func (s *Service) rawSQS(m *message) (engine.NewMessage, error) {
+	m.rawOnce.Do(func() {
+		attrs := m.attrList
+		if m.structured() {
+			attrs = nil
+		}
+		m.raw, m.rawRefused = s.sqs.Message(m.textFor(protoSQS), attrs, snsSenderID)
+	})
+	return m.raw, m.rawRefused
 }
 
-// jointSQS reports whether sub's copies go into a standard queue of this
-// service's account and region, which deliverJointSQS writes together
-// with others. FIFO queues keep a send of their own: the engine writes
-// each under its queue's deduplication, and apart they share fsyncs
-// through group commit instead of waiting on one another.
-func (s *Service) jointSQS(sub *subscription) bool {
-	if sub.Protocol != protoSQS {
-		return false
+// refusal is err as SQS's refusal of a message, a client-side error that
+// SNS does not retry; nil for any other error.
+func refusal(err error) *protocol.Error {
+	if err == nil {
+		return nil // before perr, which As moves to the heap
 	}
-	ref, ok := parseQueueARN(sub.Endpoint)
-	return ok && s.localQueue(ref) && !strings.HasSuffix(ref.name, ".fifo")
+	var perr *protocol.Error
+	if errors.As(err, &perr) {
+		return perr
+	}
+	return nil
+}
+
+// jointSQS reports whether sub's copies go into a standard queue, which
+// deliverJointSQS writes together with others. FIFO queues keep a send of
+// their own: the engine writes each under its queue's deduplication, and
+// apart they share fsyncs through group commit instead of waiting on one
+// another.
+func jointSQS(sub *subscription) bool {
+	return sub.Protocol == protoSQS && !fifoQueue(sub.Endpoint)
 }
 
 // sqsDelivery is one subscription's copies of a fan-out for its queue.
 type sqsDelivery struct {
 	sub     *subscription
-	ref     queueRef
 	logs    bool
 	handoff time.Time
 	batch   []engine.NewMessage // to send
@@ -308,9 +322,8 @@ type sqsDelivery struct {
 }
 
 // deliverSQS writes the messages into the subscribed queue in one send.
-// A missing queue, or a raw copy with more attributes than SQS carries, is
-// a client-side error: no retry, the subscription's dead-letter queue if
-// it has one.
+// A missing queue, or a copy SQS refuses, is a client-side error: no
+// retry, the subscription's dead-letter queue if it has one.
 func (s *Service) deliverSQS(ctx context.Context, t *topic, sub *subscription, msgs []*message) error {
 	d, err := s.sqsDelivery(t, sub, msgs)
 	if err != nil {
@@ -318,17 +331,17 @@ func (s *Service) deliverSQS(ctx context.Context, t *topic, sub *subscription, m
 	}
 	var res []engine.SendResult
 	if len(d.batch) > 0 {
-		res, err = s.sendLocal(ctx, d.ref, d.batch)
+		res, err = s.sqs.Send(ctx, sub.Endpoint, d.batch)
 	}
 	return s.settleSQS(ctx, t, d, res, err)
 }
 
 // deliverJointSQS is deliverSQS for several subscriptions whose queues
-// (standard, of this account: jointSQS) take their copies in one engine
-// write.
+// (standard: jointSQS) take their copies in one engine write.
 func (s *Service) deliverJointSQS(ctx context.Context, t *topic, subs []*subscription, msgs []*message) error {
 	ds := make([]*sqsDelivery, 0, len(subs))
-	sends := make([]engine.QueueSend, 0, len(subs))
+	queues := make([]string, 0, len(subs))
+	batches := make([][]engine.NewMessage, 0, len(subs))
 	var errs []error
 	for _, sub := range subs {
 		pass := s.passing(sub, msgs)
@@ -341,20 +354,18 @@ func (s *Service) deliverJointSQS(ctx context.Context, t *topic, subs []*subscri
 			continue
 		}
 		ds = append(ds, d)
-		sends = append(sends, engine.QueueSend{Account: d.ref.account, Name: d.ref.name, Msgs: d.batch})
+		queues = append(queues, sub.Endpoint)
+		batches = append(batches, d.batch)
 	}
 	if len(ds) == 0 {
 		return errors.Join(errs...)
 	}
-	outs, err := s.backend.SendMany(ctx, sends)
+	outs, err := s.sqs.SendMany(ctx, queues, batches)
 	if err != nil {
 		return errors.Join(append(errs, err)...)
 	}
 	for i, d := range ds {
 		o := &outs[i]
-		if o.Err == nil && len(d.batch) > 0 {
-			s.recordSent(d.ref.name, d.batch, o.Results)
-		}
 		if err := s.settleSQS(ctx, t, d, o.Results, o.Err); err != nil {
 			errs = append(errs, fmt.Errorf("subscription %s: %w", d.sub.ARN, err))
 		}
@@ -362,28 +373,25 @@ func (s *Service) deliverJointSQS(ctx context.Context, t *topic, subs []*subscri
 	return errors.Join(errs...)
 }
 
-// sqsDelivery makes sub's copies of msgs, refusing (and logging) those
-// SQS would not take.
+// sqsDelivery makes sub's copies of msgs, setting aside (and logging)
+// those SQS refuses.
 func (s *Service) sqsDelivery(t *topic, sub *subscription, msgs []*message) (*sqsDelivery, error) {
-	ref, _ := parseQueueARN(sub.Endpoint)
-	fifoQueue := strings.HasSuffix(ref.name, ".fifo")
-	d := &sqsDelivery{sub: sub, ref: ref, logs: t.logsFor(protoSQS)}
+	d := &sqsDelivery{sub: sub, logs: t.logsFor(protoSQS)}
 	if d.logs {
 		d.handoff = s.clock.Now()
 	}
 	d.batch = make([]engine.NewMessage, 0, len(msgs))
 	for _, m := range msgs {
-		nm, err := s.sqsCopy(t, sub, m, fifoQueue)
-		if err != nil {
-			return nil, err
-		}
-		if n := len(nm.Attributes); sub.raw() && n > maxRawSQSAttrs {
+		nm, err := s.sqsCopy(t, sub, m)
+		if perr := refusal(err); perr != nil {
 			d.refused = append(d.refused, nm)
 			if d.logs {
-				s.logSQS(t, sub, m, d.handoff, 400, sqsRefusal("InvalidParameterValue",
-					fmt.Sprintf("Number of message attributes [%d] exceeds the maximum allowed [%d].", n, maxRawSQSAttrs)))
+				s.logSQS(t, sub, m, d.handoff, 400, sqsRefusal(perr))
 			}
 			continue
+		}
+		if err != nil {
+			return nil, err
 		}
 		d.batch = append(d.batch, nm)
 		if d.logs {
@@ -399,17 +407,16 @@ func (s *Service) sqsDelivery(t *topic, sub *subscription, msgs []*message) (*sq
 func (s *Service) settleSQS(ctx context.Context, t *topic, d *sqsDelivery, res []engine.SendResult, err error) error {
 	sub, refused := d.sub, d.refused
 	if len(d.batch) > 0 {
-		switch {
+		switch perr := refusal(err); {
 		case err == nil:
 			s.count(sub, cDelivered, len(d.batch))
 			for i, m := range d.sent {
 				s.logSQS(t, sub, m, d.handoff, 200, sqsResponse(res[i].MessageID))
 			}
-		case errors.Is(err, engine.ErrQueueNotFound):
+		case perr != nil:
 			refused = append(refused, d.batch...)
 			for _, m := range d.sent {
-				s.logSQS(t, sub, m, d.handoff, 400, sqsRefusal("AWS.SimpleQueueService.NonExistentQueue",
-					"The specified queue does not exist or you do not have access to it."))
+				s.logSQS(t, sub, m, d.handoff, 400, sqsRefusal(perr))
 			}
 		default:
 			return err
@@ -429,65 +436,27 @@ func (s *Service) logSQS(t *topic, sub *subscription, m *message, handoff time.T
 		handoff: handoff, attempts: 1, success: status == 200, status: status, response: response})
 }
 
-// sendLocal sends to a queue of this account; a queue elsewhere cannot be
-// reached and counts as missing. What it enqueues counts in the queue's
-// SQS metrics, as AWS counts SNS deliveries as sends.
-func (s *Service) sendLocal(ctx context.Context, ref queueRef, msgs []engine.NewMessage) ([]engine.SendResult, error) {
-	if !s.localQueue(ref) {
-		return nil, engine.ErrQueueNotFound
-	}
-	res, err := s.backend.Send(ctx, ref.account, ref.name, msgs)
-	if err == nil {
-		s.recordSent(ref.name, msgs, res)
-	}
-	return res, err
-}
-
-// recordSent counts messages SNS enqueued in a queue of the account: a
-// FIFO duplicate as deduplicated, the others as sent, as SQS counts its
-// own sends.
-func (s *Service) recordSent(queue string, msgs []engine.NewMessage, res []engine.SendResult) {
-	if s.metrics == nil {
-		return
-	}
-	dim := metrics.Queue(queue)
-	for i := range res {
-		if res[i].Duplicate {
-			s.metrics.Record(metrics.NamespaceSQS, metrics.DeduplicatedSentMessages, dim, 1)
-			continue
-		}
-		s.metrics.Record(metrics.NamespaceSQS, metrics.MessagesSent, dim, 1)
-		s.metrics.Record(metrics.NamespaceSQS, metrics.SentMessageSize, dim, float64(metrics.MessageSize(&msgs[i])))
-	}
-}
-
 // redrive puts given-up messages, in the form the subscriber would have
 // received them, into the subscription's dead-letter queue, or drops them
-// when it has none. A missing queue drops them at once; another failure
-// is tried again, a second apart, up to tries times. Messages that do not
-// make it are counted as failed to redrive. It reports false when ctx
-// ended first, the messages neither written nor dropped.
+// when it has none. A queue SQS refuses them for (a missing one) drops
+// them at once; another failure is tried again, a second apart, up to
+// tries times. Messages that do not make it are counted as failed to
+// redrive. It reports false when ctx ended first, the messages neither
+// written nor dropped.
 func (s *Service) redrive(ctx context.Context, sub *subscription, msgs []engine.NewMessage, tries int) bool {
-	if sub.redrive == nil {
+	if sub.redrive == "" {
 		return true
 	}
-	ref := *sub.redrive
-	fifo := strings.HasSuffix(ref.name, ".fifo")
-	for i := range msgs {
-		if !fifo {
-			msgs[i].DeduplicationID = ""
-		}
-	}
 	for try := 1; ; try++ {
-		_, err := s.sendLocal(ctx, ref, msgs)
+		_, err := s.sqs.Send(ctx, sub.redrive, msgs)
 		switch {
 		case err == nil:
 			s.count(sub, cRedriven, len(msgs))
 			return true
 		case ctx.Err() != nil:
 			return false
-		case errors.Is(err, engine.ErrQueueNotFound):
-			s.log.Warn("sns: dead-letter queue is missing; messages dropped", "subscription", sub.ARN, "queue", ref.name, "messages", len(msgs))
+		case refusal(err) != nil:
+			s.log.Warn("sns: dead-letter queue is missing; messages dropped", "subscription", sub.ARN, "queue", sub.redrive, "messages", len(msgs), "err", err)
 		case try < tries && s.sleep(ctx, time.Second):
 			continue
 		default:
@@ -566,7 +535,7 @@ func (s *Service) ensureQueue(ctx context.Context, sub *subscription) error {
 	_, _, err := s.backend.CreateQueue(ctx, engine.Queue{
 		Account: DeliveryAccount,
 		Name:    sub.Queue,
-		ARN:     "arn:" + partitionOf(s.region) + ":sqs:" + s.region + ":" + DeliveryAccount + ":" + sub.Queue,
+		ARN:     "arn:" + arn.Partition(s.region) + ":sqs:" + s.region + ":" + DeliveryAccount + ":" + sub.Queue,
 		Settings: engine.QueueSettings{
 			VisibilityTimeout: deliveryVisibility,
 			Retention:         deliveryRetention,

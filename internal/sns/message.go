@@ -12,7 +12,6 @@ import (
 	"time"
 	"unicode/utf8"
 
-	"github.com/ferrymq/ferry/internal/digest"
 	"github.com/ferrymq/ferry/internal/engine"
 	"github.com/ferrymq/ferry/internal/sns/filterpolicy"
 	"github.com/ferrymq/ferry/internal/xmlchar"
@@ -29,7 +28,6 @@ const (
 	maxSubjectChars   = 100     // Subject must be shorter
 	maxAttrNameBytes  = 256
 	maxAttrTypeBytes  = 256
-	maxRawSQSAttrs    = 10 // SQS carries at most 10 message attributes
 	maxPunctIDChars   = 128
 	maxBatchEntries   = 10
 	maxBatchEntryID   = 80
@@ -60,10 +58,11 @@ type message struct {
 	sigMu sync.Mutex
 	sigs  map[string]string // message text → signature of its envelope
 
-	// raw is the SQS message of every raw SQS copy, built (digests
-	// included) once for all of them.
-	rawOnce sync.Once
-	raw     engine.NewMessage
+	// raw is the SQS message of every raw SQS copy, rawRefused SQS's
+	// refusal of it (rawSQS).
+	rawOnce    sync.Once
+	raw        engine.NewMessage
+	rawRefused error
 }
 
 // structured reports MessageStructure=json: subscribers get their
@@ -370,35 +369,4 @@ func applyTopic(m *message, t *topic, r publishRequest) error {
 		return invalidParameter("The topic should either have ContentBasedDeduplication enabled or MessageDeduplicationId provided explicitly")
 	}
 	return nil
-}
-
-// rawSQS is the SQS message a raw SQS subscription gets for m; the
-// copies share its attribute list, which nobody modifies.
-func (m *message) rawSQS() engine.NewMessage {
-	m.rawOnce.Do(func() {
-		attrs := m.attrList
-		if m.structured() {
-			attrs = nil
-		}
-		m.raw = rawSQSMessage(m.textFor(protoSQS), attrs)
-	})
-	return m.raw
-}
-
-// rawSQSMessage is the SQS message a raw subscription gets: the message
-// itself, its attributes as SQS attributes.
-func rawSQSMessage(text string, attrs []engine.MessageAttribute) engine.NewMessage {
-	return engine.NewMessage{
-		Body:       text,
-		Attributes: attrs,
-		SenderID:   snsSenderID,
-		MD5OfBody:  digest.MD5Hex(text),
-		MD5OfAttrs: digest.MD5OfAttributes(attrs),
-	}
-}
-
-// envelopeSQSMessage is the SQS message of a JSON envelope.
-func envelopeSQSMessage(body []byte) engine.NewMessage {
-	b := string(body)
-	return engine.NewMessage{Body: b, SenderID: snsSenderID, MD5OfBody: digest.MD5Hex(b)}
 }

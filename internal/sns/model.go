@@ -105,7 +105,7 @@ type subscription struct {
 
 	filter  *filterpolicy.Policy
 	policy  *subscriptionPolicy
-	redrive *queueRef
+	redrive string // the dead-letter queue's ARN; "" without one
 	state   *subState
 }
 
@@ -117,7 +117,7 @@ func (s *subscription) clone() *subscription {
 
 // prepare parses what the stored attributes imply.
 func (s *subscription) prepare() error {
-	s.filter, s.policy, s.redrive = nil, nil, nil
+	s.filter, s.policy, s.redrive = nil, nil, ""
 	if raw := s.Attrs[attrFilterPolicy]; raw != "" {
 		fp, err := filterpolicy.Parse(raw, s.Attrs[attrFilterPolicyScope])
 		if err != nil {
@@ -133,11 +133,11 @@ func (s *subscription) prepare() error {
 		s.policy = p
 	}
 	if raw := s.Attrs[attrRedrivePolicy]; raw != "" {
-		ref, err := parseRedriveTarget(raw)
+		dlq, err := parseRedriveTarget(raw)
 		if err != nil {
 			return err
 		}
-		s.redrive = &ref
+		s.redrive = dlq
 	}
 	return nil
 }

@@ -12,6 +12,7 @@ import (
 
 	"github.com/google/uuid"
 
+	"github.com/ferrymq/ferry/internal/arn"
 	"github.com/ferrymq/ferry/internal/protocol"
 )
 
@@ -307,7 +308,7 @@ func (s *Service) createPlatformApplication(ctx context.Context, in *platformAtt
 			return nil, invalidParameter("Attributes Reason: PlatformPrincipal attribute provided without PlatformCredential")
 		}
 	}
-	arn := "arn:" + partitionOf(s.region) + ":sns:" + s.region + ":" + s.account + ":app/" + in.Platform + "/" + in.Name
+	arn := "arn:" + arn.Partition(s.region) + ":sns:" + s.region + ":" + s.account + ":app/" + in.Platform + "/" + in.Name
 	a := &platformApp{ARN: arn, Platform: in.Platform, Name: in.Name, Attributes: map[string]string{"Enabled": "true"}}
 	maps.Copy(a.Attributes, in.Attributes)
 	s.writeMu.Lock()

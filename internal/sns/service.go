@@ -36,10 +36,13 @@ const DeliveryAccount = "sns-delivery"
 // Config is what the SNS service needs.
 type Config struct {
 	// Account and Region name topics in ARNs ("000000000000" and
-	// "us-east-1" when empty); SQS endpoints of the same account are
-	// queues of Backend.
+	// "us-east-1" when empty).
 	Account, Region string
-	Backend         engine.Backend
+	// Backend keeps the hidden delivery queues.
+	Backend engine.Backend
+	// SQS takes the copies for SQS subscriptions and every dead-letter
+	// copy (sqs.Port).
+	SQS SQS
 	// Records keeps topics and subscriptions.
 	Records engine.RecordStore
 	Clock   clock.Clock // clock.Real when nil
@@ -62,9 +65,24 @@ type Config struct {
 	// <P>SuccessFeedbackRoleArn and related attributes): a file, appended
 	// to, or "-" for stdout; "" keeps them in memory only.
 	DeliveryStatusLog string
-	// Metrics receives the CloudWatch metrics of the topics (AWS/SNS) and
-	// of the queues SNS delivers to (AWS/SQS); nil records nothing.
+	// Metrics receives the CloudWatch metrics of the topics (AWS/SNS);
+	// nil records nothing. SQS counts what SNS sends into its queues.
 	Metrics Recorder
+}
+
+// SQS is the way into SQS queues (sqs.Port): SNS's copies for SQS
+// subscriptions and its dead-letter copies go through it, so that SQS's
+// limits, digests and metrics apply to them as to SendMessage. Its
+// refusals are *protocol.Error values, SQS's answer, which SNS logs as
+// the delivery's outcome and does not retry.
+type SQS interface {
+	// Message builds a message for a queue, digests included, and returns
+	// SQS's refusal of it, if any, with it.
+	Message(body string, attrs []engine.MessageAttribute, senderID string) (engine.NewMessage, error)
+	// Send writes msgs into the queue queueARN names.
+	Send(ctx context.Context, queueARN string, msgs []engine.NewMessage) ([]engine.SendResult, error)
+	// SendMany is Send to several queues in one write.
+	SendMany(ctx context.Context, queueARNs []string, msgs [][]engine.NewMessage) ([]engine.SendOutcome, error)
 }
 
 // Recorder takes one sample of a metric (metrics.Store).
@@ -87,6 +105,7 @@ const httpTimeout = 15 * time.Second
 type Service struct {
 	account, region string
 	backend         engine.Backend
+	sqs             SQS
 	records         engine.RecordStore
 	clock           clock.Clock
 	log             *slog.Logger
@@ -129,13 +148,14 @@ type Service struct {
 // New starts the SNS service: it loads topics and subscriptions and
 // restarts the delivery workers.
 func New(ctx context.Context, cfg Config) (_ *Service, err error) {
-	if cfg.Backend == nil || cfg.Records == nil {
-		return nil, errors.New("sns: a backend and a record store are required")
+	if cfg.Backend == nil || cfg.Records == nil || cfg.SQS == nil {
+		return nil, errors.New("sns: a backend, a record store and SQS are required")
 	}
 	s := &Service{
 		account:   cfg.Account,
 		region:    cfg.Region,
 		backend:   cfg.Backend,
+		sqs:       cfg.SQS,
 		records:   cfg.Records,
 		clock:     cfg.Clock,
 		log:       cfg.Logger,

@@ -15,6 +15,7 @@ import (
 
 	"github.com/google/uuid"
 
+	"github.com/ferrymq/ferry/internal/arn"
 	"github.com/ferrymq/ferry/internal/protocol"
 	"github.com/ferrymq/ferry/internal/sns/filterpolicy"
 )
@@ -89,11 +90,10 @@ func (s *Service) checkEndpoint(t *topic, protocol, endpoint string) error {
 			return invalidParameter("Invalid SMS endpoint: %s", endpoint)
 		}
 	case protoSQS:
-		ref, ok := parseQueueARN(endpoint)
-		if !ok {
+		if _, ok := queueARN(endpoint); !ok {
 			return invalidParameter("SQS endpoint ARN")
 		}
-		if !t.FIFO && strings.HasSuffix(ref.name, ".fifo") {
+		if !t.FIFO && fifoQueue(endpoint) {
 			return invalidParameter("Invalid parameter: Endpoint Reason: FIFO SQS Queues can not be subscribed to standard SNS topics")
 		}
 	case protoLambda:
@@ -167,11 +167,11 @@ func checkSubscriptionAttribute(name, value string, sc subContext, inSubscribe b
 		if value == "" {
 			return "", nil
 		}
-		ref, err := parseRedriveTarget(value)
+		dlq, err := parseRedriveTarget(value)
 		if err != nil {
 			return "", attrError(inSubscribe, err.Error())
 		}
-		if sc.topic.FIFO && !strings.HasSuffix(ref.name, ".fifo") {
+		if sc.topic.FIFO && !fifoQueue(dlq) {
 			// Recorded from AWS on Subscribe without "Attributes Reason: ".
 			return "", invalidParameter("RedrivePolicy: must use a FIFO queue as DLQ for a FIFO Subscription to a FIFO Topic.")
 		}
@@ -214,20 +214,20 @@ type redriveError string
 
 func (e redriveError) Error() string { return string(e) }
 
-// parseRedriveTarget reads {"deadLetterTargetArn":"arn:aws:sqs:..."}.
-func parseRedriveTarget(raw string) (queueRef, error) {
+// parseRedriveTarget reads {"deadLetterTargetArn":"arn:aws:sqs:..."} and
+// returns the queue's ARN.
+func parseRedriveTarget(raw string) (string, error) {
 	var v struct {
 		DeadLetterTargetArn any `json:"deadLetterTargetArn"`
 	}
 	if err := json.Unmarshal([]byte(raw), &v); err != nil {
-		return queueRef{}, redriveError("RedrivePolicy: failed to parse JSON. " + err.Error())
+		return "", redriveError("RedrivePolicy: failed to parse JSON. " + err.Error())
 	}
-	arn, _ := v.DeadLetterTargetArn.(string)
-	ref, ok := parseQueueARN(arn)
-	if !ok {
-		return queueRef{}, redriveError("RedrivePolicy: deadLetterTargetArn is an invalid arn")
+	dlq, _ := v.DeadLetterTargetArn.(string)
+	if _, ok := queueARN(dlq); !ok {
+		return "", redriveError("RedrivePolicy: deadLetterTargetArn is an invalid arn")
 	}
-	return ref, nil
+	return dlq, nil
 }
 
 // needsConfirmation: HTTP/S and email subscriptions wait for the endpoint's
@@ -237,8 +237,8 @@ func (s *Service) needsConfirmation(protocol, endpoint string) bool {
 	case protoHTTP, protoHTTPS, protoEmail, protoEmailJSON:
 		return true
 	case protoSQS:
-		ref, _ := parseQueueARN(endpoint)
-		return ref.account != s.account
+		q, _ := queueARN(endpoint)
+		return q.Account != s.account
 	}
 	return false
 }
@@ -434,15 +434,15 @@ func newQueueName(sub *subscription) string {
 }
 
 func (s *Service) confirmSubscription(ctx context.Context, in *confirmSubscriptionInput) (*subscriptionArnOutput, error) {
-	parts := strings.Split(in.TopicArn, ":")
-	if len(parts) != 6 || parts[0] != "arn" || parts[2] != "sns" {
+	topic, ok := arn.Split(in.TopicArn)
+	if !ok || !topic.Six() || topic.Service != "sns" {
 		return nil, invalidParameter("Topic")
 	}
 	region, ok := tokenRegion(in.Token)
 	if !ok {
 		return nil, invalidParameter("Token")
 	}
-	if region != parts[3] || parts[3] != s.region {
+	if region != topic.Region || topic.Region != s.region {
 		return nil, invalidParameter("Topic")
 	}
 	s.writeMu.Lock()
@@ -642,7 +642,7 @@ func (s *Service) getSubscriptionAttributes(ctx context.Context, in *subscriptio
 	attrs[attrOwner] = sub.Owner
 	attrs[attrProtocol] = sub.Protocol
 	attrs[attrEndpoint] = maskEndpoint(sub.Endpoint)
-	attrs[attrSubscriptionPrincipal] = "arn:" + partitionOf(s.region) + ":iam::" + sub.Owner + ":root"
+	attrs[attrSubscriptionPrincipal] = "arn:" + arn.Partition(s.region) + ":iam::" + sub.Owner + ":root"
 	attrs[attrPendingConfirmation] = boolString(sub.Pending)
 	attrs[attrConfirmationWasAuthenticated] = boolString(sub.Authenticated)
 	if _, ok := attrs[attrRawMessageDelivery]; !ok {

@@ -10,6 +10,8 @@ import (
 	"strconv"
 	"strings"
 	"unicode/utf8"
+
+	"github.com/ferrymq/ferry/internal/arn"
 )
 
 // Topic attribute names.
@@ -664,7 +666,7 @@ func (s *Service) addPermission(ctx context.Context, in *addPermissionInput) (*e
 	}
 	principals := make([]string, len(in.AWSAccountId))
 	for i, acct := range in.AWSAccountId {
-		principals[i] = "arn:" + partitionOf(s.region) + ":iam::" + acct + ":root"
+		principals[i] = "arn:" + arn.Partition(s.region) + ":iam::" + acct + ":root"
 	}
 	err := s.updateTopic(ctx, in.TopicArn, "TopicArn", "add permission", func(c *topic) (bool, error) {
 		doc, err := parsePolicy(c.Attrs[attrPolicy])

@@ -139,17 +139,15 @@ func TestARNs(t *testing.T) {
 		_, err := s.checkSubscriptionARN(tt.arn)
 		wantErr(t, tt.arn, err, tt.code, tt.msg)
 	}
-	if ref, ok := parseQueueARN("arn:aws:sqs:us-east-1:000000000000:q.fifo"); !ok || ref.name != "q.fifo" || ref.account != "000000000000" {
-		t.Errorf("parseQueueARN: %+v %v", ref, ok)
+	if q, ok := queueARN("arn:aws:sqs:us-east-1:000000000000:q.fifo"); !ok || q.Resource != "q.fifo" || q.Account != "000000000000" {
+		t.Errorf("queueARN: %+v %v", q, ok)
 	}
 	for _, bad := range []string{"", "https://sqs/q", "arn:aws:sns:us-east-1:000000000000:q", "arn:aws:sqs:us-east-1:000000000000:",
-		"arn:aws:sqs:us-east-1:000000000000:q:x", "arn:aws:sqs:us-east-1:q", "arn::sqs:us-east-1:000000000000:q", "arn:aws:sqs::000000000000:q"} {
-		if _, ok := parseQueueARN(bad); ok {
-			t.Errorf("parseQueueARN(%q) accepted", bad)
+		"arn:aws:sqs:us-east-1:000000000000:q:x", "arn:aws:sqs:us-east-1:q", "arn::sqs:us-east-1:000000000000:q", "arn:aws:sqs::000000000000:q",
+		"arn:aws:sqs:us-east-1::q"} {
+		if _, ok := queueARN(bad); ok {
+			t.Errorf("queueARN(%q) accepted", bad)
 		}
-	}
-	if partitionOf("cn-north-1") != "aws-cn" || partitionOf("us-gov-west-1") != "aws-us-gov" || partitionOf("eu-west-1") != "aws" {
-		t.Error("partitions")
 	}
 }
 
