@@ -27,6 +27,7 @@ import (
 	"github.com/ferrymq/ferry/internal/metrics"
 	"github.com/ferrymq/ferry/internal/protocol"
 	"github.com/ferrymq/ferry/internal/sns"
+	"github.com/ferrymq/ferry/internal/sns/delivery"
 	"github.com/ferrymq/ferry/internal/sqs"
 )
 
@@ -186,21 +187,22 @@ func Start(ctx context.Context, cfg Config) (*Server, error) {
 		signerDir = filepath.Join(cfg.DataDir, "sns")
 	}
 	snsSvc, err := sns.New(ctx, sns.Config{
-		Account:   cfg.Account,
-		Region:    cfg.Region,
-		Backend:   eng,
-		SQS:       queues,
-		Records:   eng,
-		Clock:     cfg.Clock,
-		Logger:    cfg.Logger,
-		BaseURL:   baseURL,
-		SignerDir: signerDir,
-		CABundle:  cfg.CABundle,
-		SMTPAddr:  cfg.SMTPAddr,
-		SMTPFrom:  cfg.SMTPFrom,
-		Metrics:   s.metrics,
-
-		DeliveryStatusLog: cfg.SNSDeliveryLog,
+		Account: cfg.Account,
+		Region:  cfg.Region,
+		Backend: eng,
+		SQS:     queues,
+		Records: eng,
+		Clock:   cfg.Clock,
+		Logger:  cfg.Logger,
+		Metrics: s.metrics,
+		Delivery: delivery.Options{
+			BaseURL:   baseURL,
+			SignerDir: signerDir,
+			CABundle:  cfg.CABundle,
+			SMTPAddr:  cfg.SMTPAddr,
+			SMTPFrom:  cfg.SMTPFrom,
+			StatusLog: cfg.SNSDeliveryLog,
+		},
 	})
 	if err != nil {
 		ln.Close()
@@ -257,7 +259,7 @@ func Start(ctx context.Context, cfg Config) (*Server, error) {
 	}
 	s.cw = cwSvc
 	// Only the API account's queues are sampled: the hidden SNS delivery
-	// queues (sns.DeliveryAccount) are never reported.
+	// queues (delivery.QueueAccount) are never reported.
 	s.sampler = metrics.NewSampler(metrics.SamplerOptions{
 		Store: s.metrics, Backend: eng, Account: cfg.Account, Clock: cfg.Clock, Logger: cfg.Logger, Persist: persist,
 	})
