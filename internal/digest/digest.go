@@ -1,8 +1,8 @@
 // Package digest computes the MD5 digests SQS attaches to a message
 // (MD5OfMessageBody, MD5OfMessageAttributes). SDKs check them (the Java SDK
-// throws on a mismatch), so every writer of SQS messages, the SQS actions
-// and SNS deliveries alike, computes them here, to AWS's algorithm byte for
-// byte.
+// throws on a mismatch), so they follow AWS's algorithm byte for byte. Every
+// message enters a queue through package sqs, which computes them here, and
+// receives answer with them.
 package digest
 
 import (

@@ -15,7 +15,7 @@ import (
 
 	"github.com/ferrymq/ferry/internal/engine"
 	"github.com/ferrymq/ferry/internal/metrics"
-	"github.com/ferrymq/ferry/internal/sns"
+	"github.com/ferrymq/ferry/internal/sns/delivery"
 	"github.com/ferrymq/ferry/internal/testwait"
 )
 
@@ -159,7 +159,7 @@ func TestMetricsActiveQueues(t *testing.T) {
 	topic := f.createTopic(t, "t", nil)
 	f.subscribe(t, topic, "email", "someone@example.com", nil)
 	f.publish(t, &snssdk.PublishInput{TopicArn: aws.String(topic), Message: aws.String("hello")})
-	hidden, err := f.srv.Engine().ListQueues(ctx, sns.DeliveryAccount, "")
+	hidden, err := f.srv.Engine().ListQueues(ctx, delivery.QueueAccount, "")
 	if err != nil || len(hidden) == 0 {
 		t.Fatalf("no hidden delivery queue to check: %v, %v", hidden, err)
 	}

@@ -25,6 +25,8 @@ var layerRules = []layerRule{
 		"the wire formats know nothing of storage"},
 	{"internal/sqs", []string{"internal/sns"},
 		"SNS delivers into SQS, never the other way round; server wires the two"},
+	{"internal/sns", []string{"internal/sqs"},
+		"SNS reaches SQS queues through the interface it declares (sns.SQS), which server fills with sqs.Port"},
 	{"internal/server", []string{"internal/engine/embedded"},
 		"the server is given an engine.Store; the command line chooses the backend"},
 }

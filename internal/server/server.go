@@ -27,6 +27,7 @@ import (
 	"github.com/ferrymq/ferry/internal/metrics"
 	"github.com/ferrymq/ferry/internal/protocol"
 	"github.com/ferrymq/ferry/internal/sns"
+	"github.com/ferrymq/ferry/internal/sns/delivery"
 	"github.com/ferrymq/ferry/internal/sqs"
 )
 
@@ -152,13 +153,20 @@ func Start(ctx context.Context, cfg Config) (*Server, error) {
 	began := time.Now()
 	eng := cfg.Store
 	datapoints := metrics.New(metrics.Options{Clock: cfg.Clock})
+	sqsCfg := sqs.Config{
+		Account:      cfg.Account,
+		Region:       cfg.Region,
+		Backend:      eng,
+		Clock:        cfg.Clock,
+		Logger:       cfg.Logger,
+		QueueURLBase: cfg.QueueURLBase,
+		Metrics:      datapoints,
+	}
+	// Messages enter SQS queues through its port, whoever sends them.
+	queues := sqs.NewPort(sqsCfg)
 	// Before anything serves: tasks the store resumed may be held until
 	// now, so that every move they make is counted.
-	eng.OnMovedByTask(func(account, queue string, m *engine.NewMessage) {
-		if account == cfg.Account {
-			sqs.RecordMovedByTask(datapoints, queue, m)
-		}
-	})
+	eng.OnMovedByTask(queues.MovedByTask)
 	ln, err := net.Listen("tcp", cfg.Listen)
 	if err != nil {
 		eng.Close()
@@ -179,20 +187,22 @@ func Start(ctx context.Context, cfg Config) (*Server, error) {
 		signerDir = filepath.Join(cfg.DataDir, "sns")
 	}
 	snsSvc, err := sns.New(ctx, sns.Config{
-		Account:   cfg.Account,
-		Region:    cfg.Region,
-		Backend:   eng,
-		Records:   eng,
-		Clock:     cfg.Clock,
-		Logger:    cfg.Logger,
-		BaseURL:   baseURL,
-		SignerDir: signerDir,
-		CABundle:  cfg.CABundle,
-		SMTPAddr:  cfg.SMTPAddr,
-		SMTPFrom:  cfg.SMTPFrom,
-		Metrics:   s.metrics,
-
-		DeliveryStatusLog: cfg.SNSDeliveryLog,
+		Account: cfg.Account,
+		Region:  cfg.Region,
+		Backend: eng,
+		SQS:     queues,
+		Records: eng,
+		Clock:   cfg.Clock,
+		Logger:  cfg.Logger,
+		Metrics: s.metrics,
+		Delivery: delivery.Options{
+			BaseURL:   baseURL,
+			SignerDir: signerDir,
+			CABundle:  cfg.CABundle,
+			SMTPAddr:  cfg.SMTPAddr,
+			SMTPFrom:  cfg.SMTPFrom,
+			StatusLog: cfg.SNSDeliveryLog,
+		},
 	})
 	if err != nil {
 		ln.Close()
@@ -249,24 +259,16 @@ func Start(ctx context.Context, cfg Config) (*Server, error) {
 	}
 	s.cw = cwSvc
 	// Only the API account's queues are sampled: the hidden SNS delivery
-	// queues (sns.DeliveryAccount) are never reported.
+	// queues (delivery.QueueAccount) are never reported.
 	s.sampler = metrics.NewSampler(metrics.SamplerOptions{
 		Store: s.metrics, Backend: eng, Account: cfg.Account, Clock: cfg.Clock, Logger: cfg.Logger, Persist: persist,
 	})
 
+	sqsCfg.Activity = s.sampler
 	api := &protocol.Handler{
-		Logger:  cfg.Logger,
-		Observe: requests.Observe,
-		Services: []*protocol.Service{sqs.NewService(sqs.Config{
-			Account:      cfg.Account,
-			Region:       cfg.Region,
-			Backend:      eng,
-			Clock:        cfg.Clock,
-			Logger:       cfg.Logger,
-			QueueURLBase: cfg.QueueURLBase,
-			Metrics:      s.metrics,
-			Activity:     s.sampler,
-		}), snsSvc.Protocol(), cwSvc.Protocol()},
+		Logger:   cfg.Logger,
+		Observe:  requests.Observe,
+		Services: []*protocol.Service{sqs.NewService(sqsCfg), snsSvc.Protocol(), cwSvc.Protocol()},
 	}
 	if err := api.Check(); err != nil {
 		s.sampler.Close(ctx)

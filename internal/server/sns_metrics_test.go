@@ -17,7 +17,7 @@ import (
 
 	"github.com/ferrymq/ferry/internal/metrics"
 	"github.com/ferrymq/ferry/internal/server"
-	"github.com/ferrymq/ferry/internal/sns"
+	"github.com/ferrymq/ferry/internal/sns/delivery"
 	"github.com/ferrymq/ferry/internal/testwait"
 )
 
@@ -43,13 +43,13 @@ func (f *ferry) wantSNSMetrics(t *testing.T, topic string, want map[string]float
 }
 
 // deliveryLogs reads GET /_ferry/sns/delivery-logs.
-func (f *ferry) deliveryLogs(t testing.TB) []sns.DeliveryStatus {
+func (f *ferry) deliveryLogs(t testing.TB) []delivery.Status {
 	t.Helper()
 	r := do(t, mustRequest(t, "GET", f.srv.URL()+"/_ferry/sns/delivery-logs"))
 	if r.Status != 200 || r.Header.Get("Content-Type") != "application/json" {
 		t.Fatalf("GET delivery-logs: %d %s", r.Status, r.Body)
 	}
-	var out []sns.DeliveryStatus
+	var out []delivery.Status
 	if err := json.Unmarshal([]byte(r.Body), &out); err != nil {
 		t.Fatalf("delivery logs %s: %v", r.Body, err)
 	}
@@ -57,8 +57,8 @@ func (f *ferry) deliveryLogs(t testing.TB) []sns.DeliveryStatus {
 }
 
 // logsOf keeps the lines of one destination.
-func logsOf(ls []sns.DeliveryStatus, destination string) []sns.DeliveryStatus {
-	var out []sns.DeliveryStatus
+func logsOf(ls []delivery.Status, destination string) []delivery.Status {
+	var out []delivery.Status
 	for _, l := range ls {
 		if l.Delivery.Destination == destination {
 			out = append(out, l)

@@ -2,11 +2,6 @@ package server_test
 
 import (
 	"bufio"
-	"crypto"
-	"crypto/rsa"
-	"crypto/sha1"
-	"crypto/sha256"
-	"crypto/x509"
 	"encoding/base64"
 	"encoding/json"
 	"encoding/pem"
@@ -34,7 +29,8 @@ import (
 	"github.com/aws/smithy-go"
 
 	"github.com/ferrymq/ferry/internal/server"
-	"github.com/ferrymq/ferry/internal/sns"
+	"github.com/ferrymq/ferry/internal/sns/delivery"
+	"github.com/ferrymq/ferry/internal/sns/delivery/deliverytest"
 	"github.com/ferrymq/ferry/internal/testwait"
 )
 
@@ -248,24 +244,9 @@ func parseEnvelope(t testing.TB, body string) envelope {
 
 // verifySignature checks an envelope's signature the way a subscriber
 // does, independently of Ferry's signing code: fetch the certificate from
-// SigningCertURL, build the canonical string, verify RSA PKCS#1 v1.5.
+// SigningCertURL, then deliverytest.Verify.
 func verifySignature(t testing.TB, e envelope) {
 	t.Helper()
-	var keys []string
-	switch e.str("Type") {
-	case "Notification":
-		keys = []string{"Message", "MessageId", "Subject", "Timestamp", "TopicArn", "Type"}
-	default:
-		keys = []string{"Message", "MessageId", "SubscribeURL", "Timestamp", "Token", "TopicArn", "Type"}
-	}
-	var canon strings.Builder
-	for _, k := range keys {
-		v, ok := e[k]
-		if !ok {
-			continue
-		}
-		canon.WriteString(k + "\n" + v.(string) + "\n")
-	}
 	resp, err := http.Get(e.str("SigningCertURL"))
 	if err != nil {
 		t.Fatalf("fetch certificate: %v", err)
@@ -275,30 +256,14 @@ func verifySignature(t testing.TB, e envelope) {
 	if resp.StatusCode != 200 || !strings.HasSuffix(e.str("SigningCertURL"), ".pem") {
 		t.Fatalf("certificate at %s: %d", e.str("SigningCertURL"), resp.StatusCode)
 	}
-	block, _ := pem.Decode(pemBytes)
-	if block == nil {
-		t.Fatal("certificate is not PEM")
+	if v := e.str("SignatureVersion"); v != "1" && v != "2" {
+		t.Fatalf("SignatureVersion %q", v)
 	}
-	cert, err := x509.ParseCertificate(block.Bytes)
-	if err != nil {
-		t.Fatal(err)
+	fields := make(map[string]string, len(e))
+	for k := range e {
+		fields[k] = e.str(k)
 	}
-	pub := cert.PublicKey.(*rsa.PublicKey)
-	sig, err := base64.StdEncoding.DecodeString(e.str("Signature"))
-	if err != nil {
-		t.Fatalf("signature: %v", err)
-	}
-	switch e.str("SignatureVersion") {
-	case "1":
-		sum := sha1.Sum([]byte(canon.String()))
-		err = rsa.VerifyPKCS1v15(pub, crypto.SHA1, sum[:], sig)
-	case "2":
-		sum := sha256.Sum256([]byte(canon.String()))
-		err = rsa.VerifyPKCS1v15(pub, crypto.SHA256, sum[:], sig)
-	default:
-		t.Fatalf("SignatureVersion %q", e.str("SignatureVersion"))
-	}
-	if err != nil {
+	if err := deliverytest.Verify(pemBytes, fields, e.str("SignatureVersion"), e.str("Signature")); err != nil {
 		t.Errorf("signature of %s does not verify: %v", e.str("Type"), err)
 	}
 }
@@ -799,12 +764,12 @@ func (f *ferry) deliveriesDone(t testing.TB) {
 	t.Helper()
 	ctx, eng := ctxT(t), f.srv.Engine()
 	testwait.Eventually(t, "every SNS delivery to leave its queue", func() bool {
-		qs, err := eng.ListQueues(ctx, sns.DeliveryAccount, "")
+		qs, err := eng.ListQueues(ctx, delivery.QueueAccount, "")
 		if err != nil {
 			return false
 		}
 		for _, q := range qs {
-			st, err := eng.Stats(ctx, sns.DeliveryAccount, q.Name)
+			st, err := eng.Stats(ctx, delivery.QueueAccount, q.Name)
 			if err != nil || st.Visible+st.NotVisible+st.Delayed > 0 {
 				return false
 			}

@@ -12,6 +12,7 @@ import (
 	"github.com/ferrymq/ferry/internal/engine"
 	"github.com/ferrymq/ferry/internal/engine/embedded"
 	"github.com/ferrymq/ferry/internal/metrics"
+	"github.com/ferrymq/ferry/internal/sqs"
 )
 
 // BenchmarkPublishFanout publishes 256-byte messages to a topic with four
@@ -144,5 +145,6 @@ func newFanoutFixtureWith(tb testing.TB, opts embedded.Options, subs []map[strin
 
 // newBenchService records metrics, as a server does.
 func newBenchService(ctx context.Context, eng *embedded.Engine, clk clock.Clock) (*Service, error) {
-	return New(ctx, Config{Backend: eng, Records: eng, Clock: clk, Metrics: metrics.New(metrics.Options{Clock: clk})})
+	m := metrics.New(metrics.Options{Clock: clk})
+	return New(ctx, Config{Backend: eng, SQS: sqs.NewPort(sqs.Config{Backend: eng, Metrics: m}), Records: eng, Clock: clk, Metrics: m})
 }

@@ -1,12 +1,15 @@
 package sns
 
 import (
+	"encoding/json"
+	"net/http"
 	"strings"
 	"sync"
 	"sync/atomic"
 	"time"
 
 	"github.com/ferrymq/ferry/internal/metrics"
+	"github.com/ferrymq/ferry/internal/sns/delivery"
 	"github.com/ferrymq/ferry/internal/sns/filterpolicy"
 )
 
@@ -53,6 +56,14 @@ const (
 	cRedriveFailed
 	numCounters
 )
+
+// deliveryCounters are the counters of deliveries' counts.
+var deliveryCounters = [...]counter{
+	delivery.Delivered:     cDelivered,
+	delivery.Failed:        cFailed,
+	delivery.Redriven:      cRedriven,
+	delivery.RedriveFailed: cRedriveFailed,
+}
 
 // counterMetric is the CloudWatch metric (namespace AWS/SNS, dimension
 // TopicName) that each counter also feeds.
@@ -200,6 +211,26 @@ func (s *Service) countPublished(t *topic, msgs ...*message) {
 			s.metrics.Record(metrics.NamespaceSNS, metrics.PublishSize, dim, float64(m.size))
 		}
 	}
+}
+
+// serveCounters answers {"topics":{arn:counters},"subscriptions":{arn:counters}}.
+func (s *Service) serveCounters(w http.ResponseWriter, r *http.Request) {
+	out := struct {
+		Topics        map[string]Counters `json:"topics"`
+		Subscriptions map[string]Counters `json:"subscriptions"`
+	}{map[string]Counters{}, map[string]Counters{}}
+	s.mu.RLock()
+	for arn, t := range s.topics {
+		out.Topics[arn] = t.state.counters.snapshot()
+	}
+	for arn, sub := range s.subs {
+		if !sub.Deleted {
+			out.Subscriptions[arn] = sub.state.counters.snapshot()
+		}
+	}
+	s.mu.RUnlock()
+	w.Header().Set("Content-Type", "application/json")
+	_ = json.NewEncoder(w).Encode(out)
 }
 
 // topicNameOf is the last element of a topic ARN.

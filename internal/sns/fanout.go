@@ -2,15 +2,14 @@ package sns
 
 import (
 	"context"
-	"encoding/json"
 	"errors"
 	"fmt"
-	"strings"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/ferrymq/ferry/internal/engine"
-	"github.com/ferrymq/ferry/internal/metrics"
+	"github.com/ferrymq/ferry/internal/sns/delivery"
 	"github.com/ferrymq/ferry/internal/sns/filterpolicy"
 )
 
@@ -19,58 +18,9 @@ import (
 // goroutine per subscription paid, on every publish, for starting and for
 // growing its stack into the engine's write path. Copies for FIFO queues and
 // delivery queues are engine writes that share the store's group commit,
-// so copies written at once cost about one commit's wait; those for the
-// account's standard queues are one write by the publisher (fanout).
+// so copies written at once cost about one commit's wait; those for
+// standard queues are one write by the publisher (fanout).
 const fanoutWorkers = 64
-
-// signer returns the signing key and SigningCertURL, where subscribers
-// fetch its certificate.
-func (s *Service) signer() (*Signer, string, error) {
-	k, err := s.keys.get()
-	if err != nil {
-		return nil, "", err
-	}
-	return k, s.baseURL + "/" + k.CertFileName(), nil
-}
-
-// notification is m's envelope for one subscription.
-func (s *Service) notification(t *topic, m *message, text, subARN string) (*Notification, error) {
-	n := &Notification{
-		MessageID:         m.id,
-		SequenceNumber:    m.sequence,
-		TopicARN:          t.ARN,
-		Subject:           m.subject,
-		Message:           text,
-		Timestamp:         m.timestamp,
-		SignatureVersion:  t.signatureVersion(),
-		UnsubscribeURL:    s.unsubscribeURL(subARN),
-		MessageAttributes: m.deliveredAttrs(),
-	}
-	if t.FIFO {
-		return n, nil
-	}
-	signer, certURL, err := s.signer()
-	if err != nil {
-		return nil, err
-	}
-	n.SigningCertURL = certURL
-	// The signature covers no per-subscription field: sign each text once.
-	m.sigMu.Lock()
-	defer m.sigMu.Unlock()
-	key := n.SignatureVersion + "\x00" + text
-	if sig, ok := m.sigs[key]; ok {
-		n.Signature = sig
-		return n, nil
-	}
-	if err := n.Sign(signer); err != nil {
-		return nil, err
-	}
-	if m.sigs == nil {
-		m.sigs = map[string]string{}
-	}
-	m.sigs[key] = n.Signature
-	return n, nil
-}
 
 // fanout hands the messages to every confirmed subscription of t whose
 // filter lets them through, and returns once each copy is durable: SQS
@@ -86,14 +36,13 @@ func (s *Service) fanout(ctx context.Context, t *topic, msgs []*message) error {
 	// Once begun, a fan-out finishes even if the publisher goes away, so
 	// that subscribers are not served by halves.
 	f := &fan{ctx: context.WithoutCancel(ctx), t: t, msgs: msgs}
-	// The publisher writes the copies for standard queues of this account
-	// itself, all in one engine write: one commit and fsync instead of one
-	// each. The others go to the workers; without joint copies the
+	// The publisher writes the copies for standard queues itself, all in
+	// one engine write: one commit and fsync instead of one each. The others go to the workers; without joint copies the
 	// publisher serves the first itself, and any the workers have no room
 	// for.
 	n := 0
 	for i, sub := range subs {
-		if s.jointSQS(sub) {
+		if jointSQS(sub) {
 			subs[n], subs[i] = subs[i], subs[n]
 			n++
 		}
@@ -157,6 +106,15 @@ func (f *fan) fail(err error) {
 	f.mu.Unlock()
 }
 
+// fanPool is the fan-out workers: q hands them subscriptions, n counts
+// them, and they end with ctx.
+type fanPool struct {
+	q      chan fanJob
+	n      atomic.Int32
+	ctx    context.Context
+	cancel context.CancelFunc
+}
+
 // fanJob is one subscription's part of a fan-out, for a worker.
 type fanJob struct {
 	f   *fan
@@ -170,12 +128,12 @@ func (s *Service) handOff(f *fan, sub *subscription) bool {
 	f.wg.Add(1)
 	j := fanJob{f: f, sub: sub}
 	select {
-	case s.fanq <- j:
+	case s.fan.q <- j:
 		return true
 	default:
 	}
-	if s.fanWorkers.Add(1) > fanoutWorkers {
-		s.fanWorkers.Add(-1)
+	if s.fan.n.Add(1) > fanoutWorkers {
+		s.fan.n.Add(-1)
 		f.wg.Done()
 		return false
 	}
@@ -186,14 +144,14 @@ func (s *Service) handOff(f *fan, sub *subscription) bool {
 // fanWorker serves fan-out jobs until the service closes. Close does not
 // wait for it: the job in hand has a publisher waiting on it.
 func (s *Service) fanWorker(j fanJob) {
-	defer s.fanWorkers.Add(-1)
+	defer s.fan.n.Add(-1)
 	for {
 		j.f.serve(s, j.sub)
 		j.f.wg.Done()
 		j = fanJob{} // an idle worker keeps nothing of the publish it served
 		select {
-		case j = <-s.fanq:
-		case <-s.ctx.Done():
+		case j = <-s.fan.q:
+		case <-s.fan.ctx.Done():
 			return
 		}
 	}
@@ -206,7 +164,7 @@ func (s *Service) passes(sub *subscription, m *message) bool {
 	if fp == nil {
 		return true
 	}
-	r := fp.Evaluate(m.textFor(sub.Protocol), m.attrs)
+	r := fp.Evaluate(m.TextFor(sub.Protocol), m.Attributes)
 	if r == filterpolicy.Pass {
 		return true
 	}
@@ -240,66 +198,74 @@ func (s *Service) deliverTo(ctx context.Context, t *topic, sub *subscription, ms
 		return nil
 	}
 	switch {
-	case sub.Protocol == protoSQS:
+	case sub.Protocol == delivery.ProtoSQS:
 		return s.deliverSQS(ctx, t, sub, pass)
 	case sub.Queue != "":
-		return s.enqueue(ctx, sub, pass)
+		ms := make([]*delivery.Message, len(pass))
+		for i, m := range pass {
+			ms[i] = &m.Message
+		}
+		return s.delivery.Enqueue(ctx, sub.delivery(), ms)
 	default:
+		ds := sub.delivery()
 		for _, m := range pass {
-			if err := s.record(t, sub, m); err != nil {
+			if err := s.delivery.RecordNotification(t.delivery, ds, &m.Message); err != nil {
 				return err
 			}
+			s.count(sub, cDelivered, 1)
 		}
 		return nil
 	}
 }
 
-// sqsCopy is the SQS message one subscription receives for m.
-func (s *Service) sqsCopy(t *topic, sub *subscription, m *message, fifoQueue bool) (engine.NewMessage, error) {
-	var nm engine.NewMessage
+// sqsCopy is the SQS message one subscription receives for m. err is
+// SQS's refusal of it (delivery.Refusal), or a failure to build the
+// envelope.
+func (s *Service) sqsCopy(t *topic, sub *subscription, m *message) (nm engine.NewMessage, err error) {
 	if sub.raw() {
-		nm = m.rawSQS()
+		nm, err = s.rawSQS(m)
 	} else {
-		n, err := s.notification(t, m, m.textFor(protoSQS), sub.ARN)
-		if err != nil {
-			return nm, err
+		n, nerr := s.delivery.Notification(t.delivery, &m.Message, m.TextFor(delivery.ProtoSQS), sub.ARN)
+		if nerr != nil {
+			return nm, nerr
 		}
-		body, err := n.JSON()
-		if err != nil {
-			return nm, err
+		body, jerr := n.JSON()
+		if jerr != nil {
+			return nm, jerr
 		}
-		nm = envelopeSQSMessage(body)
+		nm, err = s.sqs.Message(string(body), nil, delivery.SenderID)
 	}
-	nm.MessageGroupID = m.groupID
-	if fifoQueue {
-		nm.DeduplicationID = m.dedupID
-	}
-	return nm, nil
+	// SQS drops the deduplication id for a standard queue.
+	nm.MessageGroupID, nm.DeduplicationID = m.groupID, m.dedupID
+	return nm, err
 }
 
-// localQueue resolves an SQS queue ARN to a queue of this service's
-// account and region; ok is false for any other.
-func (s *Service) localQueue(ref queueRef) bool {
-	return ref.account == s.account && ref.region == s.region
+// rawSQS is the SQS message every raw SQS copy of m is, and SQS's refusal
+// of it, built (digests included) once for all of them; the copies share
+// its attribute list, which nobody modifies.
+func (s *Service) rawSQS(m *message) (engine.NewMessage, error) {
+	m.rawOnce.Do(func() {
+		attrs := m.attrList
+		if m.Structured() {
+			attrs = nil
+		}
+		m.raw, m.rawRefused = s.sqs.Message(m.TextFor(delivery.ProtoSQS), attrs, delivery.SenderID)
+	})
+	return m.raw, m.rawRefused
 }
 
-// jointSQS reports whether sub's copies go into a standard queue of this
-// service's account and region, which deliverJointSQS writes together
-// with others. FIFO queues keep a send of their own: the engine writes
-// each under its queue's deduplication, and apart they share fsyncs
-// through group commit instead of waiting on one another.
-func (s *Service) jointSQS(sub *subscription) bool {
-	if sub.Protocol != protoSQS {
-		return false
-	}
-	ref, ok := parseQueueARN(sub.Endpoint)
-	return ok && s.localQueue(ref) && !strings.HasSuffix(ref.name, ".fifo")
+// jointSQS reports whether sub's copies go into a standard queue, which
+// deliverJointSQS writes together with others. FIFO queues keep a send of
+// their own: the engine writes each under its queue's deduplication, and
+// apart they share fsyncs through group commit instead of waiting on one
+// another.
+func jointSQS(sub *subscription) bool {
+	return sub.Protocol == delivery.ProtoSQS && !fifoQueue(sub.Endpoint)
 }
 
 // sqsDelivery is one subscription's copies of a fan-out for its queue.
 type sqsDelivery struct {
 	sub     *subscription
-	ref     queueRef
 	logs    bool
 	handoff time.Time
 	batch   []engine.NewMessage // to send
@@ -308,9 +274,8 @@ type sqsDelivery struct {
 }
 
 // deliverSQS writes the messages into the subscribed queue in one send.
-// A missing queue, or a raw copy with more attributes than SQS carries, is
-// a client-side error: no retry, the subscription's dead-letter queue if
-// it has one.
+// A missing queue, or a copy SQS refuses, is a client-side error: no
+// retry, the subscription's dead-letter queue if it has one.
 func (s *Service) deliverSQS(ctx context.Context, t *topic, sub *subscription, msgs []*message) error {
 	d, err := s.sqsDelivery(t, sub, msgs)
 	if err != nil {
@@ -318,17 +283,17 @@ func (s *Service) deliverSQS(ctx context.Context, t *topic, sub *subscription, m
 	}
 	var res []engine.SendResult
 	if len(d.batch) > 0 {
-		res, err = s.sendLocal(ctx, d.ref, d.batch)
+		res, err = s.sqs.Send(ctx, sub.Endpoint, d.batch)
 	}
 	return s.settleSQS(ctx, t, d, res, err)
 }
 
 // deliverJointSQS is deliverSQS for several subscriptions whose queues
-// (standard, of this account: jointSQS) take their copies in one engine
-// write.
+// (standard: jointSQS) take their copies in one engine write.
 func (s *Service) deliverJointSQS(ctx context.Context, t *topic, subs []*subscription, msgs []*message) error {
 	ds := make([]*sqsDelivery, 0, len(subs))
-	sends := make([]engine.QueueSend, 0, len(subs))
+	queues := make([]string, 0, len(subs))
+	batches := make([][]engine.NewMessage, 0, len(subs))
 	var errs []error
 	for _, sub := range subs {
 		pass := s.passing(sub, msgs)
@@ -341,20 +306,18 @@ func (s *Service) deliverJointSQS(ctx context.Context, t *topic, subs []*subscri
 			continue
 		}
 		ds = append(ds, d)
-		sends = append(sends, engine.QueueSend{Account: d.ref.account, Name: d.ref.name, Msgs: d.batch})
+		queues = append(queues, sub.Endpoint)
+		batches = append(batches, d.batch)
 	}
 	if len(ds) == 0 {
 		return errors.Join(errs...)
 	}
-	outs, err := s.backend.SendMany(ctx, sends)
+	outs, err := s.sqs.SendMany(ctx, queues, batches)
 	if err != nil {
 		return errors.Join(append(errs, err)...)
 	}
 	for i, d := range ds {
 		o := &outs[i]
-		if o.Err == nil && len(d.batch) > 0 {
-			s.recordSent(d.ref.name, d.batch, o.Results)
-		}
 		if err := s.settleSQS(ctx, t, d, o.Results, o.Err); err != nil {
 			errs = append(errs, fmt.Errorf("subscription %s: %w", d.sub.ARN, err))
 		}
@@ -362,28 +325,25 @@ func (s *Service) deliverJointSQS(ctx context.Context, t *topic, subs []*subscri
 	return errors.Join(errs...)
 }
 
-// sqsDelivery makes sub's copies of msgs, refusing (and logging) those
-// SQS would not take.
+// sqsDelivery makes sub's copies of msgs, setting aside (and logging)
+// those SQS refuses.
 func (s *Service) sqsDelivery(t *topic, sub *subscription, msgs []*message) (*sqsDelivery, error) {
-	ref, _ := parseQueueARN(sub.Endpoint)
-	fifoQueue := strings.HasSuffix(ref.name, ".fifo")
-	d := &sqsDelivery{sub: sub, ref: ref, logs: t.logsFor(protoSQS)}
+	d := &sqsDelivery{sub: sub, logs: t.delivery.LogsFor(delivery.ProtoSQS)}
 	if d.logs {
 		d.handoff = s.clock.Now()
 	}
 	d.batch = make([]engine.NewMessage, 0, len(msgs))
 	for _, m := range msgs {
-		nm, err := s.sqsCopy(t, sub, m, fifoQueue)
-		if err != nil {
-			return nil, err
-		}
-		if n := len(nm.Attributes); sub.raw() && n > maxRawSQSAttrs {
+		nm, err := s.sqsCopy(t, sub, m)
+		if perr := delivery.Refusal(err); perr != nil {
 			d.refused = append(d.refused, nm)
 			if d.logs {
-				s.logSQS(t, sub, m, d.handoff, 400, sqsRefusal("InvalidParameterValue",
-					fmt.Sprintf("Number of message attributes [%d] exceeds the maximum allowed [%d].", n, maxRawSQSAttrs)))
+				s.logSQS(t, sub, m, d.handoff, 400, delivery.SQSRefusal(perr))
 			}
 			continue
+		}
+		if err != nil {
+			return nil, err
 		}
 		d.batch = append(d.batch, nm)
 		if d.logs {
@@ -399,17 +359,16 @@ func (s *Service) sqsDelivery(t *topic, sub *subscription, msgs []*message) (*sq
 func (s *Service) settleSQS(ctx context.Context, t *topic, d *sqsDelivery, res []engine.SendResult, err error) error {
 	sub, refused := d.sub, d.refused
 	if len(d.batch) > 0 {
-		switch {
+		switch perr := delivery.Refusal(err); {
 		case err == nil:
 			s.count(sub, cDelivered, len(d.batch))
 			for i, m := range d.sent {
-				s.logSQS(t, sub, m, d.handoff, 200, sqsResponse(res[i].MessageID))
+				s.logSQS(t, sub, m, d.handoff, 200, delivery.SQSResponse(res[i].MessageID))
 			}
-		case errors.Is(err, engine.ErrQueueNotFound):
+		case perr != nil:
 			refused = append(refused, d.batch...)
 			for _, m := range d.sent {
-				s.logSQS(t, sub, m, d.handoff, 400, sqsRefusal("AWS.SimpleQueueService.NonExistentQueue",
-					"The specified queue does not exist or you do not have access to it."))
+				s.logSQS(t, sub, m, d.handoff, 400, delivery.SQSRefusal(perr))
 			}
 		default:
 			return err
@@ -418,176 +377,13 @@ func (s *Service) settleSQS(ctx context.Context, t *topic, d *sqsDelivery, res [
 	if len(refused) > 0 {
 		s.count(sub, cFailed, len(refused))
 		// A publish does not wait on a failing dead-letter queue.
-		s.redrive(ctx, sub, refused, 1)
+		s.delivery.Redrive(ctx, sub.delivery(), refused, 1, func(c delivery.Counter, n int) { s.count(sub, deliveryCounters[c], n) })
 	}
 	return nil
 }
 
 // logSQS logs the one attempt SNS makes to deliver m to an SQS queue.
 func (s *Service) logSQS(t *topic, sub *subscription, m *message, handoff time.Time, status int, response string) {
-	s.logAttempt(t, sub, &attemptStatus{messageID: m.id, text: m.textFor(protoSQS), published: m.timestamp,
-		handoff: handoff, attempts: 1, success: status == 200, status: status, response: response})
-}
-
-// sendLocal sends to a queue of this account; a queue elsewhere cannot be
-// reached and counts as missing. What it enqueues counts in the queue's
-// SQS metrics, as AWS counts SNS deliveries as sends.
-func (s *Service) sendLocal(ctx context.Context, ref queueRef, msgs []engine.NewMessage) ([]engine.SendResult, error) {
-	if !s.localQueue(ref) {
-		return nil, engine.ErrQueueNotFound
-	}
-	res, err := s.backend.Send(ctx, ref.account, ref.name, msgs)
-	if err == nil {
-		s.recordSent(ref.name, msgs, res)
-	}
-	return res, err
-}
-
-// recordSent counts messages SNS enqueued in a queue of the account: a
-// FIFO duplicate as deduplicated, the others as sent, as SQS counts its
-// own sends.
-func (s *Service) recordSent(queue string, msgs []engine.NewMessage, res []engine.SendResult) {
-	if s.metrics == nil {
-		return
-	}
-	dim := metrics.Queue(queue)
-	for i := range res {
-		if res[i].Duplicate {
-			s.metrics.Record(metrics.NamespaceSQS, metrics.DeduplicatedSentMessages, dim, 1)
-			continue
-		}
-		s.metrics.Record(metrics.NamespaceSQS, metrics.MessagesSent, dim, 1)
-		s.metrics.Record(metrics.NamespaceSQS, metrics.SentMessageSize, dim, float64(metrics.MessageSize(&msgs[i])))
-	}
-}
-
-// redrive puts given-up messages, in the form the subscriber would have
-// received them, into the subscription's dead-letter queue, or drops them
-// when it has none. A missing queue drops them at once; another failure
-// is tried again, a second apart, up to tries times. Messages that do not
-// make it are counted as failed to redrive. It reports false when ctx
-// ended first, the messages neither written nor dropped.
-func (s *Service) redrive(ctx context.Context, sub *subscription, msgs []engine.NewMessage, tries int) bool {
-	if sub.redrive == nil {
-		return true
-	}
-	ref := *sub.redrive
-	fifo := strings.HasSuffix(ref.name, ".fifo")
-	for i := range msgs {
-		if !fifo {
-			msgs[i].DeduplicationID = ""
-		}
-	}
-	for try := 1; ; try++ {
-		_, err := s.sendLocal(ctx, ref, msgs)
-		switch {
-		case err == nil:
-			s.count(sub, cRedriven, len(msgs))
-			return true
-		case ctx.Err() != nil:
-			return false
-		case errors.Is(err, engine.ErrQueueNotFound):
-			s.log.Warn("sns: dead-letter queue is missing; messages dropped", "subscription", sub.ARN, "queue", ref.name, "messages", len(msgs))
-		case try < tries && s.sleep(ctx, time.Second):
-			continue
-		default:
-			s.log.Error("sns: write to dead-letter queue; messages dropped", "subscription", sub.ARN, "messages", len(msgs), "err", err)
-		}
-		if ctx.Err() != nil {
-			return false
-		}
-		s.count(sub, cRedriveFailed, len(msgs))
-		return true
-	}
-}
-
-// job is a delivery waiting in a subscription's delivery queue. It holds
-// what the subscriber gets; the envelope is built (and signed) when it is
-// delivered, with the subscription's settings of that moment.
-type job struct {
-	Type       string                      `json:"type"`
-	MessageID  string                      `json:"id"`
-	Message    string                      `json:"message,omitempty"`
-	Subject    string                      `json:"subject,omitempty"`
-	Timestamp  time.Time                   `json:"ts"`
-	Attributes map[string]MessageAttribute `json:"attrs,omitempty"`
-	Sequence   string                      `json:"seq,omitempty"`
-	Token      string                      `json:"token,omitempty"`
-}
-
-// enqueue writes the messages into the subscription's delivery queue.
-func (s *Service) enqueue(ctx context.Context, sub *subscription, msgs []*message) error {
-	batch := make([]engine.NewMessage, len(msgs))
-	for i, m := range msgs {
-		j := job{Type: TypeNotification, MessageID: m.id, Message: m.textFor(sub.Protocol), Subject: m.subject,
-			Timestamp: m.timestamp, Attributes: m.deliveredAttrs(), Sequence: m.sequence}
-		b, err := json.Marshal(j)
-		if err != nil {
-			return fmt.Errorf("encode delivery: %w", err)
-		}
-		batch[i] = engine.NewMessage{Body: string(b), SenderID: snsSenderID}
-	}
-	return s.sendJobs(ctx, sub, batch)
-}
-
-// sendJobs writes to the delivery queue, recreating it if it went missing
-// (a crash between storing a subscription and creating its queue).
-func (s *Service) sendJobs(ctx context.Context, sub *subscription, batch []engine.NewMessage) error {
-	_, err := s.backend.Send(ctx, DeliveryAccount, sub.Queue, batch)
-	if errors.Is(err, engine.ErrQueueNotFound) {
-		if err = s.ensureQueue(ctx, sub); err == nil {
-			_, err = s.backend.Send(ctx, DeliveryAccount, sub.Queue, batch)
-		}
-	}
-	return err
-}
-
-// enqueueConfirmation queues a SubscriptionConfirmation for a pending
-// subscription.
-func (s *Service) enqueueConfirmation(ctx context.Context, sub *subscription) error {
-	j := job{Type: TypeSubscriptionConfirmation, MessageID: newID(), Timestamp: s.clock.Now().UTC(), Token: sub.Token}
-	b, err := json.Marshal(j)
-	if err != nil {
-		return fmt.Errorf("encode confirmation: %w", err)
-	}
-	return s.sendJobs(ctx, sub, []engine.NewMessage{{Body: string(b), SenderID: snsSenderID}})
-}
-
-// Delivery queue settings: a message in delivery is invisible long enough
-// for any attempt to end; retries set their own visibility.
-const (
-	deliveryVisibility = 2 * time.Minute
-	deliveryRetention  = 14 * 24 * time.Hour
-)
-
-// ensureQueue creates the subscription's delivery queue if it is missing.
-func (s *Service) ensureQueue(ctx context.Context, sub *subscription) error {
-	now := s.clock.Now()
-	_, _, err := s.backend.CreateQueue(ctx, engine.Queue{
-		Account: DeliveryAccount,
-		Name:    sub.Queue,
-		ARN:     "arn:" + partitionOf(s.region) + ":sqs:" + s.region + ":" + DeliveryAccount + ":" + sub.Queue,
-		Settings: engine.QueueSettings{
-			VisibilityTimeout: deliveryVisibility,
-			Retention:         deliveryRetention,
-			MaximumSize:       4 * maxMessageBytes,
-		},
-		Created:  now,
-		Modified: now,
-	})
-	if err != nil {
-		return fmt.Errorf("create delivery queue %s: %w", sub.Queue, err)
-	}
-	return nil
-}
-
-// deleteQueue removes the subscription's delivery queue, if it has one.
-func (s *Service) deleteQueue(ctx context.Context, sub *subscription) error {
-	if sub.Queue == "" {
-		return nil
-	}
-	if err := s.backend.DeleteQueue(ctx, DeliveryAccount, sub.Queue); err != nil && !errors.Is(err, engine.ErrQueueNotFound) {
-		return fmt.Errorf("delete delivery queue %s: %w", sub.Queue, err)
-	}
-	return nil
+	s.delivery.LogAttempt(t.delivery, sub.delivery(), &delivery.Attempt{MessageID: m.ID, Text: m.TextFor(delivery.ProtoSQS),
+		Published: m.Timestamp, Handoff: handoff, Attempts: 1, Success: status == 200, Status: status, Response: response})
 }

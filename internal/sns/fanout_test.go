@@ -3,12 +3,16 @@ package sns
 import (
 	"context"
 	"fmt"
+	"net/http"
+	"net/http/httptest"
 	"sync"
 	"testing"
 	"time"
 
 	"github.com/ferrymq/ferry/internal/digest"
 	"github.com/ferrymq/ferry/internal/engine"
+	"github.com/ferrymq/ferry/internal/sns/delivery"
+	"github.com/ferrymq/ferry/internal/sns/delivery/deliverytest"
 	"github.com/ferrymq/ferry/internal/sns/filterpolicy"
 )
 
@@ -64,14 +68,14 @@ func TestFanoutCopies(t *testing.T) {
 					}
 					continue
 				}
-				f := decode(t, []byte(m.Body))
+				f := deliverytest.Decode(t, []byte(m.Body))
 				if f["MessageId"] != out.MessageId || f["Message"] != tt.sqsText || f["SignatureVersion"] != tt.version {
 					t.Errorf("q%d envelope: %v", i, f)
 				}
-				if f["UnsubscribeURL"] != s.unsubscribeURL(subARN) {
+				if f["UnsubscribeURL"] != "http://localhost/?Action=Unsubscribe&SubscriptionArn="+subARN {
 					t.Errorf("q%d: UnsubscribeURL %q, want that of %s", i, f["UnsubscribeURL"], subARN)
 				}
-				if err := verify(t, signerOf(t, s).CertPEM(), f, f["SignatureVersion"], f["Signature"]); err != nil {
+				if err := deliverytest.Verify(certAt(t, s, f["SigningCertURL"]), f, f["SignatureVersion"], f["Signature"]); err != nil {
 					t.Errorf("q%d: signature does not verify: %v", i, err)
 				}
 			}
@@ -137,13 +141,18 @@ func TestFanoutConcurrentPublishes(t *testing.T) {
 	}
 }
 
-func signerOf(t *testing.T, s *Service) *Signer {
+// certAt fetches the signing certificate from SigningCertURL, as a
+// subscriber does.
+func certAt(t *testing.T, s *Service, url string) []byte {
 	t.Helper()
-	k, err := s.keys.get()
-	if err != nil {
-		t.Fatal(err)
+	mux := http.NewServeMux()
+	s.Register(mux)
+	rec := httptest.NewRecorder()
+	mux.ServeHTTP(rec, httptest.NewRequest(http.MethodGet, url, nil))
+	if rec.Code != http.StatusOK {
+		t.Fatalf("GET %s: %d", url, rec.Code)
 	}
-	return k
+	return rec.Body.Bytes()
 }
 
 // TestFanoutSubscriptionMix publishes to a topic whose SQS subscriptions
@@ -205,7 +214,7 @@ func TestFanoutSubscriptionMix(t *testing.T) {
 	if got := receive("q0"); len(got) != 1 || got[0].Body != "hello" || len(got[0].Attributes) != 1 {
 		t.Errorf("q0 (raw): %+v", got)
 	}
-	if got := receive("q1"); len(got) != 1 || decode(t, []byte(got[0].Body))["MessageId"] != out.MessageId {
+	if got := receive("q1"); len(got) != 1 || deliverytest.Decode(t, []byte(got[0].Body))["MessageId"] != out.MessageId {
 		t.Errorf("q1 (envelope): %+v", got)
 	}
 	if got := receive("q2"); len(got) != 0 {
@@ -297,9 +306,9 @@ func TestPassing(t *testing.T) {
 		t.Fatal(err)
 	}
 	s, _, _, _ := newFanoutFixture(t, nil)
-	sub := &subscription{Protocol: protoSQS, filter: fp, state: &subState{}}
+	sub := &subscription{Protocol: delivery.ProtoSQS, filter: fp, state: &subState{}}
 	msg := func(kind string) *message {
-		return &message{id: kind, attrs: map[string]MessageAttribute{"kind": {DataType: "String", StringValue: kind}}}
+		return &message{Message: delivery.Message{ID: kind, Attributes: map[string]MessageAttribute{"kind": {DataType: "String", StringValue: kind}}}}
 	}
 	for _, tc := range []struct {
 		kinds []string
@@ -319,7 +328,7 @@ func TestPassing(t *testing.T) {
 		}
 		var ids []string
 		for _, m := range s.passing(sub, msgs) {
-			ids = append(ids, m.id)
+			ids = append(ids, m.ID)
 		}
 		if got := fmt.Sprint(ids); got != tc.want {
 			t.Errorf("%v: passing %s, want %s", tc.kinds, got, tc.want)

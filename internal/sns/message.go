@@ -12,8 +12,8 @@ import (
 	"time"
 	"unicode/utf8"
 
-	"github.com/ferrymq/ferry/internal/digest"
 	"github.com/ferrymq/ferry/internal/engine"
+	"github.com/ferrymq/ferry/internal/sns/delivery"
 	"github.com/ferrymq/ferry/internal/sns/filterpolicy"
 	"github.com/ferrymq/ferry/internal/xmlchar"
 )
@@ -25,68 +25,32 @@ type MessageAttribute = filterpolicy.Attribute
 
 // Message limits (sns.md §5).
 const (
-	maxMessageBytes   = 262_144 // body and attributes together
-	maxSubjectChars   = 100     // Subject must be shorter
-	maxAttrNameBytes  = 256
-	maxAttrTypeBytes  = 256
-	maxRawSQSAttrs    = 10 // SQS carries at most 10 message attributes
-	maxPunctIDChars   = 128
-	maxBatchEntries   = 10
-	maxBatchEntryID   = 80
-	dedupWindow       = 5 * time.Minute
-	structureJSON     = "json"
-	defaultStructKey  = "default"
-	snsSenderID       = "AIDAIT2UOQQY3AUEKVGXU" // SenderId of SNS deliveries to SQS
-	defaultEmailTitle = "AWS Notification Message"
+	maxMessageBytes  = 262_144 // body and attributes together
+	maxSubjectChars  = 100     // Subject must be shorter
+	maxAttrNameBytes = 256
+	maxAttrTypeBytes = 256
+	maxPunctIDChars  = 128
+	maxBatchEntries  = 10
+	maxBatchEntryID  = 80
+	dedupWindow      = 5 * time.Minute
+	structureJSON    = "json"
 )
 
-// message is a validated published message, ready for fan-out.
+// message is a validated published message, ready for fan-out: what
+// deliveries carry, and what fan-out needs besides.
 type message struct {
-	id        string
-	body      string
-	subject   string
-	timestamp time.Time
-	// perProtocol holds MessageStructure=json's strings by protocol key;
-	// nil for a plain message.
-	perProtocol map[string]string
-	// attrs are the message attributes; attrList the same sorted by name.
-	attrs    map[string]MessageAttribute
+	delivery.Message
+	// attrList is Attributes sorted by name.
 	attrList []engine.MessageAttribute
 	groupID  string
 	dedupID  string // FIFO: explicit or content-based
-	sequence string // FIFO only
 	size     int
 
-	sigMu sync.Mutex
-	sigs  map[string]string // message text → signature of its envelope
-
-	// raw is the SQS message of every raw SQS copy, built (digests
-	// included) once for all of them.
-	rawOnce sync.Once
-	raw     engine.NewMessage
-}
-
-// structured reports MessageStructure=json: subscribers get their
-// protocol's string and no message attributes.
-func (m *message) structured() bool { return m.perProtocol != nil }
-
-// textFor is the message a subscriber of protocol receives.
-func (m *message) textFor(protocol string) string {
-	if m.perProtocol == nil {
-		return m.body
-	}
-	if v, ok := m.perProtocol[protocol]; ok {
-		return v
-	}
-	return m.perProtocol[defaultStructKey]
-}
-
-// deliveredAttrs are the attributes subscribers see.
-func (m *message) deliveredAttrs() map[string]MessageAttribute {
-	if m.structured() {
-		return nil
-	}
-	return m.attrs
+	// raw is the SQS message of every raw SQS copy, rawRefused SQS's
+	// refusal of it (rawSQS).
+	rawOnce    sync.Once
+	raw        engine.NewMessage
+	rawRefused error
 }
 
 // publishRequest is what Publish and a PublishBatch entry share.
@@ -295,7 +259,7 @@ func parseStructure(body string) (map[string]string, error) {
 			out[k] = s
 		}
 	}
-	if _, ok := out[defaultStructKey]; !ok {
+	if _, ok := out[delivery.StructureDefault]; !ok {
 		return nil, invalidParameter("Message Structure - No default entry in JSON message body")
 	}
 	return out, nil
@@ -321,14 +285,14 @@ func (s *Service) buildMessage(r publishRequest) (*message, error) {
 	if !xmlchar.Valid(r.message) {
 		return nil, invalidParameter("Message")
 	}
-	m := &message{body: r.message, attrs: attrs, attrList: list, size: size}
+	m := &message{Message: delivery.Message{Body: r.message, Attributes: attrs}, attrList: list, size: size}
 	if r.subject != nil {
-		m.subject = *r.subject
+		m.Subject = *r.subject
 	}
 	switch r.structure {
 	case "":
 	case structureJSON:
-		if m.perProtocol, err = parseStructure(r.message); err != nil {
+		if m.PerProtocol, err = parseStructure(r.message); err != nil {
 			return nil, err
 		}
 	default:
@@ -364,41 +328,10 @@ func applyTopic(m *message, t *topic, r publishRequest) error {
 		}
 		m.dedupID = *r.dedupID
 	case t.contentBasedDedup():
-		sum := sha256.Sum256([]byte(m.body))
+		sum := sha256.Sum256([]byte(m.Body))
 		m.dedupID = hex.EncodeToString(sum[:])
 	default:
 		return invalidParameter("The topic should either have ContentBasedDeduplication enabled or MessageDeduplicationId provided explicitly")
 	}
 	return nil
-}
-
-// rawSQS is the SQS message a raw SQS subscription gets for m; the
-// copies share its attribute list, which nobody modifies.
-func (m *message) rawSQS() engine.NewMessage {
-	m.rawOnce.Do(func() {
-		attrs := m.attrList
-		if m.structured() {
-			attrs = nil
-		}
-		m.raw = rawSQSMessage(m.textFor(protoSQS), attrs)
-	})
-	return m.raw
-}
-
-// rawSQSMessage is the SQS message a raw subscription gets: the message
-// itself, its attributes as SQS attributes.
-func rawSQSMessage(text string, attrs []engine.MessageAttribute) engine.NewMessage {
-	return engine.NewMessage{
-		Body:       text,
-		Attributes: attrs,
-		SenderID:   snsSenderID,
-		MD5OfBody:  digest.MD5Hex(text),
-		MD5OfAttrs: digest.MD5OfAttributes(attrs),
-	}
-}
-
-// envelopeSQSMessage is the SQS message of a JSON envelope.
-func envelopeSQSMessage(body []byte) engine.NewMessage {
-	b := string(body)
-	return engine.NewMessage{Body: b, SenderID: snsSenderID, MD5OfBody: digest.MD5Hex(b)}
 }

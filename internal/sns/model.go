@@ -9,6 +9,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/ferrymq/ferry/internal/sns/delivery"
 	"github.com/ferrymq/ferry/internal/sns/filterpolicy"
 )
 
@@ -32,11 +33,8 @@ type topic struct {
 	DataProtectionPolicy string            `json:"dataProtectionPolicy,omitempty"`
 	Created              time.Time         `json:"created"`
 
-	policy *topicPolicy // the parsed DeliveryPolicy; nil when unset
-	// feedback holds the delivery status settings per feedbackProtocols;
-	// nil when the topic logs no delivery status.
-	feedback *[len(feedbackProtocols)]feedbackConf
-	state    *topicState // shared by every copy of the topic
+	delivery *delivery.Topic // what deliveries read of it (prepare)
+	state    *topicState     // shared by every copy of the topic
 }
 
 func (t *topic) clone() *topic {
@@ -46,25 +44,12 @@ func (t *topic) clone() *topic {
 	return &c
 }
 
-// prepare parses what the stored attributes imply.
+// prepare reads what the stored attributes imply for deliveries. An error
+// is a DeliveryPolicy that no longer parses; the topic goes without it.
 func (t *topic) prepare() error {
-	t.prepareFeedback()
-	t.policy = nil
-	if raw := t.Attrs[attrDeliveryPolicy]; raw != "" {
-		p, perr := parseTopicPolicy(raw)
-		if perr != nil {
-			return perr
-		}
-		t.policy = p
-	}
-	return nil
-}
-
-func (t *topic) signatureVersion() string {
-	if v := t.Attrs[attrSignatureVersion]; v != "" {
-		return v
-	}
-	return SignatureVersion1
+	var err error
+	t.delivery, err = delivery.NewTopic(t.ARN, t.Name, t.FIFO, t.Attrs)
+	return err
 }
 
 func (t *topic) contentBasedDedup() bool { return t.Attrs[attrContentBasedDeduplication] == "true" }
@@ -74,7 +59,8 @@ func (t *topic) contentBasedDedup() bool { return t.Attrs[attrContentBasedDedupl
 func (t *topic) dedupPerGroup() bool { return t.Attrs[attrFifoThroughputScope] == "MessageGroup" }
 
 // subscription is a subscription's durable description, replaced on
-// change like a topic.
+// change like a topic. Its stored fields are grouped in embedded structs,
+// which JSON flattens, so that the records keep their form.
 type subscription struct {
 	ARN      string `json:"arn"`
 	TopicARN string `json:"topicArn"`
@@ -83,9 +69,25 @@ type subscription struct {
 	Owner    string `json:"owner"`
 	// Attrs holds the settable attributes that have a value, as
 	// GetSubscriptionAttributes shows them.
-	Attrs         map[string]string `json:"attrs,omitempty"`
-	Pending       bool              `json:"pending,omitempty"`
-	Authenticated bool              `json:"authenticated,omitempty"`
+	Attrs map[string]string `json:"attrs,omitempty"`
+	confirmation
+	// Queue is the hidden delivery queue of a subscription whose
+	// deliveries may need retries (delivery.NeedsQueue).
+	Queue string `json:"queue,omitempty"`
+	tombstone
+	Created time.Time `json:"created"`
+
+	// What the attributes imply (prepare).
+	filter     *filterpolicy.Policy
+	policy     *delivery.SubscriptionPolicy
+	deadLetter string // the RedrivePolicy's queue ARN; "" without one
+	state      *subState
+}
+
+// confirmation is where a subscription stands with its confirmation.
+type confirmation struct {
+	Pending       bool `json:"pending,omitempty"`
+	Authenticated bool `json:"authenticated,omitempty"`
 	// AuthOnUnsubscribe: confirmed with AuthenticateOnUnsubscribe=true, so
 	// only a signed request may unsubscribe.
 	AuthOnUnsubscribe bool `json:"authOnUnsubscribe,omitempty"`
@@ -93,20 +95,13 @@ type subscription struct {
 	// TokenIssued + tokenLifetime.
 	Token       string    `json:"token,omitempty"`
 	TokenIssued time.Time `json:"tokenIssued,omitempty"`
-	// Queue is the hidden delivery queue of a subscription whose
-	// deliveries may need retries (every protocol but sqs and those that
-	// are only recorded).
-	Queue string `json:"queue,omitempty"`
-	// Deleted marks an unsubscribed HTTP/S subscription, kept while the
-	// UnsubscribeConfirmation's SubscribeURL may restore it.
+}
+
+// tombstone marks an unsubscribed HTTP/S subscription, kept while the
+// UnsubscribeConfirmation's SubscribeURL may restore it.
+type tombstone struct {
 	Deleted   bool      `json:"deleted,omitempty"`
 	DeletedAt time.Time `json:"deletedAt,omitempty"`
-	Created   time.Time `json:"created"`
-
-	filter  *filterpolicy.Policy
-	policy  *subscriptionPolicy
-	redrive *queueRef
-	state   *subState
 }
 
 func (s *subscription) clone() *subscription {
@@ -117,7 +112,7 @@ func (s *subscription) clone() *subscription {
 
 // prepare parses what the stored attributes imply.
 func (s *subscription) prepare() error {
-	s.filter, s.policy, s.redrive = nil, nil, nil
+	s.filter, s.policy, s.deadLetter = nil, nil, ""
 	if raw := s.Attrs[attrFilterPolicy]; raw != "" {
 		fp, err := filterpolicy.Parse(raw, s.Attrs[attrFilterPolicyScope])
 		if err != nil {
@@ -126,40 +121,34 @@ func (s *subscription) prepare() error {
 		s.filter = fp
 	}
 	if raw := s.Attrs[attrDeliveryPolicy]; raw != "" {
-		p, perr := parseSubscriptionPolicy(raw)
-		if perr != nil {
-			return perr
+		p, err := delivery.ParseSubscriptionPolicy(raw)
+		if err != nil {
+			return err
 		}
 		s.policy = p
 	}
 	if raw := s.Attrs[attrRedrivePolicy]; raw != "" {
-		ref, err := parseRedriveTarget(raw)
+		dlq, err := parseRedriveTarget(raw)
 		if err != nil {
 			return err
 		}
-		s.redrive = &ref
+		s.deadLetter = dlq
 	}
 	return nil
 }
 
-func (s *subscription) raw() bool { return s.Attrs[attrRawMessageDelivery] == "true" }
+// delivery is what deliveries need of the subscription as it is.
+func (s *subscription) delivery() *delivery.Subscription {
+	return &delivery.Subscription{ARN: s.ARN, TopicARN: s.TopicARN, Protocol: s.Protocol, Endpoint: s.Endpoint, Raw: s.raw(),
+		Pending: s.Pending, Token: s.Token, Queue: s.Queue, DeadLetter: s.deadLetter, Policy: s.policy}
+}
 
-func (s *subscription) id() string { return s.ARN[strings.LastIndexByte(s.ARN, ':')+1:] }
+func (s *subscription) raw() bool { return s.Attrs[attrRawMessageDelivery] == "true" }
 
 func (s *subscription) active() bool { return !s.Deleted && !s.Pending }
 
 // tokenLifetime is how long a confirmation token works.
 const tokenLifetime = 48 * time.Hour
-
-// needsQueue reports whether deliveries of a protocol ride on a hidden
-// delivery queue: they can fail and be retried.
-func needsQueue(protocol string) bool {
-	switch protocol {
-	case protoHTTP, protoHTTPS, protoEmail, protoEmailJSON:
-		return true
-	}
-	return false
-}
 
 // load reads every topic and subscription back from the record store.
 func (s *Service) load(ctx context.Context) error {
@@ -193,7 +182,7 @@ func (s *Service) load(ctx context.Context) error {
 		}
 		if _, ok := s.topics[sub.TopicARN]; !ok {
 			// The topic's delete did not finish removing it.
-			if err := s.deleteQueue(ctx, sub); err != nil {
+			if err := s.delivery.DeleteQueue(ctx, sub.Queue); err != nil {
 				return fmt.Errorf("sns: drop orphan subscription: %w", err)
 			}
 			if err := s.records.DeleteRecord(ctx, kindSubscription, sub.ARN); err != nil {

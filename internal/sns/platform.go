@@ -12,7 +12,9 @@ import (
 
 	"github.com/google/uuid"
 
+	"github.com/ferrymq/ferry/internal/arn"
 	"github.com/ferrymq/ferry/internal/protocol"
+	"github.com/ferrymq/ferry/internal/sns/delivery"
 )
 
 // Mobile push and SMS: Ferry cannot reach Apple, Google or phone networks,
@@ -307,7 +309,7 @@ func (s *Service) createPlatformApplication(ctx context.Context, in *platformAtt
 			return nil, invalidParameter("Attributes Reason: PlatformPrincipal attribute provided without PlatformCredential")
 		}
 	}
-	arn := "arn:" + partitionOf(s.region) + ":sns:" + s.region + ":" + s.account + ":app/" + in.Platform + "/" + in.Name
+	arn := "arn:" + arn.Partition(s.region) + ":sns:" + s.region + ":" + s.account + ":app/" + in.Platform + "/" + in.Name
 	a := &platformApp{ARN: arn, Platform: in.Platform, Name: in.Name, Attributes: map[string]string{"Enabled": "true"}}
 	maps.Copy(a.Attributes, in.Attributes)
 	s.writeMu.Lock()
@@ -555,16 +557,19 @@ func (s *Service) publishToEndpoint(arn string, m *message) error {
 	if e.Attributes["Enabled"] != "true" {
 		return errEndpointDisabled
 	}
-	text := m.body
-	if m.structured() {
-		if v, ok := m.perProtocol[a.Platform]; ok {
-			text = v
-		} else {
-			text = m.perProtocol[defaultStructKey]
-		}
+	s.delivery.RecordPublish(delivery.ProtoApplication, arn, &m.Message, m.TextFor(a.Platform))
+	return nil
+}
+
+// publishSMS records a message published straight to a phone number.
+func (s *Service) publishSMS(phone string, m *message) error {
+	s.mu.RLock()
+	_, optedOut := slices.BinarySearch(s.platform.sms.OptedOut, phone)
+	s.mu.RUnlock()
+	if optedOut {
+		return errOptedOut
 	}
-	s.deliveries.add(Delivery{Protocol: protoApplication, Endpoint: arn, Type: TypeNotification, MessageId: m.id, Subject: m.subject,
-		Message: text, Body: text, Attributes: m.deliveredAttrs(), Timestamp: FormatTimestamp(m.timestamp)})
+	s.delivery.RecordPublish(delivery.ProtoSMS, phone, &m.Message, m.TextFor(delivery.ProtoSMS))
 	return nil
 }
 

@@ -17,7 +17,7 @@ func (s *Service) publish(ctx context.Context, in *publishInput) (*publishOutput
 	if err != nil {
 		return nil, err
 	}
-	m.id, m.timestamp = newID(), s.clock.Now().UTC()
+	m.ID, m.Timestamp = newID(), s.clock.Now().UTC()
 	switch {
 	case in.PhoneNumber != "":
 		if in.TopicArn != "" || in.TargetArn != "" {
@@ -29,7 +29,7 @@ func (s *Service) publish(ctx context.Context, in *publishInput) (*publishOutput
 		if err := s.publishSMS(in.PhoneNumber, m); err != nil {
 			return nil, err
 		}
-		return &publishOutput{MessageId: m.id}, nil
+		return &publishOutput{MessageId: m.ID}, nil
 	case in.TopicArn == "" && in.TargetArn == "":
 		return nil, invalidParameter("TopicArn or TargetArn Reason: no value for required parameter")
 	}
@@ -40,7 +40,7 @@ func (s *Service) publish(ctx context.Context, in *publishInput) (*publishOutput
 			if err := s.publishToEndpoint(arn, m); err != nil {
 				return nil, err
 			}
-			return &publishOutput{MessageId: m.id}, nil
+			return &publishOutput{MessageId: m.ID}, nil
 		}
 	}
 	t, err := s.lookupTopic(arn, param)
@@ -55,7 +55,7 @@ func (s *Service) publish(ctx context.Context, in *publishInput) (*publishOutput
 			return nil, s.internal(ctx, "publish", err)
 		}
 		s.countPublished(t, m)
-		return &publishOutput{MessageId: m.id}, nil
+		return &publishOutput{MessageId: m.ID}, nil
 	}
 	st := t.state
 	st.fifoMu.Lock()
@@ -63,13 +63,13 @@ func (s *Service) publish(ctx context.Context, in *publishInput) (*publishOutput
 	if e, dup := s.lookupDedup(t, m); dup {
 		return &publishOutput{MessageId: e.messageID, SequenceNumber: e.sequence}, nil
 	}
-	m.sequence = s.nextSequence(st)
+	m.Sequence = s.nextSequence(st)
 	if err := s.fanout(ctx, t, []*message{m}); err != nil {
 		return nil, s.internal(ctx, "publish", err)
 	}
 	s.rememberDedup(t, m)
 	s.countPublished(t, m)
-	return &publishOutput{MessageId: m.id, SequenceNumber: m.sequence}, nil
+	return &publishOutput{MessageId: m.ID, SequenceNumber: m.Sequence}, nil
 }
 
 // dedupKeyOf is a FIFO message's deduplication key in its topic's scope.
@@ -101,7 +101,7 @@ func (s *Service) lookupDedup(t *topic, m *message) (dedupEntry, bool) {
 func (s *Service) rememberDedup(t *topic, m *message) {
 	key := dedupKeyOf(t, m)
 	exp := s.clock.Now().Add(dedupWindow)
-	t.state.dedup[key] = dedupEntry{messageID: m.id, sequence: m.sequence, expires: exp}
+	t.state.dedup[key] = dedupEntry{messageID: m.ID, sequence: m.Sequence, expires: exp}
 	t.state.dedupQ = append(t.state.dedupQ, dedupKey{key: key, expires: exp})
 }
 
@@ -175,7 +175,7 @@ func (s *Service) publishBatch(ctx context.Context, in *publishBatchInput) (*pub
 		if err := applyTopic(m, t, r); err != nil {
 			return nil, err
 		}
-		m.id, m.timestamp = newID(), now
+		m.ID, m.Timestamp = newID(), now
 		total += m.size
 		msgs[i] = m
 	}
@@ -189,7 +189,7 @@ func (s *Service) publishBatch(ctx context.Context, in *publishBatchInput) (*pub
 		}
 		s.countPublished(t, msgs...)
 		for i, m := range msgs {
-			out.Successful = append(out.Successful, publishBatchResult{Id: entries[i].Id, MessageId: m.id})
+			out.Successful = append(out.Successful, publishBatchResult{Id: entries[i].Id, MessageId: m.ID})
 		}
 		return out, nil
 	}
@@ -208,13 +208,13 @@ func (s *Service) publishBatch(ctx context.Context, in *publishBatchInput) (*pub
 			continue
 		}
 		if orig, dup := inBatch[key]; dup {
-			results[i] = publishBatchResult{Id: entries[i].Id, MessageId: orig.id, SequenceNumber: orig.sequence}
+			results[i] = publishBatchResult{Id: entries[i].Id, MessageId: orig.ID, SequenceNumber: orig.Sequence}
 			continue
 		}
-		m.sequence = s.nextSequence(st)
+		m.Sequence = s.nextSequence(st)
 		inBatch[key] = m
 		fresh = append(fresh, m)
-		results[i] = publishBatchResult{Id: entries[i].Id, MessageId: m.id, SequenceNumber: m.sequence}
+		results[i] = publishBatchResult{Id: entries[i].Id, MessageId: m.ID, SequenceNumber: m.Sequence}
 	}
 	if len(fresh) > 0 {
 		if err := s.fanout(ctx, t, fresh); err != nil {

@@ -15,24 +15,14 @@ import (
 
 	"github.com/google/uuid"
 
+	"github.com/ferrymq/ferry/internal/arn"
 	"github.com/ferrymq/ferry/internal/protocol"
+	"github.com/ferrymq/ferry/internal/sns/delivery"
 	"github.com/ferrymq/ferry/internal/sns/filterpolicy"
 )
 
-// Subscription protocols.
-const (
-	protoHTTP        = "http"
-	protoHTTPS       = "https"
-	protoEmail       = "email"
-	protoEmailJSON   = "email-json"
-	protoSMS         = "sms"
-	protoSQS         = "sqs"
-	protoApplication = "application"
-	protoLambda      = "lambda"
-	protoFirehose    = "firehose"
-)
-
-var protocols = []string{protoHTTP, protoHTTPS, protoEmail, protoEmailJSON, protoSMS, protoSQS, protoApplication, protoLambda, protoFirehose}
+// protocols are those Subscribe takes.
+var protocols = []string{delivery.ProtoHTTP, delivery.ProtoHTTPS, delivery.ProtoEmail, delivery.ProtoEmailJSON, delivery.ProtoSMS, delivery.ProtoSQS, delivery.ProtoApplication, delivery.ProtoLambda, delivery.ProtoFirehose}
 
 // Subscription attribute names.
 const (
@@ -65,46 +55,45 @@ func (s *Service) checkEndpoint(t *topic, protocol, endpoint string) error {
 	if !slices.Contains(protocols, protocol) {
 		return invalidParameter("Amazon SNS does not support this protocol string: %s", protocol)
 	}
-	if t.FIFO && protocol != protoSQS && protocol != protoFirehose {
+	if t.FIFO && protocol != delivery.ProtoSQS && protocol != delivery.ProtoFirehose {
 		return invalidParameter("Invalid protocol type: %s", protocol)
 	}
 	if endpoint == "" {
 		return invalidParameter("Endpoint")
 	}
 	switch protocol {
-	case protoHTTP, protoHTTPS:
+	case delivery.ProtoHTTP, delivery.ProtoHTTPS:
 		if !strings.HasPrefix(strings.ToLower(endpoint), protocol+"://") {
 			return invalidParameter("Endpoint must match the specified protocol")
 		}
 		if u, err := url.Parse(endpoint); err != nil || u.Host == "" {
 			return invalidParameter("Endpoint")
 		}
-	case protoEmail, protoEmailJSON:
+	case delivery.ProtoEmail, delivery.ProtoEmailJSON:
 		local, domain, ok := strings.Cut(endpoint, "@")
 		if !ok || local == "" || domain == "" || strings.ContainsAny(endpoint, " \r\n<>") {
 			return invalidParameter("Email address")
 		}
-	case protoSMS:
+	case delivery.ProtoSMS:
 		if !e164.MatchString(endpoint) {
 			return invalidParameter("Invalid SMS endpoint: %s", endpoint)
 		}
-	case protoSQS:
-		ref, ok := parseQueueARN(endpoint)
-		if !ok {
+	case delivery.ProtoSQS:
+		if _, ok := queueARN(endpoint); !ok {
 			return invalidParameter("SQS endpoint ARN")
 		}
-		if !t.FIFO && strings.HasSuffix(ref.name, ".fifo") {
+		if !t.FIFO && fifoQueue(endpoint) {
 			return invalidParameter("Invalid parameter: Endpoint Reason: FIFO SQS Queues can not be subscribed to standard SNS topics")
 		}
-	case protoLambda:
+	case delivery.ProtoLambda:
 		if !isARN(endpoint, "lambda") {
 			return invalidParameter("Lambda endpoint ARN")
 		}
-	case protoFirehose:
+	case delivery.ProtoFirehose:
 		if !isARN(endpoint, "firehose") {
 			return invalidParameter("Firehose endpoint ARN")
 		}
-	case protoApplication:
+	case delivery.ProtoApplication:
 		if !isARN(endpoint, "sns") {
 			return invalidParameter("ApplicationEndpoint ARN")
 		}
@@ -131,7 +120,7 @@ func checkSubscriptionAttribute(name, value string, sc subContext, inSubscribe b
 			return "", attrError(inSubscribe, "RawMessageDelivery: Invalid value ["+value+"]. Must be true or false.")
 		}
 		switch sc.protocol {
-		case protoSQS, protoHTTP, protoHTTPS, protoFirehose:
+		case delivery.ProtoSQS, delivery.ProtoHTTP, delivery.ProtoHTTPS, delivery.ProtoFirehose:
 		default:
 			if v == "true" {
 				return "", attrError(inSubscribe, "RawMessageDelivery: Delivery protocol ["+sc.protocol+"] does not support raw message delivery.")
@@ -152,26 +141,26 @@ func checkSubscriptionAttribute(name, value string, sc subContext, inSubscribe b
 		}
 		return value, nil
 	case attrDeliveryPolicy:
-		if sc.protocol != protoHTTP && sc.protocol != protoHTTPS {
+		if sc.protocol != delivery.ProtoHTTP && sc.protocol != delivery.ProtoHTTPS {
 			return "", attrError(inSubscribe, "DeliveryPolicy: Delivery protocol ["+sc.protocol+"] does not support delivery policies")
 		}
 		if value == "" {
 			return "", nil
 		}
-		p, perr := parseSubscriptionPolicy(value)
-		if perr != nil {
-			return "", attrError(inSubscribe, perr.Error())
+		p, err := delivery.ParseSubscriptionPolicy(value)
+		if err != nil {
+			return "", attrError(inSubscribe, err.Error())
 		}
-		return mustJSON(p), nil
+		return p.String(), nil
 	case attrRedrivePolicy:
 		if value == "" {
 			return "", nil
 		}
-		ref, err := parseRedriveTarget(value)
+		dlq, err := parseRedriveTarget(value)
 		if err != nil {
 			return "", attrError(inSubscribe, err.Error())
 		}
-		if sc.topic.FIFO && !strings.HasSuffix(ref.name, ".fifo") {
+		if sc.topic.FIFO && !fifoQueue(dlq) {
 			// Recorded from AWS on Subscribe without "Attributes Reason: ".
 			return "", invalidParameter("RedrivePolicy: must use a FIFO queue as DLQ for a FIFO Subscription to a FIFO Topic.")
 		}
@@ -214,31 +203,31 @@ type redriveError string
 
 func (e redriveError) Error() string { return string(e) }
 
-// parseRedriveTarget reads {"deadLetterTargetArn":"arn:aws:sqs:..."}.
-func parseRedriveTarget(raw string) (queueRef, error) {
+// parseRedriveTarget reads {"deadLetterTargetArn":"arn:aws:sqs:..."} and
+// returns the queue's ARN.
+func parseRedriveTarget(raw string) (string, error) {
 	var v struct {
 		DeadLetterTargetArn any `json:"deadLetterTargetArn"`
 	}
 	if err := json.Unmarshal([]byte(raw), &v); err != nil {
-		return queueRef{}, redriveError("RedrivePolicy: failed to parse JSON. " + err.Error())
+		return "", redriveError("RedrivePolicy: failed to parse JSON. " + err.Error())
 	}
-	arn, _ := v.DeadLetterTargetArn.(string)
-	ref, ok := parseQueueARN(arn)
-	if !ok {
-		return queueRef{}, redriveError("RedrivePolicy: deadLetterTargetArn is an invalid arn")
+	dlq, _ := v.DeadLetterTargetArn.(string)
+	if _, ok := queueARN(dlq); !ok {
+		return "", redriveError("RedrivePolicy: deadLetterTargetArn is an invalid arn")
 	}
-	return ref, nil
+	return dlq, nil
 }
 
 // needsConfirmation: HTTP/S and email subscriptions wait for the endpoint's
 // owner; an SQS queue of another account would get a confirmation message.
 func (s *Service) needsConfirmation(protocol, endpoint string) bool {
 	switch protocol {
-	case protoHTTP, protoHTTPS, protoEmail, protoEmailJSON:
+	case delivery.ProtoHTTP, delivery.ProtoHTTPS, delivery.ProtoEmail, delivery.ProtoEmailJSON:
 		return true
-	case protoSQS:
-		ref, _ := parseQueueARN(endpoint)
-		return ref.account != s.account
+	case delivery.ProtoSQS:
+		q, _ := queueARN(endpoint)
+		return q.Account != s.account
 	}
 	return false
 }
@@ -270,16 +259,6 @@ func tokenRegion(token string) (string, bool) {
 		}
 	}
 	return string(b), true
-}
-
-// subscribeURL and unsubscribeURL carry ARNs unescaped, as AWS writes
-// them: their characters are all legal in a query.
-func (s *Service) subscribeURL(topicARN, token string) string {
-	return s.baseURL + "/?Action=ConfirmSubscription&TopicArn=" + topicARN + "&Token=" + token
-}
-
-func (s *Service) unsubscribeURL(subARN string) string {
-	return s.baseURL + "/?Action=Unsubscribe&SubscriptionArn=" + subARN
 }
 
 // subscribeAttributes validates Subscribe's attributes, the scope first
@@ -316,7 +295,7 @@ func (s *Service) subscribe(ctx context.Context, in *subscribeInput) (*subscript
 	if err != nil {
 		return nil, err
 	}
-	if in.Protocol == protoFirehose && attrs[attrSubscriptionRoleArn] == "" {
+	if in.Protocol == delivery.ProtoFirehose && attrs[attrSubscriptionRoleArn] == "" {
 		return nil, invalidParameter("Attributes Reason: SubscriptionRoleArn is required for firehose subscriptions")
 	}
 
@@ -337,7 +316,7 @@ func (s *Service) subscribe(ctx context.Context, in *subscribeInput) (*subscript
 		if sub.Pending {
 			if sub.Queue != "" {
 				// A repeated Subscribe sends the confirmation again.
-				if err := s.enqueueConfirmation(ctx, sub); err != nil {
+				if err := s.delivery.Confirm(ctx, sub.delivery()); err != nil {
 					return nil, s.internal(ctx, "resend confirmation", err)
 				}
 			}
@@ -368,8 +347,8 @@ func (s *Service) subscribe(ctx context.Context, in *subscribeInput) (*subscript
 	} else {
 		sub.Authenticated = true
 	}
-	if needsQueue(in.Protocol) {
-		sub.Queue = newQueueName(sub)
+	if delivery.NeedsQueue(in.Protocol) {
+		sub.Queue = delivery.NewQueueName(sub.ARN)
 	}
 	if err := sub.prepare(); err != nil {
 		return nil, s.internal(ctx, "prepare subscription", err)
@@ -378,15 +357,15 @@ func (s *Service) subscribe(ctx context.Context, in *subscribeInput) (*subscript
 		return nil, s.internal(ctx, "subscribe", err)
 	}
 	if sub.Queue != "" {
-		if err := s.ensureQueue(ctx, sub); err != nil {
+		if err := s.delivery.CreateQueue(ctx, sub.Queue); err != nil {
 			return nil, s.internal(ctx, "create delivery queue", err)
 		}
 		if sub.Pending {
-			if err := s.enqueueConfirmation(ctx, sub); err != nil {
+			if err := s.delivery.Confirm(ctx, sub.delivery()); err != nil {
 				return nil, s.internal(ctx, "send confirmation", err)
 			}
 		}
-		s.startWorker(sub)
+		s.delivery.Start(sub.delivery())
 	}
 	if sub.Pending && !in.ReturnSubscriptionArn {
 		return &subscriptionArnOutput{SubscriptionArn: pendingARN}, nil
@@ -424,25 +403,16 @@ func subscriptionAttribute(sub *subscription, name string) string {
 	return ""
 }
 
-// newQueueName names a subscription's delivery queue: its id and a random
-// suffix, so that a restored subscription never waits for its old queue's
-// name to be free again.
-func newQueueName(sub *subscription) string {
-	var b [4]byte
-	_, _ = rand.Read(b[:])
-	return sub.id() + "-" + hex.EncodeToString(b[:])
-}
-
 func (s *Service) confirmSubscription(ctx context.Context, in *confirmSubscriptionInput) (*subscriptionArnOutput, error) {
-	parts := strings.Split(in.TopicArn, ":")
-	if len(parts) != 6 || parts[0] != "arn" || parts[2] != "sns" {
+	topic, ok := arn.Split(in.TopicArn)
+	if !ok || !topic.Six() || topic.Service != "sns" {
 		return nil, invalidParameter("Topic")
 	}
 	region, ok := tokenRegion(in.Token)
 	if !ok {
 		return nil, invalidParameter("Token")
 	}
-	if region != parts[3] || parts[3] != s.region {
+	if region != topic.Region || topic.Region != s.region {
 		return nil, invalidParameter("Topic")
 	}
 	s.writeMu.Lock()
@@ -469,17 +439,17 @@ func (s *Service) confirmSubscription(ctx context.Context, in *confirmSubscripti
 	if restored {
 		c.Deleted, c.DeletedAt = false, time.Time{}
 		if c.Queue != "" {
-			c.Queue = newQueueName(c)
+			c.Queue = delivery.NewQueueName(c.ARN)
 		}
 	}
 	if err := s.saveSubscription(ctx, c); err != nil {
 		return nil, s.internal(ctx, "confirm subscription", err)
 	}
 	if restored && c.Queue != "" {
-		if err := s.ensureQueue(ctx, c); err != nil {
+		if err := s.delivery.CreateQueue(ctx, c.Queue); err != nil {
 			return nil, s.internal(ctx, "create delivery queue", err)
 		}
-		s.startWorker(c)
+		s.delivery.Start(c.delivery())
 	}
 	return &subscriptionArnOutput{SubscriptionArn: c.ARN}, nil
 }
@@ -499,7 +469,7 @@ func (s *Service) unsubscribe(ctx context.Context, in *subscriptionArnInput) (*e
 	if sub.AuthOnUnsubscribe && protocol.Info(ctx).AccessKey == "" {
 		return nil, errAuthorization.WithMessage("User: anonymous is not authorized to perform: SNS:Unsubscribe on resource: %s", sub.ARN)
 	}
-	if sub.Protocol != protoHTTP && sub.Protocol != protoHTTPS {
+	if sub.Protocol != delivery.ProtoHTTP && sub.Protocol != delivery.ProtoHTTPS {
 		if err := s.dropSubscription(ctx, sub); err != nil {
 			return nil, s.internal(ctx, "unsubscribe", err)
 		}
@@ -507,8 +477,8 @@ func (s *Service) unsubscribe(ctx context.Context, in *subscriptionArnInput) (*e
 	}
 	// An HTTP/S subscription is kept as a tombstone whose token the
 	// UnsubscribeConfirmation carries, so that its owner can restore it.
-	s.stopWorker(sub.ARN)
-	if err := s.deleteQueue(ctx, sub); err != nil {
+	s.delivery.Stop(sub.ARN)
+	if err := s.delivery.DeleteQueue(ctx, sub.Queue); err != nil {
 		return nil, s.internal(ctx, "unsubscribe", err)
 	}
 	c := sub.clone()
@@ -517,15 +487,20 @@ func (s *Service) unsubscribe(ctx context.Context, in *subscriptionArnInput) (*e
 	if err := s.saveSubscription(ctx, c); err != nil {
 		return nil, s.internal(ctx, "unsubscribe", err)
 	}
-	s.sendUnsubscribeConfirmation(c)
+	s.mu.RLock()
+	t := s.topics[c.TopicARN]
+	s.mu.RUnlock()
+	if t != nil {
+		s.delivery.Unsubscribed(t.delivery, c.delivery())
+	}
 	return &emptyOutput{}, nil
 }
 
 // dropSubscription stops a subscription's deliveries and forgets it. The
 // caller holds writeMu.
 func (s *Service) dropSubscription(ctx context.Context, sub *subscription) error {
-	s.stopWorker(sub.ARN)
-	if err := s.deleteQueue(ctx, sub); err != nil {
+	s.delivery.Stop(sub.ARN)
+	if err := s.delivery.DeleteQueue(ctx, sub.Queue); err != nil {
 		return err
 	}
 	return s.removeSubscription(ctx, sub)
@@ -557,38 +532,7 @@ func listEntry(sub *subscription) subscriptionEntry {
 	if sub.Pending {
 		arn = pendingListed
 	}
-	return subscriptionEntry{SubscriptionArn: arn, Owner: sub.Owner, Protocol: sub.Protocol, Endpoint: maskEndpoint(sub.Endpoint), TopicArn: sub.TopicARN}
-}
-
-// passwordMask stands for an endpoint's password wherever SNS shows the
-// endpoint (https://user:****@host/path: terraform-provider-aws compares
-// what it subscribed, masked so, with what AWS lists).
-const passwordMask = "****"
-
-// maskEndpoint is an endpoint as answers and logs show it: a URL's password
-// (after the first ':' of the user information, which ends at the
-// authority's last '@', as net/url and so the Basic auth of deliveries read
-// it) replaced by passwordMask, every other byte as subscribed. The stored
-// endpoint keeps the password, which deliveries need.
-func maskEndpoint(endpoint string) string {
-	_, rest, ok := strings.Cut(endpoint, "://")
-	if !ok {
-		return endpoint // ARNs, email addresses, phone numbers
-	}
-	authority := rest
-	if i := strings.IndexAny(rest, "/?#"); i >= 0 {
-		authority = rest[:i]
-	}
-	at := strings.LastIndexByte(authority, '@')
-	if at < 0 {
-		return endpoint
-	}
-	colon := strings.IndexByte(authority[:at], ':')
-	if colon < 0 {
-		return endpoint // a user without a password
-	}
-	start := len(endpoint) - len(rest)
-	return endpoint[:start+colon+1] + passwordMask + endpoint[start+at:]
+	return subscriptionEntry{SubscriptionArn: arn, Owner: sub.Owner, Protocol: sub.Protocol, Endpoint: delivery.MaskEndpoint(sub.Endpoint), TopicArn: sub.TopicARN}
 }
 
 // listPage pages over live subscriptions sorted by ARN.
@@ -641,8 +585,8 @@ func (s *Service) getSubscriptionAttributes(ctx context.Context, in *subscriptio
 	attrs[attrTopicArn] = sub.TopicARN
 	attrs[attrOwner] = sub.Owner
 	attrs[attrProtocol] = sub.Protocol
-	attrs[attrEndpoint] = maskEndpoint(sub.Endpoint)
-	attrs[attrSubscriptionPrincipal] = "arn:" + partitionOf(s.region) + ":iam::" + sub.Owner + ":root"
+	attrs[attrEndpoint] = delivery.MaskEndpoint(sub.Endpoint)
+	attrs[attrSubscriptionPrincipal] = "arn:" + arn.Partition(s.region) + ":iam::" + sub.Owner + ":root"
 	attrs[attrPendingConfirmation] = boolString(sub.Pending)
 	attrs[attrConfirmationWasAuthenticated] = boolString(sub.Authenticated)
 	if _, ok := attrs[attrRawMessageDelivery]; !ok {
@@ -651,22 +595,17 @@ func (s *Service) getSubscriptionAttributes(ctx context.Context, in *subscriptio
 	if _, ok := attrs[attrFilterPolicy]; ok && attrs[attrFilterPolicyScope] == "" {
 		attrs[attrFilterPolicyScope] = filterpolicy.ScopeMessageAttributes
 	}
-	if sub.Protocol == protoHTTP || sub.Protocol == protoHTTPS {
-		attrs[attrEffectiveDeliveryPolicy] = s.deliveryPolicy(sub).json()
+	if sub.Protocol == delivery.ProtoHTTP || sub.Protocol == delivery.ProtoHTTPS {
+		s.mu.RLock()
+		t := s.topics[sub.TopicARN]
+		s.mu.RUnlock()
+		var dt *delivery.Topic // nil: the defaults
+		if t != nil {
+			dt = t.delivery
+		}
+		attrs[attrEffectiveDeliveryPolicy] = dt.EffectiveSubscriptionPolicy(sub.policy)
 	}
 	return &attributesOutput{Attributes: attrs}, nil
-}
-
-// deliveryPolicy is the policy an HTTP/S subscription's deliveries follow.
-func (s *Service) deliveryPolicy(sub *subscription) subscriptionDelivery {
-	s.mu.RLock()
-	t := s.topics[sub.TopicARN]
-	s.mu.RUnlock()
-	var tp *topicPolicy
-	if t != nil {
-		tp = t.policy
-	}
-	return tp.effective().forSubscription(sub.policy)
 }
 
 func boolString(b bool) string {

@@ -10,6 +10,10 @@ import (
 	"strconv"
 	"strings"
 	"unicode/utf8"
+
+	"github.com/ferrymq/ferry/internal/arn"
+	"github.com/ferrymq/ferry/internal/sns/delivery"
+	"github.com/ferrymq/ferry/internal/sns/snsjson"
 )
 
 // Topic attribute names.
@@ -17,11 +21,11 @@ const (
 	attrTopicArn                  = "TopicArn"
 	attrOwner                     = "Owner"
 	attrPolicy                    = "Policy"
-	attrDisplayName               = "DisplayName"
-	attrDeliveryPolicy            = "DeliveryPolicy"
+	attrDisplayName               = delivery.AttrDisplayName
+	attrDeliveryPolicy            = delivery.AttrDeliveryPolicy
 	attrEffectiveDeliveryPolicy   = "EffectiveDeliveryPolicy"
 	attrKmsMasterKeyID            = "KmsMasterKeyId"
-	attrSignatureVersion          = "SignatureVersion"
+	attrSignatureVersion          = delivery.AttrSignatureVersion
 	attrTracingConfig             = "TracingConfig"
 	attrFifoTopic                 = "FifoTopic"
 	attrContentBasedDeduplication = "ContentBasedDeduplication"
@@ -44,23 +48,6 @@ const (
 	listPageSize      = 100
 	maxDataProtection = 30_720
 )
-
-// feedbackProtocols have delivery-status logging attributes
-// (<P>SuccessFeedbackRoleArn, <P>FailureFeedbackRoleArn,
-// <P>SuccessFeedbackSampleRate); see deliverystatus.go.
-var feedbackProtocols = [...]string{"HTTP", "SQS", "Lambda", "Firehose", "Application"}
-
-func isFeedbackAttribute(name string) (sampleRate, ok bool) {
-	for _, p := range feedbackProtocols {
-		switch name {
-		case p + "SuccessFeedbackRoleArn", p + "FailureFeedbackRoleArn":
-			return false, true
-		case p + "SuccessFeedbackSampleRate":
-			return true, true
-		}
-	}
-	return false, false
-}
 
 // validTopicName: 1–256 of [A-Za-z0-9_-], plus ".fifo" for FIFO topics.
 func validTopicName(name string, fifo bool) bool {
@@ -96,15 +83,9 @@ func parseBoolAttr(v string) (string, bool) {
 // checkTopicAttribute validates one settable attribute and returns the
 // value to store ("" removes it). inCreate selects CreateTopic's wording.
 func (s *Service) checkTopicAttribute(name, value string, fifo, inCreate bool) (string, error) {
-	if sample, ok := isFeedbackAttribute(name); ok {
-		// The wording of these errors is not recorded from AWS.
-		switch {
-		case value == "":
-		case sample:
-			if n, err := strconv.Atoi(value); err != nil || n < 0 || n > 100 {
-				return "", attrError(inCreate, name)
-			}
-		case !validRoleARN(value):
+	if known, valid := delivery.CheckFeedbackAttribute(name, value); known {
+		// The wording of this error is not recorded from AWS.
+		if !valid {
 			return "", attrError(inCreate, name)
 		}
 		return value, nil
@@ -128,14 +109,14 @@ func (s *Service) checkTopicAttribute(name, value string, fifo, inCreate bool) (
 		if value == "" {
 			return "", nil
 		}
-		if _, perr := parseTopicPolicy(value); perr != nil {
-			return "", attrError(inCreate, perr.Error())
+		if err := delivery.CheckTopicPolicy(value); err != nil {
+			return "", attrError(inCreate, err.Error())
 		}
 		return value, nil
 	case attrKmsMasterKeyID:
 		return value, nil
 	case attrSignatureVersion:
-		if value != SignatureVersion1 && value != SignatureVersion2 {
+		if value != delivery.SignatureVersion1 && value != delivery.SignatureVersion2 {
 			return "", attrError(inCreate, "SignatureVersion: Invalid value ["+value+"]. Valid values are 1 and 2.")
 		}
 		return value, nil
@@ -336,7 +317,7 @@ func topicAttribute(t *topic, name string) string {
 	case attrTracingConfig:
 		return "PassThrough"
 	case attrSignatureVersion:
-		return SignatureVersion1
+		return delivery.SignatureVersion1
 	}
 	return ""
 }
@@ -424,7 +405,7 @@ func (s *Service) getTopicAttributes(ctx context.Context, in *topicArnInput) (*a
 	if _, ok := attrs[attrDisplayName]; !ok {
 		attrs[attrDisplayName] = ""
 	}
-	attrs[attrEffectiveDeliveryPolicy] = t.policy.effective().topicJSON()
+	attrs[attrEffectiveDeliveryPolicy] = t.delivery.EffectivePolicy()
 	if t.FIFO {
 		attrs[attrFifoTopic] = "true"
 	}
@@ -572,7 +553,8 @@ func (s *Service) listTagsForResource(ctx context.Context, in *resourceArnInput)
 	}
 	out := &listTagsOutput{Tags: []tagOut{}}
 	for _, k := range slices.Sorted(maps.Keys(t.Tags)) {
-		out.Tags = append(out.Tags, tagOut{Key: k, Value: ptr(t.Tags[k])})
+		v := t.Tags[k]
+		out.Tags = append(out.Tags, tagOut{Key: k, Value: &v})
 	}
 	return out, nil
 }
@@ -595,7 +577,7 @@ func parsePolicy(raw string) (*policyDoc, error) {
 	}
 	st := d.members["Statement"]
 	switch {
-	case isNull(st):
+	case snsjson.IsNull(st):
 	case strings.HasPrefix(strings.TrimSpace(string(st)), "["):
 		if err := json.Unmarshal(st, &d.statements); err != nil {
 			return nil, fmt.Errorf("policy statements: %w", err)
@@ -664,7 +646,7 @@ func (s *Service) addPermission(ctx context.Context, in *addPermissionInput) (*e
 	}
 	principals := make([]string, len(in.AWSAccountId))
 	for i, acct := range in.AWSAccountId {
-		principals[i] = "arn:" + partitionOf(s.region) + ":iam::" + acct + ":root"
+		principals[i] = "arn:" + arn.Partition(s.region) + ":iam::" + acct + ":root"
 	}
 	err := s.updateTopic(ctx, in.TopicArn, "TopicArn", "add permission", func(c *topic) (bool, error) {
 		doc, err := parsePolicy(c.Attrs[attrPolicy])

@@ -2,8 +2,6 @@ package sqs
 
 import (
 	"context"
-	"errors"
-	"strconv"
 	"time"
 
 	"github.com/ferrymq/ferry/internal/engine"
@@ -96,14 +94,10 @@ func (s *service) sendMessageBatch(ctx context.Context, in *SendMessageBatchInpu
 	if len(msgs) == 0 {
 		return out, nil
 	}
-	res, err := s.backend.Send(ctx, s.account, q.Name, msgs)
+	res, err := s.send(ctx, q.Name, msgs)
 	if err != nil {
 		return nil, s.engineError(err, "send batch to "+q.Name)
 	}
-	if len(res) != len(msgs) {
-		return nil, errors.New("sqs: send batch: engine answered " + strconv.Itoa(len(res)) + " results for " + strconv.Itoa(len(msgs)) + " messages")
-	}
-	s.recordSent(q.Name, msgs, res)
 	for i, r := range res {
 		out.Successful = append(out.Successful, SendMessageBatchResultEntry{
 			Id:                           ids[i],

@@ -29,6 +29,9 @@ var (
 	errBatchEntryIdsNotDistinct = &protocol.Error{Shape: "BatchEntryIdsNotDistinct", Code: "AWS.SimpleQueueService.BatchEntryIdsNotDistinct", Status: http.StatusBadRequest}
 	errInvalidBatchEntryID      = &protocol.Error{Shape: "InvalidBatchEntryId", Code: "AWS.SimpleQueueService.InvalidBatchEntryId", Status: http.StatusBadRequest,
 		Message: "A batch entry id can only contain alphanumeric characters, hyphens and underscores. It can be at most 80 letters long."}
+	// errQueueUnreachable is how SQS refuses another service's message for a
+	// queue that does not exist, or not in this account and region.
+	errQueueUnreachable    = errQueueDoesNotExist.WithMessage("The specified queue does not exist or you do not have access to it.")
 	errBatchRequestTooLong = &protocol.Error{Shape: "BatchRequestTooLong", Code: "AWS.SimpleQueueService.BatchRequestTooLong", Status: http.StatusBadRequest}
 	errOverLimit           = &protocol.Error{Shape: "OverLimit", Code: "OverLimit", Status: http.StatusForbidden}
 	// errResourceNotFound answers move tasks whose queue or task is missing.

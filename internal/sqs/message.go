@@ -54,6 +54,14 @@ func rulesOf(q engine.Queue) queueRules {
 	}
 }
 
+// A message with more than maxMessageAttributes attributes: SendMessage's
+// answer, and SQS's answer to another service as SNS's delivery status
+// logs show it (neither is recorded from AWS).
+const (
+	tooManyAttributes            = "Number of message attributes [%d] exceeds the allowed maximum [%d]."
+	tooManyAttributesFromService = "Number of message attributes [%d] exceeds the maximum allowed [%d]."
+)
+
 // FIFO send refusals, in AWS's wording.
 const (
 	reasonPunctID       = "%s can only include alphanumeric and punctuation characters. 1 to 128 in length."
@@ -102,15 +110,8 @@ func buildMessage(m messageRequest, q queueRules, senderID string, inBatch bool)
 		}
 		return nm, invalidParameter("One or more parameters %s. Reason: Message must be shorter than %d bytes.", verb, q.maxSize)
 	}
-	nm = engine.NewMessage{
-		Body:          m.body,
-		Attributes:    attrs,
-		TraceHeader:   trace,
-		SenderID:      senderID,
-		MD5OfBody:     digest.MD5Hex(m.body),
-		MD5OfAttrs:    digest.MD5OfAttributes(attrs),
-		MD5OfSysAttrs: digest.MD5OfAttributes(traceHeaderAttrs(trace)),
-	}
+	nm = engine.NewMessage{Body: m.body, Attributes: attrs, TraceHeader: trace, SenderID: senderID}
+	setDigests(&nm)
 	if m.groupID != nil {
 		nm.MessageGroupID = *m.groupID
 	}
@@ -124,6 +125,14 @@ func buildMessage(m messageRequest, q queueRules, senderID string, inBatch bool)
 		nm.Delay = &d
 	}
 	return nm, nil
+}
+
+// setDigests computes the digests of a message's body, attributes and
+// system attributes, which SDKs check against what they receive.
+func setDigests(nm *engine.NewMessage) {
+	nm.MD5OfBody = digest.MD5Hex(nm.Body)
+	nm.MD5OfAttrs = digest.MD5OfAttributes(nm.Attributes)
+	nm.MD5OfSysAttrs = digest.MD5OfAttributes(traceHeaderAttrs(nm.TraceHeader))
 }
 
 // checkFifoMessage applies the FIFO rules: a group id, a valid explicit
@@ -174,7 +183,7 @@ func buildAttributes(in map[string]MessageAttributeValue) ([]engine.MessageAttri
 		return nil, 0, nil
 	}
 	if len(in) > maxMessageAttributes {
-		return nil, 0, invalidParameter("Number of message attributes [%d] exceeds the allowed maximum [%d].", len(in), maxMessageAttributes)
+		return nil, 0, invalidParameter(tooManyAttributes, len(in), maxMessageAttributes)
 	}
 	out := make([]engine.MessageAttribute, 0, len(in))
 	for name, v := range in {

@@ -31,14 +31,10 @@ func (s *service) sendMessage(ctx context.Context, in *SendMessageInput) (*SendM
 	if perr != nil {
 		return nil, perr
 	}
-	res, err := s.backend.Send(ctx, s.account, q.Name, []engine.NewMessage{msg})
+	res, err := s.send(ctx, q.Name, []engine.NewMessage{msg})
 	if err != nil {
 		return nil, s.engineError(err, "send to "+q.Name)
 	}
-	if len(res) != 1 {
-		return nil, errors.New("sqs: send: engine answered " + strconv.Itoa(len(res)) + " results for 1 message")
-	}
-	s.recordSent(q.Name, []engine.NewMessage{msg}, res)
 	// A duplicate of a FIFO message answers with the original's id and
 	// sequence number, which the engine returns. The digests are this
 	// request's, as SDKs check them against what they sent (what AWS

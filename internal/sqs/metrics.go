@@ -16,36 +16,25 @@ func (s *service) touch(queue string) {
 	}
 }
 
-// recordSent counts the messages a send enqueued. A FIFO duplicate was not
-// enqueued: it counts as deduplicated, not as sent.
-func (s *service) recordSent(queue string, msgs []engine.NewMessage, res []engine.SendResult) {
-	if s.metrics == nil {
+// recordSent counts the messages a send enqueued, whoever sent them. A
+// FIFO duplicate was not enqueued: it counts as deduplicated, not as sent.
+func (p *Port) recordSent(queue string, msgs []engine.NewMessage, res []engine.SendResult) {
+	if p.metrics == nil {
 		return
 	}
 	for i := range res {
 		if res[i].Duplicate {
-			s.metrics.Record(metrics.NamespaceSQS, metrics.DeduplicatedSentMessages, metrics.Queue(queue), 1)
+			p.metrics.Record(metrics.NamespaceSQS, metrics.DeduplicatedSentMessages, metrics.Queue(queue), 1)
 			continue
 		}
-		recordOneSent(s.metrics, queue, &msgs[i])
+		p.countSent(queue, &msgs[i])
 	}
 }
 
-// RecordMovedByTask counts a message that a move task wrote into queue as
-// sent there. Such a message is a new one in its destination (new id, new
-// SentTimestamp, no receives), as a send makes it, and AWS has the task
-// need sqs:SendMessage on the destination. A redrive policy's move into a
-// dead-letter queue is another matter: it keeps the message and is not
-// counted.
-func RecordMovedByTask(r Recorder, queue string, m *engine.NewMessage) {
-	if r != nil {
-		recordOneSent(r, queue, m)
-	}
-}
-
-func recordOneSent(r Recorder, queue string, m *engine.NewMessage) {
-	r.Record(metrics.NamespaceSQS, metrics.MessagesSent, metrics.Queue(queue), 1)
-	r.Record(metrics.NamespaceSQS, metrics.SentMessageSize, metrics.Queue(queue), float64(metrics.MessageSize(m)))
+// countSent counts one message enqueued in queue as sent; p.metrics is set.
+func (p *Port) countSent(queue string, m *engine.NewMessage) {
+	p.metrics.Record(metrics.NamespaceSQS, metrics.MessagesSent, metrics.Queue(queue), 1)
+	p.metrics.Record(metrics.NamespaceSQS, metrics.SentMessageSize, metrics.Queue(queue), float64(metrics.MessageSize(m)))
 }
 
 // recordReceived counts one receive call: its messages, or an empty receive.

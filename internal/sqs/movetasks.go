@@ -6,6 +6,7 @@ import (
 	"encoding/json"
 	"errors"
 
+	"github.com/ferrymq/ferry/internal/arn"
 	"github.com/ferrymq/ferry/internal/engine"
 )
 
@@ -68,14 +69,13 @@ func (s *service) deadLetterSources(ctx context.Context, name string) ([]string,
 // to a queue of this service; one of another region, account or service
 // does not exist here.
 func (s *service) moveTaskQueue(ctx context.Context, value, param string) (engine.Queue, error) {
-	a, ok := parseARN(value)
+	a, ok := arn.Parse(value)
 	if !ok {
 		return engine.Queue{}, invalidParameter(arnFormatMessage, param)
 	}
 	notFound := errResourceNotFound.WithMessage(resourceNotFound, param)
-	name := a.resource
-	if a.partition != arnPartition || a.service != "sqs" || a.region != s.region || a.account != s.account ||
-		!validAnyQueueName(name) {
+	name, ok := s.localQueue(a)
+	if !ok || a.Partition != arnPartition {
 		return engine.Queue{}, notFound
 	}
 	q, err := s.backend.GetQueue(ctx, s.account, name)
@@ -105,7 +105,7 @@ func (s *service) startMessageMoveTask(ctx context.Context, in *StartMessageMove
 	}
 	task := engine.MoveTask{SourceAccount: s.account, SourceName: src.Name, SourceARN: s.arn(src.Name)}
 	if in.DestinationArn != "" {
-		if _, ok := parseARN(in.DestinationArn); !ok {
+		if _, ok := arn.Parse(in.DestinationArn); !ok {
 			return nil, invalidParameter(arnFormatMessage, "DestinationArn")
 		}
 		if in.DestinationArn == in.SourceArn {
@@ -148,7 +148,7 @@ func (s *service) listMessageMoveTasks(ctx context.Context, in *ListMessageMoveT
 	if in.SourceArn == "" {
 		return nil, missingParameter("SourceArn")
 	}
-	if _, ok := parseARN(in.SourceArn); !ok {
+	if _, ok := arn.Parse(in.SourceArn); !ok {
 		return nil, invalidParameter(arnFormatMessage, "SourceArn")
 	}
 	limit := 1
@@ -266,7 +266,7 @@ func decodeTaskHandle(h string) (id, sourceARN string, ok bool) {
 	if json.Unmarshal(b, &th) != nil || th.TaskID == "" {
 		return "", "", false
 	}
-	if _, ok := parseARN(th.SourceArn); !ok {
+	if _, ok := arn.Parse(th.SourceArn); !ok {
 		return "", "", false
 	}
 	return th.TaskID, th.SourceArn, true

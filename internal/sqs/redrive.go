@@ -10,6 +10,7 @@ import (
 	"strconv"
 	"strings"
 
+	"github.com/ferrymq/ferry/internal/arn"
 	"github.com/ferrymq/ferry/internal/engine"
 	"github.com/ferrymq/ferry/internal/protocol"
 )
@@ -60,25 +61,9 @@ const (
 	reasonARNsNeedByQueue        = "Amazon SQS can't create the redrive allow policy. To specify one or more source queue ARNs, you must set redrivePermission to byQueue."
 )
 
-// arn is an ARN split into its six fields.
-type arn struct {
-	partition, service, region, account, resource string
-}
-
-// parseARN splits arn:partition:service:region:account:resource. Only the
-// shape is checked: "arn" first, six fields, a partition, a service and a
-// resource.
-func parseARN(s string) (arn, bool) {
-	f := strings.SplitN(s, ":", 6)
-	if len(f) != 6 || f[0] != "arn" || f[1] == "" || f[2] == "" || f[5] == "" {
-		return arn{}, false
-	}
-	return arn{partition: f[1], service: f[2], region: f[3], account: f[4], resource: f[5]}, true
-}
-
 // redrivePolicy is a validated RedrivePolicy.
 type redrivePolicy struct {
-	target          arn
+	target          arn.ARN
 	targetARN       string
 	maxReceiveCount int
 }
@@ -123,11 +108,11 @@ func parseRedrivePolicy(raw string) (redrivePolicy, *protocol.Error) {
 	if json.Unmarshal(targetRaw, &target) != nil {
 		return p, bad(reasonTargetARN)
 	}
-	a, ok := parseARN(target)
+	a, ok := arn.Parse(target)
 	if !ok {
 		return p, bad(reasonTargetARN)
 	}
-	if a.service != "sqs" {
+	if a.Service != "sqs" {
 		return p, bad(reasonOnlySQS)
 	}
 	return redrivePolicy{target: a, targetARN: target, maxReceiveCount: count}, nil
@@ -251,17 +236,17 @@ func (s *service) checkRedriveTarget(ctx context.Context, source string, sourceF
 	}
 	bad := func(reason string) error { return invalidValue(raw, attrRedrivePolicy, reason) }
 	t := p.target
-	name := t.resource
+	name := t.Resource
 	switch {
-	case t.region != s.region:
+	case t.Region != s.region:
 		return bad(reasonSameRegion)
-	case t.account != s.account:
+	case t.Account != s.account:
 		return bad(reasonSameOwner)
 	case strings.HasSuffix(name, fifoSuffix) != sourceFifo:
 		return bad(reasonSameType)
 	case name == source:
 		return bad(reasonTargetIsSource)
-	case t.partition != arnPartition || !validAnyQueueName(name):
+	case t.Partition != arnPartition || !validAnyQueueName(name):
 		return bad(reasonTargetMissing)
 	}
 	target, err := s.backend.GetQueue(ctx, s.account, name)
@@ -294,7 +279,7 @@ func redriveOf(attrs map[string]string) *engine.Redrive {
 	if perr != nil {
 		return nil
 	}
-	return &engine.Redrive{TargetAccount: p.target.account, TargetName: p.target.resource, MaxReceiveCount: p.maxReceiveCount}
+	return &engine.Redrive{TargetAccount: p.target.Account, TargetName: p.target.Resource, MaxReceiveCount: p.maxReceiveCount}
 }
 
 // redriveTargetARN is the dead-letter target ARN of a queue's attributes, or

@@ -51,34 +51,24 @@ const (
 	DefaultRegion  = "us-east-1"
 )
 
-// service holds the handlers' shared state.
+// service holds the handlers' shared state. Its Port holds the account,
+// region, backend and metrics, and writes what the actions send.
 type service struct {
-	account, region string
-	backend         engine.Backend
-	clock           clock.Clock
-	log             *slog.Logger
-	urlBase         string
-	metrics         Recorder
-	activity        Toucher
+	*Port
+	clock    clock.Clock
+	log      *slog.Logger
+	urlBase  string
+	activity Toucher
 }
 
 // NewService returns the SQS service with every action.
 func NewService(cfg Config) *protocol.Service {
 	s := &service{
-		account:  cfg.Account,
-		region:   cfg.Region,
-		backend:  cfg.Backend,
+		Port:     NewPort(cfg),
 		clock:    cfg.Clock,
 		log:      cfg.Logger,
 		urlBase:  strings.TrimRight(cfg.QueueURLBase, "/"),
-		metrics:  cfg.Metrics,
 		activity: cfg.Activity,
-	}
-	if s.account == "" {
-		s.account = DefaultAccount
-	}
-	if s.region == "" {
-		s.region = DefaultRegion
 	}
 	if s.clock == nil {
 		s.clock = clock.Real{}

@@ -1,28 +1,56 @@
-package sns
+package delivery
 
 import (
 	"bytes"
 	"crypto/md5"
 	"encoding/hex"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"hash/fnv"
 	"io"
+	"log/slog"
 	"net/http"
 	"os"
 	"strconv"
 	"strings"
 	"sync"
 	"time"
+
+	"github.com/google/uuid"
+
+	"github.com/ferrymq/ferry/internal/arn"
+	"github.com/ferrymq/ferry/internal/protocol"
 )
 
 // Delivery status logging. A topic's <P>SuccessFeedbackRoleArn,
 // <P>FailureFeedbackRoleArn and <P>SuccessFeedbackSampleRate attributes
-// (P one of feedbackProtocols) make SNS write a line to CloudWatch Logs
+// (P one of FeedbackProtocols) make SNS write a line to CloudWatch Logs
 // for delivery attempts to that protocol: every failure, and successes at
 // the sample rate. Ferry writes the same JSON lines, with the log group
-// SNS would use, to a file or stdout (Config.DeliveryStatusLog) and keeps
+// SNS would use, to a file or stdout (Config.StatusLog) and keeps
 // the latest in memory (GET /_ferry/sns/delivery-logs).
+
+// FeedbackProtocols have delivery status attributes:
+// <P>SuccessFeedbackRoleArn, <P>FailureFeedbackRoleArn and
+// <P>SuccessFeedbackSampleRate.
+var FeedbackProtocols = [...]string{"HTTP", "SQS", "Lambda", "Firehose", "Application"}
+
+// CheckFeedbackAttribute reports whether name is a delivery status
+// attribute (known) and value one it takes: "", a role's ARN, a sample
+// rate of 0 to 100.
+func CheckFeedbackAttribute(name, value string) (known, valid bool) {
+	for _, p := range FeedbackProtocols {
+		switch name {
+		case p + "SuccessFeedbackRoleArn", p + "FailureFeedbackRoleArn":
+			return true, value == "" || validRoleARN(value)
+		case p + "SuccessFeedbackSampleRate":
+			n, err := strconv.Atoi(value)
+			return true, value == "" || err == nil && n >= 0 && n <= 100
+		}
+	}
+	return false, false
+}
 
 // feedbackConf is one protocol's delivery status settings of a topic.
 type feedbackConf struct {
@@ -30,50 +58,51 @@ type feedbackConf struct {
 	rate             int  // percentage of successes logged
 }
 
-// feedbackIndex is the position in feedbackProtocols of the attributes
+// feedbackIndex is the position in FeedbackProtocols of the attributes
 // that govern a subscription protocol; -1 when none do.
 func feedbackIndex(protocol string) int {
 	switch protocol {
-	case protoHTTP, protoHTTPS:
+	case ProtoHTTP, ProtoHTTPS:
 		return 0
-	case protoSQS:
+	case ProtoSQS:
 		return 1
-	case protoLambda:
+	case ProtoLambda:
 		return 2
-	case protoFirehose:
+	case ProtoFirehose:
 		return 3
-	case protoApplication:
+	case ProtoApplication:
 		return 4
 	}
 	return -1
 }
 
-// prepareFeedback reads the delivery status attributes. An unset sample
-// rate logs no successes.
-func (t *topic) prepareFeedback() {
-	t.feedback = nil
-	for i, p := range feedbackProtocols {
+// parseFeedback reads a topic's delivery status attributes; nil when they
+// log nothing. An unset sample rate logs no successes.
+func parseFeedback(attrs map[string]string) *[len(FeedbackProtocols)]feedbackConf {
+	var fb *[len(FeedbackProtocols)]feedbackConf
+	for i, p := range FeedbackProtocols {
 		c := feedbackConf{
-			success: t.Attrs[p+"SuccessFeedbackRoleArn"] != "",
-			failure: t.Attrs[p+"FailureFeedbackRoleArn"] != "",
+			success: attrs[p+"SuccessFeedbackRoleArn"] != "",
+			failure: attrs[p+"FailureFeedbackRoleArn"] != "",
 		}
-		c.rate, _ = strconv.Atoi(t.Attrs[p+"SuccessFeedbackSampleRate"])
+		c.rate, _ = strconv.Atoi(attrs[p+"SuccessFeedbackSampleRate"])
 		if c.success && c.rate <= 0 {
 			c.success = false
 		}
 		if !c.success && !c.failure {
 			continue
 		}
-		if t.feedback == nil {
-			t.feedback = new([len(feedbackProtocols)]feedbackConf)
+		if fb == nil {
+			fb = new([len(FeedbackProtocols)]feedbackConf)
 		}
-		t.feedback[i] = c
+		fb[i] = c
 	}
+	return fb
 }
 
-// logsFor reports whether attempts to protocol may be logged at all, so
+// LogsFor reports whether attempts to protocol may be logged at all, so
 // that the delivery paths build nothing when they are not.
-func (t *topic) logsFor(protocol string) bool {
+func (t *Topic) LogsFor(protocol string) bool {
 	if t.feedback == nil {
 		return false
 	}
@@ -83,16 +112,16 @@ func (t *topic) logsFor(protocol string) bool {
 
 // validRoleARN: arn:{partition}:iam::{account}:role/{name}.
 func validRoleARN(v string) bool {
-	p := strings.Split(v, ":")
-	if len(p) != 6 || p[0] != "arn" || p[1] == "" || p[2] != "iam" || p[3] != "" || len(p[4]) != 12 {
+	a, ok := arn.Split(v)
+	if !ok || !a.Six() || a.Partition == "" || a.Service != "iam" || a.Region != "" || len(a.Account) != 12 {
 		return false
 	}
-	for _, c := range p[4] {
+	for _, c := range a.Account {
 		if c < '0' || c > '9' {
 			return false
 		}
 	}
-	name, ok := strings.CutPrefix(p[5], "role/")
+	name, ok := strings.CutPrefix(a.Resource, "role/")
 	return ok && name != "" && !strings.HasSuffix(name, "/")
 }
 
@@ -111,27 +140,27 @@ func sampled(rate int, messageID, subARN string) bool {
 	return int(h.Sum32()%100) < rate
 }
 
-// DeliveryStatus is one delivery status log line: the fields SNS writes
-// to CloudWatch Logs, and the log group it writes them to.
-type DeliveryStatus struct {
-	Notification DeliveryStatusNotification `json:"notification"`
-	Delivery     DeliveryStatusDelivery     `json:"delivery"`
-	Status       string                     `json:"status"` // SUCCESS or FAILURE
+// Status is one delivery status log line: the fields SNS writes to
+// CloudWatch Logs, and the log group it writes them to.
+type Status struct {
+	Notification StatusNotification `json:"notification"`
+	Delivery     StatusDelivery     `json:"delivery"`
+	Status       string             `json:"status"` // SUCCESS or FAILURE
 	// LogGroup is sns/{region}/{account}/{topic}, with /Failure appended
 	// for failures.
 	LogGroup string `json:"logGroup"`
 }
 
-// DeliveryStatusNotification describes the published message.
-type DeliveryStatusNotification struct {
+// StatusNotification describes the published message.
+type StatusNotification struct {
 	MessageMD5Sum string `json:"messageMD5Sum"` // of the text the protocol receives
 	MessageID     string `json:"messageId"`
 	TopicARN      string `json:"topicArn"`
 	Timestamp     string `json:"timestamp"` // of the publish: 2006-01-02 15:04:05.000
 }
 
-// DeliveryStatusDelivery describes one attempt.
-type DeliveryStatusDelivery struct {
+// StatusDelivery describes one attempt.
+type StatusDelivery struct {
 	DeliveryID       string `json:"deliveryId"`
 	Destination      string `json:"destination"`
 	ProviderResponse string `json:"providerResponse"`
@@ -150,20 +179,20 @@ const (
 
 const statusTimestampLayout = "2006-01-02 15:04:05.000"
 
-// attemptStatus is what a delivery path knows of one attempt.
-type attemptStatus struct {
-	messageID string
-	text      string // the message as the protocol receives it
-	published time.Time
-	handoff   time.Time // just before the attempt
-	attempts  int
-	success   bool
-	status    int
-	response  string
+// Attempt is what a delivery path knows of one attempt.
+type Attempt struct {
+	MessageID string
+	Text      string // the message as the protocol receives it
+	Published time.Time
+	Handoff   time.Time // just before the attempt
+	Attempts  int
+	Success   bool
+	Status    int // the endpoint's HTTP status
+	Response  string
 }
 
-// logAttempt writes an attempt's line if the topic logs it.
-func (s *Service) logAttempt(t *topic, sub *subscription, a *attemptStatus) {
+// LogAttempt writes an attempt's line if the topic logs it.
+func (d *Service) LogAttempt(t *Topic, sub *Subscription, a *Attempt) {
 	if t.feedback == nil {
 		return
 	}
@@ -172,51 +201,64 @@ func (s *Service) logAttempt(t *topic, sub *subscription, a *attemptStatus) {
 		return
 	}
 	c := t.feedback[i]
-	if a.success && !(c.success && sampled(c.rate, a.messageID, sub.ARN)) || !a.success && !c.failure {
+	if a.Success && !(c.success && sampled(c.rate, a.MessageID, sub.ARN)) || !a.Success && !c.failure {
 		return
 	}
-	sum := md5.Sum([]byte(a.text))
-	dest := maskEndpoint(sub.Endpoint) // a log is no place for the endpoint's password
-	rec := DeliveryStatus{
-		Notification: DeliveryStatusNotification{
+	sum := md5.Sum([]byte(a.Text))
+	dest := MaskEndpoint(sub.Endpoint) // a log is no place for the endpoint's password
+	rec := Status{
+		Notification: StatusNotification{
 			MessageMD5Sum: hex.EncodeToString(sum[:]),
-			MessageID:     a.messageID,
+			MessageID:     a.MessageID,
 			TopicARN:      t.ARN,
-			Timestamp:     a.published.UTC().Format(statusTimestampLayout),
+			Timestamp:     a.Published.UTC().Format(statusTimestampLayout),
 		},
-		Delivery: DeliveryStatusDelivery{
-			DeliveryID:       newID(),
+		Delivery: StatusDelivery{
+			DeliveryID:       uuid.NewString(),
 			Destination:      dest,
-			ProviderResponse: a.response,
-			DwellTimeMs:      max(a.handoff.Sub(a.published).Milliseconds(), 0),
-			Attempts:         a.attempts,
-			StatusCode:       a.status,
+			ProviderResponse: a.Response,
+			DwellTimeMs:      max(a.Handoff.Sub(a.Published).Milliseconds(), 0),
+			Attempts:         a.Attempts,
+			StatusCode:       a.Status,
 		},
 		Status:   StatusSuccess,
-		LogGroup: "sns/" + s.region + "/" + s.account + "/" + t.Name,
+		LogGroup: "sns/" + d.region + "/" + d.account + "/" + t.Name,
 	}
-	if !a.success {
+	if !a.Success {
 		rec.Status = StatusFailure
 		rec.LogGroup += "/Failure"
 	}
-	s.statusLog.write(s, &rec)
+	d.status.write(d.log, &rec)
 }
 
-// sqsResponse is the providerResponse of an SQS delivery, as SNS words it
+// SQSResponse is the providerResponse of an SQS delivery, as SNS words it
 // (the order of the two members is not recorded from AWS).
-func sqsResponse(messageID string) string {
-	return `{"sqsRequestId":"` + newID() + `","sqsMessageId":"` + messageID + `"}`
+func SQSResponse(messageID string) string {
+	return `{"sqsRequestId":"` + uuid.NewString() + `","sqsMessageId":"` + messageID + `"}`
 }
 
-// sqsRefusal is the providerResponse of an SQS delivery that SNS gave up
-// at once (a client-side error).
-func sqsRefusal(code, message string) string {
+// SQSRefusal is the providerResponse of an SQS delivery that SNS gave up
+// at once: SQS's refusal (Refusal), a client-side error.
+func SQSRefusal(refusal *protocol.Error) string {
 	b, _ := json.Marshal(struct {
 		ErrorCode    string
 		ErrorMessage string
 		RequestID    string `json:"sqsRequestId"`
-	}{code, message, "Unrecoverable"})
+	}{refusal.Code, refusal.Message, "Unrecoverable"})
 	return string(b)
+}
+
+// Refusal is err as SQS's refusal of a message, a client-side error that
+// SNS does not retry; nil for any other error.
+func Refusal(err error) *protocol.Error {
+	if err == nil {
+		return nil // before perr, which As moves to the heap
+	}
+	var perr *protocol.Error
+	if errors.As(err, &perr) {
+		return perr
+	}
+	return nil
 }
 
 // statusLogSize is how many lines GET /_ferry/sns/delivery-logs keeps.
@@ -251,12 +293,12 @@ func openStatusLog(dest string) (*statusLog, error) {
 	return l, nil
 }
 
-func (l *statusLog) write(s *Service, rec *DeliveryStatus) {
+func (l *statusLog) write(log *slog.Logger, rec *Status) {
 	var buf bytes.Buffer
 	enc := json.NewEncoder(&buf)
 	enc.SetEscapeHTML(false)
 	if err := enc.Encode(rec); err != nil {
-		s.log.Error("sns: encode delivery status", "err", err)
+		log.Error("sns: encode delivery status", "err", err)
 		return
 	}
 	line := buf.Bytes() // ends in a newline
@@ -268,7 +310,7 @@ func (l *statusLog) write(s *Service, rec *DeliveryStatus) {
 	}
 	if l.w != nil {
 		if _, err := l.w.Write(line); err != nil {
-			s.log.Warn("sns: write delivery status log", "err", err)
+			log.Warn("sns: write delivery status log", "err", err)
 		}
 	}
 }
@@ -298,10 +340,9 @@ func (l *statusLog) close() error {
 	return l.closer.Close()
 }
 
-// serveDeliveryStatusLogs answers the kept lines as a JSON array, oldest
-// first.
-func (s *Service) serveDeliveryStatusLogs(w http.ResponseWriter, r *http.Request) {
-	lines := s.statusLog.lines()
+// serveStatusLog answers the kept lines as a JSON array, oldest first.
+func (d *Service) serveStatusLog(w http.ResponseWriter, r *http.Request) {
+	lines := d.status.lines()
 	w.Header().Set("Content-Type", "application/json")
 	var b bytes.Buffer
 	b.WriteByte('[')

@@ -1,9 +1,10 @@
-package sns
+package delivery
 
 import (
 	"errors"
 	"fmt"
 	"io/fs"
+	"log/slog"
 	"os"
 	"path/filepath"
 	"strings"
@@ -58,7 +59,7 @@ func TestSampled(t *testing.T) {
 	}
 }
 
-func TestPrepareFeedback(t *testing.T) {
+func TestParseFeedback(t *testing.T) {
 	role := "arn:aws:iam::123456789012:role/r"
 	for _, c := range []struct {
 		attrs map[string]string
@@ -66,26 +67,49 @@ func TestPrepareFeedback(t *testing.T) {
 		want  feedbackConf
 		logs  bool
 	}{
-		{map[string]string{}, protoSQS, feedbackConf{}, false},
-		{map[string]string{"SQSFailureFeedbackRoleArn": role}, protoSQS, feedbackConf{failure: true}, true},
-		{map[string]string{"SQSFailureFeedbackRoleArn": role}, protoHTTP, feedbackConf{}, false},
+		{map[string]string{}, ProtoSQS, feedbackConf{}, false},
+		{map[string]string{"SQSFailureFeedbackRoleArn": role}, ProtoSQS, feedbackConf{failure: true}, true},
+		{map[string]string{"SQSFailureFeedbackRoleArn": role}, ProtoHTTP, feedbackConf{}, false},
 		// A success role without a sample rate logs no successes.
-		{map[string]string{"HTTPSuccessFeedbackRoleArn": role}, protoHTTPS, feedbackConf{}, false},
-		{map[string]string{"HTTPSuccessFeedbackRoleArn": role, "HTTPSuccessFeedbackSampleRate": "40"}, protoHTTPS,
+		{map[string]string{"HTTPSuccessFeedbackRoleArn": role}, ProtoHTTPS, feedbackConf{}, false},
+		{map[string]string{"HTTPSuccessFeedbackRoleArn": role, "HTTPSuccessFeedbackSampleRate": "40"}, ProtoHTTPS,
 			feedbackConf{success: true, rate: 40}, true},
-		{map[string]string{"LambdaFailureFeedbackRoleArn": role}, protoLambda, feedbackConf{failure: true}, true},
-		{map[string]string{"FirehoseFailureFeedbackRoleArn": role}, protoFirehose, feedbackConf{failure: true}, true},
-		{map[string]string{"ApplicationFailureFeedbackRoleArn": role}, protoApplication, feedbackConf{failure: true}, true},
-		{map[string]string{"SQSFailureFeedbackRoleArn": role}, protoEmail, feedbackConf{}, false},
+		{map[string]string{"LambdaFailureFeedbackRoleArn": role}, ProtoLambda, feedbackConf{failure: true}, true},
+		{map[string]string{"FirehoseFailureFeedbackRoleArn": role}, ProtoFirehose, feedbackConf{failure: true}, true},
+		{map[string]string{"ApplicationFailureFeedbackRoleArn": role}, ProtoApplication, feedbackConf{failure: true}, true},
+		{map[string]string{"SQSFailureFeedbackRoleArn": role}, ProtoEmail, feedbackConf{}, false},
 	} {
-		tp := &topic{Attrs: c.attrs}
-		tp.prepareFeedback()
+		tp, err := NewTopic("arn:aws:sns:us-east-1:000000000000:t", "t", false, c.attrs)
+		if err != nil {
+			t.Fatal(err)
+		}
 		var got feedbackConf
 		if i := feedbackIndex(c.proto); i >= 0 && tp.feedback != nil {
 			got = tp.feedback[i]
 		}
-		if got != c.want || tp.logsFor(c.proto) != c.logs {
-			t.Errorf("%v %s: %+v logs %v, want %+v %v", c.attrs, c.proto, got, tp.logsFor(c.proto), c.want, c.logs)
+		if got != c.want || tp.LogsFor(c.proto) != c.logs {
+			t.Errorf("%v %s: %+v logs %v, want %+v %v", c.attrs, c.proto, got, tp.LogsFor(c.proto), c.want, c.logs)
+		}
+	}
+}
+
+func TestCheckFeedbackAttribute(t *testing.T) {
+	role := "arn:aws:iam::123456789012:role/r"
+	for _, c := range []struct {
+		name, value  string
+		known, valid bool
+	}{
+		{"SQSSuccessFeedbackRoleArn", role, true, true},
+		{"HTTPFailureFeedbackRoleArn", "", true, true},
+		{"LambdaFailureFeedbackRoleArn", "arn:aws:iam::123456789012:user/bob", true, false},
+		{"FirehoseSuccessFeedbackSampleRate", "100", true, true},
+		{"ApplicationSuccessFeedbackSampleRate", "101", true, false},
+		{"SQSSuccessFeedbackSampleRate", "50%", true, false},
+		{"EmailSuccessFeedbackRoleArn", role, false, false},
+		{"DisplayName", "x", false, false},
+	} {
+		if known, valid := CheckFeedbackAttribute(c.name, c.value); known != c.known || valid != c.valid {
+			t.Errorf("%s=%q: known %v valid %v, want %v %v", c.name, c.value, known, valid, c.known, c.valid)
 		}
 	}
 }
@@ -102,10 +126,9 @@ func TestOpenStatusLog(t *testing.T) {
 		t.Errorf("missing directory: %v", err)
 	}
 	// The ring keeps the latest lines, oldest first.
-	s := testService()
 	l, _ = openStatusLog("")
 	for i := range statusLogSize + 3 {
-		l.write(s, &DeliveryStatus{Delivery: DeliveryStatusDelivery{Attempts: i}})
+		l.write(slog.New(slog.DiscardHandler), &Status{Delivery: StatusDelivery{Attempts: i}})
 	}
 	lines := l.lines()
 	if len(lines) != statusLogSize || !strings.Contains(string(lines[0]), `"attempts":3,`) ||

@@ -1,4 +1,4 @@
-package sns
+package delivery
 
 import (
 	"encoding/base64"
@@ -9,6 +9,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/ferrymq/ferry/internal/sns/filterpolicy"
 	"github.com/ferrymq/ferry/internal/sns/snsjson"
 )
 
@@ -49,7 +50,7 @@ type Notification struct {
 	Signature         string
 	SigningCertURL    string
 	UnsubscribeURL    string
-	MessageAttributes map[string]MessageAttribute
+	MessageAttributes map[string]filterpolicy.Attribute
 }
 
 func (n *Notification) fifo() bool { return n.SequenceNumber != "" }
@@ -155,7 +156,7 @@ func (n *Notification) Headers(subscriptionARN, contentType string, raw bool) ht
 }
 
 // envelopeValue is the attribute's "Value": binary data travels as base64.
-func envelopeValue(a MessageAttribute) string {
+func envelopeValue(a filterpolicy.Attribute) string {
 	if strings.HasPrefix(a.DataType, "Binary") {
 		return base64.StdEncoding.EncodeToString(a.BinaryValue)
 	}

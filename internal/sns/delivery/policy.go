@@ -1,4 +1,4 @@
-package sns
+package delivery
 
 import (
 	"bytes"
@@ -8,6 +8,8 @@ import (
 	"slices"
 	"strings"
 	"time"
+
+	"github.com/ferrymq/ferry/internal/sns/snsjson"
 )
 
 // Delivery policies (HTTP/S only): a topic's DeliveryPolicy gives defaults
@@ -33,9 +35,9 @@ type requestPolicy struct {
 	HeaderContentType *string `json:"headerContentType,omitempty"`
 }
 
-// subscriptionPolicy is a subscription's DeliveryPolicy as SNS stores it:
+// SubscriptionPolicy is a subscription's DeliveryPolicy as SNS stores it:
 // always the five keys.
-type subscriptionPolicy struct {
+type SubscriptionPolicy struct {
 	HealthyRetryPolicy *retryPolicy    `json:"healthyRetryPolicy"`
 	SicklyRetryPolicy  json.RawMessage `json:"sicklyRetryPolicy"`
 	ThrottlePolicy     *throttlePolicy `json:"throttlePolicy"`
@@ -50,6 +52,7 @@ type topicHTTPPolicy struct {
 	DefaultRequestPolicy         *requestPolicy  `json:"defaultRequestPolicy,omitempty"`
 }
 
+// topicPolicy is a topic's DeliveryPolicy.
 type topicPolicy struct {
 	HTTP *topicHTTPPolicy `json:"http,omitempty"`
 }
@@ -233,10 +236,6 @@ func jsonObject(raw json.RawMessage, path string) (map[string]json.RawMessage, *
 	return m, nil
 }
 
-func isNull(raw json.RawMessage) bool {
-	return raw == nil || bytes.Equal(bytes.TrimSpace(raw), []byte("null"))
-}
-
 func jsonInt(raw json.RawMessage, path string) (*int, *policyError) {
 	var f float64
 	if err := json.Unmarshal(raw, &f); err != nil || f != math.Trunc(f) || math.Abs(f) > 1e9 {
@@ -256,7 +255,7 @@ func jsonString(raw json.RawMessage, path string) (*string, *policyError) {
 // parseRetryPolicy reads the members a retry policy gives; the caller
 // checks the merged result. Unknown members are ignored.
 func parseRetryPolicy(raw json.RawMessage, path string) (*retryPolicy, *policyError) {
-	if isNull(raw) {
+	if snsjson.IsNull(raw) {
 		return nil, nil
 	}
 	m, perr := jsonObject(raw, path)
@@ -272,13 +271,13 @@ func parseRetryPolicy(raw json.RawMessage, path string) (*retryPolicy, *policyEr
 		{"numMaxDelayRetries", &rp.NumMaxDelayRetries}, {"numNoDelayRetries", &rp.NumNoDelayRetries}, {"numMinDelayRetries", &rp.NumMinDelayRetries},
 	}
 	for _, f := range ints {
-		if v, ok := m[f.name]; ok && !isNull(v) {
+		if v, ok := m[f.name]; ok && !snsjson.IsNull(v) {
 			if *f.dst, perr = jsonInt(v, path+"."+f.name); perr != nil {
 				return nil, perr
 			}
 		}
 	}
-	if v, ok := m["backoffFunction"]; ok && !isNull(v) {
+	if v, ok := m["backoffFunction"]; ok && !snsjson.IsNull(v) {
 		if rp.BackoffFunction, perr = jsonString(v, path+".backoffFunction"); perr != nil {
 			return nil, perr
 		}
@@ -288,7 +287,7 @@ func parseRetryPolicy(raw json.RawMessage, path string) (*retryPolicy, *policyEr
 }
 
 func parseThrottlePolicy(raw json.RawMessage, path string) (*throttlePolicy, *policyError) {
-	if isNull(raw) {
+	if snsjson.IsNull(raw) {
 		return nil, nil
 	}
 	m, perr := jsonObject(raw, path)
@@ -296,7 +295,7 @@ func parseThrottlePolicy(raw json.RawMessage, path string) (*throttlePolicy, *po
 		return nil, perr
 	}
 	tp := &throttlePolicy{}
-	if v, ok := m["maxReceivesPerSecond"]; ok && !isNull(v) {
+	if v, ok := m["maxReceivesPerSecond"]; ok && !snsjson.IsNull(v) {
 		if tp.MaxReceivesPerSecond, perr = jsonInt(v, path+".maxReceivesPerSecond"); perr != nil {
 			return nil, perr
 		}
@@ -308,7 +307,7 @@ func parseThrottlePolicy(raw json.RawMessage, path string) (*throttlePolicy, *po
 }
 
 func parseRequestPolicy(raw json.RawMessage, path string) (*requestPolicy, *policyError) {
-	if isNull(raw) {
+	if snsjson.IsNull(raw) {
 		return nil, nil
 	}
 	m, perr := jsonObject(raw, path)
@@ -316,7 +315,7 @@ func parseRequestPolicy(raw json.RawMessage, path string) (*requestPolicy, *poli
 		return nil, perr
 	}
 	rq := &requestPolicy{}
-	if v, ok := m["headerContentType"]; ok && !isNull(v) {
+	if v, ok := m["headerContentType"]; ok && !snsjson.IsNull(v) {
 		if rq.HeaderContentType, perr = jsonString(v, path+".headerContentType"); perr != nil {
 			return nil, perr
 		}
@@ -327,14 +326,35 @@ func parseRequestPolicy(raw json.RawMessage, path string) (*requestPolicy, *poli
 	return rq, nil
 }
 
-// parseSubscriptionPolicy validates a subscription's DeliveryPolicy and
-// returns it normalised as SNS stores it.
-func parseSubscriptionPolicy(raw string) (*subscriptionPolicy, *policyError) {
+// ParseSubscriptionPolicy validates a subscription's DeliveryPolicy; its
+// String is the policy as SNS stores it. An error words the problem after
+// "DeliveryPolicy: ".
+func ParseSubscriptionPolicy(raw string) (*SubscriptionPolicy, error) {
+	p, perr := parseSubscriptionPolicy(raw)
+	if perr != nil {
+		return nil, perr
+	}
+	return p, nil
+}
+
+// String is the policy normalised, as SNS stores it.
+func (p *SubscriptionPolicy) String() string { return mustJSON(p) }
+
+// CheckTopicPolicy validates a topic's DeliveryPolicy, as
+// ParseSubscriptionPolicy does a subscription's.
+func CheckTopicPolicy(raw string) error {
+	if _, perr := parseTopicPolicy(raw); perr != nil {
+		return perr
+	}
+	return nil
+}
+
+func parseSubscriptionPolicy(raw string) (*SubscriptionPolicy, *policyError) {
 	m, perr := jsonObject(json.RawMessage(raw), "")
 	if perr != nil {
 		return nil, perr
 	}
-	p := &subscriptionPolicy{}
+	p := &SubscriptionPolicy{}
 	if p.HealthyRetryPolicy, perr = parseRetryPolicy(m["healthyRetryPolicy"], "healthyRetryPolicy"); perr != nil {
 		return nil, perr
 	}
@@ -343,7 +363,7 @@ func parseSubscriptionPolicy(raw string) (*subscriptionPolicy, *policyError) {
 			return nil, perr
 		}
 	}
-	if v := m["sicklyRetryPolicy"]; !isNull(v) {
+	if v := m["sicklyRetryPolicy"]; !snsjson.IsNull(v) {
 		// Deprecated; kept as given for compatibility.
 		if _, perr := jsonObject(v, "sicklyRetryPolicy"); perr != nil {
 			return nil, perr
@@ -359,7 +379,7 @@ func parseSubscriptionPolicy(raw string) (*subscriptionPolicy, *policyError) {
 	if p.RequestPolicy, perr = parseRequestPolicy(m["requestPolicy"], "requestPolicy"); perr != nil {
 		return nil, perr
 	}
-	if v, ok := m["guaranteed"]; ok && !isNull(v) {
+	if v, ok := m["guaranteed"]; ok && !snsjson.IsNull(v) {
 		if err := json.Unmarshal(v, &p.Guaranteed); err != nil {
 			return nil, policyErrorf("guaranteed must be a boolean")
 		}
@@ -375,7 +395,7 @@ func parseTopicPolicy(raw string) (*topicPolicy, *policyError) {
 	}
 	tp := &topicPolicy{}
 	v, ok := m["http"]
-	if !ok || isNull(v) {
+	if !ok || snsjson.IsNull(v) {
 		return tp, nil
 	}
 	hm, perr := jsonObject(v, "http")
@@ -391,7 +411,7 @@ func parseTopicPolicy(raw string) (*topicPolicy, *policyError) {
 			return nil, perr
 		}
 	}
-	if v, ok := hm["disableSubscriptionOverrides"]; ok && !isNull(v) {
+	if v, ok := hm["disableSubscriptionOverrides"]; ok && !snsjson.IsNull(v) {
 		var b bool
 		if err := json.Unmarshal(v, &b); err != nil {
 			return nil, policyErrorf("http.disableSubscriptionOverrides must be a boolean")
@@ -436,7 +456,26 @@ func (tp *topicPolicy) effective() effectiveHTTP {
 	return e
 }
 
-// effectiveJSON is the topic's EffectiveDeliveryPolicy attribute.
+// EffectivePolicy is the topic's EffectiveDeliveryPolicy attribute.
+func (t *Topic) EffectivePolicy() string { return t.policy.effective().topicJSON() }
+
+// EffectiveSubscriptionPolicy is the EffectiveDeliveryPolicy attribute of
+// an HTTP/S subscription of t with policy p (nil: none); t may be nil.
+func (t *Topic) EffectiveSubscriptionPolicy(p *SubscriptionPolicy) string {
+	return t.policyFor(p).json()
+}
+
+// policyFor is the policy an HTTP/S subscription of t with policy p
+// follows.
+func (t *Topic) policyFor(p *SubscriptionPolicy) subscriptionDelivery {
+	var tp *topicPolicy
+	if t != nil {
+		tp = t.policy
+	}
+	return tp.effective().forSubscription(p)
+}
+
+// topicJSON is the EffectiveDeliveryPolicy of a topic.
 func (e effectiveHTTP) topicJSON() string {
 	h := topicHTTPPolicy{
 		DefaultHealthyRetryPolicy:    e.retry.retryPolicy(),
@@ -461,7 +500,7 @@ type subscriptionDelivery struct {
 
 // forSubscription merges a subscription's policy (nil: none) over the
 // topic's effective one.
-func (e effectiveHTTP) forSubscription(sp *subscriptionPolicy) subscriptionDelivery {
+func (e effectiveHTTP) forSubscription(sp *SubscriptionPolicy) subscriptionDelivery {
 	d := subscriptionDelivery{retry: e.retry, maxPerSecond: e.maxPerSecond, contentType: e.contentType, throttle: e.throttleGiven}
 	if sp == nil || e.disableOverrides {
 		return d
@@ -479,7 +518,7 @@ func (e effectiveHTTP) forSubscription(sp *subscriptionPolicy) subscriptionDeliv
 
 // json is the subscription's EffectiveDeliveryPolicy attribute.
 func (d subscriptionDelivery) json() string {
-	p := subscriptionPolicy{
+	p := SubscriptionPolicy{
 		HealthyRetryPolicy: d.retry.retryPolicy(),
 		SicklyRetryPolicy:  d.sickly,
 		RequestPolicy:      &requestPolicy{HeaderContentType: ptr(d.contentType)},

@@ -1,4 +1,4 @@
-package sns
+package delivery
 
 import (
 	"strconv"
@@ -24,12 +24,12 @@ func TestDeliveryLogBudget(t *testing.T) {
 	}
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {
-			l := newDeliveryLog(20, tc.maxBytes)
+			l := newRecordLog(20, tc.maxBytes)
 			for i := range tc.entries {
 				text := strings.Repeat("m", tc.msgSize)
-				l.add(Delivery{Protocol: "lambda", MessageId: strconv.Itoa(i), Message: text, Body: "{" + text + "}"})
+				l.add(Record{Protocol: "lambda", MessageId: strconv.Itoa(i), Message: text, Body: "{" + text + "}"})
 			}
-			got := l.list(func(*Delivery) bool { return true })
+			got := l.list(func(*Record) bool { return true })
 			if len(got) != tc.wantCount {
 				t.Fatalf("%d kept, want %d", len(got), tc.wantCount)
 			}
@@ -38,11 +38,11 @@ func TestDeliveryLogBudget(t *testing.T) {
 					t.Fatalf("entry %d is %s, want %s (the newest, oldest first)", i, d.MessageId, want)
 				}
 			}
-			if l.bytes > max(tc.maxBytes, deliverySize(&got[len(got)-1])) {
+			if l.bytes > max(tc.maxBytes, recordSize(&got[len(got)-1])) {
 				t.Errorf("%d bytes kept, budget %d", l.bytes, tc.maxBytes)
 			}
 			l.clear()
-			if n := len(l.list(func(*Delivery) bool { return true })); n != 0 || l.bytes != 0 {
+			if n := len(l.list(func(*Record) bool { return true })); n != 0 || l.bytes != 0 {
 				t.Errorf("after clear: %d entries, %d bytes", n, l.bytes)
 			}
 		})

@@ -1,4 +1,4 @@
-package sns
+package delivery
 
 import (
 	"context"
@@ -14,13 +14,14 @@ import (
 	"time"
 
 	"github.com/ferrymq/ferry/internal/engine"
+	"github.com/ferrymq/ferry/internal/sns/filterpolicy"
 )
 
 // smtpTimeout bounds one SMTP conversation.
 const smtpTimeout = 30 * time.Second
 
 // attrList is a message attribute map as a list sorted by name.
-func attrList(attrs map[string]MessageAttribute) []engine.MessageAttribute {
+func attrList(attrs map[string]filterpolicy.Attribute) []engine.MessageAttribute {
 	if len(attrs) == 0 {
 		return nil
 	}
@@ -32,21 +33,31 @@ func attrList(attrs map[string]MessageAttribute) []engine.MessageAttribute {
 	return out
 }
 
+// defaultEmailTitle is the subject of a notification published without
+// one.
+const defaultEmailTitle = "AWS Notification Message"
+
+// mailer sends email through an SMTP server; without addr, emails are
+// only recorded.
+type mailer struct {
+	addr, from string
+}
+
 // email is one message to send.
 type email struct {
 	fromName, subject, body string
 }
 
 // emailFor composes what an email subscription receives for a job.
-func (s *Service) emailFor(t *topic, sub *subscription, j *job) (email, error) {
-	e := email{fromName: t.Attrs[attrDisplayName]}
+func (d *Service) emailFor(t *Topic, sub *Subscription, j *job) (email, error) {
+	e := email{fromName: t.attrs[AttrDisplayName]}
 	if e.fromName == "" {
 		e.fromName = "AWS Notifications"
 	}
 	if j.Type == TypeSubscriptionConfirmation {
 		e.subject = "AWS Notification - Subscription Confirmation"
-		if sub.Protocol == protoEmailJSON {
-			c, err := s.confirmation(t, j)
+		if sub.Protocol == ProtoEmailJSON {
+			c, err := d.subscriptionConfirmation(t, j)
 			if err != nil {
 				return e, err
 			}
@@ -56,15 +67,15 @@ func (s *Service) emailFor(t *topic, sub *subscription, j *job) (email, error) {
 		}
 		e.body = "You have chosen to subscribe to the topic: \n" + t.ARN +
 			"\n\nTo confirm this subscription, click or visit the link below (If this was in error no action is necessary): \n" +
-			s.subscribeURL(t.ARN, j.Token) + "\n"
+			d.env.subscribeURL(t.ARN, j.Token) + "\n"
 		return e, nil
 	}
 	e.subject = j.Subject
 	if e.subject == "" {
 		e.subject = defaultEmailTitle
 	}
-	if sub.Protocol == protoEmailJSON {
-		n, err := s.notification(t, jobMessage(j), j.Message, sub.ARN)
+	if sub.Protocol == ProtoEmailJSON {
+		n, err := d.Notification(t, j.message(), j.Message, sub.ARN)
 		if err != nil {
 			return e, err
 		}
@@ -73,26 +84,26 @@ func (s *Service) emailFor(t *topic, sub *subscription, j *job) (email, error) {
 		return e, err
 	}
 	e.body = j.Message + "\n\n--\nIf you wish to stop receiving notifications from this topic, please click or visit the link below to unsubscribe:\n" +
-		s.unsubscribeURL(sub.ARN) + "\n"
+		d.env.unsubscribeURL(sub.ARN) + "\n"
 	return e, nil
 }
 
-func (s *Service) attemptEmail(ctx context.Context, t *topic, sub *subscription, j *job) outcome {
-	e, err := s.emailFor(t, sub, j)
+func (d *Service) attemptEmail(ctx context.Context, t *Topic, sub *Subscription, j *job) outcome {
+	e, err := d.emailFor(t, sub, j)
 	if err != nil {
-		s.log.Error("sns: compose email", "err", err)
+		d.log.Error("sns: compose email", "err", err)
 		return permanent
 	}
-	if s.smtpAddr == "" {
-		s.deliveries.add(Delivery{Protocol: sub.Protocol, Endpoint: sub.Endpoint, SubscriptionArn: sub.ARN, TopicArn: t.ARN,
-			Type: j.Type, MessageId: j.MessageID, Subject: e.subject, Message: j.Message, Body: e.body, Timestamp: FormatTimestamp(s.timeNow())})
+	if d.mail.addr == "" {
+		d.records.add(Record{Protocol: sub.Protocol, Endpoint: sub.Endpoint, SubscriptionArn: sub.ARN, TopicArn: t.ARN,
+			Type: j.Type, MessageId: j.MessageID, Subject: e.subject, Message: j.Message, Body: e.body, Timestamp: FormatTimestamp(d.now())})
 		return delivered
 	}
-	err = s.sendMail(ctx, sub.Endpoint, e)
+	err = d.sendMail(ctx, sub.Endpoint, e)
 	if err == nil {
 		return delivered
 	}
-	s.log.Debug("sns: email delivery failed", "to", sub.Endpoint, "err", err)
+	d.log.Debug("sns: email delivery failed", "to", sub.Endpoint, "err", err)
 	var perr *textproto.Error
 	if errors.As(err, &perr) && perr.Code >= 500 {
 		return permanent // the server refused this address or message
@@ -106,21 +117,21 @@ func headerValue(s string) string {
 }
 
 // sendMail sends one plain-text UTF-8 email through the SMTP server.
-func (s *Service) sendMail(ctx context.Context, to string, e email) error {
-	d := net.Dialer{Timeout: smtpTimeout}
-	conn, err := d.DialContext(ctx, "tcp", s.smtpAddr)
+func (d *Service) sendMail(ctx context.Context, to string, e email) error {
+	dialer := net.Dialer{Timeout: smtpTimeout}
+	conn, err := dialer.DialContext(ctx, "tcp", d.mail.addr)
 	if err != nil {
 		return fmt.Errorf("smtp dial: %w", err)
 	}
 	_ = conn.SetDeadline(time.Now().Add(smtpTimeout))
-	host, _, _ := net.SplitHostPort(s.smtpAddr)
+	host, _, _ := net.SplitHostPort(d.mail.addr)
 	c, err := smtp.NewClient(conn, host)
 	if err != nil {
 		conn.Close()
 		return fmt.Errorf("smtp hello: %w", err)
 	}
 	defer c.Close()
-	if err := c.Mail(s.smtpFrom); err != nil {
+	if err := c.Mail(d.mail.from); err != nil {
 		return err
 	}
 	if err := c.Rcpt(to); err != nil {
@@ -131,10 +142,10 @@ func (s *Service) sendMail(ctx context.Context, to string, e email) error {
 		return err
 	}
 	var b strings.Builder
-	fmt.Fprintf(&b, "From: %s <%s>\r\n", mime.QEncoding.Encode("UTF-8", headerValue(e.fromName)), s.smtpFrom)
+	fmt.Fprintf(&b, "From: %s <%s>\r\n", mime.QEncoding.Encode("UTF-8", headerValue(e.fromName)), d.mail.from)
 	fmt.Fprintf(&b, "To: %s\r\n", headerValue(to))
 	fmt.Fprintf(&b, "Subject: %s\r\n", mime.QEncoding.Encode("UTF-8", headerValue(e.subject)))
-	fmt.Fprintf(&b, "Date: %s\r\n", s.timeNow().Format(time.RFC1123Z))
+	fmt.Fprintf(&b, "Date: %s\r\n", d.now().Format(time.RFC1123Z))
 	b.WriteString("MIME-Version: 1.0\r\nContent-Type: text/plain; charset=UTF-8\r\nContent-Transfer-Encoding: 8bit\r\n\r\n")
 	b.WriteString(strings.ReplaceAll(strings.ReplaceAll(e.body, "\r\n", "\n"), "\n", "\r\n"))
 	if _, err := w.Write([]byte(b.String())); err != nil {

@@ -1,4 +1,4 @@
-package sns
+package delivery
 
 import (
 	"encoding/json"
@@ -8,6 +8,9 @@ import (
 	"testing"
 	"time"
 	"unicode/utf8"
+
+	"github.com/ferrymq/ferry/internal/sns/delivery/deliverytest"
+	"github.com/ferrymq/ferry/internal/sns/filterpolicy"
 )
 
 const (
@@ -44,7 +47,7 @@ func TestNotificationGolden(t *testing.T) {
 			Message:   "{\"key\":\"value\"}\n\t/é😀\x01\\",
 			Timestamp: published.In(time.FixedZone("X", 3600)), SignatureVersion: "2", Signature: "c2ln",
 			SigningCertURL: certURL, UnsubscribeURL: unsubURL,
-			MessageAttributes: map[string]MessageAttribute{
+			MessageAttributes: map[string]filterpolicy.Attribute{
 				"Prefix":  {DataType: "String", StringValue: "/grid/jpg"},
 				"Command": {DataType: "String", StringValue: "process"},
 				"s":       {DataType: "String.Array", StringValue: `["a","b"]`},
@@ -150,29 +153,13 @@ func TestConfirmationGolden(t *testing.T) {
 	}
 }
 
-// decode reads an envelope as a subscriber does.
-func decode(t *testing.T, b []byte) map[string]string {
-	t.Helper()
-	var raw map[string]any
-	if err := json.Unmarshal(b, &raw); err != nil {
-		t.Fatalf("%v in %s", err, b)
-	}
-	out := make(map[string]string)
-	for k, v := range raw {
-		if s, ok := v.(string); ok {
-			out[k] = s
-		}
-	}
-	return out
-}
-
 // A signed envelope verifies from its own rendered fields.
 func TestEnvelopesVerify(t *testing.T) {
 	s := testSigner(t)
 	for _, version := range []string{"", "1", "2"} {
 		n := Notification{MessageID: "m", TopicARN: topicARN, Subject: "S\nj", Message: "line1\nline2 \"q\" é",
 			Timestamp: published, SignatureVersion: version, SigningCertURL: certURL, UnsubscribeURL: unsubURL,
-			MessageAttributes: map[string]MessageAttribute{"a": {DataType: "String", StringValue: "v"}}}
+			MessageAttributes: map[string]filterpolicy.Attribute{"a": {DataType: "String", StringValue: "v"}}}
 		if err := n.Sign(s); err != nil {
 			t.Fatal(err)
 		}
@@ -184,8 +171,8 @@ func TestEnvelopesVerify(t *testing.T) {
 			if err != nil {
 				t.Fatal(err)
 			}
-			fields := decode(t, b)
-			if err := verify(t, s.CertPEM(), fields, fields["SignatureVersion"], fields["Signature"]); err != nil {
+			fields := deliverytest.Decode(t, b)
+			if err := deliverytest.Verify(s.CertPEM(), fields, fields["SignatureVersion"], fields["Signature"]); err != nil {
 				t.Errorf("notification v%q: %v", version, err)
 			}
 		}
@@ -200,8 +187,8 @@ func TestEnvelopesVerify(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		fields := decode(t, b)
-		if err := verify(t, s.CertPEM(), fields, fields["SignatureVersion"], fields["Signature"]); err != nil {
+		fields := deliverytest.Decode(t, b)
+		if err := deliverytest.Verify(s.CertPEM(), fields, fields["SignatureVersion"], fields["Signature"]); err != nil {
 			t.Errorf("confirmation v%q: %v", version, err)
 		}
 	}
@@ -274,7 +261,7 @@ func FuzzNotificationJSON(f *testing.F) {
 	f.Add("\x00\xff\"\\\u2028", "", "\xc3", "\x7f")
 	f.Fuzz(func(t *testing.T, msg, subject, name, value string) {
 		n := Notification{MessageID: "m", TopicARN: topicARN, Subject: subject, Message: msg, Timestamp: published,
-			Signature: "s", MessageAttributes: map[string]MessageAttribute{name: {DataType: "String", StringValue: value}}}
+			Signature: "s", MessageAttributes: map[string]filterpolicy.Attribute{name: {DataType: "String", StringValue: value}}}
 		b, err := n.JSON()
 		if err != nil {
 			t.Fatal(err)

@@ -1,4 +1,4 @@
-package sns
+package delivery
 
 import (
 	"context"
@@ -30,51 +30,35 @@ const (
 	redriveTries = 3
 )
 
-// startWorker starts sub's worker unless it runs already.
-func (s *Service) startWorker(sub *subscription) {
-	s.mu.Lock()
-	if _, ok := s.workers[sub.ARN]; ok || s.ctx.Err() != nil {
-		s.mu.Unlock()
+// Start starts the worker of a subscription with a delivery queue unless
+// it runs already.
+func (d *Service) Start(sub *Subscription) {
+	d.bg.mu.Lock()
+	if _, ok := d.bg.workers[sub.ARN]; ok || d.bg.ctx.Err() != nil {
+		d.bg.mu.Unlock()
 		return
 	}
-	ctx, cancel := context.WithCancel(s.ctx)
+	ctx, cancel := context.WithCancel(d.bg.ctx)
 	w := &worker{cancel: cancel, done: make(chan struct{})}
-	s.workers[sub.ARN] = w
-	s.wg.Add(1)
-	s.mu.Unlock()
+	d.bg.workers[sub.ARN] = w
+	d.bg.wg.Add(1)
+	d.bg.mu.Unlock()
 	go func() {
-		defer s.wg.Done()
+		defer d.bg.wg.Done()
 		defer close(w.done)
-		s.runWorker(ctx, sub.ARN, sub.Queue)
+		d.runWorker(ctx, sub.ARN, sub.Queue)
 	}()
 }
 
-// stopWorker stops sub's worker and waits for it. The caller must not
-// hold mu.
-func (s *Service) stopWorker(arn string) {
-	s.mu.Lock()
-	w := s.workers[arn]
-	delete(s.workers, arn)
-	s.mu.Unlock()
+// Stop stops the subscription's worker, if it has one, and waits for it.
+func (d *Service) Stop(subARN string) {
+	d.bg.mu.Lock()
+	w := d.bg.workers[subARN]
+	delete(d.bg.workers, subARN)
+	d.bg.mu.Unlock()
 	if w != nil {
 		w.cancel()
 		<-w.done
-	}
-}
-
-// sleep waits d on the service's clock; false if ctx ended first.
-func (s *Service) sleep(ctx context.Context, d time.Duration) bool {
-	if d <= 0 {
-		return ctx.Err() == nil
-	}
-	ch := make(chan struct{})
-	t := s.clock.AfterFunc(d, func() { close(ch) })
-	defer t.Stop()
-	select {
-	case <-ch:
-		return true
-	case <-ctx.Done():
-		return false
 	}
 }
 
@@ -85,27 +69,27 @@ type throttle struct {
 }
 
 // wait blocks until the next delivery may start.
-func (th *throttle) wait(ctx context.Context, s *Service, perSecond int) bool {
+func (th *throttle) wait(ctx context.Context, d *Service, perSecond int) bool {
 	if perSecond <= 0 {
 		return true
 	}
 	gap := time.Second / time.Duration(perSecond)
 	th.mu.Lock()
-	now := s.clock.Now()
+	now := d.clock.Now()
 	at := th.next
 	if at.Before(now) {
 		at = now
 	}
 	th.next = at.Add(gap)
 	th.mu.Unlock()
-	return s.sleep(ctx, at.Sub(now))
+	return d.sleep(ctx, at.Sub(now))
 }
 
 // runWorker keeps up to workerBatch deliveries of the subscription in
 // flight: a slow endpoint gets several at once, as SNS sends them, and
 // never holds up other subscriptions, which have workers of their own.
-func (s *Service) runWorker(ctx context.Context, subARN, queue string) {
-	vis := deliveryVisibility
+func (d *Service) runWorker(ctx context.Context, subARN, queue string) {
+	vis := queueVisibility
 	th := &throttle{}
 	slots := make(chan struct{}, workerBatch)
 	var inflight sync.WaitGroup
@@ -126,7 +110,7 @@ func (s *Service) runWorker(ctx context.Context, subARN, queue string) {
 				break more
 			}
 		}
-		msgs, err := s.backend.Receive(ctx, DeliveryAccount, queue, engine.ReceiveRequest{Max: n, Wait: workerPoll, Visibility: &vis})
+		msgs, err := d.backend.Receive(ctx, QueueAccount, queue, engine.ReceiveRequest{Max: n, Wait: workerPoll, Visibility: &vis})
 		for range n - len(msgs) {
 			<-slots
 		}
@@ -135,23 +119,23 @@ func (s *Service) runWorker(ctx context.Context, subARN, queue string) {
 				return
 			}
 			if errors.Is(err, engine.ErrQueueNotFound) {
-				sub := s.liveSubscription(subARN)
-				if sub == nil || sub.Queue != queue {
+				sub, _, ok := d.subs.Live(subARN)
+				if !ok || sub.Queue != queue {
 					return
 				}
-				if err = s.ensureQueue(ctx, sub); err == nil {
+				if err = d.CreateQueue(ctx, queue); err == nil {
 					continue
 				}
 			}
-			s.log.Warn("sns: receive deliveries", "subscription", subARN, "err", err)
-			s.sleep(ctx, workerErrorWait)
+			d.log.Warn("sns: receive deliveries", "subscription", subARN, "err", err)
+			d.sleep(ctx, workerErrorWait)
 			continue
 		}
 		for i := range msgs {
 			inflight.Add(1)
 			go func() {
 				defer func() { <-slots; inflight.Done() }()
-				s.handle(ctx, subARN, queue, &msgs[i], th)
+				d.handle(ctx, subARN, queue, &msgs[i], th)
 			}()
 		}
 	}
@@ -165,17 +149,6 @@ func quietDeliveryError(err error) bool {
 	return errors.Is(err, engine.ErrQueueNotFound) || errors.Is(err, engine.ErrStoreFull)
 }
 
-// liveSubscription is the subscription as it is now; nil once it is gone.
-func (s *Service) liveSubscription(arn string) *subscription {
-	s.mu.RLock()
-	defer s.mu.RUnlock()
-	sub := s.subs[arn]
-	if sub == nil || sub.Deleted {
-		return nil
-	}
-	return sub
-}
-
 // outcome is how one delivery attempt went.
 type outcome int
 
@@ -186,63 +159,57 @@ const (
 )
 
 // handle makes one delivery attempt of a queued message.
-func (s *Service) handle(ctx context.Context, subARN, queue string, msg *engine.Message, th *throttle) {
+func (d *Service) handle(ctx context.Context, subARN, queue string, msg *engine.Message, th *throttle) {
 	done := func() {
-		if _, err := s.backend.Delete(context.WithoutCancel(ctx), DeliveryAccount, queue, []string{msg.ReceiptHandle}); err != nil && !quietDeliveryError(err) {
-			s.log.Warn("sns: delete delivered message", "subscription", subARN, "err", err)
+		if _, err := d.backend.Delete(context.WithoutCancel(ctx), QueueAccount, queue, []string{msg.ReceiptHandle}); err != nil && !quietDeliveryError(err) {
+			d.log.Warn("sns: delete delivered message", "subscription", subARN, "err", err)
 		}
 	}
-	later := func(d time.Duration) {
-		ch := []engine.VisibilityChange{{ReceiptHandle: msg.ReceiptHandle, Timeout: d}}
-		if _, err := s.backend.ChangeVisibility(context.WithoutCancel(ctx), DeliveryAccount, queue, ch); err != nil && !quietDeliveryError(err) {
-			s.log.Warn("sns: schedule retry", "subscription", subARN, "err", err)
+	later := func(wait time.Duration) {
+		ch := []engine.VisibilityChange{{ReceiptHandle: msg.ReceiptHandle, Timeout: wait}}
+		if _, err := d.backend.ChangeVisibility(context.WithoutCancel(ctx), QueueAccount, queue, ch); err != nil && !quietDeliveryError(err) {
+			d.log.Warn("sns: schedule retry", "subscription", subARN, "err", err)
 		}
 	}
 	var j job
 	if err := json.Unmarshal([]byte(msg.Body), &j); err != nil {
-		s.log.Error("sns: unreadable delivery dropped", "subscription", subARN, "err", err)
+		d.log.Error("sns: unreadable delivery dropped", "subscription", subARN, "err", err)
 		done()
 		return
 	}
-	sub := s.liveSubscription(subARN)
-	if sub == nil {
+	sub, t, ok := d.subs.Live(subARN)
+	if !ok {
 		done()
 		return
 	}
-	s.mu.RLock()
-	t := s.topics[sub.TopicARN]
-	s.mu.RUnlock()
-	if t == nil {
-		done()
-		return
-	}
+	count := func(c Counter, n int) { d.subs.Count(subARN, c, n) }
 	notification := j.Type == TypeNotification
 	if !notification && !sub.Pending {
 		done() // confirmed meanwhile: the confirmation is moot
 		return
 	}
-	isHTTP := sub.Protocol == protoHTTP || sub.Protocol == protoHTTPS
+	isHTTP := sub.Protocol == ProtoHTTP || sub.Protocol == ProtoHTTPS
 	policy := customerManaged
 	if isHTTP {
-		d := s.deliveryPolicy(sub)
-		policy = d.retry
-		if !th.wait(ctx, s, d.maxPerSecond) {
+		p := t.policyFor(sub.Policy)
+		policy = p.retry
+		if !th.wait(ctx, d, p.maxPerSecond) {
 			return // stopping: the message comes back after a restart
 		}
 	}
-	handoff := s.clock.Now()
-	ar := s.attempt(ctx, t, sub, &j)
+	handoff := d.clock.Now()
+	ar := d.attempt(ctx, t, &sub, &j)
 	res := ar.outcome
 	if ctx.Err() != nil && res != delivered {
 		return // stopping: not an endpoint failure
 	}
-	if notification && t.logsFor(sub.Protocol) {
-		s.logAttempt(t, sub, &attemptStatus{messageID: j.MessageID, text: j.Message, published: j.Timestamp, handoff: handoff,
-			attempts: msg.ReceiveCount, success: res == delivered, status: ar.status, response: ar.answer})
+	if notification && t.LogsFor(sub.Protocol) {
+		d.LogAttempt(t, &sub, &Attempt{MessageID: j.MessageID, Text: j.Message, Published: j.Timestamp, Handoff: handoff,
+			Attempts: msg.ReceiveCount, Success: res == delivered, Status: ar.status, Response: ar.answer})
 	}
 	if res == delivered {
 		if notification {
-			s.count(sub, cDelivered, 1)
+			count(Delivered, 1)
 		}
 		done()
 		return
@@ -250,27 +217,27 @@ func (s *Service) handle(ctx context.Context, subARN, queue string, msg *engine.
 	// Failures are counted once the retry is scheduled, so that a count
 	// tells the retry's timer is set.
 	if notification && isHTTP {
-		defer s.count(sub, cFailed, 1)
+		defer count(Failed, 1)
 	}
 	if res == retryable && msg.ReceiveCount <= policy.Retries {
-		later(policy.delay(msg.ReceiveCount, s.jitter))
+		later(policy.delay(msg.ReceiveCount, d.jitter))
 		return
 	}
 	if !notification {
-		s.log.Warn("sns: confirmation not delivered", "subscription", sub.ARN, "endpoint", maskEndpoint(sub.Endpoint))
+		d.log.Warn("sns: confirmation not delivered", "subscription", sub.ARN, "endpoint", MaskEndpoint(sub.Endpoint))
 		done()
 		return
 	}
 	if !isHTTP {
-		s.count(sub, cFailed, 1)
+		count(Failed, 1)
 	}
-	nm, err := s.deadLetterCopy(t, sub, &j)
+	nm, err := d.deadLetterCopy(t, &sub, &j)
 	if err != nil {
-		s.log.Error("sns: build dead-letter copy", "subscription", sub.ARN, "err", err)
+		d.log.Error("sns: build dead-letter copy", "subscription", sub.ARN, "err", err)
 		done()
 		return
 	}
-	if s.redrive(ctx, sub, []engine.NewMessage{nm}, redriveTries) {
+	if d.Redrive(ctx, &sub, []engine.NewMessage{nm}, redriveTries, count) {
 		done()
 	}
 }

@@ -1,12 +1,7 @@
-package sns
+package delivery
 
 import (
-	"crypto"
-	"crypto/rsa"
-	"crypto/sha1"
-	"crypto/sha256"
 	"crypto/x509"
-	"encoding/base64"
 	"encoding/pem"
 	"os"
 	"path/filepath"
@@ -15,6 +10,8 @@ import (
 	"sync"
 	"testing"
 	"time"
+
+	"github.com/ferrymq/ferry/internal/sns/delivery/deliverytest"
 )
 
 // memorySigner is shared: RSA key generation is slow.
@@ -27,43 +24,6 @@ func testSigner(t *testing.T) *Signer {
 		t.Fatal(err)
 	}
 	return s
-}
-
-// verify checks a signature the way a subscriber does, from the published
-// rules alone: parse the certificate, rebuild the string to sign, verify.
-func verify(t *testing.T, certPEM []byte, msg map[string]string, version, sig string) error {
-	t.Helper()
-	block, _ := pem.Decode(certPEM)
-	if block == nil || block.Type != "CERTIFICATE" {
-		t.Fatalf("no certificate in %q", certPEM)
-	}
-	cert, err := x509.ParseCertificate(block.Bytes)
-	if err != nil {
-		t.Fatal(err)
-	}
-	var keys []string
-	if msg["Type"] == "Notification" {
-		keys = []string{"Message", "MessageId", "Subject", "Timestamp", "TopicArn", "Type"}
-	} else {
-		keys = []string{"Message", "MessageId", "SubscribeURL", "Timestamp", "Token", "TopicArn", "Type"}
-	}
-	var canon string
-	for _, k := range keys {
-		if v, ok := msg[k]; ok && (k != "Subject" || v != "") {
-			canon += k + "\n" + v + "\n"
-		}
-	}
-	raw, err := base64.StdEncoding.DecodeString(sig)
-	if err != nil {
-		return err
-	}
-	pub := cert.PublicKey.(*rsa.PublicKey)
-	if version == "1" {
-		sum := sha1.Sum([]byte(canon))
-		return rsa.VerifyPKCS1v15(pub, crypto.SHA1, sum[:], raw)
-	}
-	sum := sha256.Sum256([]byte(canon))
-	return rsa.VerifyPKCS1v15(pub, crypto.SHA256, sum[:], raw)
 }
 
 func TestSignVerifies(t *testing.T) {
@@ -103,7 +63,7 @@ func TestSignVerifies(t *testing.T) {
 			if err != nil {
 				t.Fatalf("%s v%s: %v", name, version, err)
 			}
-			if err := verify(t, s.CertPEM(), msg, version, sig); err != nil {
+			if err := deliverytest.Verify(s.CertPEM(), msg, version, sig); err != nil {
 				t.Errorf("%s v%s: %v", name, version, err)
 			}
 			// Any signed field changes the signature; unsigned ones do not.
@@ -111,18 +71,18 @@ func TestSignVerifies(t *testing.T) {
 			for k, v := range msg {
 				tampered[k] = v
 			}
-			if err := verify(t, s.CertPEM(), tampered, version, sig); err != nil {
+			if err := deliverytest.Verify(s.CertPEM(), tampered, version, sig); err != nil {
 				t.Errorf("%s v%s: unsigned fields must not matter: %v", name, version, err)
 			}
 			tampered["Message"] += "!"
-			if verify(t, s.CertPEM(), tampered, version, sig) == nil {
+			if deliverytest.Verify(s.CertPEM(), tampered, version, sig) == nil {
 				t.Errorf("%s v%s: a changed Message still verifies", name, version)
 			}
 		}
 	}
 	// A version-1 signature is not a version-2 one.
 	sig, _ := s.Sign(notification, "1")
-	if verify(t, s.CertPEM(), notification, "2", sig) == nil {
+	if deliverytest.Verify(s.CertPEM(), notification, "2", sig) == nil {
 		t.Error("a SHA1 signature verifies as SHA256")
 	}
 }
@@ -195,7 +155,7 @@ func TestLoadOrCreateSigner(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if err := verify(t, first.CertPEM(), msg, "2", sig); err != nil {
+	if err := deliverytest.Verify(first.CertPEM(), msg, "2", sig); err != nil {
 		t.Errorf("reloaded key does not match the first certificate: %v", err)
 	}
 
@@ -210,7 +170,7 @@ func TestLoadOrCreateSigner(t *testing.T) {
 	if later.CertFileName() == first.CertFileName() {
 		t.Error("a new certificate must get a new file name")
 	}
-	if err := verify(t, later.CertPEM(), msg, "2", sig); err != nil {
+	if err := deliverytest.Verify(later.CertPEM(), msg, "2", sig); err != nil {
 		t.Errorf("reissued certificate is for another key: %v", err)
 	}
 	onDisk, _ := os.ReadFile(filepath.Join(dir, signingCertFile))

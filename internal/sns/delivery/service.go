@@ -1,0 +1,340 @@
+// Package delivery is how SNS's notifications leave it: the signed JSON
+// envelopes, the delivery to HTTP/S and email endpoints through hidden
+// per-subscription queues that workers drain, so that retries follow the
+// delivery policy on the engine's timers and survive restarts, the
+// delivery policies themselves, the dead-letter copies of what is given
+// up, the recorded deliveries of the protocols Ferry cannot reach, and the
+// delivery status logs.
+//
+// Package sns keeps topics and subscriptions and decides who receives what;
+// it tells this package of every change (Start, Stop, CreateQueue, ...)
+// and answers, through Subscriptions, how a subscription is at the moment
+// of an attempt.
+package delivery
+
+import (
+	"context"
+	"crypto/tls"
+	"crypto/x509"
+	"errors"
+	"fmt"
+	"log/slog"
+	"math/rand/v2"
+	"net/http"
+	"os"
+	"strings"
+	"sync"
+	"time"
+
+	"github.com/ferrymq/ferry/internal/clock"
+	"github.com/ferrymq/ferry/internal/engine"
+	"github.com/ferrymq/ferry/internal/sns/filterpolicy"
+)
+
+// Subscription protocols.
+const (
+	ProtoHTTP        = "http"
+	ProtoHTTPS       = "https"
+	ProtoEmail       = "email"
+	ProtoEmailJSON   = "email-json"
+	ProtoSMS         = "sms"
+	ProtoSQS         = "sqs"
+	ProtoApplication = "application"
+	ProtoLambda      = "lambda"
+	ProtoFirehose    = "firehose"
+)
+
+// SenderID is the SenderId of the messages SNS puts into SQS queues.
+const SenderID = "AIDAIT2UOQQY3AUEKVGXU"
+
+// Config is what deliveries need.
+type Config struct {
+	// Account and Region name the log groups of delivery status lines and
+	// the ARNs of the delivery queues.
+	Account, Region string
+	// Backend keeps the delivery queues, in account QueueAccount.
+	Backend engine.Backend
+	// SQS takes the dead-letter copies (sqs.Port).
+	SQS SQS
+	// Subscriptions is SNS's side: how a subscription is at each attempt,
+	// and its counters.
+	Subscriptions Subscriptions
+	Clock         clock.Clock // required
+	Logger        *slog.Logger
+	Options
+}
+
+// Options are the settings of deliveries that Ferry's configuration gives.
+type Options struct {
+	// BaseURL is the scheme://host:port Ferry is reached at; SubscribeURL,
+	// UnsubscribeURL and SigningCertURL point there.
+	BaseURL string
+	// SignerDir keeps the message signing key and certificate; "" keeps
+	// them in memory (signatures then change with every start).
+	SignerDir string
+	// HTTPClient delivers to HTTP/S endpoints; when nil one is built that
+	// trusts the system roots plus CABundle (a PEM file), if set. Its
+	// Timeout is not used: the 15 s delivery timeout runs on Clock.
+	HTTPClient *http.Client
+	CABundle   string
+	// SMTPAddr (host:port) and SMTPFrom deliver email subscriptions; with
+	// no SMTPAddr email deliveries are only recorded.
+	SMTPAddr, SMTPFrom string
+	// StatusLog is where delivery status lines go (topics'
+	// <P>SuccessFeedbackRoleArn and related attributes): a file, appended
+	// to, or "-" for stdout; "" keeps them in memory only.
+	StatusLog string
+}
+
+// SQS is the way into SQS queues (sqs.Port). Its refusals are SQS's
+// answers, *protocol.Error values, which SNS does not retry.
+type SQS interface {
+	// Message builds a message for a queue, digests included, and returns
+	// SQS's refusal of it, if any, with it.
+	Message(body string, attrs []engine.MessageAttribute, senderID string) (engine.NewMessage, error)
+	// Send writes msgs into the queue queueARN names.
+	Send(ctx context.Context, queueARN string, msgs []engine.NewMessage) ([]engine.SendResult, error)
+}
+
+// Subscriptions is SNS's side of deliveries.
+type Subscriptions interface {
+	// Live is the subscription arn and its topic as they are now; ok is
+	// false once either is gone.
+	Live(arn string) (sub Subscription, t *Topic, ok bool)
+	// Count adds n to one of the subscription's counters.
+	Count(arn string, c Counter, n int)
+}
+
+// Counter names a count deliveries make of a subscription.
+type Counter int
+
+const (
+	Delivered     Counter = iota // delivered to the endpoint
+	Failed                       // an attempt failed (HTTP/S) or the message was given up
+	Redriven                     // given up and put into the dead-letter queue
+	RedriveFailed                // given up, and the dead-letter queue would not take it
+)
+
+// Subscription is what deliveries need of a subscription, as it is now.
+type Subscription struct {
+	ARN, TopicARN, Protocol, Endpoint string
+	Raw                               bool // RawMessageDelivery
+	Pending                           bool // waits for its confirmation
+	Token                             string
+	// Queue is its delivery queue (NeedsQueue); "" when it has none.
+	Queue string
+	// DeadLetter is its dead-letter queue's ARN; "" when it has none.
+	DeadLetter string
+	// Policy is its parsed DeliveryPolicy; nil when it has none.
+	Policy *SubscriptionPolicy
+}
+
+// Message is a published message as deliveries carry it.
+type Message struct {
+	ID        string
+	Body      string
+	Subject   string
+	Timestamp time.Time
+	// PerProtocol holds MessageStructure=json's strings by protocol key;
+	// nil for a plain message.
+	PerProtocol map[string]string
+	// Attributes are the message attributes as published.
+	Attributes map[string]filterpolicy.Attribute
+	Sequence   string // FIFO topics only
+
+	sigMu sync.Mutex
+	sigs  map[string]string // message text → signature of its envelope
+}
+
+// StructureDefault is the MessageStructure=json member for protocols that
+// have none of their own.
+const StructureDefault = "default"
+
+// Structured reports MessageStructure=json: subscribers get their
+// protocol's string and no message attributes.
+func (m *Message) Structured() bool { return m.PerProtocol != nil }
+
+// TextFor is the message a subscriber of protocol receives.
+func (m *Message) TextFor(protocol string) string {
+	if m.PerProtocol == nil {
+		return m.Body
+	}
+	if v, ok := m.PerProtocol[protocol]; ok {
+		return v
+	}
+	return m.PerProtocol[StructureDefault]
+}
+
+// Delivered are the attributes subscribers see.
+func (m *Message) Delivered() map[string]filterpolicy.Attribute {
+	if m.Structured() {
+		return nil
+	}
+	return m.Attributes
+}
+
+// Service delivers notifications. It is safe for concurrent use.
+type Service struct {
+	account, region string
+	backend         engine.Backend
+	sqs             SQS
+	subs            Subscriptions
+	clock           clock.Clock
+	log             *slog.Logger
+	env             envelopes
+	client          *http.Client
+	mail            mailer
+	// jitter spreads a retry delay; tests replace it.
+	jitter  func(time.Duration) time.Duration
+	records *recordLog
+	status  *statusLog
+	bg      background
+}
+
+// background is the work deliveries do besides their callers: the
+// subscriptions' workers and unsubscribe confirmations. Close ends it.
+type background struct {
+	ctx     context.Context
+	cancel  context.CancelFunc
+	wg      sync.WaitGroup
+	mu      sync.Mutex
+	workers map[string]*worker // subscription ARN → its worker
+}
+
+// Defaults for an empty Config.
+const defaultFrom = "no-reply@sns.amazonaws.com"
+
+// New prepares deliveries; Start starts each subscription's worker.
+func New(cfg Config) (_ *Service, err error) {
+	if cfg.Backend == nil || cfg.SQS == nil || cfg.Subscriptions == nil || cfg.Clock == nil || cfg.Logger == nil {
+		return nil, errors.New("sns delivery: a backend, SQS, the subscriptions, a clock and a logger are required")
+	}
+	d := &Service{
+		account: cfg.Account,
+		region:  cfg.Region,
+		backend: cfg.Backend,
+		sqs:     cfg.SQS,
+		subs:    cfg.Subscriptions,
+		clock:   cfg.Clock,
+		log:     cfg.Logger,
+		env:     envelopes{base: strings.TrimRight(cfg.BaseURL, "/")},
+		client:  cfg.HTTPClient,
+		mail:    mailer{addr: cfg.SMTPAddr, from: cfg.SMTPFrom},
+		jitter:  defaultJitter,
+		records: newRecordLog(recordLogSize, recordLogBytes),
+	}
+	if d.env.base == "" {
+		d.env.base = "http://localhost"
+	}
+	if d.mail.from == "" {
+		d.mail.from = defaultFrom
+	}
+	if d.status, err = openStatusLog(cfg.StatusLog); err != nil {
+		return nil, err
+	}
+	// Until New succeeds, failures below must close the log.
+	defer func() {
+		if err != nil {
+			d.status.close()
+		}
+	}()
+	d.env.keys = &keyring{make: NewMemorySigner}
+	if dir := cfg.SignerDir; dir != "" {
+		d.env.keys.make = func() (*Signer, error) { return LoadOrCreateSigner(dir, d.clock.Now()) }
+		var exists bool
+		if exists, err = signerExists(dir); err != nil {
+			return nil, fmt.Errorf("sns: signing key: %w", err)
+		}
+		if exists {
+			if _, err = d.env.keys.get(); err != nil {
+				return nil, err
+			}
+		}
+	}
+	if d.client == nil {
+		if d.client, err = newHTTPClient(cfg.CABundle); err != nil {
+			return nil, err
+		}
+	}
+	d.bg.ctx, d.bg.cancel = context.WithCancel(context.Background())
+	d.bg.workers = map[string]*worker{}
+	return d, nil
+}
+
+// newHTTPClient builds the client of HTTP/S deliveries. Redirects are not
+// followed: SNS counts any 3xx as delivered.
+func newHTTPClient(caBundle string) (*http.Client, error) {
+	tr := http.DefaultTransport.(*http.Transport).Clone()
+	if caBundle != "" {
+		pem, err := os.ReadFile(caBundle)
+		if err != nil {
+			return nil, fmt.Errorf("sns: read CA bundle: %w", err)
+		}
+		pool, err := x509.SystemCertPool()
+		if err != nil || pool == nil {
+			pool = x509.NewCertPool()
+		}
+		if !pool.AppendCertsFromPEM(pem) {
+			return nil, fmt.Errorf("sns: CA bundle %s holds no PEM certificate", caBundle)
+		}
+		tr.TLSClientConfig = &tls.Config{RootCAs: pool, MinVersion: tls.VersionTLS12}
+	}
+	return &http.Client{
+		Transport:     tr,
+		CheckRedirect: func(*http.Request, []*http.Request) error { return http.ErrUseLastResponse },
+	}, nil
+}
+
+// defaultJitter moves d by up to ±10%, so that endpoints that failed
+// together are not retried together.
+func defaultJitter(d time.Duration) time.Duration {
+	spread := int64(d) / 10
+	if spread <= 0 {
+		return d
+	}
+	return d - time.Duration(spread) + time.Duration(rand.Int64N(2*spread+1))
+}
+
+// Close stops the workers and waits for them. Messages they were
+// delivering stay in their queues and are delivered again after a restart.
+func (d *Service) Close() error {
+	d.bg.cancel()
+	d.bg.wg.Wait()
+	return d.status.close()
+}
+
+// Register adds the paths of deliveries to mux: the signing certificate
+// (where SigningCertURL points), the recorded deliveries and the delivery
+// status logs.
+func (d *Service) Register(mux *http.ServeMux) {
+	d.env.keys.register(mux)
+	mux.HandleFunc("GET /_ferry/sns/deliveries", d.serveRecords)
+	mux.HandleFunc("DELETE /_ferry/sns/deliveries", func(w http.ResponseWriter, r *http.Request) {
+		d.records.clear()
+		w.WriteHeader(http.StatusNoContent)
+	})
+	mux.HandleFunc("GET /_ferry/sns/delivery-logs", d.serveStatusLog)
+	mux.HandleFunc("DELETE /_ferry/sns/delivery-logs", func(w http.ResponseWriter, r *http.Request) {
+		d.status.clear()
+		w.WriteHeader(http.StatusNoContent)
+	})
+}
+
+// sleep waits d on the service's clock; false if ctx ended first.
+func (d *Service) sleep(ctx context.Context, wait time.Duration) bool {
+	if wait <= 0 {
+		return ctx.Err() == nil
+	}
+	ch := make(chan struct{})
+	t := d.clock.AfterFunc(wait, func() { close(ch) })
+	defer t.Stop()
+	select {
+	case <-ch:
+		return true
+	case <-ctx.Done():
+		return false
+	}
+}
+
+// now is the service's time, for deliveries recorded now.
+func (d *Service) now() time.Time { return d.clock.Now().UTC() }
