@@ -549,33 +549,34 @@ func (e *Engine) deliverMoved(d *moveDest) {
 
 // endTask gives tk its final status and releases its account slot. write
 // is false when the source queue, and the record with it, is gone.
+//
+// The end is shown only once durable: tk.mu is held through the sync, so
+// that neither a listing nor a cancel sees a status a crash could take
+// back. That is one sync, once per task.
 func (e *Engine) endTask(tk *task, st engine.MoveTaskStatus, reason engine.MoveTaskFailure, write bool) {
 	tk.mu.Lock()
+	defer tk.mu.Unlock()
 	if st == engine.MoveTaskCompleted && tk.t.Status == engine.MoveTaskCancelling {
 		st = engine.MoveTaskCancelled
 	}
-	tk.t.Status = st
+	end := tk.t
+	end.Status = st
 	if st == engine.MoveTaskFailed {
-		tk.t.FailureReason = reason
+		end.FailureReason = reason
 	}
-	var b *pebble.Batch
 	if write {
-		b = e.db.NewBatch()
-		_ = b.Set(taskKey(tk.src.id, tk.seq), encodeTask(nil, &tk.t), nil)
+		b := e.db.NewBatch()
+		_ = b.Set(taskKey(tk.src.id, tk.seq), encodeTask(nil, &end), nil)
 		if err := e.applyOrdered(b); err != nil {
-			e.log.Error("move task: write", "task", tk.t.ID, "err", err)
+			e.log.Error("move task: write", "task", end.ID, "err", err)
 			b.Close()
-			b = nil
+		} else if err := e.awaitDurable(b); err != nil {
+			e.log.Error("move task: sync", "task", end.ID, "err", err)
 		}
 	}
+	tk.t = end
 	// Under mu, so that a task is never seen ended yet still counted.
-	e.releaseTask(tk.t.SourceAccount)
-	tk.mu.Unlock()
-	if b != nil {
-		if err := e.awaitDurable(b); err != nil {
-			e.log.Error("move task: sync", "task", tk.t.ID, "err", err)
-		}
-	}
+	e.releaseTask(end.SourceAccount)
 }
 
 // loadTasks rebuilds every queue's task list from the store (cleanup
