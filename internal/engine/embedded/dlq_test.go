@@ -68,21 +68,6 @@ func waitTask(t *testing.T, e *Engine, source, id string, cond func(engine.MoveT
 	}
 }
 
-func checkIndexes(t *testing.T, e *Engine) {
-	t.Helper()
-	e.mu.RLock()
-	defer e.mu.RUnlock()
-	now := e.now()
-	for k, q := range e.queues {
-		q.mu.Lock()
-		err := q.checkIndex(now)
-		q.mu.Unlock()
-		if err != nil {
-			t.Fatalf("queue %s: %v", k.name, err)
-		}
-	}
-}
-
 // A queue's ARN and redrive policy, and a moved message's dead-letter
 // source, survive a restart.
 func TestRedriveRestart(t *testing.T) {

@@ -1,5 +1,6 @@
-// Package enginetest is the conformance suite every engine.Backend must
-// pass. A backend's own tests call Run with a constructor.
+// Package enginetest is the conformance suite every engine.Store must
+// pass, written so that any backend runs it unchanged: a backend's test
+// calls Run with a Driver that opens its stores.
 package enginetest
 
 import (
@@ -24,110 +25,171 @@ const Account = "123456789012"
 // Start is the fake clock's time when a subtest begins.
 var Start = time.Date(2030, 1, 2, 3, 4, 5, 0, time.UTC)
 
-// settle bounds every wait for another goroutine (never a timing assertion).
-const settle = 10 * time.Second
+// Driver is how a backend runs the suite. Every store it opens takes its
+// every timestamp and timer from the fake clock it is given.
+type Driver struct {
+	// Open returns a new, empty store of its own (a fresh directory, a
+	// schema of its own, ...). The suite closes it when the subtest ends,
+	// and may have closed it before: Close must tolerate a second call.
+	Open func(t *testing.T, clk *clock.Fake) engine.Store
+	// Reopen closes old cleanly (unless the suite has closed it already)
+	// and opens a new store on the same data, as a restarted process
+	// would: the move tasks it resumes are held until its first
+	// OnMovedByTask, as the server asks of its store. Nil for a store
+	// that keeps nothing across a restart, whose Durable is false: the
+	// restart tests then skip.
+	Reopen func(t *testing.T, clk *clock.Fake, old engine.Store) engine.Store
+}
 
-// Run runs the suite. open must return a new, empty Backend whose every
-// timestamp and timer comes from clk; Run closes it when the subtest ends
-// (Close must therefore tolerate a second call).
-func Run(t *testing.T, open func(t *testing.T, clk *clock.Fake) engine.Backend) {
-	tests := []struct {
-		name string
-		fn   func(h *H)
-	}{
-		{"CreateQueueIdempotent", testCreateIdempotent},
-		{"CreateQueueAccounts", testCreateAccounts},
-		{"RecreateDelay", testRecreateDelay},
-		{"ListQueues", testListQueues},
-		{"UpdateQueue", testUpdateQueue},
-		{"DeleteQueue", testDeleteQueue},
-		{"MissingQueue", testMissingQueue},
-		{"SendReceiveDelete", testSendReceiveDelete},
-		{"ReceiveMax", testReceiveMax},
-		{"EmptyCalls", testEmptyCalls},
-		{"VisibilityExpiry", testVisibilityExpiry},
-		{"ReceiveVisibilityOverride", testReceiveVisibilityOverride},
-		{"QueueDelay", testQueueDelay},
-		{"MessageDelay", testMessageDelay},
-		{"Retention", testRetention},
-		{"RetentionReduced", testRetentionReduced},
-		{"HandleInvalid", testHandleInvalid},
-		{"HandleOtherQueue", testHandleOtherQueue},
-		{"HandleStale", testHandleStale},
-		{"DeleteAfterVisibilityExpired", testDeleteAfterExpiry},
-		{"ChangeVisibility", testChangeVisibility},
-		{"ChangeVisibilityZero", testChangeVisibilityZero},
-		{"ChangeVisibilityLimit", testChangeVisibilityLimit},
-		{"ChangeVisibilityAfterExpiry", testChangeVisibilityAfterExpiry},
-		{"Purge", testPurge},
-		{"LongPollWokenBySend", testLongPollSend},
-		{"LongPollWokenByVisibilityExpiry", testLongPollVisibility},
-		{"LongPollWokenByDelayEnd", testLongPollDelay},
-		{"LongPollWokenByChangeVisibility", testLongPollChangeVisibility},
-		{"LongPollCancel", testLongPollCancel},
-		{"LongPollTimeout", testLongPollTimeout},
-		{"LongPollQueueDeleted", testLongPollQueueDeleted},
-		{"ReceiveCancelledContext", testReceiveCancelled},
-		{"ConcurrentWaitersAndSenders", testConcurrent},
-		{"Close", testClose},
-		{"StatsOldest", testStatsOldest},
-		{"StatsOldestRedrive", testStatsOldestRedrive},
-		{"StatsFIFOGroupsInFlight", testStatsFIFOGroupsInFlight},
-		{"StatsFIFOOldestRedrive", testStatsFIFOOldestRedrive},
+// test is one test of the suite.
+type test struct {
+	name string
+	fn   func(h *H)
+}
 
-		{"RedriveOnReceive", testRedriveOnReceive},
-		{"RedriveKeepsMax", testRedriveKeepsMax},
-		{"RedriveTargetMissing", testRedriveTargetMissing},
-		{"RedriveLongPoll", testRedriveLongPoll},
-		{"RedriveLoop", testRedriveLoop},
-		{"MoveTaskToSources", testMoveTaskToSources},
-		{"MoveTaskToDestination", testMoveTaskToDestination},
-		{"MoveTaskRate", testMoveTaskRate},
-		{"MoveTaskUnlimited", testMoveTaskUnlimited},
-		{"MoveTaskOnePerSource", testMoveTaskOnePerSource},
-		{"MoveTaskAccountLimit", testMoveTaskAccountLimit},
-		{"MoveTaskCancel", testMoveTaskCancel},
-		{"MoveTaskCancelEnded", testMoveTaskCancelEnded},
-		{"MoveTaskDestinationDeleted", testMoveTaskDestinationDeleted},
-		{"MoveTaskNoSourceARN", testMoveTaskNoSourceARN},
-		{"MoveTaskSourceDeleted", testMoveTaskSourceDeleted},
-		{"MoveTaskTimeout", testMoveTaskTimeout},
-		{"MoveTaskList", testMoveTaskList},
-		{"MoveTaskMissingQueue", testMoveTaskMissingQueue},
+// tests is the suite, in the order it runs.
+var tests = slices.Concat(queueTests, messageTests, deadLetterTests, fifoTests)
 
-		{"FIFODedup", testFIFODedup},
-		{"FIFODedupGroupScope", testFIFODedupGroupScope},
-		{"FIFOOrder", testFIFOOrder},
-		{"FIFOVisibilityHeadFirst", testFIFOVisibilityHeadFirst},
-		{"FIFOBatchOneGroupFirst", testFIFOBatchOneGroupFirst},
-		{"FIFOGroupsIndependent", testFIFOGroupsIndependent},
-		{"FIFOReceiveAttempt", testFIFOReceiveAttempt},
-		{"FIFOExpiredHandle", testFIFOExpiredHandle},
-		{"FIFODelay", testFIFODelay},
-		{"FIFOLongPoll", testFIFOLongPoll},
-		{"FIFOSequenceNumbers", testFIFOSequenceNumbers},
-		{"FIFORedrive", testFIFORedrive},
-		{"FIFORedriveKeepsOrder", testFIFORedriveKeepsOrder},
-		{"FIFOMoveTask", testFIFOMoveTask},
-		{"FIFOProperty", testFIFOProperty},
+var queueTests = []test{
+	{"CreateQueueIdempotent", testCreateIdempotent},
+	{"CreateQueueAccounts", testCreateAccounts},
+	{"RecreateDelay", testRecreateDelay},
+	{"ListQueues", testListQueues},
+	{"UpdateQueue", testUpdateQueue},
+	{"DeleteQueue", testDeleteQueue},
+	{"MissingQueue", testMissingQueue},
+}
+
+var messageTests = []test{
+	{"SendReceiveDelete", testSendReceiveDelete},
+	{"ReceiveMax", testReceiveMax},
+	{"EmptyCalls", testEmptyCalls},
+	{"VisibilityExpiry", testVisibilityExpiry},
+	{"ReceiveVisibilityOverride", testReceiveVisibilityOverride},
+	{"QueueDelay", testQueueDelay},
+	{"MessageDelay", testMessageDelay},
+	{"Retention", testRetention},
+	{"RetentionReduced", testRetentionReduced},
+	{"HandleInvalid", testHandleInvalid},
+	{"HandleOtherQueue", testHandleOtherQueue},
+	{"HandleStale", testHandleStale},
+	{"DeleteAfterVisibilityExpired", testDeleteAfterExpiry},
+	{"ChangeVisibility", testChangeVisibility},
+	{"ChangeVisibilityZero", testChangeVisibilityZero},
+	{"ChangeVisibilityLimit", testChangeVisibilityLimit},
+	{"ChangeVisibilityAfterExpiry", testChangeVisibilityAfterExpiry},
+	{"Purge", testPurge},
+	{"LongPollWokenBySend", testLongPollSend},
+	{"LongPollWokenByVisibilityExpiry", testLongPollVisibility},
+	{"LongPollWokenByDelayEnd", testLongPollDelay},
+	{"LongPollWokenByChangeVisibility", testLongPollChangeVisibility},
+	{"LongPollCancel", testLongPollCancel},
+	{"LongPollTimeout", testLongPollTimeout},
+	{"LongPollQueueDeleted", testLongPollQueueDeleted},
+	{"ReceiveCancelledContext", testReceiveCancelled},
+	{"ConcurrentWaitersAndSenders", testConcurrent},
+	{"Close", testClose},
+	{"StatsOldest", testStatsOldest},
+	{"StatsOldestRedrive", testStatsOldestRedrive},
+	{"StatsFIFOGroupsInFlight", testStatsFIFOGroupsInFlight},
+	{"StatsFIFOOldestRedrive", testStatsFIFOOldestRedrive},
+}
+
+var deadLetterTests = []test{
+	{"RedriveOnReceive", testRedriveOnReceive},
+	{"RedriveKeepsMax", testRedriveKeepsMax},
+	{"RedriveTargetMissing", testRedriveTargetMissing},
+	{"RedriveLongPoll", testRedriveLongPoll},
+	{"RedriveLoop", testRedriveLoop},
+	{"MoveTaskToSources", testMoveTaskToSources},
+	{"MoveTaskToDestination", testMoveTaskToDestination},
+	{"MoveTaskRate", testMoveTaskRate},
+	{"MoveTaskUnlimited", testMoveTaskUnlimited},
+	{"MoveTaskOnePerSource", testMoveTaskOnePerSource},
+	{"MoveTaskAccountLimit", testMoveTaskAccountLimit},
+	{"MoveTaskCancel", testMoveTaskCancel},
+	{"MoveTaskCancelEnded", testMoveTaskCancelEnded},
+	{"MoveTaskDestinationDeleted", testMoveTaskDestinationDeleted},
+	{"MoveTaskNoSourceARN", testMoveTaskNoSourceARN},
+	{"MoveTaskSourceDeleted", testMoveTaskSourceDeleted},
+	{"MoveTaskTimeout", testMoveTaskTimeout},
+	{"MoveTaskList", testMoveTaskList},
+	{"MoveTaskMissingQueue", testMoveTaskMissingQueue},
+}
+
+var fifoTests = []test{
+	{"FIFODedup", testFIFODedup},
+	{"FIFODedupGroupScope", testFIFODedupGroupScope},
+	{"FIFOOrder", testFIFOOrder},
+	{"FIFOVisibilityHeadFirst", testFIFOVisibilityHeadFirst},
+	{"FIFOBatchOneGroupFirst", testFIFOBatchOneGroupFirst},
+	{"FIFOGroupsIndependent", testFIFOGroupsIndependent},
+	{"FIFOReceiveAttempt", testFIFOReceiveAttempt},
+	{"FIFOExpiredHandle", testFIFOExpiredHandle},
+	{"FIFODelay", testFIFODelay},
+	{"FIFOLongPoll", testFIFOLongPoll},
+	{"FIFOSequenceNumbers", testFIFOSequenceNumbers},
+	{"FIFORedrive", testFIFORedrive},
+	{"FIFORedriveKeepsOrder", testFIFORedriveKeepsOrder},
+	{"FIFOMoveTask", testFIFOMoveTask},
+	{"FIFOProperty", testFIFOProperty},
+}
+
+// Run runs the suite, each test on a store of its own and in parallel
+// with the others.
+func Run(t *testing.T, d Driver) {
+	if d.Open == nil {
+		t.Fatal("enginetest: Driver.Open is nil")
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
+			t.Parallel()
 			clk := clock.NewFake(Start)
-			b := open(t, clk)
-			t.Cleanup(func() { _ = b.Close() })
-			tc.fn(&H{T: t, B: b, Clk: clk, Ctx: context.Background()})
+			h := &H{T: t, Clk: clk, Ctx: context.Background(), d: d, moved: &movedLog{}}
+			h.B = d.Open(t, clk)
+			// As the server does with every store it is given.
+			h.B.OnMovedByTask(h.moved.record)
+			t.Cleanup(func() { _ = h.B.Close() })
+			tc.fn(h)
 		})
 	}
 }
 
-// H is a subtest's harness: a backend, its clock and terse helpers that
+// H is a subtest's harness: a store, its clock and terse helpers that
 // fail the test on unexpected errors.
 type H struct {
 	*testing.T
-	B   engine.Backend
+	// B is the store under test; a restart replaces it.
+	B   engine.Store
 	Clk *clock.Fake
 	Ctx context.Context
+	d   Driver
+	// moved is what the stores' OnMovedByTask hooks were told.
+	moved *movedLog
+}
+
+// movedLog records what OnMovedByTask tells, as the server's counters do.
+type movedLog struct {
+	mu   sync.Mutex
+	msgs map[string][]engine.NewMessage // by account/queue
+}
+
+func (l *movedLog) record(account, queue string, m *engine.NewMessage) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	if l.msgs == nil {
+		l.msgs = map[string][]engine.NewMessage{}
+	}
+	k := account + "/" + queue
+	l.msgs[k] = append(l.msgs[k], *m)
+}
+
+// MovedTo returns what the OnMovedByTask hook was told of messages moved
+// into the queue of Account, in the order it was told.
+func (h *H) MovedTo(name string) []engine.NewMessage {
+	h.moved.mu.Lock()
+	defer h.moved.mu.Unlock()
+	return slices.Clone(h.moved.msgs[Account+"/"+name])
 }
 
 // Settings are the SQS defaults.
@@ -206,6 +268,21 @@ func (h *H) ReceiveOne(name string, req engine.ReceiveRequest) engine.Message {
 		h.Fatalf("Receive(%s) returned %d messages, want 1", name, len(msgs))
 	}
 	return msgs[0]
+}
+
+// ReceiveAll receives until the queue has nothing visible, keeping what it
+// received in flight for an hour.
+func (h *H) ReceiveAll(name string) []engine.Message {
+	h.Helper()
+	hour := time.Hour
+	var all []engine.Message
+	for {
+		msgs := h.Receive(name, engine.ReceiveRequest{Visibility: &hour})
+		if len(msgs) == 0 {
+			return all
+		}
+		all = append(all, msgs...)
+	}
 }
 
 // ReceiveNone expects an empty short poll.
@@ -297,7 +374,7 @@ func (h *H) Await(ch <-chan Result) Result {
 	select {
 	case r := <-ch:
 		return r
-	case <-time.After(settle):
+	case <-time.After(testwait.Deadline):
 		h.Fatalf("receive did not return")
 		return Result{}
 	}
@@ -1088,20 +1165,23 @@ func testLongPollCancel(h *H) {
 
 func testLongPollTimeout(h *H) {
 	h.Create("q", nil)
+	// Still waiting a second before its end: a send is what it returns (a
+	// poll that had ended early would have returned nothing).
 	ch := h.StartWait(h.Ctx, "q", engine.ReceiveRequest{Max: 10, Wait: 20 * time.Second})
 	h.Clk.Advance(19 * time.Second)
-	select {
-	case r := <-ch:
-		h.Fatalf("returned before the wait ended: %+v", r)
-	case <-time.After(20 * time.Millisecond):
+	ids := h.SendBodies("q", "a")
+	if r := h.Await(ch); r.Err != nil || len(r.Msgs) != 1 || r.Msgs[0].MessageID != ids[0] {
+		h.Fatalf("long poll a second before its end: %+v", r)
 	}
-	h.Clk.Advance(time.Second)
+	// At its end it returns nothing.
+	ch = h.StartWait(h.Ctx, "q", engine.ReceiveRequest{Max: 10, Wait: 20 * time.Second})
+	h.Clk.Advance(20 * time.Second)
 	r := h.Await(ch)
 	if r.Err != nil || len(r.Msgs) != 0 {
 		h.Fatalf("timed-out long poll: %+v", r)
 	}
-	h.SendBodies("q", "a")
-	h.WantStats("q", 1, 0, 0)
+	h.SendBodies("q", "b")
+	h.WantStats("q", 1, 1, 0)
 }
 
 func testLongPollQueueDeleted(h *H) {
@@ -1192,16 +1272,11 @@ func testConcurrent(h *H) {
 	}
 	swg.Wait()
 	close(sent)
-	deadline := time.Now().Add(settle)
-	for {
+	testwait.Eventually(h, "every message to be received", func() bool {
 		mu.Lock()
-		n := len(received)
-		mu.Unlock()
-		if n == total || time.Now().After(deadline) {
-			break
-		}
-		time.Sleep(time.Millisecond)
-	}
+		defer mu.Unlock()
+		return len(received) >= total
+	})
 	cancel()
 	rwg.Wait()
 	if len(dupes) > 0 {
