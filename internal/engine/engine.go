@@ -399,7 +399,7 @@ type RecordStore interface {
 	PutRecord(ctx context.Context, kind, key string, value []byte) error
 	// DeleteRecord removes a record; a missing one is not an error.
 	DeleteRecord(ctx context.Context, kind, key string) error
-	// Records returns every record of a kind, sorted by key.
+	// Records returns every record of a kind, sorted by key (byte order).
 	Records(ctx context.Context, kind string) ([]Record, error)
 }
 

@@ -485,18 +485,3 @@ func BenchmarkMoveTask(b *testing.B) {
 	b.StopTimer()
 	b.ReportMetric(float64(mt.ToMove)/b.Elapsed().Seconds(), "msgs/s")
 }
-
-// A queue named as its own dead-letter queue hands its messages out rather
-// than moving them onto itself at every receive.
-func TestRedriveToItself(t *testing.T) {
-	e := openTest(t, Options{InMemory: true, Clock: clock.NewFake(enginetest.Start)})
-	mustCreate(t, e, engine.Queue{Name: "q", ARN: arn("q"), Settings: redriveTo("q", 1)})
-	ids := mustSend(t, e, "q", engine.NewMessage{Body: "a"})
-	zero := time.Duration(0)
-	for i := 1; i <= 3; i++ {
-		got := mustReceive(t, e, "q", engine.ReceiveRequest{Visibility: &zero})
-		if len(got) != 1 || got[0].MessageID != ids[0] || got[0].ReceiveCount != i || got[0].DeadLetterSourceARN != "" {
-			t.Fatalf("receive %d: %+v", i, got)
-		}
-	}
-}

@@ -764,3 +764,92 @@ func testMoveTaskMissingQueue(h *H) {
 		h.Fatal("start with a cancelled context succeeded")
 	}
 }
+
+// A queue named as its own dead-letter queue hands its messages out rather
+// than moving them onto itself at every receive.
+func testRedriveToItself(h *H) {
+	h.Create("q", RedriveTo("q", 1))
+	ids := h.SendBodies("q", "a")
+	zero := time.Duration(0)
+	for i := 1; i <= 3; i++ {
+		m := h.ReceiveOne("q", engine.ReceiveRequest{Visibility: &zero})
+		if m.MessageID != ids[0] || m.ReceiveCount != i || m.DeadLetterSourceARN != "" {
+			h.Fatalf("receive %d: %+v", i, m)
+		}
+	}
+}
+
+// testOnMovedByTask: the hook is told of every message a move task writes
+// into its destination, once, as it was written (a redrive on receive is
+// no move task's), and a later call replaces the hook.
+func testOnMovedByTask(h *H) {
+	h.Create("dlq", nil)
+	h.Create("s1", RedriveTo("dlq", 1))
+	h.Create("s2", RedriveTo("dlq", 1))
+	h.Create("dst", nil)
+	in := map[string]engine.NewMessage{}
+	for _, name := range []string{"s1", "s2"} {
+		for i := range 3 {
+			m := richMessage(fmt.Sprint(name, "-", i))
+			in[m.Body] = m
+			h.Send(name, m)
+		}
+		zero := time.Duration(0)
+		h.Receive(name, engine.ReceiveRequest{Visibility: &zero})
+		h.ReceiveNone(name)
+	}
+	h.WantStats("dlq", 6, 0, 0)
+	if n := len(h.MovedTo("dlq")); n != 0 {
+		h.Fatalf("the hook was told of %d redrives on receive", n)
+	}
+
+	t := h.StartTask(engine.MoveTask{SourceName: "dlq"})
+	if t = h.WaitEnded("dlq", t.ID); t.Status != engine.MoveTaskCompleted || t.Moved != 6 {
+		h.Fatalf("ended %+v", t)
+	}
+	for _, name := range []string{"s1", "s2"} {
+		// Told once durable, which may be after the task reads as ended;
+		// CloseMoved below checks that it is told no more.
+		var told []engine.NewMessage
+		testwait.Eventually(h, "the hook told of 3 moves into "+name, func() bool {
+			told = h.MovedTo(name)
+			return len(told) >= 3
+		})
+		seen := map[string]bool{}
+		for _, m := range told {
+			w, ok := in[m.Body]
+			if !ok || seen[m.Body] || !strings.HasPrefix(m.Body, name) || m.MD5OfBody != w.MD5OfBody ||
+				m.MD5OfAttrs != w.MD5OfAttrs || m.MessageGroupID != w.MessageGroupID || !sameAttributes(m.Attributes, w.Attributes) {
+				h.Fatalf("the hook was told of %+v moving into %s", m, name)
+			}
+			seen[m.Body] = true
+		}
+	}
+
+	// A new hook replaces the old one.
+	var mu sync.Mutex
+	var second []string
+	h.B.OnMovedByTask(func(account, queue string, m *engine.NewMessage) {
+		mu.Lock()
+		defer mu.Unlock()
+		second = append(second, account+"/"+queue+"/"+m.Body)
+	})
+	h.SendBodies("dlq", "x", "y")
+	t = h.StartTask(engine.MoveTask{SourceName: "dlq", DestinationARN: ARN("dst")})
+	if t = h.WaitEnded("dlq", t.ID); t.Status != engine.MoveTaskCompleted || t.Moved != 2 {
+		h.Fatalf("ended %+v", t)
+	}
+	h.WaitStats("dst", 2, 0, 0)
+	h.CloseMoved("dst", 0) // the replaced hook was told nothing
+	for _, name := range []string{"s1", "s2"} {
+		if n := len(h.MovedTo(name)); n != 3 {
+			h.Fatalf("the hook was told of %d moves into %s, want 3", n, name)
+		}
+	}
+	mu.Lock()
+	defer mu.Unlock()
+	slices.Sort(second)
+	if want := []string{Account + "/dst/x", Account + "/dst/y"}; !slices.Equal(second, want) {
+		h.Fatalf("the new hook was told of %q, want %q", second, want)
+	}
+}

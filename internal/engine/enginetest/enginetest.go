@@ -48,7 +48,7 @@ type test struct {
 }
 
 // tests is the suite, in the order it runs.
-var tests = slices.Concat(queueTests, messageTests, deadLetterTests, fifoTests)
+var tests = slices.Concat(queueTests, messageTests, deadLetterTests, fifoTests, storeTests)
 
 var queueTests = []test{
 	{"CreateQueueIdempotent", testCreateIdempotent},
@@ -58,11 +58,13 @@ var queueTests = []test{
 	{"UpdateQueue", testUpdateQueue},
 	{"DeleteQueue", testDeleteQueue},
 	{"MissingQueue", testMissingQueue},
+	{"CancelledContext", testCancelledContext},
 }
 
 var messageTests = []test{
 	{"SendReceiveDelete", testSendReceiveDelete},
 	{"ReceiveMax", testReceiveMax},
+	{"ReceivedMessagesIndependent", testReceivedIndependent},
 	{"EmptyCalls", testEmptyCalls},
 	{"VisibilityExpiry", testVisibilityExpiry},
 	{"ReceiveVisibilityOverride", testReceiveVisibilityOverride},
@@ -80,6 +82,7 @@ var messageTests = []test{
 	{"ChangeVisibilityAfterExpiry", testChangeVisibilityAfterExpiry},
 	{"Purge", testPurge},
 	{"LongPollWokenBySend", testLongPollSend},
+	{"LongPollServedWhole", testLongPollServedWhole},
 	{"LongPollWokenByVisibilityExpiry", testLongPollVisibility},
 	{"LongPollWokenByDelayEnd", testLongPollDelay},
 	{"LongPollWokenByChangeVisibility", testLongPollChangeVisibility},
@@ -88,6 +91,10 @@ var messageTests = []test{
 	{"LongPollQueueDeleted", testLongPollQueueDeleted},
 	{"ReceiveCancelledContext", testReceiveCancelled},
 	{"ConcurrentWaitersAndSenders", testConcurrent},
+	{"SendMany", testSendMany},
+	{"SendManyFIFO", testSendManyFIFO},
+	{"SendManyEmpty", testSendManyEmpty},
+	{"SendManyWakesWaiters", testSendManyWakesWaiters},
 	{"Close", testClose},
 	{"StatsOldest", testStatsOldest},
 	{"StatsOldestRedrive", testStatsOldestRedrive},
@@ -101,6 +108,7 @@ var deadLetterTests = []test{
 	{"RedriveTargetMissing", testRedriveTargetMissing},
 	{"RedriveLongPoll", testRedriveLongPoll},
 	{"RedriveLoop", testRedriveLoop},
+	{"RedriveToItself", testRedriveToItself},
 	{"MoveTaskToSources", testMoveTaskToSources},
 	{"MoveTaskToDestination", testMoveTaskToDestination},
 	{"MoveTaskRate", testMoveTaskRate},
@@ -115,11 +123,13 @@ var deadLetterTests = []test{
 	{"MoveTaskTimeout", testMoveTaskTimeout},
 	{"MoveTaskList", testMoveTaskList},
 	{"MoveTaskMissingQueue", testMoveTaskMissingQueue},
+	{"OnMovedByTask", testOnMovedByTask},
 }
 
 var fifoTests = []test{
 	{"FIFODedup", testFIFODedup},
 	{"FIFODedupGroupScope", testFIFODedupGroupScope},
+	{"FIFONoDedupID", testFIFONoDedupID},
 	{"FIFOOrder", testFIFOOrder},
 	{"FIFOVisibilityHeadFirst", testFIFOVisibilityHeadFirst},
 	{"FIFOBatchOneGroupFirst", testFIFOBatchOneGroupFirst},
@@ -133,6 +143,12 @@ var fifoTests = []test{
 	{"FIFORedriveKeepsOrder", testFIFORedriveKeepsOrder},
 	{"FIFOMoveTask", testFIFOMoveTask},
 	{"FIFOProperty", testFIFOProperty},
+}
+
+var storeTests = []test{
+	{"Records", testRecords},
+	{"MetricPoints", testMetricPoints},
+	{"Monitor", testMonitor},
 }
 
 // Run runs the suite, each test on a store of its own and in parallel
@@ -242,7 +258,7 @@ func (h *H) SendBodies(name string, bodies ...string) []string {
 	h.Helper()
 	msgs := make([]engine.NewMessage, len(bodies))
 	for i, b := range bodies {
-		msgs[i] = engine.NewMessage{Body: b, MD5OfBody: "md5-" + b}
+		msgs[i] = Plain(b)
 	}
 	return h.Send(name, msgs...)
 }
@@ -610,6 +626,67 @@ func testMissingQueue(h *H) {
 	}
 }
 
+// testCancelledContext: every queue operation refuses a cancelled context
+// before it touches anything, reads included. (A cancelled receive is an
+// empty long poll: testReceiveCancelled.)
+func testCancelledContext(h *H) {
+	h.Create("q", nil)
+	h.SendBodies("q", "a")
+	handle := h.ReceiveOne("q", engine.ReceiveRequest{}).ReceiptHandle
+	ctx, cancel := context.WithCancel(h.Ctx)
+	cancel()
+	b := h.B
+	for _, op := range []struct {
+		name string
+		call func() error
+	}{
+		{"CreateQueue", func() error {
+			_, _, err := b.CreateQueue(ctx, engine.Queue{Account: Account, Name: "new", Settings: Settings()})
+			return err
+		}},
+		{"GetQueue", func() error { _, err := b.GetQueue(ctx, Account, "q"); return err }},
+		{"ViewQueue", func() error { _, err := b.ViewQueue(ctx, Account, "q"); return err }},
+		{"ListQueues", func() error { _, err := b.ListQueues(ctx, Account, ""); return err }},
+		{"UpdateQueue", func() error {
+			return b.UpdateQueue(ctx, Account, "q", func(q *engine.Queue) error { q.Tags = map[string]string{"k": "v"}; return nil })
+		}},
+		{"DeleteQueue", func() error { return b.DeleteQueue(ctx, Account, "q") }},
+		{"Send", func() error { _, err := b.Send(ctx, Account, "q", []engine.NewMessage{{Body: "b"}}); return err }},
+		{"SendMany", func() error {
+			_, err := b.SendMany(ctx, []engine.QueueSend{{Account: Account, Name: "q", Msgs: []engine.NewMessage{{Body: "b"}}}})
+			return err
+		}},
+		{"Delete", func() error { _, err := b.Delete(ctx, Account, "q", []string{handle}); return err }},
+		{"ChangeVisibility", func() error {
+			_, err := b.ChangeVisibility(ctx, Account, "q", []engine.VisibilityChange{{ReceiptHandle: handle}})
+			return err
+		}},
+		{"Purge", func() error { return b.Purge(ctx, Account, "q") }},
+		{"Stats", func() error { _, err := b.Stats(ctx, Account, "q"); return err }},
+		{"StartMoveTask", func() error {
+			_, err := b.StartMoveTask(ctx, engine.MoveTask{SourceAccount: Account, SourceName: "q", DestinationARN: ARN("q")})
+			return err
+		}},
+		{"ListMoveTasks", func() error { _, err := b.ListMoveTasks(ctx, Account, "q"); return err }},
+		{"CancelMoveTask", func() error { _, err := b.CancelMoveTask(ctx, Account, "q", "id"); return err }},
+	} {
+		wantErr(h.T, op.name+" with a cancelled context", op.call(), context.Canceled)
+	}
+
+	// Nothing was done.
+	q, err := h.B.GetQueue(h.Ctx, Account, "q")
+	if err != nil || len(q.Tags) != 0 || !q.LastPurge.IsZero() {
+		h.Fatalf("queue after the refused calls: %+v, %v", q, err)
+	}
+	if qs, err := h.B.ListQueues(h.Ctx, Account, ""); err != nil || len(qs) != 1 {
+		h.Fatalf("queues after the refused calls: %d, %v", len(qs), err)
+	}
+	h.WantStats("q", 0, 1, 0)
+	if ts, err := h.B.ListMoveTasks(h.Ctx, Account, "q"); err != nil || len(ts) != 0 {
+		h.Fatalf("move tasks after the refused calls: %v, %v", ts, err)
+	}
+}
+
 func testSendReceiveDelete(h *H) {
 	h.Create("q", nil)
 	h.WantStats("q", 0, 0, 0)
@@ -690,6 +767,57 @@ func testReceiveMax(h *H) {
 	if got := h.Receive("q", engine.ReceiveRequest{Max: 1}); len(got) != 0 {
 		h.Fatalf("received %d after all were taken", len(got))
 	}
+}
+
+// testReceivedIndependent: each received message owns its data; growing
+// one message's attributes leaves the others alone.
+func testReceivedIndependent(h *H) {
+	h.Create("q", nil)
+	var sent []engine.NewMessage
+	for i, body := range []string{"a", "bb", "ccc"} {
+		m := engine.NewMessage{Body: body}
+		for j := range i + 1 {
+			m.Attributes = append(m.Attributes, engine.MessageAttribute{Name: fmt.Sprint("n", j), DataType: "String", StringValue: body})
+		}
+		sent = append(sent, m)
+	}
+	sent = append(sent, engine.NewMessage{Body: "no attributes"})
+	h.Send("q", sent...)
+	got := h.Receive("q", engine.ReceiveRequest{})
+	if len(got) != len(sent) {
+		h.Fatalf("received %d of %d", len(got), len(sent))
+	}
+	handles := map[string]bool{}
+	for i, m := range got {
+		if m.Body != sent[i].Body || !sameAttributes(m.Attributes, sent[i].Attributes) {
+			h.Errorf("message %d = %q %v, want %q %v", i, m.Body, m.Attributes, sent[i].Body, sent[i].Attributes)
+		}
+		if handles[m.ReceiptHandle] {
+			h.Errorf("message %d: repeated handle %q", i, m.ReceiptHandle)
+		}
+		handles[m.ReceiptHandle] = true
+	}
+	got[1].Attributes = append(got[1].Attributes, engine.MessageAttribute{Name: "x"})
+	got[0].Attributes[0].StringValue = "changed"
+	if !sameAttributes(got[2].Attributes, sent[2].Attributes) {
+		h.Errorf("message 2 attributes changed to %v", got[2].Attributes)
+	}
+	// Nor does it change what the store keeps.
+	errs, err := h.B.ChangeVisibility(h.Ctx, Account, "q", []engine.VisibilityChange{{ReceiptHandle: got[0].ReceiptHandle}})
+	if err != nil || errs[0] != nil {
+		h.Fatalf("change: %v %v", errs, err)
+	}
+	if m := h.ReceiveOne("q", engine.ReceiveRequest{}); !sameAttributes(m.Attributes, sent[0].Attributes) {
+		h.Errorf("stored attributes changed to %v", m.Attributes)
+	}
+}
+
+// sameAttributes compares attribute lists, an empty binary value equal to
+// a nil one.
+func sameAttributes(got, want []engine.MessageAttribute) bool {
+	return slices.EqualFunc(got, want, func(a, w engine.MessageAttribute) bool {
+		return a.Name == w.Name && a.DataType == w.DataType && a.StringValue == w.StringValue && string(a.BinaryValue) == string(w.BinaryValue)
+	})
 }
 
 func testEmptyCalls(h *H) {
@@ -1109,6 +1237,58 @@ func testLongPollSend(h *H) {
 	h.WantStats("q", 0, 0, 0)
 }
 
+// testLongPollServedWhole: a long poll that a send serves gets the
+// messages whole, as a later receive reads them from the store, whether it
+// takes all of them or some.
+func testLongPollServedWhole(h *H) {
+	sent := []engine.NewMessage{
+		{Body: "plain"},
+		{Body: "with attributes", Attributes: []engine.MessageAttribute{
+			{Name: "b", DataType: "Binary", BinaryValue: []byte{0, 1, 2}},
+			{Name: "s", DataType: "String", StringValue: "v"},
+		}, MD5OfBody: "0123456789abcdef0123456789abcdef", MD5OfAttrs: "fedcba9876543210fedcba9876543210"},
+		{Body: "traced", TraceHeader: "Root=1-5759e988-bd862e3fe1be46a994272793", MessageGroupID: "g", SenderID: "AIDA"},
+	}
+	for _, max := range []int{10, 2, 1} {
+		name := fmt.Sprint("q", max)
+		h.Create(name, nil)
+		ch := h.StartWait(h.Ctx, name, engine.ReceiveRequest{Max: max, Wait: time.Minute})
+		ids := h.Send(name, sent...)
+		r := h.Await(ch)
+		if r.Err != nil || len(r.Msgs) == 0 || len(r.Msgs) > max {
+			h.Fatalf("max %d: long poll = %d messages, %v", max, len(r.Msgs), r.Err)
+		}
+		// The same messages read from the store: made visible again (those
+		// handed out) or never taken.
+		var changes []engine.VisibilityChange
+		for _, m := range r.Msgs {
+			changes = append(changes, engine.VisibilityChange{ReceiptHandle: m.ReceiptHandle})
+		}
+		if _, err := h.B.ChangeVisibility(h.Ctx, Account, name, changes); err != nil {
+			h.Fatal(err)
+		}
+		stored := h.Receive(name, engine.ReceiveRequest{})
+		if len(stored) != len(sent) {
+			h.Fatalf("max %d: received %d from the store, want %d", max, len(stored), len(sent))
+		}
+		byID := map[string]engine.Message{}
+		for _, m := range stored {
+			byID[m.MessageID] = m
+		}
+		for i, m := range r.Msgs {
+			if m.MessageID != ids[i] || m.ReceiveCount != 1 || !m.FirstReceiveAt.Equal(h.Clk.Now()) {
+				h.Errorf("max %d, message %d: id %s (want %s), receive count %d, first receive %v",
+					max, i, m.MessageID, ids[i], m.ReceiveCount, m.FirstReceiveAt)
+			}
+			want := byID[m.MessageID]
+			want.ReceiptHandle, want.ReceiveCount = m.ReceiptHandle, m.ReceiveCount
+			if !reflect.DeepEqual(m, want) {
+				h.Errorf("max %d, message %d handed over\n %+v\nstored\n %+v", max, i, m, want)
+			}
+		}
+	}
+}
+
 func testLongPollVisibility(h *H) {
 	h.Create("q", nil)
 	h.SendBodies("q", "a")
@@ -1306,6 +1486,12 @@ func testClose(h *H) {
 	wantErr(h.T, "send after close", err, engine.ErrClosed)
 	_, err = h.B.Stats(h.Ctx, Account, "q")
 	wantErr(h.T, "stats after close", err, engine.ErrClosed)
+	wantErr(h.T, "put a record after close", h.B.PutRecord(h.Ctx, "k", "key", nil), engine.ErrClosed)
+	_, err = h.B.Records(h.Ctx, "k")
+	wantErr(h.T, "records after close", err, engine.ErrClosed)
+	wantErr(h.T, "put metric points after close", h.B.PutMetricPoints(h.Ctx, []engine.MetricPoint{Point(1, "AWS/SQS", "m", "q", 1)}), engine.ErrClosed)
+	_, err = h.B.MetricPoints(h.Ctx, 0)
+	wantErr(h.T, "metric points after close", err, engine.ErrClosed)
 	if err := h.B.Close(); err != nil {
 		h.Fatalf("second close: %v", err)
 	}
