@@ -5,13 +5,17 @@ import (
 	"sync"
 	"testing"
 
+	"github.com/cockroachdb/pebble/v2/vfs"
+
 	"github.com/ferrymq/ferry/internal/clock"
 	"github.com/ferrymq/ferry/internal/engine"
 	"github.com/ferrymq/ferry/internal/engine/enginetest"
 )
 
-// The store passes the conformance suite in memory (nothing survives, so
-// no restarts) and on disk.
+// The store passes the conformance suite three ways: in memory (nothing
+// survives, so no restarts), on disk (restarts), and on an in-memory
+// filesystem that keeps what was synced apart from what was only written,
+// which lets a crash keep exactly what was synced (restarts and crashes).
 
 func TestConformanceInMemory(t *testing.T) {
 	enginetest.Run(t, enginetest.Driver{
@@ -27,6 +31,29 @@ func TestConformanceOnDisk(t *testing.T) {
 			return openChecked(t, Options{Dir: t.TempDir(), Clock: clk})
 		},
 		Reopen: reopenChecked,
+	})
+}
+
+func TestConformanceCrash(t *testing.T) {
+	enginetest.Run(t, enginetest.Driver{
+		Open: func(t *testing.T, clk *clock.Fake) engine.Store {
+			// The disk space guard reads a volume's figures, which this
+			// filesystem has none of.
+			return openChecked(t, Options{Dir: "/data", FS: vfs.NewCrashableMem(), DiskReserve: -1, Clock: clk})
+		},
+		Reopen: reopenChecked,
+		Crash: func(t *testing.T, clk *clock.Fake, old engine.Store) engine.Store {
+			c := old.(*checked)
+			opts := c.opts
+			// The crash happens now: the old store's writes from here on,
+			// its clean close included, reach only its own filesystem.
+			opts.FS = c.opts.FS.(*vfs.MemFS).CrashClone(vfs.CrashCloneCfg{})
+			if err := c.Close(); err != nil {
+				t.Fatalf("Close: %v", err)
+			}
+			opts.Clock, opts.HoldMoveTasks = clk, true
+			return openChecked(t, opts)
+		},
 	})
 }
 

@@ -39,6 +39,12 @@ type Driver struct {
 	// that keeps nothing across a restart, whose Durable is false: the
 	// restart tests then skip.
 	Reopen func(t *testing.T, clk *clock.Fake, old engine.Store) engine.Store
+	// Crash, optional, stops old as a crash would, without a clean close
+	// (what old had not made durable may be lost), and opens a new store
+	// on what old had made durable, holding its move tasks as Reopen
+	// does. Once it returns, old does nothing more. Nil skips the crash
+	// tests.
+	Crash func(t *testing.T, clk *clock.Fake, old engine.Store) engine.Store
 }
 
 // test is one test of the suite.
@@ -48,7 +54,7 @@ type test struct {
 }
 
 // tests is the suite, in the order it runs.
-var tests = slices.Concat(queueTests, messageTests, deadLetterTests, fifoTests, storeTests)
+var tests = slices.Concat(queueTests, messageTests, deadLetterTests, fifoTests, storeTests, restartTests)
 
 var queueTests = []test{
 	{"CreateQueueIdempotent", testCreateIdempotent},
