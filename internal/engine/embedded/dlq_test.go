@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"log/slog"
 	"sync"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -14,6 +15,7 @@ import (
 	"github.com/ferrymq/ferry/internal/clock"
 	"github.com/ferrymq/ferry/internal/engine"
 	"github.com/ferrymq/ferry/internal/engine/enginetest"
+	"github.com/ferrymq/ferry/internal/testwait"
 )
 
 func arn(name string) string { return enginetest.ARN(name) }
@@ -38,7 +40,7 @@ func sendBodies(t testing.TB, e *Engine, name string, n int) {
 	}
 }
 
-func taskOf(t *testing.T, e *Engine, source, id string) engine.MoveTask {
+func taskOf(t testing.TB, e *Engine, source, id string) engine.MoveTask {
 	t.Helper()
 	ts, err := e.ListMoveTasks(context.Background(), acct, source)
 	if err != nil {
@@ -53,19 +55,14 @@ func taskOf(t *testing.T, e *Engine, source, id string) engine.MoveTask {
 	return engine.MoveTask{}
 }
 
-func waitTask(t *testing.T, e *Engine, source, id string, cond func(engine.MoveTask) bool) engine.MoveTask {
+func waitTask(t testing.TB, e *Engine, source, id string, cond func(engine.MoveTask) bool) engine.MoveTask {
 	t.Helper()
-	deadline := time.Now().Add(10 * time.Second)
-	for {
-		mt := taskOf(t, e, source, id)
-		if cond(mt) {
-			return mt
-		}
-		if time.Now().After(deadline) {
-			t.Fatalf("task %s: %+v", id, mt)
-		}
-		time.Sleep(time.Millisecond)
-	}
+	var mt engine.MoveTask
+	testwait.Eventually(t, "task "+id, func() bool {
+		mt = taskOf(t, e, source, id)
+		return cond(mt)
+	})
+	return mt
 }
 
 // The account's place a RUNNING task holds is held again when it resumes
@@ -199,19 +196,11 @@ func TestMoveTaskRecordsGoWithTheQueue(t *testing.T) {
 		t.Fatal(err)
 	}
 	// The runner ends and gives the account's place back.
-	deadline := time.Now().Add(10 * time.Second)
-	for {
+	testwait.Eventually(t, "the account's place back", func() bool {
 		e.taskMu.Lock()
-		n := e.active[acct]
-		e.taskMu.Unlock()
-		if n == 0 {
-			break
-		}
-		if time.Now().After(deadline) {
-			t.Fatalf("%d tasks still active", n)
-		}
-		time.Sleep(time.Millisecond)
-	}
+		defer e.taskMu.Unlock()
+		return e.active[acct] == 0
+	})
 	if n := countTaskRecords(t, e); n != 0 {
 		t.Fatalf("%d task records after the delete", n)
 	}
@@ -323,24 +312,24 @@ func BenchmarkMoveTask(b *testing.B) {
 		b.Fatal(err)
 	}
 	e := openTest(b, Options{Dir: dir})
+	// The last move is told as it is durable: the clock stops there.
+	var moved atomic.Int64
+	done := make(chan struct{})
+	e.OnMovedByTask(func(string, string, *engine.NewMessage) {
+		if moved.Add(1) == int64(b.N) {
+			close(done)
+		}
+	})
 	b.ResetTimer()
 	mt, err := e.StartMoveTask(ctx, engine.MoveTask{SourceAccount: acct, SourceName: "dlq", DestinationARN: arn("dst")})
 	if err != nil {
 		b.Fatal(err)
 	}
-	for {
-		ts, err := e.ListMoveTasks(ctx, acct, "dlq")
-		if err != nil {
-			b.Fatal(err)
-		}
-		if !ts[0].Status.Active() {
-			if ts[0].Status != engine.MoveTaskCompleted || ts[0].Moved != int64(b.N) {
-				b.Fatalf("ended %+v, want %d moved", ts[0], b.N)
-			}
-			break
-		}
-		time.Sleep(100 * time.Microsecond)
-	}
+	<-done
 	b.StopTimer()
+	end := waitTask(b, e, "dlq", mt.ID, func(t engine.MoveTask) bool { return !t.Status.Active() })
+	if end.Status != engine.MoveTaskCompleted || end.Moved != int64(b.N) {
+		b.Fatalf("ended %+v, want %d moved", end, b.N)
+	}
 	b.ReportMetric(float64(mt.ToMove)/b.Elapsed().Seconds(), "msgs/s")
 }

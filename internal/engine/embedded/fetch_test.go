@@ -5,6 +5,8 @@ import (
 	"testing"
 
 	"github.com/google/uuid"
+
+	"github.com/ferrymq/ferry/internal/testwait"
 )
 
 func TestMessageIDs(t *testing.T) {
@@ -46,4 +48,18 @@ func TestSentRecordsRecord(t *testing.T) {
 	if got := none.record(7); got != nil {
 		t.Errorf("nil records: record(7) = %q", got)
 	}
+}
+
+// awaitWaiter returns once a receive waits on the queue.
+func awaitWaiter(tb testing.TB, e *Engine, name string) {
+	tb.Helper()
+	q, err := e.lookup(acct, name)
+	if err != nil {
+		tb.Fatal(err)
+	}
+	testwait.Eventually(tb, "a receive waiting on "+name, func() bool {
+		q.mu.Lock()
+		defer q.mu.Unlock()
+		return q.waiters.Len() > 0
+	})
 }
