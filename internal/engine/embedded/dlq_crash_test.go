@@ -128,7 +128,8 @@ func TestDLQCrashChild(t *testing.T) {
 			close(allMoved)
 		}
 		<-allMoved
-		// The task's end is written after its last move.
+		// The task's end is written after its last move, and shows before
+		// it is durable: a durable write after it makes it so.
 		testwait.Eventually(t, "the task to end", func() bool {
 			ts, err := e.ListMoveTasks(ctx, acct, "dlq")
 			if err != nil {
@@ -136,6 +137,9 @@ func TestDLQCrashChild(t *testing.T) {
 			}
 			return !ts[0].Status.Active()
 		})
+		if err := e.PutRecord(ctx, "crash", "ended", nil); err != nil {
+			die("sync", err)
+		}
 		emit("E " + strconv.FormatInt(moved+n.Load(), 10))
 		select {} // until killed
 	}
