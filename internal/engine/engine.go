@@ -307,7 +307,8 @@ type MoveTask struct {
 type Backend interface {
 	// CreateQueue creates q unless a queue of that account and name exists,
 	// in which case it returns the existing one and created=false. It fails
-	// with ErrQueueDeletedRecently within RecreateDelay of a delete.
+	// with ErrQueueDeletedRecently within RecreateDelay of a delete, a
+	// restart in between included.
 	CreateQueue(ctx context.Context, q Queue) (existing Queue, created bool, err error)
 	GetQueue(ctx context.Context, account, name string) (Queue, error)
 	// ViewQueue is GetQueue without its copies, for the message actions
@@ -398,7 +399,7 @@ type RecordStore interface {
 	PutRecord(ctx context.Context, kind, key string, value []byte) error
 	// DeleteRecord removes a record; a missing one is not an error.
 	DeleteRecord(ctx context.Context, kind, key string) error
-	// Records returns every record of a kind, sorted by key.
+	// Records returns every record of a kind, sorted by key (byte order).
 	Records(ctx context.Context, kind string) ([]Record, error)
 }
 

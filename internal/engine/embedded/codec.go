@@ -24,13 +24,15 @@ import (
 //	0x05 kind 0x00 key              generic record (records.go)
 //	0x06 qid seq                    FIFO deduplication entry of the message first sent as seq
 //	0x07 minute series              one-minute metric datapoint (metricstore.go)
+//	0x08 account name               name of a queue deleted less than RecreateDelay ago: when
 const (
-	prefixMeta   byte = 0x01
-	prefixQueue  byte = 0x02
-	prefixMsg    byte = 0x03
-	prefixTask   byte = 0x04
-	prefixDedup  byte = 0x06
-	prefixMetric byte = 0x07
+	prefixMeta    byte = 0x01
+	prefixQueue   byte = 0x02
+	prefixMsg     byte = 0x03
+	prefixTask    byte = 0x04
+	prefixDedup   byte = 0x06
+	prefixMetric  byte = 0x07
+	prefixDeleted byte = 0x08
 
 	kindBody  byte = 0x01
 	kindState byte = 0x02
@@ -64,6 +66,37 @@ func queueKey(qid uint64) []byte {
 	k[0] = prefixQueue
 	binary.BigEndian.PutUint64(k[1:], qid)
 	return k
+}
+
+// deletedKey keeps a deleted queue's name reserved across restarts.
+func deletedKey(account, name string) []byte {
+	k := appendString([]byte{prefixDeleted}, account)
+	return append(k, name...)
+}
+
+func parseDeletedKey(k []byte) (qname, bool) {
+	if len(k) == 0 || k[0] != prefixDeleted {
+		return qname{}, false
+	}
+	r := newReader(k[1:], false)
+	account := r.str()
+	if r.bad {
+		return qname{}, false
+	}
+	return qname{account, string(k[1+r.off:])}, true
+}
+
+func encodeDeleted(at time.Time) []byte {
+	return binary.AppendVarint([]byte{recordVersion}, at.UnixNano())
+}
+
+func decodeDeleted(v []byte) (time.Time, error) {
+	r := newReader(v, false)
+	if r.byte() != recordVersion {
+		return time.Time{}, errCorrupt
+	}
+	at := fromNanos(r.varint())
+	return at, r.done()
 }
 
 type msgKey [18]byte

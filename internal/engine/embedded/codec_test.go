@@ -287,6 +287,7 @@ func TestDecodeCorrupt(t *testing.T) {
 			_, err := decodeDedup(v)
 			return err
 		}},
+		"deleted queue": {encodeDeleted(time.Unix(5, 0)), func(v []byte) error { _, err := decodeDeleted(v); return err }},
 	}
 	for name, r := range records {
 		for n := range len(r.v) {
@@ -307,6 +308,24 @@ func TestDecodeCorrupt(t *testing.T) {
 			bad := append([]byte(nil), r.v...)
 			bad[i] = 0xff
 			_ = r.decode(bad)
+		}
+	}
+}
+
+func TestDeletedRecordRoundTrip(t *testing.T) {
+	at := time.Date(2030, 1, 2, 3, 4, 5, 6, time.UTC)
+	if got, err := decodeDeleted(encodeDeleted(at)); err != nil || !got.Equal(at) {
+		t.Fatalf("round trip = %v, %v", got, err)
+	}
+	// The account is length-prefixed: no account's keys run into another's.
+	for _, n := range []qname{{"123456789012", "q"}, {"a", "b\x00c"}, {"", ""}, {"ab", ""}} {
+		if got, ok := parseDeletedKey(deletedKey(n.account, n.name)); !ok || got != n {
+			t.Errorf("key of %+v parses as %+v, %v", n, got, ok)
+		}
+	}
+	for _, bad := range [][]byte{nil, {prefixDeleted}, {prefixDeleted, 5, 'a'}, {prefixQueue, 0}} {
+		if got, ok := parseDeletedKey(bad); ok {
+			t.Errorf("key %x parses as %+v", bad, got)
 		}
 	}
 }

@@ -18,6 +18,7 @@ import (
 
 	"github.com/ferrymq/ferry/internal/clock"
 	"github.com/ferrymq/ferry/internal/engine"
+	"github.com/ferrymq/ferry/internal/testwait"
 )
 
 // quotaFS is a volume of a set capacity over an in-memory filesystem: a
@@ -336,16 +337,17 @@ func TestDiskFull(t *testing.T) {
 	}
 
 	// Free space: the next check, here at the guard's tick on the clock,
-	// brings the ballast back and accepts writes.
-	// (Each round moves the clock again: the guard may be re-arming its
-	// timer after a check of its own when the clock first moves.)
+	// brings the ballast back and accepts writes; its log line is the last
+	// thing it does. (Each look moves the clock again: the guard may be
+	// re-arming its timer after a check of its own when the clock first
+	// moves.)
 	fs.setFree(64 << 20)
-	for i := 0; e.DiskFull(); i++ {
-		if i == 10000 {
-			t.Fatal("still full after space was freed")
-		}
+	testwait.Eventually(t, "writes accepted once space was freed", func() bool {
 		clk.Advance(diskCheckInterval)
-		time.Sleep(time.Millisecond)
+		return logs.count("writes are accepted again") > 0
+	})
+	if e.DiskFull() {
+		t.Fatal("still full after the check that accepted writes again")
 	}
 	if _, err := fs.Stat(ballast); err != nil {
 		t.Fatalf("no ballast after recovery: %v", err)

@@ -11,6 +11,7 @@ import (
 	"strconv"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -18,6 +19,7 @@ import (
 
 	"github.com/ferrymq/ferry/internal/clock"
 	"github.com/ferrymq/ferry/internal/engine"
+	"github.com/ferrymq/ferry/internal/testwait"
 )
 
 // dlqCrashEnv makes TestDLQCrashChild run as a load generator: its value is
@@ -43,7 +45,7 @@ func TestDLQCrashChild(t *testing.T) {
 		fmt.Fprintln(os.Stderr, what+":", err)
 		os.Exit(2)
 	}
-	e, err := Open(ctx, Options{Dir: dir})
+	e, err := Open(ctx, Options{Dir: dir, HoldMoveTasks: true})
 	if err != nil {
 		die("open", err)
 	}
@@ -101,24 +103,45 @@ func TestDLQCrashChild(t *testing.T) {
 		if err != nil {
 			die("list", err)
 		}
-		if len(ts) == 0 {
+		// Progress is told by the move hook, as each move is durable; the
+		// store holds a resumed task until the hook is in place.
+		var moved, left int64 = 0, crashTaskMessages
+		if len(ts) > 0 {
+			moved, left = ts[0].Moved, ts[0].ToMove-ts[0].Moved
+		}
+		allMoved := make(chan struct{})
+		var n atomic.Int64
+		e.OnMovedByTask(func(string, string, *engine.NewMessage) {
+			i := n.Add(1)
+			emit("P " + strconv.FormatInt(moved+i, 10))
+			if i == left {
+				close(allMoved)
+			}
+		})
+		switch {
+		case len(ts) == 0:
 			sendBodies(t, e, "dlq", crashTaskMessages)
 			if _, err := e.StartMoveTask(ctx, engine.MoveTask{SourceAccount: acct, SourceName: "dlq", DestinationARN: arn("dst")}); err != nil {
 				die("start", err)
 			}
+		case left == 0:
+			close(allMoved)
 		}
-		for {
+		<-allMoved
+		// The task's end is written after its last move, and shows before
+		// it is durable: a durable write after it makes it so.
+		testwait.Eventually(t, "the task to end", func() bool {
 			ts, err := e.ListMoveTasks(ctx, acct, "dlq")
 			if err != nil {
 				die("list", err)
 			}
-			kind := "P "
-			if !ts[0].Status.Active() {
-				kind = "E "
-			}
-			emit(kind + strconv.FormatInt(ts[0].Moved, 10))
-			time.Sleep(200 * time.Microsecond)
+			return !ts[0].Status.Active()
+		})
+		if err := e.PutRecord(ctx, "crash", "ended", nil); err != nil {
+			die("sync", err)
 		}
+		emit("E " + strconv.FormatInt(moved+n.Load(), 10))
+		select {} // until killed
 	}
 }
 

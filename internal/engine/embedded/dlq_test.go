@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"log/slog"
 	"sync"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -14,6 +15,7 @@ import (
 	"github.com/ferrymq/ferry/internal/clock"
 	"github.com/ferrymq/ferry/internal/engine"
 	"github.com/ferrymq/ferry/internal/engine/enginetest"
+	"github.com/ferrymq/ferry/internal/testwait"
 )
 
 func arn(name string) string { return enginetest.ARN(name) }
@@ -38,7 +40,7 @@ func sendBodies(t testing.TB, e *Engine, name string, n int) {
 	}
 }
 
-func taskOf(t *testing.T, e *Engine, source, id string) engine.MoveTask {
+func taskOf(t testing.TB, e *Engine, source, id string) engine.MoveTask {
 	t.Helper()
 	ts, err := e.ListMoveTasks(context.Background(), acct, source)
 	if err != nil {
@@ -53,208 +55,47 @@ func taskOf(t *testing.T, e *Engine, source, id string) engine.MoveTask {
 	return engine.MoveTask{}
 }
 
-func waitTask(t *testing.T, e *Engine, source, id string, cond func(engine.MoveTask) bool) engine.MoveTask {
+func waitTask(t testing.TB, e *Engine, source, id string, cond func(engine.MoveTask) bool) engine.MoveTask {
 	t.Helper()
-	deadline := time.Now().Add(10 * time.Second)
-	for {
-		mt := taskOf(t, e, source, id)
-		if cond(mt) {
-			return mt
-		}
-		if time.Now().After(deadline) {
-			t.Fatalf("task %s: %+v", id, mt)
-		}
-		time.Sleep(time.Millisecond)
-	}
+	var mt engine.MoveTask
+	testwait.Eventually(t, "task "+id, func() bool {
+		mt = taskOf(t, e, source, id)
+		return cond(mt)
+	})
+	return mt
 }
 
-func checkIndexes(t *testing.T, e *Engine) {
-	t.Helper()
-	e.mu.RLock()
-	defer e.mu.RUnlock()
-	now := e.now()
-	for k, q := range e.queues {
-		q.mu.Lock()
-		err := q.checkIndex(now)
-		q.mu.Unlock()
-		if err != nil {
-			t.Fatalf("queue %s: %v", k.name, err)
-		}
-	}
-}
-
-// A queue's ARN and redrive policy, and a moved message's dead-letter
-// source, survive a restart.
-func TestRedriveRestart(t *testing.T) {
-	dir := t.TempDir()
-	clk := clock.NewFake(enginetest.Start)
-	e := openTest(t, Options{Dir: dir, Clock: clk})
-	mustCreate(t, e, engine.Queue{Name: "dlq", ARN: arn("dlq"), Settings: settings()})
-	mustCreate(t, e, engine.Queue{Name: "src", ARN: arn("src"), Settings: redriveTo("dlq", 1)})
-	ids := mustSend(t, e, "src", engine.NewMessage{Body: "a", MD5OfSysAttrs: "sys", TraceHeader: "Root=1"})
-	zero := time.Duration(0)
-	clk.Advance(time.Second)
-	mustReceive(t, e, "src", engine.ReceiveRequest{Visibility: &zero})
-	if got := mustReceive(t, e, "src", engine.ReceiveRequest{}); len(got) != 0 {
-		t.Fatalf("received %d", len(got))
-	}
-	checkIndexes(t, e)
-
-	e = reopen(t, e, dir, clk)
-	q, err := e.GetQueue(context.Background(), acct, "src")
-	if err != nil || q.ARN != arn("src") || q.Settings.Redrive == nil || *q.Settings.Redrive != *redriveTo("dlq", 1).Redrive {
-		t.Fatalf("source after restart: %+v, %v", q, err)
-	}
-	if e.lookupARN(arn("dlq")) == nil {
-		t.Fatal("ARN index not rebuilt")
-	}
-	got := mustReceive(t, e, "dlq", engine.ReceiveRequest{})
-	if len(got) != 1 || got[0].MessageID != ids[0] || got[0].ReceiveCount != 2 || got[0].DeadLetterSourceARN != arn("src") ||
-		!got[0].SentAt.Equal(enginetest.Start) || !got[0].FirstReceiveAt.Equal(enginetest.Start.Add(time.Second)) || got[0].TraceHeader != "Root=1" {
-		t.Fatalf("dead-letter queue after restart: %+v", got)
-	}
-	if s := mustStats(t, e, "src"); s != (engine.Stats{}) {
-		t.Fatalf("source after restart: %+v", s)
-	}
-	checkIndexes(t, e)
-}
-
-// A RUNNING task resumes after a restart where its last batch left it and
-// completes with exact counts.
-func TestMoveTaskResumesAfterRestart(t *testing.T) {
+// The account's place a RUNNING task holds is held again when it resumes
+// after a restart, and given back when it ends. (The conformance suite
+// checks the resumed task itself.)
+func TestResumedTaskHoldsItsPlace(t *testing.T) {
 	ctx := context.Background()
 	dir := t.TempDir()
 	clk := clock.NewFake(enginetest.Start)
 	e := openTest(t, Options{Dir: dir, Clock: clk})
-	mustCreate(t, e, engine.Queue{Name: "dlq", ARN: arn("dlq"), Settings: settings()})
-	mustCreate(t, e, engine.Queue{Name: "dst", ARN: arn("dst"), Settings: settings()})
-	mustCreate(t, e, engine.Queue{Name: "other", ARN: arn("other"), Settings: settings()})
+	for _, name := range []string{"dlq", "dst", "other"} {
+		mustCreate(t, e, engine.Queue{Name: name, ARN: arn(name), Settings: settings()})
+	}
 	sendBodies(t, e, "dlq", 25)
 	mustSend(t, e, "other", engine.NewMessage{Body: "x"})
-	task := engine.MoveTask{SourceAccount: acct, SourceName: "dlq", DestinationARN: arn("dst"), MaxPerSecond: 10}
-	started, err := e.StartMoveTask(ctx, task)
-	if err != nil {
-		t.Fatal(err)
-	}
-	waitTask(t, e, "dlq", started.ID, func(mt engine.MoveTask) bool { return mt.Moved == 10 })
-
-	// The hour passes while the store is closed: a runner still waiting on
-	// the clock would move the next ten before the restart.
-	if err := e.Close(); err != nil {
-		t.Fatal(err)
-	}
-	clk.Advance(time.Hour)
-	e = openTest(t, Options{Dir: dir, Clock: clk})
-	// It resumes at once: a new second, ten more.
-	mt := waitTask(t, e, "dlq", started.ID, func(mt engine.MoveTask) bool { return mt.Moved == 20 })
-	if mt.Status != engine.MoveTaskRunning || mt.ToMove != 25 || !mt.Started.Equal(started.Started) || mt.SourceARN != arn("dlq") {
-		t.Fatalf("resumed task %+v, started as %+v", mt, started)
-	}
-	if _, err := e.StartMoveTask(ctx, task); !errors.Is(err, engine.ErrMoveTaskActive) {
-		t.Fatalf("second task on a resumed source: %v", err)
-	}
-	// The resumed task holds its account's place.
-	e.maxActive = 1
-	if _, err := e.StartMoveTask(ctx, engine.MoveTask{SourceAccount: acct, SourceName: "other", DestinationARN: arn("dst")}); !errors.Is(err, engine.ErrMoveTaskLimit) {
-		t.Fatalf("task beyond the limit after restart: %v", err)
-	}
-	// The runner may not be waiting on the clock yet when it is moved:
-	// keep moving it until the task ends.
-	mt = waitTask(t, e, "dlq", started.ID, func(mt engine.MoveTask) bool {
-		if mt.Status.Active() {
-			clk.Advance(time.Second)
-			return false
-		}
-		return true
-	})
-	if mt.Status != engine.MoveTaskCompleted || mt.Moved != 25 {
-		t.Fatalf("ended %+v", mt)
-	}
-	other, err := e.StartMoveTask(ctx, engine.MoveTask{SourceAccount: acct, SourceName: "other", DestinationARN: arn("dst")})
-	if err != nil {
-		t.Fatalf("task after the resumed one ended: %v", err)
-	}
-	waitTask(t, e, "other", other.ID, func(mt engine.MoveTask) bool { return mt.Status == engine.MoveTaskCompleted })
-	e.maxActive = engine.MaxActiveMoveTasks
-
-	e = reopen(t, e, dir, clk)
-	if mt := taskOf(t, e, "dlq", started.ID); mt.Status != engine.MoveTaskCompleted || mt.Moved != 25 || mt.ToMove != 25 {
-		t.Fatalf("after a second restart: %+v", mt)
-	}
-	if s := mustStats(t, e, "dst"); s.Visible != 26 {
-		t.Fatalf("destination %+v, want the 25 moved and 1 from other", s)
-	}
-	if s := mustStats(t, e, "dlq"); s != (engine.Stats{}) {
-		t.Fatalf("source %+v", s)
-	}
-	checkIndexes(t, e)
-}
-
-// With HoldMoveTasks a task resumed at Open moves nothing until the first
-// OnMovedByTask, so that the hook is told of every move after a restart; a
-// store closed while holding keeps the task RUNNING for the next Open.
-func TestMoveTaskHeldUntilHook(t *testing.T) {
-	ctx := context.Background()
-	dir := t.TempDir()
-	clk := clock.NewFake(enginetest.Start)
-	e := openTest(t, Options{Dir: dir, Clock: clk})
-	mustCreate(t, e, engine.Queue{Name: "dlq", ARN: arn("dlq"), Settings: settings()})
-	mustCreate(t, e, engine.Queue{Name: "dst", ARN: arn("dst"), Settings: settings()})
-	sendBodies(t, e, "dlq", 25)
 	started, err := e.StartMoveTask(ctx, engine.MoveTask{SourceAccount: acct, SourceName: "dlq", DestinationARN: arn("dst"), MaxPerSecond: 10})
 	if err != nil {
 		t.Fatal(err)
 	}
 	waitTask(t, e, "dlq", started.ID, func(mt engine.MoveTask) bool { return mt.Moved == 10 })
-
-	held := func(e *Engine) int {
-		e.taskMu.Lock()
-		defer e.taskMu.Unlock()
-		return len(e.held)
+	e = reopen(t, e, dir, clk)
+	e.maxActive = 1
+	other := engine.MoveTask{SourceAccount: acct, SourceName: "other", DestinationARN: arn("dst")}
+	if _, err := e.StartMoveTask(ctx, other); !errors.Is(err, engine.ErrMoveTaskLimit) {
+		t.Fatalf("task beyond the limit after restart: %v", err)
 	}
-	for range 2 { // the second Open finds the task as the held one left it
-		if err := e.Close(); err != nil {
-			t.Fatal(err)
-		}
-		clk.Advance(time.Hour)
-		e = openTest(t, Options{Dir: dir, Clock: clk, HoldMoveTasks: true})
-		if n := held(e); n != 1 {
-			t.Fatalf("%d tasks held, want 1 (no runner before the hook)", n)
-		}
-		if mt := taskOf(t, e, "dlq", started.ID); mt.Status != engine.MoveTaskRunning || mt.Moved != 10 {
-			t.Fatalf("held task %+v", mt)
-		}
-	}
-
-	var mu sync.Mutex
-	counted := map[string]int{}
-	e.OnMovedByTask(func(account, queue string, m *engine.NewMessage) {
-		mu.Lock()
-		counted[account+"/"+queue]++
-		mu.Unlock()
-	})
-	if n := held(e); n != 0 {
-		t.Fatalf("%d tasks still held after the hook", n)
-	}
-	mt := waitTask(t, e, "dlq", started.ID, func(mt engine.MoveTask) bool {
-		if mt.Status.Active() {
-			clk.Advance(time.Second)
-			return false
-		}
-		return true
-	})
-	if mt.Status != engine.MoveTaskCompleted || mt.Moved != 25 {
-		t.Fatalf("ended %+v", mt)
-	}
-	mu.Lock()
-	defer mu.Unlock()
-	if want := map[string]int{acct + "/dst": 15}; fmt.Sprint(counted) != fmt.Sprint(want) {
-		t.Fatalf("hook counted %v, want %v: every move after the restart", counted, want)
-	}
-	// A second call changes the hook and starts nothing twice.
-	e.OnMovedByTask(nil)
-	if n := held(e); n != 0 {
-		t.Fatalf("%d tasks held", n)
+	// It resumes with a second of its own: ten more now, the last five a
+	// second later.
+	waitTask(t, e, "dlq", started.ID, func(mt engine.MoveTask) bool { return mt.Moved == 20 })
+	clk.Advance(time.Second)
+	waitTask(t, e, "dlq", started.ID, func(mt engine.MoveTask) bool { return mt.Status == engine.MoveTaskCompleted })
+	if _, err := e.StartMoveTask(ctx, other); err != nil {
+		t.Fatalf("task after the resumed one ended: %v", err)
 	}
 }
 
@@ -355,19 +196,11 @@ func TestMoveTaskRecordsGoWithTheQueue(t *testing.T) {
 		t.Fatal(err)
 	}
 	// The runner ends and gives the account's place back.
-	deadline := time.Now().Add(10 * time.Second)
-	for {
+	testwait.Eventually(t, "the account's place back", func() bool {
 		e.taskMu.Lock()
-		n := e.active[acct]
-		e.taskMu.Unlock()
-		if n == 0 {
-			break
-		}
-		if time.Now().After(deadline) {
-			t.Fatalf("%d tasks still active", n)
-		}
-		time.Sleep(time.Millisecond)
-	}
+		defer e.taskMu.Unlock()
+		return e.active[acct] == 0
+	})
 	if n := countTaskRecords(t, e); n != 0 {
 		t.Fatalf("%d task records after the delete", n)
 	}
@@ -479,39 +312,24 @@ func BenchmarkMoveTask(b *testing.B) {
 		b.Fatal(err)
 	}
 	e := openTest(b, Options{Dir: dir})
+	// The last move is told as it is durable: the clock stops there.
+	var moved atomic.Int64
+	done := make(chan struct{})
+	e.OnMovedByTask(func(string, string, *engine.NewMessage) {
+		if moved.Add(1) == int64(b.N) {
+			close(done)
+		}
+	})
 	b.ResetTimer()
 	mt, err := e.StartMoveTask(ctx, engine.MoveTask{SourceAccount: acct, SourceName: "dlq", DestinationARN: arn("dst")})
 	if err != nil {
 		b.Fatal(err)
 	}
-	for {
-		ts, err := e.ListMoveTasks(ctx, acct, "dlq")
-		if err != nil {
-			b.Fatal(err)
-		}
-		if !ts[0].Status.Active() {
-			if ts[0].Status != engine.MoveTaskCompleted || ts[0].Moved != int64(b.N) {
-				b.Fatalf("ended %+v, want %d moved", ts[0], b.N)
-			}
-			break
-		}
-		time.Sleep(100 * time.Microsecond)
-	}
+	<-done
 	b.StopTimer()
-	b.ReportMetric(float64(mt.ToMove)/b.Elapsed().Seconds(), "msgs/s")
-}
-
-// A queue named as its own dead-letter queue hands its messages out rather
-// than moving them onto itself at every receive.
-func TestRedriveToItself(t *testing.T) {
-	e := openTest(t, Options{InMemory: true, Clock: clock.NewFake(enginetest.Start)})
-	mustCreate(t, e, engine.Queue{Name: "q", ARN: arn("q"), Settings: redriveTo("q", 1)})
-	ids := mustSend(t, e, "q", engine.NewMessage{Body: "a"})
-	zero := time.Duration(0)
-	for i := 1; i <= 3; i++ {
-		got := mustReceive(t, e, "q", engine.ReceiveRequest{Visibility: &zero})
-		if len(got) != 1 || got[0].MessageID != ids[0] || got[0].ReceiveCount != i || got[0].DeadLetterSourceARN != "" {
-			t.Fatalf("receive %d: %+v", i, got)
-		}
+	end := waitTask(b, e, "dlq", mt.ID, func(t engine.MoveTask) bool { return !t.Status.Active() })
+	if end.Status != engine.MoveTaskCompleted || end.Moved != int64(b.N) {
+		b.Fatalf("ended %+v, want %d moved", end, b.N)
 	}
+	b.ReportMetric(float64(mt.ToMove)/b.Elapsed().Seconds(), "msgs/s")
 }

@@ -121,6 +121,10 @@ type Engine struct {
 	// beforeDeleteSync, when set (tests only), runs between a delete's
 	// entry into the commit pipeline and its wait for the sync.
 	beforeDeleteSync func()
+	// beforeClose, when set (tests only), runs in the first Close once
+	// the move tasks have stopped and no call is in the store, before the
+	// queues and the store close.
+	beforeClose func()
 	// memory: the store is in memory, without a WAL (Options.InMemory).
 	memory bool
 	// space refuses writes while the volume is nearly full; nil in memory
@@ -287,6 +291,9 @@ func (e *Engine) Close() error {
 	defer e.closeMu.Unlock()
 	if e.closed {
 		return nil
+	}
+	if e.beforeClose != nil {
+		e.beforeClose()
 	}
 	e.closed = true
 	e.closeQueues()

@@ -8,6 +8,8 @@ import (
 	"unsafe"
 
 	"github.com/cockroachdb/pebble/v2"
+
+	"github.com/ferrymq/ferry/internal/engine"
 )
 
 // load rebuilds every queue's index from the store: queues first, then one
@@ -152,6 +154,9 @@ func (e *Engine) load(ctx context.Context) error {
 	if err := e.loadTasks(byID, cleanup); err != nil {
 		return err
 	}
+	if err := e.loadDeleted(cleanup); err != nil {
+		return err
+	}
 	if !cleanup.Empty() {
 		if err := cleanup.Commit(pebble.NoSync); err != nil {
 			return fmt.Errorf("embedded: clean up store: %w", err)
@@ -164,6 +169,32 @@ func (e *Engine) load(ctx context.Context) error {
 	}
 	e.log.Info("store loaded", "queues", len(byID), "records", n)
 	return nil
+}
+
+// loadDeleted reserves again the names of the queues deleted less than
+// RecreateDelay ago.
+func (e *Engine) loadDeleted(cleanup *pebble.Batch) error {
+	now := e.clock.Now()
+	return e.scan([]byte{prefixDeleted}, []byte{prefixDeleted + 1}, func(it *pebble.Iterator) (bool, error) {
+		key, ok := parseDeletedKey(it.Key())
+		if !ok {
+			return false, fmt.Errorf("embedded: deleted queue key %x: %w", it.Key(), errCorrupt)
+		}
+		v, err := it.ValueAndErr()
+		if err != nil {
+			return false, fmt.Errorf("embedded: read deleted queue: %w", err)
+		}
+		at, err := decodeDeleted(v)
+		if err != nil {
+			return false, fmt.Errorf("embedded: deleted queue key %x: %w", it.Key(), err)
+		}
+		if _, exists := e.queues[key]; exists || now.Sub(at) >= engine.RecreateDelay {
+			_ = cleanup.Delete(it.Key(), nil)
+			return false, nil
+		}
+		e.deleted[key] = at
+		return false, nil
+	})
 }
 
 // loadDedup rebuilds the FIFO queues' deduplication windows. Records are

@@ -8,10 +8,91 @@ import (
 	"testing"
 	"time"
 
+	"github.com/cockroachdb/pebble/v2"
+
 	"github.com/ferrymq/ferry/internal/clock"
 	"github.com/ferrymq/ferry/internal/engine"
 	"github.com/ferrymq/ferry/internal/engine/enginetest"
 )
+
+// verifyStore checks that the store holds the records of exactly the
+// indexed messages (a body for each, a receive state only for one
+// received, nothing of a queue that is gone), and every queue's index,
+// each brought to now first as any call would. No call may be under way:
+// one in its commit has written records that its messages do not yet
+// show in the index.
+func verifyStore(e *Engine) error {
+	qs := liveQueues(e)
+	err := verifyIndexes(qs, true)
+	bodies := map[uint64]int{}
+	err = errors.Join(err, e.scan([]byte{prefixMsg}, []byte{prefixMsg + 1}, func(it *pebble.Iterator) (bool, error) {
+		qid, seq, kind, ok := parseMsgKey(it.Key())
+		q := qs[qid]
+		if !ok || q == nil {
+			return false, fmt.Errorf("message record %x of no queue", it.Key())
+		}
+		q.mu.Lock()
+		m := q.msgs[seq]
+		q.mu.Unlock()
+		switch {
+		case m == nil:
+			return false, fmt.Errorf("queue %s: record %x of no indexed message", q.desc.Name, it.Key())
+		case kind == kindState && m.receiveCount == 0:
+			return false, fmt.Errorf("queue %s: receive state of message %d, never received", q.desc.Name, seq)
+		case kind == kindBody:
+			bodies[qid]++
+		}
+		return false, nil
+	}))
+	for id, q := range qs {
+		q.mu.Lock()
+		n := len(q.msgs)
+		q.mu.Unlock()
+		if bodies[id] != n {
+			err = errors.Join(err, fmt.Errorf("queue %s: %d messages indexed, %d stored", q.desc.Name, n, bodies[id]))
+		}
+	}
+	return err
+}
+
+// checkIndexes checks every queue's index as it stands; calls may be
+// under way.
+func checkIndexes(t *testing.T, e *Engine) {
+	t.Helper()
+	if err := verifyIndexes(liveQueues(e), false); err != nil {
+		t.Fatal(err)
+	}
+}
+
+// liveQueues returns the engine's queues by id.
+func liveQueues(e *Engine) map[uint64]*queue {
+	e.mu.RLock()
+	defer e.mu.RUnlock()
+	qs := make(map[uint64]*queue, len(e.queues))
+	for _, q := range e.queues {
+		qs[q.id] = q
+	}
+	return qs
+}
+
+// verifyIndexes checks the queues' indexes, first brought to now if
+// advance is set.
+func verifyIndexes(qs map[uint64]*queue, advance bool) error {
+	var err error
+	for _, q := range qs {
+		q.mu.Lock()
+		now := q.e.now()
+		if advance {
+			q.advanceLocked(now)
+			q.rearmLocked(now)
+		}
+		if qerr := q.checkIndex(now); qerr != nil {
+			err = errors.Join(err, fmt.Errorf("queue %s: %w", q.desc.Name, qerr))
+		}
+		q.mu.Unlock()
+	}
+	return err
+}
 
 // checkIndex verifies the index's internal consistency: every message is in
 // exactly the structures its status says, the counters match, both heaps

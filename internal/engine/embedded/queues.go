@@ -24,9 +24,13 @@ func (e *Engine) CreateQueue(ctx context.Context, q engine.Queue) (engine.Queue,
 		return cloneQueue(&ex.desc), false, nil
 	}
 	now := e.clock.Now()
+	b := e.db.NewBatch()
+	defer b.Close()
 	for k, at := range e.deleted {
 		if now.Sub(at) >= engine.RecreateDelay {
 			delete(e.deleted, k)
+			// Written with the create; if it fails, Open drops them.
+			_ = b.Delete(deletedKey(k.account, k.name), nil)
 		}
 	}
 	if _, ok := e.deleted[key]; ok {
@@ -42,7 +46,8 @@ func (e *Engine) CreateQueue(ctx context.Context, q engine.Queue) (engine.Queue,
 	}
 	id := e.nextQueueID
 	e.nextQueueID++
-	if err := e.db.Set(queueKey(id), encodeQueue(nil, &desc), e.writeOptions()); err != nil {
+	_ = b.Set(queueKey(id), encodeQueue(nil, &desc), nil)
+	if err := b.Commit(e.writeOptions()); err != nil {
 		return engine.Queue{}, false, fmt.Errorf("embedded: create queue: %w", err)
 	}
 	nq := newQueue(e, id, desc, e.firstID)
@@ -161,6 +166,9 @@ func (e *Engine) DeleteQueue(ctx context.Context, account, name string) error {
 		lo, hi = queueDedupSpan(q.id)
 		_ = b.DeleteRange(lo, hi, nil)
 		_ = b.Delete(queueKey(q.id), nil)
+		// The name stays reserved for RecreateDelay, across restarts too.
+		at := e.clock.Now()
+		_ = b.Set(deletedKey(account, name), encodeDeleted(at), nil)
 		q.deleted = true
 		q.stopTimerLocked()
 		q.wakeAllLocked()
@@ -177,7 +185,7 @@ func (e *Engine) DeleteQueue(ctx context.Context, account, name string) error {
 			delete(e.arns, q.desc.ARN)
 		}
 		e.mu.Unlock()
-		e.deleted[key] = e.clock.Now()
+		e.deleted[key] = at
 		return c, err
 	})
 }

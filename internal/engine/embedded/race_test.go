@@ -4,12 +4,13 @@ import (
 	"context"
 	"errors"
 	"sync"
+	"sync/atomic"
 	"testing"
-	"time"
 
 	"github.com/ferrymq/ferry/internal/clock"
 	"github.com/ferrymq/ferry/internal/engine"
 	"github.com/ferrymq/ferry/internal/engine/enginetest"
+	"github.com/ferrymq/ferry/internal/testwait"
 )
 
 // Sends racing purges: whatever the interleaving, the index and the store
@@ -117,6 +118,7 @@ func TestDeleteQueueRacingSends(t *testing.T) {
 	for round := range 20 {
 		mustCreate(t, e, engine.Queue{Name: "q", Settings: settings()})
 		var wg sync.WaitGroup
+		var sent atomic.Int64
 		for range 4 {
 			wg.Add(1)
 			go func() {
@@ -131,10 +133,12 @@ func TestDeleteQueueRacingSends(t *testing.T) {
 						t.Errorf("send: %v", err)
 						return
 					}
+					sent.Add(1)
 				}
 			}()
 		}
-		time.Sleep(time.Duration(round%4) * time.Millisecond)
+		// The delete lands at once, or after a few sends, or many.
+		testwait.Eventually(t, "sends under way", func() bool { return sent.Load() >= int64(round%4*round) })
 		if err := e.DeleteQueue(ctx, acct, "q"); err != nil {
 			t.Fatal(err)
 		}

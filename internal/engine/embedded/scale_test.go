@@ -267,17 +267,7 @@ func BenchmarkLongPollWake(b *testing.B) {
 					got, err := e.Receive(ctx, acct, "q", engine.ReceiveRequest{Max: 10, Visibility: &hour, Wait: 20 * time.Second})
 					done <- result{got, time.Now(), err}
 				}()
-				// Until the receive waits.
-				for {
-					q, _ := e.lookup(acct, "q")
-					q.mu.Lock()
-					waiting := q.waiters.Len()
-					q.mu.Unlock()
-					if waiting > 0 {
-						break
-					}
-					runtime.Gosched()
-				}
+				awaitWaiter(b, e, "q")
 				b.StartTimer()
 				t0 := time.Now()
 				if _, err := e.Send(ctx, acct, "q", msg); err != nil {

@@ -10,6 +10,7 @@ import (
 	"time"
 
 	"github.com/ferrymq/ferry/internal/engine"
+	"github.com/ferrymq/ferry/internal/testwait"
 )
 
 // Dead-letter queues: moves on receive (redrive policies) and move tasks.
@@ -27,20 +28,14 @@ func RedriveTo(dlq string, max int) func(*engine.QueueSettings) {
 func (h *H) WaitStats(name string, visible, notVisible, delayed int64) {
 	h.Helper()
 	want := engine.Stats{Visible: visible, NotVisible: notVisible, Delayed: delayed}
-	deadline := time.Now().Add(settle)
-	for {
-		s, err := h.B.Stats(h.Ctx, Account, name)
-		if err != nil {
+	var s engine.Stats
+	testwait.Eventually(h, fmt.Sprintf("Stats(%s) = %+v", name, want), func() bool {
+		var err error
+		if s, err = h.B.Stats(h.Ctx, Account, name); err != nil {
 			h.Fatalf("Stats(%s): %v", name, err)
 		}
-		if counts(s) == want {
-			return
-		}
-		if time.Now().After(deadline) {
-			h.Fatalf("Stats(%s) = %+v, want %+v", name, s, want)
-		}
-		time.Sleep(time.Millisecond)
-	}
+		return counts(s) == want
+	})
 }
 
 // StartTask starts a move task of Account and checks what the backend
@@ -84,17 +79,12 @@ func (h *H) Task(source, id string) engine.MoveTask {
 // WaitTask waits until cond holds for the task.
 func (h *H) WaitTask(source, id, what string, cond func(engine.MoveTask) bool) engine.MoveTask {
 	h.Helper()
-	deadline := time.Now().Add(settle)
-	for {
-		t := h.Task(source, id)
-		if cond(t) {
-			return t
-		}
-		if time.Now().After(deadline) {
-			h.Fatalf("task %s: waited for %s, have %+v", id, what, t)
-		}
-		time.Sleep(time.Millisecond)
-	}
+	var t engine.MoveTask
+	testwait.Eventually(h, fmt.Sprintf("task %s: %s", id, what), func() bool {
+		t = h.Task(source, id)
+		return cond(t)
+	})
+	return t
 }
 
 // WaitEnded waits until the task is no longer active.
@@ -115,13 +105,16 @@ func (h *H) WaitMoved(source, id string, n int64) engine.MoveTask {
 	})
 }
 
-// StaysMoved checks that a task waiting for the clock moves nothing more
-// while the clock stands still.
-func (h *H) StaysMoved(source, id string, n int64) {
+// CloseMoved closes the store, which stops its move tasks, and checks
+// that the OnMovedByTask hook was told of n moves into the queue in all:
+// no task moved anything after the test last read its counts.
+func (h *H) CloseMoved(name string, n int64) {
 	h.Helper()
-	<-time.After(20 * time.Millisecond)
-	if t := h.Task(source, id); t.Moved != n {
-		h.Fatalf("task %s moved %d while the clock stood still, want %d", id, t.Moved, n)
+	if err := h.B.Close(); err != nil {
+		h.Fatalf("Close: %v", err)
+	}
+	if got := len(h.MovedTo(name)); int64(got) != n {
+		h.Fatalf("the hook was told of %d moves into %s, want %d", got, name, n)
 	}
 }
 
@@ -276,12 +269,9 @@ func testRedriveLongPoll(h *H) {
 		r.Msgs[0].DeadLetterSourceARN != ARN("src") {
 		h.Fatalf("dead-letter long poll: %+v", r)
 	}
-	// The source's receive found only a message to move: it waits on.
-	select {
-	case r := <-srcWait:
-		h.Fatalf("source long poll returned after a move: %+v", r)
-	case <-time.After(20 * time.Millisecond):
-	}
+	// The source's receive found only a message to move: it waits on, so
+	// a send is what it returns (one that had returned after the move
+	// would have returned nothing).
 	later := h.SendBodies("src", "b")
 	r = h.Await(srcWait)
 	if r.Err != nil || len(r.Msgs) != 1 || r.Msgs[0].MessageID != later[0] {
@@ -346,19 +336,12 @@ func testRedriveLoop(h *H) {
 		}
 	}
 	got := map[string]bool{}
-	hour := time.Hour
 	for _, name := range []string{"a", "b"} {
-		for {
-			msgs := h.Receive(name, engine.ReceiveRequest{Max: 10, Visibility: &hour})
-			if len(msgs) == 0 {
-				break
+		for _, m := range h.ReceiveAll(name) {
+			if got[m.MessageID] {
+				h.Fatalf("message %s in both queues", m.MessageID)
 			}
-			for _, m := range msgs {
-				if got[m.MessageID] {
-					h.Fatalf("message %s in both queues", m.MessageID)
-				}
-				got[m.MessageID] = true
-			}
+			got[m.MessageID] = true
 		}
 	}
 	for id := range sent {
@@ -472,12 +455,12 @@ func sendN(h *H, name string, n int) {
 // With a rate, N seconds after the start at most (N+1)×rate have moved;
 // the test moves the clock a second at a time and lets the task catch up.
 func testMoveTaskRate(h *H) {
-	h.Create("dst", nil)
 	for _, tc := range []struct{ rate, n int }{{10, 25}, {7, 30}, {25, 60}} {
-		dlq := fmt.Sprint("dlq-", tc.rate)
+		dlq, dst := fmt.Sprint("dlq-", tc.rate), fmt.Sprint("dst-", tc.rate)
 		h.Create(dlq, nil)
+		h.Create(dst, nil)
 		sendN(h, dlq, tc.n)
-		t := h.StartTask(engine.MoveTask{SourceName: dlq, DestinationARN: ARN("dst"), MaxPerSecond: tc.rate})
+		t := h.StartTask(engine.MoveTask{SourceName: dlq, DestinationARN: ARN(dst), MaxPerSecond: tc.rate})
 		if t.ToMove != int64(tc.n) {
 			h.Fatalf("ToMove = %d, want %d", t.ToMove, tc.n)
 		}
@@ -487,7 +470,6 @@ func testMoveTaskRate(h *H) {
 			if want == int64(tc.n) {
 				break
 			}
-			h.StaysMoved(dlq, t.ID, want)
 			h.Clk.Advance(time.Second)
 		}
 		t = h.WaitEnded(dlq, t.ID)
@@ -495,8 +477,21 @@ func testMoveTaskRate(h *H) {
 			h.Fatalf("rate %d: ended %+v", tc.rate, t)
 		}
 		h.WantStats(dlq, 0, 0, 0)
+		h.WaitStats(dst, int64(tc.n), 0, 0)
+		// A moved message is sent when it moves, by the clock, which the
+		// test moved only once the second's share had moved: no second
+		// moved more than its share, however soon the test read the
+		// counts.
+		perSecond := map[time.Duration]int{}
+		for _, m := range h.ReceiveAll(dst) {
+			perSecond[m.SentAt.Sub(t.Started)]++
+		}
+		for at, n := range perSecond {
+			if at%time.Second != 0 || n > tc.rate {
+				h.Fatalf("rate %d: %d moved %v after the start", tc.rate, n, at)
+			}
+		}
 	}
-	h.WaitStats("dst", 25+30+60, 0, 0)
 }
 
 func testMoveTaskUnlimited(h *H) {
@@ -508,23 +503,24 @@ func testMoveTaskUnlimited(h *H) {
 	if t.Status != engine.MoveTaskCompleted || t.Moved != 55 || t.ToMove != 55 {
 		h.Fatalf("ended %+v", t)
 	}
-	h.WaitStats("dst", 55, 0, 0)
-	h.WantStats("dlq", 0, 0, 0)
+	h.WantMovedOnce("dlq", "dst", 55)
+}
+
+// WantMovedOnce checks, once a task has moved everything from source to
+// dst, that dst holds n messages, each once, and receives them.
+func (h *H) WantMovedOnce(source, dst string, n int64) {
+	h.Helper()
+	h.WaitStats(dst, n, 0, 0)
+	h.WantStats(source, 0, 0, 0)
 	seen := map[string]bool{}
-	for {
-		msgs := h.Receive("dst", engine.ReceiveRequest{})
-		if len(msgs) == 0 {
-			break
+	for _, m := range h.ReceiveAll(dst) {
+		if seen[m.Body] {
+			h.Fatalf("%s moved twice", m.Body)
 		}
-		for _, m := range msgs {
-			if seen[m.Body] {
-				h.Fatalf("%s moved twice", m.Body)
-			}
-			seen[m.Body] = true
-		}
+		seen[m.Body] = true
 	}
-	if len(seen) != 55 {
-		h.Fatalf("%d distinct messages moved", len(seen))
+	if int64(len(seen)) != n {
+		h.Fatalf("%d distinct messages moved into %s, want %d", len(seen), dst, n)
 	}
 }
 
@@ -609,9 +605,8 @@ func testMoveTaskCancel(h *H) {
 	}
 	// Frozen: the clock moves, nothing more does.
 	h.Clk.Advance(10 * time.Second)
-	h.StaysMoved("dlq", t.ID, ended.Moved)
-	if got := h.Task("dlq", t.ID); got.Status != engine.MoveTaskCancelled {
-		h.Fatalf("status %s after the clock moved", got.Status)
+	if got := h.Task("dlq", t.ID); got.Status != engine.MoveTaskCancelled || got.Moved != ended.Moved {
+		h.Fatalf("after the clock moved: %+v, ended as %+v", got, ended)
 	}
 	h.WaitStats("dst", ended.Moved, 0, 0)
 	h.WantStats("dlq", 5-ended.Moved, 0, 0)
@@ -622,6 +617,7 @@ func testMoveTaskCancel(h *H) {
 	wantErr(h.T, "cancel an unknown task", err, engine.ErrMoveTaskNotFound)
 	_, err = h.B.CancelMoveTask(h.Ctx, Account, "dst", t.ID)
 	wantErr(h.T, "cancel through another queue", err, engine.ErrMoveTaskNotFound)
+	h.CloseMoved("dst", ended.Moved)
 }
 
 func testMoveTaskCancelEnded(h *H) {
@@ -719,9 +715,9 @@ func testMoveTaskTimeout(h *H) {
 	if t.Status != engine.MoveTaskFailed || t.FailureReason != engine.MoveTaskFailureTimedOut {
 		h.Fatalf("ended %+v", t)
 	}
-	h.StaysMoved("dlq", t.ID, t.Moved)
 	h.WaitStats("dst", t.Moved, 0, 0)
 	h.WantStats("dlq", 5-t.Moved, 0, 0)
+	h.CloseMoved("dst", t.Moved)
 }
 
 func testMoveTaskList(h *H) {
@@ -766,5 +762,94 @@ func testMoveTaskMissingQueue(h *H) {
 	h.Create("q", nil)
 	if _, err := h.B.StartMoveTask(ctx, engine.MoveTask{SourceAccount: Account, SourceName: "q"}); err == nil {
 		h.Fatal("start with a cancelled context succeeded")
+	}
+}
+
+// A queue named as its own dead-letter queue hands its messages out rather
+// than moving them onto itself at every receive.
+func testRedriveToItself(h *H) {
+	h.Create("q", RedriveTo("q", 1))
+	ids := h.SendBodies("q", "a")
+	zero := time.Duration(0)
+	for i := 1; i <= 3; i++ {
+		m := h.ReceiveOne("q", engine.ReceiveRequest{Visibility: &zero})
+		if m.MessageID != ids[0] || m.ReceiveCount != i || m.DeadLetterSourceARN != "" {
+			h.Fatalf("receive %d: %+v", i, m)
+		}
+	}
+}
+
+// testOnMovedByTask: the hook is told of every message a move task writes
+// into its destination, once, as it was written (a redrive on receive is
+// no move task's), and a later call replaces the hook.
+func testOnMovedByTask(h *H) {
+	h.Create("dlq", nil)
+	h.Create("s1", RedriveTo("dlq", 1))
+	h.Create("s2", RedriveTo("dlq", 1))
+	h.Create("dst", nil)
+	in := map[string]engine.NewMessage{}
+	for _, name := range []string{"s1", "s2"} {
+		for i := range 3 {
+			m := richMessage(fmt.Sprint(name, "-", i))
+			in[m.Body] = m
+			h.Send(name, m)
+		}
+		zero := time.Duration(0)
+		h.Receive(name, engine.ReceiveRequest{Visibility: &zero})
+		h.ReceiveNone(name)
+	}
+	h.WantStats("dlq", 6, 0, 0)
+	if n := len(h.MovedTo("dlq")); n != 0 {
+		h.Fatalf("the hook was told of %d redrives on receive", n)
+	}
+
+	t := h.StartTask(engine.MoveTask{SourceName: "dlq"})
+	if t = h.WaitEnded("dlq", t.ID); t.Status != engine.MoveTaskCompleted || t.Moved != 6 {
+		h.Fatalf("ended %+v", t)
+	}
+	for _, name := range []string{"s1", "s2"} {
+		// Told once durable, which may be after the task reads as ended;
+		// CloseMoved below checks that it is told no more.
+		var told []engine.NewMessage
+		testwait.Eventually(h, "the hook told of 3 moves into "+name, func() bool {
+			told = h.MovedTo(name)
+			return len(told) >= 3
+		})
+		seen := map[string]bool{}
+		for _, m := range told {
+			w, ok := in[m.Body]
+			if !ok || seen[m.Body] || !strings.HasPrefix(m.Body, name) || m.MD5OfBody != w.MD5OfBody ||
+				m.MD5OfAttrs != w.MD5OfAttrs || m.MessageGroupID != w.MessageGroupID || !sameAttributes(m.Attributes, w.Attributes) {
+				h.Fatalf("the hook was told of %+v moving into %s", m, name)
+			}
+			seen[m.Body] = true
+		}
+	}
+
+	// A new hook replaces the old one.
+	var mu sync.Mutex
+	var second []string
+	h.B.OnMovedByTask(func(account, queue string, m *engine.NewMessage) {
+		mu.Lock()
+		defer mu.Unlock()
+		second = append(second, account+"/"+queue+"/"+m.Body)
+	})
+	h.SendBodies("dlq", "x", "y")
+	t = h.StartTask(engine.MoveTask{SourceName: "dlq", DestinationARN: ARN("dst")})
+	if t = h.WaitEnded("dlq", t.ID); t.Status != engine.MoveTaskCompleted || t.Moved != 2 {
+		h.Fatalf("ended %+v", t)
+	}
+	h.WaitStats("dst", 2, 0, 0)
+	h.CloseMoved("dst", 0) // the replaced hook was told nothing
+	for _, name := range []string{"s1", "s2"} {
+		if n := len(h.MovedTo(name)); n != 3 {
+			h.Fatalf("the hook was told of %d moves into %s, want 3", n, name)
+		}
+	}
+	mu.Lock()
+	defer mu.Unlock()
+	slices.Sort(second)
+	if want := []string{Account + "/dst/x", Account + "/dst/y"}; !slices.Equal(second, want) {
+		h.Fatalf("the new hook was told of %q, want %q", second, want)
 	}
 }

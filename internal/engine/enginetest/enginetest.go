@@ -1,5 +1,6 @@
-// Package enginetest is the conformance suite every engine.Backend must
-// pass. A backend's own tests call Run with a constructor.
+// Package enginetest is the conformance suite every engine.Store must
+// pass, written so that any backend runs it unchanged: a backend's test
+// calls Run with a Driver that opens its stores.
 package enginetest
 
 import (
@@ -24,110 +25,193 @@ const Account = "123456789012"
 // Start is the fake clock's time when a subtest begins.
 var Start = time.Date(2030, 1, 2, 3, 4, 5, 0, time.UTC)
 
-// settle bounds every wait for another goroutine (never a timing assertion).
-const settle = 10 * time.Second
+// Driver is how a backend runs the suite. Every store it opens takes its
+// every timestamp and timer from the fake clock it is given.
+type Driver struct {
+	// Open returns a new, empty store of its own (a fresh directory, a
+	// schema of its own, ...). The suite closes it when the subtest ends,
+	// and may have closed it before: Close must tolerate a second call.
+	Open func(t *testing.T, clk *clock.Fake) engine.Store
+	// Reopen closes old cleanly (unless the suite has closed it already)
+	// and opens a new store on the same data, as a restarted process
+	// would: the move tasks it resumes are held until its first
+	// OnMovedByTask, as the server asks of its store. Nil for a store
+	// that keeps nothing across a restart, whose Durable is false: the
+	// restart tests then skip.
+	Reopen func(t *testing.T, clk *clock.Fake, old engine.Store) engine.Store
+	// Crash, optional, stops old as a crash would, without a clean close
+	// (what old had not made durable may be lost), and opens a new store
+	// on what old had made durable, holding its move tasks as Reopen
+	// does. Once it returns, old does nothing more. Nil skips the crash
+	// tests.
+	Crash func(t *testing.T, clk *clock.Fake, old engine.Store) engine.Store
+}
 
-// Run runs the suite. open must return a new, empty Backend whose every
-// timestamp and timer comes from clk; Run closes it when the subtest ends
-// (Close must therefore tolerate a second call).
-func Run(t *testing.T, open func(t *testing.T, clk *clock.Fake) engine.Backend) {
-	tests := []struct {
-		name string
-		fn   func(h *H)
-	}{
-		{"CreateQueueIdempotent", testCreateIdempotent},
-		{"CreateQueueAccounts", testCreateAccounts},
-		{"RecreateDelay", testRecreateDelay},
-		{"ListQueues", testListQueues},
-		{"UpdateQueue", testUpdateQueue},
-		{"DeleteQueue", testDeleteQueue},
-		{"MissingQueue", testMissingQueue},
-		{"SendReceiveDelete", testSendReceiveDelete},
-		{"ReceiveMax", testReceiveMax},
-		{"EmptyCalls", testEmptyCalls},
-		{"VisibilityExpiry", testVisibilityExpiry},
-		{"ReceiveVisibilityOverride", testReceiveVisibilityOverride},
-		{"QueueDelay", testQueueDelay},
-		{"MessageDelay", testMessageDelay},
-		{"Retention", testRetention},
-		{"RetentionReduced", testRetentionReduced},
-		{"HandleInvalid", testHandleInvalid},
-		{"HandleOtherQueue", testHandleOtherQueue},
-		{"HandleStale", testHandleStale},
-		{"DeleteAfterVisibilityExpired", testDeleteAfterExpiry},
-		{"ChangeVisibility", testChangeVisibility},
-		{"ChangeVisibilityZero", testChangeVisibilityZero},
-		{"ChangeVisibilityLimit", testChangeVisibilityLimit},
-		{"ChangeVisibilityAfterExpiry", testChangeVisibilityAfterExpiry},
-		{"Purge", testPurge},
-		{"LongPollWokenBySend", testLongPollSend},
-		{"LongPollWokenByVisibilityExpiry", testLongPollVisibility},
-		{"LongPollWokenByDelayEnd", testLongPollDelay},
-		{"LongPollWokenByChangeVisibility", testLongPollChangeVisibility},
-		{"LongPollCancel", testLongPollCancel},
-		{"LongPollTimeout", testLongPollTimeout},
-		{"LongPollQueueDeleted", testLongPollQueueDeleted},
-		{"ReceiveCancelledContext", testReceiveCancelled},
-		{"ConcurrentWaitersAndSenders", testConcurrent},
-		{"Close", testClose},
-		{"StatsOldest", testStatsOldest},
-		{"StatsOldestRedrive", testStatsOldestRedrive},
-		{"StatsFIFOGroupsInFlight", testStatsFIFOGroupsInFlight},
-		{"StatsFIFOOldestRedrive", testStatsFIFOOldestRedrive},
+// test is one test of the suite.
+type test struct {
+	name string
+	fn   func(h *H)
+}
 
-		{"RedriveOnReceive", testRedriveOnReceive},
-		{"RedriveKeepsMax", testRedriveKeepsMax},
-		{"RedriveTargetMissing", testRedriveTargetMissing},
-		{"RedriveLongPoll", testRedriveLongPoll},
-		{"RedriveLoop", testRedriveLoop},
-		{"MoveTaskToSources", testMoveTaskToSources},
-		{"MoveTaskToDestination", testMoveTaskToDestination},
-		{"MoveTaskRate", testMoveTaskRate},
-		{"MoveTaskUnlimited", testMoveTaskUnlimited},
-		{"MoveTaskOnePerSource", testMoveTaskOnePerSource},
-		{"MoveTaskAccountLimit", testMoveTaskAccountLimit},
-		{"MoveTaskCancel", testMoveTaskCancel},
-		{"MoveTaskCancelEnded", testMoveTaskCancelEnded},
-		{"MoveTaskDestinationDeleted", testMoveTaskDestinationDeleted},
-		{"MoveTaskNoSourceARN", testMoveTaskNoSourceARN},
-		{"MoveTaskSourceDeleted", testMoveTaskSourceDeleted},
-		{"MoveTaskTimeout", testMoveTaskTimeout},
-		{"MoveTaskList", testMoveTaskList},
-		{"MoveTaskMissingQueue", testMoveTaskMissingQueue},
+// tests is the suite, in the order it runs.
+var tests = slices.Concat(queueTests, messageTests, deadLetterTests, fifoTests, storeTests, restartTests)
 
-		{"FIFODedup", testFIFODedup},
-		{"FIFODedupGroupScope", testFIFODedupGroupScope},
-		{"FIFOOrder", testFIFOOrder},
-		{"FIFOVisibilityHeadFirst", testFIFOVisibilityHeadFirst},
-		{"FIFOBatchOneGroupFirst", testFIFOBatchOneGroupFirst},
-		{"FIFOGroupsIndependent", testFIFOGroupsIndependent},
-		{"FIFOReceiveAttempt", testFIFOReceiveAttempt},
-		{"FIFOExpiredHandle", testFIFOExpiredHandle},
-		{"FIFODelay", testFIFODelay},
-		{"FIFOLongPoll", testFIFOLongPoll},
-		{"FIFOSequenceNumbers", testFIFOSequenceNumbers},
-		{"FIFORedrive", testFIFORedrive},
-		{"FIFORedriveKeepsOrder", testFIFORedriveKeepsOrder},
-		{"FIFOMoveTask", testFIFOMoveTask},
-		{"FIFOProperty", testFIFOProperty},
+var queueTests = []test{
+	{"CreateQueueIdempotent", testCreateIdempotent},
+	{"CreateQueueAccounts", testCreateAccounts},
+	{"RecreateDelay", testRecreateDelay},
+	{"ListQueues", testListQueues},
+	{"UpdateQueue", testUpdateQueue},
+	{"DeleteQueue", testDeleteQueue},
+	{"MissingQueue", testMissingQueue},
+	{"CancelledContext", testCancelledContext},
+}
+
+var messageTests = []test{
+	{"SendReceiveDelete", testSendReceiveDelete},
+	{"ReceiveMax", testReceiveMax},
+	{"ReceivedMessagesIndependent", testReceivedIndependent},
+	{"EmptyCalls", testEmptyCalls},
+	{"VisibilityExpiry", testVisibilityExpiry},
+	{"ReceiveVisibilityOverride", testReceiveVisibilityOverride},
+	{"QueueDelay", testQueueDelay},
+	{"MessageDelay", testMessageDelay},
+	{"Retention", testRetention},
+	{"RetentionReduced", testRetentionReduced},
+	{"HandleInvalid", testHandleInvalid},
+	{"HandleOtherQueue", testHandleOtherQueue},
+	{"HandleStale", testHandleStale},
+	{"DeleteAfterVisibilityExpired", testDeleteAfterExpiry},
+	{"ChangeVisibility", testChangeVisibility},
+	{"ChangeVisibilityZero", testChangeVisibilityZero},
+	{"ChangeVisibilityLimit", testChangeVisibilityLimit},
+	{"ChangeVisibilityAfterExpiry", testChangeVisibilityAfterExpiry},
+	{"Purge", testPurge},
+	{"LongPollWokenBySend", testLongPollSend},
+	{"LongPollServedWhole", testLongPollServedWhole},
+	{"LongPollWokenByVisibilityExpiry", testLongPollVisibility},
+	{"LongPollWokenByDelayEnd", testLongPollDelay},
+	{"LongPollWokenByChangeVisibility", testLongPollChangeVisibility},
+	{"LongPollCancel", testLongPollCancel},
+	{"LongPollTimeout", testLongPollTimeout},
+	{"LongPollQueueDeleted", testLongPollQueueDeleted},
+	{"ReceiveCancelledContext", testReceiveCancelled},
+	{"ConcurrentWaitersAndSenders", testConcurrent},
+	{"SendMany", testSendMany},
+	{"SendManyFIFO", testSendManyFIFO},
+	{"SendManyEmpty", testSendManyEmpty},
+	{"SendManyWakesWaiters", testSendManyWakesWaiters},
+	{"Close", testClose},
+	{"StatsOldest", testStatsOldest},
+	{"StatsOldestRedrive", testStatsOldestRedrive},
+	{"StatsFIFOGroupsInFlight", testStatsFIFOGroupsInFlight},
+	{"StatsFIFOOldestRedrive", testStatsFIFOOldestRedrive},
+}
+
+var deadLetterTests = []test{
+	{"RedriveOnReceive", testRedriveOnReceive},
+	{"RedriveKeepsMax", testRedriveKeepsMax},
+	{"RedriveTargetMissing", testRedriveTargetMissing},
+	{"RedriveLongPoll", testRedriveLongPoll},
+	{"RedriveLoop", testRedriveLoop},
+	{"RedriveToItself", testRedriveToItself},
+	{"MoveTaskToSources", testMoveTaskToSources},
+	{"MoveTaskToDestination", testMoveTaskToDestination},
+	{"MoveTaskRate", testMoveTaskRate},
+	{"MoveTaskUnlimited", testMoveTaskUnlimited},
+	{"MoveTaskOnePerSource", testMoveTaskOnePerSource},
+	{"MoveTaskAccountLimit", testMoveTaskAccountLimit},
+	{"MoveTaskCancel", testMoveTaskCancel},
+	{"MoveTaskCancelEnded", testMoveTaskCancelEnded},
+	{"MoveTaskDestinationDeleted", testMoveTaskDestinationDeleted},
+	{"MoveTaskNoSourceARN", testMoveTaskNoSourceARN},
+	{"MoveTaskSourceDeleted", testMoveTaskSourceDeleted},
+	{"MoveTaskTimeout", testMoveTaskTimeout},
+	{"MoveTaskList", testMoveTaskList},
+	{"MoveTaskMissingQueue", testMoveTaskMissingQueue},
+	{"OnMovedByTask", testOnMovedByTask},
+}
+
+var fifoTests = []test{
+	{"FIFODedup", testFIFODedup},
+	{"FIFODedupGroupScope", testFIFODedupGroupScope},
+	{"FIFONoDedupID", testFIFONoDedupID},
+	{"FIFOOrder", testFIFOOrder},
+	{"FIFOVisibilityHeadFirst", testFIFOVisibilityHeadFirst},
+	{"FIFOBatchOneGroupFirst", testFIFOBatchOneGroupFirst},
+	{"FIFOGroupsIndependent", testFIFOGroupsIndependent},
+	{"FIFOReceiveAttempt", testFIFOReceiveAttempt},
+	{"FIFOExpiredHandle", testFIFOExpiredHandle},
+	{"FIFODelay", testFIFODelay},
+	{"FIFOLongPoll", testFIFOLongPoll},
+	{"FIFOSequenceNumbers", testFIFOSequenceNumbers},
+	{"FIFORedrive", testFIFORedrive},
+	{"FIFORedriveKeepsOrder", testFIFORedriveKeepsOrder},
+	{"FIFOMoveTask", testFIFOMoveTask},
+	{"FIFOProperty", testFIFOProperty},
+}
+
+var storeTests = []test{
+	{"Records", testRecords},
+	{"MetricPoints", testMetricPoints},
+	{"Monitor", testMonitor},
+}
+
+// Run runs the suite, each test on a store of its own and in parallel
+// with the others.
+func Run(t *testing.T, d Driver) {
+	if d.Open == nil {
+		t.Fatal("enginetest: Driver.Open is nil")
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
+			t.Parallel()
 			clk := clock.NewFake(Start)
-			b := open(t, clk)
-			t.Cleanup(func() { _ = b.Close() })
-			tc.fn(&H{T: t, B: b, Clk: clk, Ctx: context.Background()})
+			h := &H{T: t, Clk: clk, Ctx: context.Background(), d: d, moved: &movedLog{}}
+			h.B = d.Open(t, clk)
+			// As the server does with every store it is given.
+			h.B.OnMovedByTask(h.moved.record)
+			t.Cleanup(func() { _ = h.B.Close() })
+			tc.fn(h)
 		})
 	}
 }
 
-// H is a subtest's harness: a backend, its clock and terse helpers that
+// H is a subtest's harness: a store, its clock and terse helpers that
 // fail the test on unexpected errors.
 type H struct {
 	*testing.T
-	B   engine.Backend
+	// B is the store under test; a restart replaces it.
+	B   engine.Store
 	Clk *clock.Fake
 	Ctx context.Context
+	d   Driver
+	// moved is what the stores' OnMovedByTask hooks were told.
+	moved *movedLog
+}
+
+// movedLog records what OnMovedByTask tells, as the server's counters do.
+type movedLog struct {
+	mu   sync.Mutex
+	msgs map[string][]engine.NewMessage // by account/queue
+}
+
+func (l *movedLog) record(account, queue string, m *engine.NewMessage) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	if l.msgs == nil {
+		l.msgs = map[string][]engine.NewMessage{}
+	}
+	k := account + "/" + queue
+	l.msgs[k] = append(l.msgs[k], *m)
+}
+
+// MovedTo returns what the OnMovedByTask hook was told of messages moved
+// into the queue of Account, in the order it was told.
+func (h *H) MovedTo(name string) []engine.NewMessage {
+	h.moved.mu.Lock()
+	defer h.moved.mu.Unlock()
+	return slices.Clone(h.moved.msgs[Account+"/"+name])
 }
 
 // Settings are the SQS defaults.
@@ -180,7 +264,7 @@ func (h *H) SendBodies(name string, bodies ...string) []string {
 	h.Helper()
 	msgs := make([]engine.NewMessage, len(bodies))
 	for i, b := range bodies {
-		msgs[i] = engine.NewMessage{Body: b, MD5OfBody: "md5-" + b}
+		msgs[i] = Plain(b)
 	}
 	return h.Send(name, msgs...)
 }
@@ -206,6 +290,21 @@ func (h *H) ReceiveOne(name string, req engine.ReceiveRequest) engine.Message {
 		h.Fatalf("Receive(%s) returned %d messages, want 1", name, len(msgs))
 	}
 	return msgs[0]
+}
+
+// ReceiveAll receives until the queue has nothing visible, keeping what it
+// received in flight for an hour.
+func (h *H) ReceiveAll(name string) []engine.Message {
+	h.Helper()
+	hour := time.Hour
+	var all []engine.Message
+	for {
+		msgs := h.Receive(name, engine.ReceiveRequest{Visibility: &hour})
+		if len(msgs) == 0 {
+			return all
+		}
+		all = append(all, msgs...)
+	}
 }
 
 // ReceiveNone expects an empty short poll.
@@ -297,7 +396,7 @@ func (h *H) Await(ch <-chan Result) Result {
 	select {
 	case r := <-ch:
 		return r
-	case <-time.After(settle):
+	case <-time.After(testwait.Deadline):
 		h.Fatalf("receive did not return")
 		return Result{}
 	}
@@ -533,6 +632,67 @@ func testMissingQueue(h *H) {
 	}
 }
 
+// testCancelledContext: every queue operation refuses a cancelled context
+// before it touches anything, reads included. (A cancelled receive is an
+// empty long poll: testReceiveCancelled.)
+func testCancelledContext(h *H) {
+	h.Create("q", nil)
+	h.SendBodies("q", "a")
+	handle := h.ReceiveOne("q", engine.ReceiveRequest{}).ReceiptHandle
+	ctx, cancel := context.WithCancel(h.Ctx)
+	cancel()
+	b := h.B
+	for _, op := range []struct {
+		name string
+		call func() error
+	}{
+		{"CreateQueue", func() error {
+			_, _, err := b.CreateQueue(ctx, engine.Queue{Account: Account, Name: "new", Settings: Settings()})
+			return err
+		}},
+		{"GetQueue", func() error { _, err := b.GetQueue(ctx, Account, "q"); return err }},
+		{"ViewQueue", func() error { _, err := b.ViewQueue(ctx, Account, "q"); return err }},
+		{"ListQueues", func() error { _, err := b.ListQueues(ctx, Account, ""); return err }},
+		{"UpdateQueue", func() error {
+			return b.UpdateQueue(ctx, Account, "q", func(q *engine.Queue) error { q.Tags = map[string]string{"k": "v"}; return nil })
+		}},
+		{"DeleteQueue", func() error { return b.DeleteQueue(ctx, Account, "q") }},
+		{"Send", func() error { _, err := b.Send(ctx, Account, "q", []engine.NewMessage{{Body: "b"}}); return err }},
+		{"SendMany", func() error {
+			_, err := b.SendMany(ctx, []engine.QueueSend{{Account: Account, Name: "q", Msgs: []engine.NewMessage{{Body: "b"}}}})
+			return err
+		}},
+		{"Delete", func() error { _, err := b.Delete(ctx, Account, "q", []string{handle}); return err }},
+		{"ChangeVisibility", func() error {
+			_, err := b.ChangeVisibility(ctx, Account, "q", []engine.VisibilityChange{{ReceiptHandle: handle}})
+			return err
+		}},
+		{"Purge", func() error { return b.Purge(ctx, Account, "q") }},
+		{"Stats", func() error { _, err := b.Stats(ctx, Account, "q"); return err }},
+		{"StartMoveTask", func() error {
+			_, err := b.StartMoveTask(ctx, engine.MoveTask{SourceAccount: Account, SourceName: "q", DestinationARN: ARN("q")})
+			return err
+		}},
+		{"ListMoveTasks", func() error { _, err := b.ListMoveTasks(ctx, Account, "q"); return err }},
+		{"CancelMoveTask", func() error { _, err := b.CancelMoveTask(ctx, Account, "q", "id"); return err }},
+	} {
+		wantErr(h.T, op.name+" with a cancelled context", op.call(), context.Canceled)
+	}
+
+	// Nothing was done.
+	q, err := h.B.GetQueue(h.Ctx, Account, "q")
+	if err != nil || len(q.Tags) != 0 || !q.LastPurge.IsZero() {
+		h.Fatalf("queue after the refused calls: %+v, %v", q, err)
+	}
+	if qs, err := h.B.ListQueues(h.Ctx, Account, ""); err != nil || len(qs) != 1 {
+		h.Fatalf("queues after the refused calls: %d, %v", len(qs), err)
+	}
+	h.WantStats("q", 0, 1, 0)
+	if ts, err := h.B.ListMoveTasks(h.Ctx, Account, "q"); err != nil || len(ts) != 0 {
+		h.Fatalf("move tasks after the refused calls: %v, %v", ts, err)
+	}
+}
+
 func testSendReceiveDelete(h *H) {
 	h.Create("q", nil)
 	h.WantStats("q", 0, 0, 0)
@@ -613,6 +773,57 @@ func testReceiveMax(h *H) {
 	if got := h.Receive("q", engine.ReceiveRequest{Max: 1}); len(got) != 0 {
 		h.Fatalf("received %d after all were taken", len(got))
 	}
+}
+
+// testReceivedIndependent: each received message owns its data; growing
+// one message's attributes leaves the others alone.
+func testReceivedIndependent(h *H) {
+	h.Create("q", nil)
+	var sent []engine.NewMessage
+	for i, body := range []string{"a", "bb", "ccc"} {
+		m := engine.NewMessage{Body: body}
+		for j := range i + 1 {
+			m.Attributes = append(m.Attributes, engine.MessageAttribute{Name: fmt.Sprint("n", j), DataType: "String", StringValue: body})
+		}
+		sent = append(sent, m)
+	}
+	sent = append(sent, engine.NewMessage{Body: "no attributes"})
+	h.Send("q", sent...)
+	got := h.Receive("q", engine.ReceiveRequest{})
+	if len(got) != len(sent) {
+		h.Fatalf("received %d of %d", len(got), len(sent))
+	}
+	handles := map[string]bool{}
+	for i, m := range got {
+		if m.Body != sent[i].Body || !sameAttributes(m.Attributes, sent[i].Attributes) {
+			h.Errorf("message %d = %q %v, want %q %v", i, m.Body, m.Attributes, sent[i].Body, sent[i].Attributes)
+		}
+		if handles[m.ReceiptHandle] {
+			h.Errorf("message %d: repeated handle %q", i, m.ReceiptHandle)
+		}
+		handles[m.ReceiptHandle] = true
+	}
+	got[1].Attributes = append(got[1].Attributes, engine.MessageAttribute{Name: "x"})
+	got[0].Attributes[0].StringValue = "changed"
+	if !sameAttributes(got[2].Attributes, sent[2].Attributes) {
+		h.Errorf("message 2 attributes changed to %v", got[2].Attributes)
+	}
+	// Nor does it change what the store keeps.
+	errs, err := h.B.ChangeVisibility(h.Ctx, Account, "q", []engine.VisibilityChange{{ReceiptHandle: got[0].ReceiptHandle}})
+	if err != nil || errs[0] != nil {
+		h.Fatalf("change: %v %v", errs, err)
+	}
+	if m := h.ReceiveOne("q", engine.ReceiveRequest{}); !sameAttributes(m.Attributes, sent[0].Attributes) {
+		h.Errorf("stored attributes changed to %v", m.Attributes)
+	}
+}
+
+// sameAttributes compares attribute lists, an empty binary value equal to
+// a nil one.
+func sameAttributes(got, want []engine.MessageAttribute) bool {
+	return slices.EqualFunc(got, want, func(a, w engine.MessageAttribute) bool {
+		return a.Name == w.Name && a.DataType == w.DataType && a.StringValue == w.StringValue && string(a.BinaryValue) == string(w.BinaryValue)
+	})
 }
 
 func testEmptyCalls(h *H) {
@@ -1032,6 +1243,58 @@ func testLongPollSend(h *H) {
 	h.WantStats("q", 0, 0, 0)
 }
 
+// testLongPollServedWhole: a long poll that a send serves gets the
+// messages whole, as a later receive reads them from the store, whether it
+// takes all of them or some.
+func testLongPollServedWhole(h *H) {
+	sent := []engine.NewMessage{
+		{Body: "plain"},
+		{Body: "with attributes", Attributes: []engine.MessageAttribute{
+			{Name: "b", DataType: "Binary", BinaryValue: []byte{0, 1, 2}},
+			{Name: "s", DataType: "String", StringValue: "v"},
+		}, MD5OfBody: "0123456789abcdef0123456789abcdef", MD5OfAttrs: "fedcba9876543210fedcba9876543210"},
+		{Body: "traced", TraceHeader: "Root=1-5759e988-bd862e3fe1be46a994272793", MessageGroupID: "g", SenderID: "AIDA"},
+	}
+	for _, max := range []int{10, 2, 1} {
+		name := fmt.Sprint("q", max)
+		h.Create(name, nil)
+		ch := h.StartWait(h.Ctx, name, engine.ReceiveRequest{Max: max, Wait: time.Minute})
+		ids := h.Send(name, sent...)
+		r := h.Await(ch)
+		if r.Err != nil || len(r.Msgs) == 0 || len(r.Msgs) > max {
+			h.Fatalf("max %d: long poll = %d messages, %v", max, len(r.Msgs), r.Err)
+		}
+		// The same messages read from the store: made visible again (those
+		// handed out) or never taken.
+		var changes []engine.VisibilityChange
+		for _, m := range r.Msgs {
+			changes = append(changes, engine.VisibilityChange{ReceiptHandle: m.ReceiptHandle})
+		}
+		if _, err := h.B.ChangeVisibility(h.Ctx, Account, name, changes); err != nil {
+			h.Fatal(err)
+		}
+		stored := h.Receive(name, engine.ReceiveRequest{})
+		if len(stored) != len(sent) {
+			h.Fatalf("max %d: received %d from the store, want %d", max, len(stored), len(sent))
+		}
+		byID := map[string]engine.Message{}
+		for _, m := range stored {
+			byID[m.MessageID] = m
+		}
+		for i, m := range r.Msgs {
+			if m.MessageID != ids[i] || m.ReceiveCount != 1 || !m.FirstReceiveAt.Equal(h.Clk.Now()) {
+				h.Errorf("max %d, message %d: id %s (want %s), receive count %d, first receive %v",
+					max, i, m.MessageID, ids[i], m.ReceiveCount, m.FirstReceiveAt)
+			}
+			want := byID[m.MessageID]
+			want.ReceiptHandle, want.ReceiveCount = m.ReceiptHandle, m.ReceiveCount
+			if !reflect.DeepEqual(m, want) {
+				h.Errorf("max %d, message %d handed over\n %+v\nstored\n %+v", max, i, m, want)
+			}
+		}
+	}
+}
+
 func testLongPollVisibility(h *H) {
 	h.Create("q", nil)
 	h.SendBodies("q", "a")
@@ -1088,20 +1351,23 @@ func testLongPollCancel(h *H) {
 
 func testLongPollTimeout(h *H) {
 	h.Create("q", nil)
+	// Still waiting a second before its end: a send is what it returns (a
+	// poll that had ended early would have returned nothing).
 	ch := h.StartWait(h.Ctx, "q", engine.ReceiveRequest{Max: 10, Wait: 20 * time.Second})
 	h.Clk.Advance(19 * time.Second)
-	select {
-	case r := <-ch:
-		h.Fatalf("returned before the wait ended: %+v", r)
-	case <-time.After(20 * time.Millisecond):
+	ids := h.SendBodies("q", "a")
+	if r := h.Await(ch); r.Err != nil || len(r.Msgs) != 1 || r.Msgs[0].MessageID != ids[0] {
+		h.Fatalf("long poll a second before its end: %+v", r)
 	}
-	h.Clk.Advance(time.Second)
+	// At its end it returns nothing.
+	ch = h.StartWait(h.Ctx, "q", engine.ReceiveRequest{Max: 10, Wait: 20 * time.Second})
+	h.Clk.Advance(20 * time.Second)
 	r := h.Await(ch)
 	if r.Err != nil || len(r.Msgs) != 0 {
 		h.Fatalf("timed-out long poll: %+v", r)
 	}
-	h.SendBodies("q", "a")
-	h.WantStats("q", 1, 0, 0)
+	h.SendBodies("q", "b")
+	h.WantStats("q", 1, 1, 0)
 }
 
 func testLongPollQueueDeleted(h *H) {
@@ -1192,16 +1458,11 @@ func testConcurrent(h *H) {
 	}
 	swg.Wait()
 	close(sent)
-	deadline := time.Now().Add(settle)
-	for {
+	testwait.Eventually(h, "every message to be received", func() bool {
 		mu.Lock()
-		n := len(received)
-		mu.Unlock()
-		if n == total || time.Now().After(deadline) {
-			break
-		}
-		time.Sleep(time.Millisecond)
-	}
+		defer mu.Unlock()
+		return len(received) >= total
+	})
 	cancel()
 	rwg.Wait()
 	if len(dupes) > 0 {
@@ -1231,6 +1492,12 @@ func testClose(h *H) {
 	wantErr(h.T, "send after close", err, engine.ErrClosed)
 	_, err = h.B.Stats(h.Ctx, Account, "q")
 	wantErr(h.T, "stats after close", err, engine.ErrClosed)
+	wantErr(h.T, "put a record after close", h.B.PutRecord(h.Ctx, "k", "key", nil), engine.ErrClosed)
+	_, err = h.B.Records(h.Ctx, "k")
+	wantErr(h.T, "records after close", err, engine.ErrClosed)
+	wantErr(h.T, "put metric points after close", h.B.PutMetricPoints(h.Ctx, []engine.MetricPoint{Point(1, "AWS/SQS", "m", "q", 1)}), engine.ErrClosed)
+	_, err = h.B.MetricPoints(h.Ctx, 0)
+	wantErr(h.T, "metric points after close", err, engine.ErrClosed)
 	if err := h.B.Close(); err != nil {
 		h.Fatalf("second close: %v", err)
 	}

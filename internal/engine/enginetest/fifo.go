@@ -168,6 +168,23 @@ func testFIFODedupGroupScope(h *H) {
 	}
 }
 
+// Without a deduplication id (the SQS layer always sets one) nothing is a
+// duplicate.
+func testFIFONoDedupID(h *H) {
+	h.Create("q.fifo", FIFO)
+	res := h.SendResults("q.fifo", engine.NewMessage{Body: "a", MessageGroupID: "g"}, engine.NewMessage{Body: "a", MessageGroupID: "g"})
+	if res[0].Duplicate || res[1].Duplicate || res[0].MessageID == res[1].MessageID {
+		h.Fatalf("sends without ids: %+v", res)
+	}
+	if r := h.SendResults("q.fifo", engine.NewMessage{Body: "a", MessageGroupID: "g"})[0]; r.Duplicate {
+		h.Fatalf("a later send without an id: %+v", r)
+	}
+	got := h.WantBodies("q.fifo", engine.ReceiveRequest{}, "a", "a", "a")
+	if got[0].DeduplicationID != "" {
+		h.Fatalf("received %+v", got[0])
+	}
+}
+
 func testFIFOOrder(h *H) {
 	h.Create("q.fifo", FIFO)
 	h.SendResults("q.fifo", Msg("g", "a"), Msg("g", "b"), Msg("g", "c"))
