@@ -1,0 +1,282 @@
+package postgres
+
+import (
+	"context"
+	"errors"
+	"slices"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/prometheus/client_golang/prometheus"
+
+	"github.com/ferrymq/ferry/internal/clock"
+	"github.com/ferrymq/ferry/internal/engine"
+	"github.com/ferrymq/ferry/internal/engine/enginetest"
+	"github.com/ferrymq/ferry/internal/testwait"
+)
+
+func createQueue(t *testing.T, s *Store, name string) {
+	t.Helper()
+	q := engine.Queue{Account: enginetest.Account, Name: name, ARN: enginetest.ARN(name), Settings: enginetest.Settings()}
+	if _, _, err := s.CreateQueue(context.Background(), q); err != nil {
+		t.Fatalf("CreateQueue(%s): %v", name, err)
+	}
+}
+
+// Nodes starting together on an empty schema migrate it once.
+func TestMigrateConcurrently(t *testing.T) {
+	ts := freshSchema(t)
+	var wg sync.WaitGroup
+	stores := make([]*Store, 4)
+	errs := make([]error, len(stores))
+	for i := range stores {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			stores[i], errs[i] = Open(context.Background(), Options{URL: ts.url, Schema: ts.name, MaxConns: 2})
+		}()
+	}
+	wg.Wait()
+	for i, s := range stores {
+		if errs[i] != nil {
+			t.Fatalf("node %d: %v", i, errs[i])
+		}
+		t.Cleanup(func() { _ = s.Close() })
+	}
+	ms, err := loadMigrations()
+	if err != nil {
+		t.Fatal(err)
+	}
+	var versions []int
+	rows, err := stores[0].pool.Query(context.Background(), "SELECT version FROM schema_version")
+	if err != nil {
+		t.Fatal(err)
+	}
+	for rows.Next() {
+		var v int
+		if err := rows.Scan(&v); err != nil {
+			t.Fatal(err)
+		}
+		versions = append(versions, v)
+	}
+	if err := rows.Err(); err != nil {
+		t.Fatal(err)
+	}
+	if !slices.Equal(versions, []int{len(ms)}) {
+		t.Fatalf("schema_version holds %v, want [%d]", versions, len(ms))
+	}
+	// Every node signs with the one shared key.
+	if string(stores[0].signer.key) != string(stores[3].signer.key) {
+		t.Fatal("the nodes have different receipt-handle keys")
+	}
+}
+
+// A schema migrated by a newer Ferry is refused, saying why.
+func TestSchemaTooNew(t *testing.T) {
+	ts := freshSchema(t)
+	s := ts.open(t, clock.Real{})
+	if _, err := s.pool.Exec(context.Background(), "UPDATE schema_version SET version = 999"); err != nil {
+		t.Fatal(err)
+	}
+	_, err := Open(context.Background(), Options{URL: ts.url, Schema: ts.name})
+	if !errors.Is(err, ErrSchemaTooNew) || !strings.Contains(err.Error(), "version 999") {
+		t.Fatalf("Open on a newer schema: %v", err)
+	}
+}
+
+func TestMigrationsNumbered(t *testing.T) {
+	ms, err := loadMigrations()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(ms) == 0 || ms[0].version != 1 {
+		t.Fatalf("migrations: %+v", ms)
+	}
+}
+
+// Two stores on one schema are two nodes of one broker: a message sent
+// through one is received through the other, a long poll on one is woken
+// by a send through the other, and handles work on either.
+func TestTwoNodes(t *testing.T) {
+	ts := freshSchema(t)
+	clk := clock.NewFake(enginetest.Start)
+	a, b := ts.open(t, clk), ts.open(t, clk)
+	ctx := context.Background()
+	createQueue(t, a, "q")
+
+	ch := make(chan []engine.Message, 1)
+	before := clk.Pending()
+	go func() {
+		msgs, err := b.Receive(ctx, enginetest.Account, "q", engine.ReceiveRequest{Max: 1, Wait: 20 * time.Second})
+		if err != nil {
+			t.Errorf("receive on b: %v", err)
+		}
+		ch <- msgs
+	}()
+	testwait.Pending(t, clk, before+1)
+	res, err := a.Send(ctx, enginetest.Account, "q", []engine.NewMessage{{Body: "hello"}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	var got []engine.Message
+	select {
+	case got = <-ch:
+	case <-time.After(testwait.Deadline):
+		t.Fatal("the long poll on b was not woken by the send on a")
+	}
+	if len(got) != 1 || got[0].MessageID != res[0].MessageID || got[0].Body != "hello" {
+		t.Fatalf("b received %+v", got)
+	}
+	errs, err := a.Delete(ctx, enginetest.Account, "q", []string{got[0].ReceiptHandle})
+	if err != nil || errs[0] != nil {
+		t.Fatalf("delete on a with b's handle: %v %v", errs, err)
+	}
+	if st, err := b.Stats(ctx, enginetest.Account, "q"); err != nil || st != (engine.Stats{}) {
+		t.Fatalf("stats on b: %+v, %v", st, err)
+	}
+}
+
+// What a store wrote is there for the next store on the schema.
+func TestReopen(t *testing.T) {
+	ts := freshSchema(t)
+	clk := clock.NewFake(enginetest.Start)
+	s := ts.open(t, clk)
+	ctx := context.Background()
+	createQueue(t, s, "q")
+	if _, err := s.Send(ctx, enginetest.Account, "q", []engine.NewMessage{{Body: "kept"}}); err != nil {
+		t.Fatal(err)
+	}
+	if err := s.PutRecord(ctx, "topic", "t1", []byte("v")); err != nil {
+		t.Fatal(err)
+	}
+	if err := s.Close(); err != nil {
+		t.Fatal(err)
+	}
+	s = ts.open(t, clk)
+	msgs, err := s.Receive(ctx, enginetest.Account, "q", engine.ReceiveRequest{Max: 10})
+	if err != nil || len(msgs) != 1 || msgs[0].Body != "kept" {
+		t.Fatalf("after reopen: %+v, %v", msgs, err)
+	}
+	recs, err := s.Records(ctx, "topic")
+	if err != nil || len(recs) != 1 || string(recs[0].Value) != "v" {
+		t.Fatalf("records after reopen: %+v, %v", recs, err)
+	}
+}
+
+func TestRecords(t *testing.T) {
+	s := openFresh(t, clock.Real{})
+	ctx := context.Background()
+	for _, op := range []struct {
+		kind, key, value string
+		del              bool
+	}{
+		{kind: "topic", key: "b", value: "1"},
+		{kind: "topic", key: "a", value: "2"},
+		{kind: "topic", key: "B", value: "3"},
+		{kind: "sub", key: "a", value: "4"},
+		{kind: "topic", key: "b", value: "5"},
+		{kind: "topic", key: "a", del: true},
+		{kind: "topic", key: "missing", del: true},
+	} {
+		var err error
+		if op.del {
+			err = s.DeleteRecord(ctx, op.kind, op.key)
+		} else {
+			err = s.PutRecord(ctx, op.kind, op.key, []byte(op.value))
+		}
+		if err != nil {
+			t.Fatalf("%+v: %v", op, err)
+		}
+	}
+	for kind, want := range map[string][]string{"topic": {"B=3", "b=5"}, "sub": {"a=4"}, "none": nil} {
+		recs, err := s.Records(ctx, kind)
+		if err != nil {
+			t.Fatal(err)
+		}
+		var got []string
+		for _, r := range recs {
+			got = append(got, r.Key+"="+string(r.Value))
+		}
+		if !slices.Equal(got, want) {
+			t.Errorf("Records(%s) = %v, want %v", kind, got, want)
+		}
+	}
+}
+
+func TestMetricPoints(t *testing.T) {
+	s := openFresh(t, clock.Real{})
+	ctx := context.Background()
+	p := func(minute int64, queue string, sum float64) engine.MetricPoint {
+		return engine.MetricPoint{Namespace: "AWS/SQS", Metric: "NumberOfMessagesSent", DimName: "QueueName",
+			DimValue: queue, Minute: minute, Sum: sum, Count: 1, Min: sum, Max: sum}
+	}
+	// A later point of a series' minute replaces the earlier, within a
+	// batch too.
+	if err := s.PutMetricPoints(ctx, []engine.MetricPoint{p(10, "a", 1), p(11, "a", 2), p(10, "b", 3), p(10, "a", 4)}); err != nil {
+		t.Fatal(err)
+	}
+	if err := s.PutMetricPoints(ctx, []engine.MetricPoint{p(12, "a", 5), p(11, "a", 6)}); err != nil {
+		t.Fatal(err)
+	}
+	for _, tc := range []struct {
+		from, deleteBefore int64
+		want               []engine.MetricPoint
+	}{
+		{from: 0, want: []engine.MetricPoint{p(10, "a", 4), p(10, "b", 3), p(11, "a", 6), p(12, "a", 5)}},
+		{from: 11, want: []engine.MetricPoint{p(11, "a", 6), p(12, "a", 5)}},
+		{from: 0, deleteBefore: 12, want: []engine.MetricPoint{p(12, "a", 5)}},
+	} {
+		if tc.deleteBefore > 0 {
+			if err := s.DeleteMetricPointsBefore(ctx, tc.deleteBefore); err != nil {
+				t.Fatal(err)
+			}
+		}
+		got, err := s.MetricPoints(ctx, tc.from)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if !slices.Equal(got, tc.want) {
+			t.Errorf("MetricPoints(%d) after deleting before %d = %+v, want %+v", tc.from, tc.deleteBefore, got, tc.want)
+		}
+	}
+}
+
+// What is not built yet says so instead of half-working.
+func TestNotBuilt(t *testing.T) {
+	s := openFresh(t, clock.Real{})
+	ctx := context.Background()
+	q := engine.Queue{Account: enginetest.Account, Name: "q.fifo", Settings: enginetest.Settings()}
+	q.Settings.FIFO = true
+	if _, _, err := s.CreateQueue(ctx, q); !errors.Is(err, ErrNotBuilt) {
+		t.Errorf("CreateQueue(FIFO): %v", err)
+	}
+	createQueue(t, s, "dlq")
+	if _, err := s.StartMoveTask(ctx, engine.MoveTask{SourceAccount: enginetest.Account, SourceName: "dlq"}); !errors.Is(err, ErrNotBuilt) {
+		t.Errorf("StartMoveTask: %v", err)
+	}
+}
+
+func TestMonitor(t *testing.T) {
+	s := openFresh(t, clock.Real{})
+	if r := s.Refusing(); r != "" {
+		t.Errorf("Refusing() = %q", r)
+	}
+	if !s.Durable() {
+		t.Error("not durable")
+	}
+	ch := make(chan prometheus.Metric, 16)
+	s.Collector().Collect(ch)
+	close(ch)
+	n := 0
+	for m := range ch {
+		if !strings.HasPrefix(m.Desc().String(), `Desc{fqName: "ferry_store_`) {
+			t.Errorf("metric %s", m.Desc())
+		}
+		n++
+	}
+	if n == 0 {
+		t.Error("the collector collected nothing")
+	}
+}

@@ -1,0 +1,277 @@
+package postgres
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"time"
+
+	"github.com/jackc/pgx/v5"
+
+	"github.com/ferrymq/ferry/internal/clock"
+	"github.com/ferrymq/ferry/internal/engine"
+)
+
+// receiveSQL takes up to $4 visible messages of a standard queue in one
+// statement. It deletes what retention has expired, locks the head of
+// messages_next with SKIP LOCKED (concurrent receives take different
+// messages and never wait for one another), moves those that reached the
+// redrive policy's receive count to the dead-letter queue (the state row
+// moves; the body stays), and hides the rest for the visibility timeout.
+// Each row is one message taken, in the order of the queue, after the
+// queue id, the number moved, and the next time a message of the queue
+// becomes visible (for a long poll's timer); a queue with nothing to take
+// answers one row of those three.
+const receiveSQL = `
+WITH q AS (
+	SELECT q.id, q.arn, q.visibility_ns, q.retention_ns,
+		(SELECT d.id FROM queues d WHERE q.redrive_max > 0 AND d.account = q.redrive_account
+			AND d.name = q.redrive_name AND d.deleted_ns IS NULL) AS dlq_id,
+		q.redrive_max
+	FROM queues q WHERE q.account = $1 AND q.name = $2 AND q.deleted_ns IS NULL
+), expired AS (
+	DELETE FROM messages m USING q WHERE m.queue_id = q.id AND m.sent_ns <= $3 - q.retention_ns
+	RETURNING m.body_id
+), expired_bodies AS (
+	DELETE FROM message_bodies b USING expired e WHERE b.id = e.body_id
+), c AS (
+	SELECT m.seq, m.visible_ns, q.dlq_id IS NOT NULL AND m.receive_count >= q.redrive_max AS poison
+	FROM q, messages m
+	WHERE m.queue_id = q.id AND m.visible_ns <= $3 AND m.sent_ns > $3 - q.retention_ns
+	ORDER BY m.visible_ns, m.seq
+	LIMIT $4
+	FOR UPDATE OF m SKIP LOCKED
+), moved AS (
+	DELETE FROM messages m USING q, c WHERE c.poison AND m.queue_id = q.id AND m.seq = c.seq
+	RETURNING m.*
+), moved_in AS (
+	INSERT INTO messages (queue_id, seq, body_id, message_id, sent_ns, entered_ns, visible_ns,
+		receive_count, gen, first_receive_ns, received_ns, dedup_id, dlq_source_arn)
+	SELECT q.dlq_id, nextval('message_seq'), mv.body_id, mv.message_id, mv.sent_ns, $3, $3,
+		mv.receive_count, 0, mv.first_receive_ns, 0, mv.dedup_id, q.arn
+	FROM q, (SELECT * FROM moved ORDER BY seq) mv
+	RETURNING queue_id
+), got AS (
+	UPDATE messages m SET
+		visible_ns = $3 + coalesce($5, q.visibility_ns),
+		gen = m.gen + 1,
+		receive_count = m.receive_count + 1,
+		first_receive_ns = CASE WHEN m.first_receive_ns = 0 THEN $3 ELSE m.first_receive_ns END,
+		received_ns = $3
+	FROM q, c WHERE NOT c.poison AND m.queue_id = q.id AND m.seq = c.seq
+	RETURNING m.seq, m.gen, m.body_id, m.message_id, m.sent_ns, m.first_receive_ns, m.receive_count,
+		m.dedup_id, m.dlq_source_arn, m.visible_ns
+), n AS (
+	SELECT pg_notify($6, q.dlq_id::text || ':' || $3::text) FROM q WHERE EXISTS (SELECT 1 FROM moved_in)
+	UNION ALL
+	SELECT pg_notify($6, q.id::text || ':' || min(got.visible_ns)::text) FROM q, got
+	GROUP BY q.id HAVING min(got.visible_ns) < $3 + $7
+)
+SELECT q.id, (SELECT count(*) FROM moved_in), (SELECT count(*) FROM n),
+	(SELECT min(m.visible_ns) FROM messages m WHERE m.queue_id = q.id AND m.visible_ns > $3),
+	g.seq, g.gen, g.message_id, g.sent_ns, g.first_receive_ns, g.receive_count, g.dedup_id, g.dlq_source_arn,
+	b.body, b.attributes, b.trace_header, b.group_id, b.sender_id, b.md5_body, b.md5_attrs
+FROM q LEFT JOIN (got g JOIN c ON c.seq = g.seq JOIN message_bodies b ON b.id = g.body_id) ON true
+ORDER BY c.visible_ns, c.seq`
+
+// take is one receiveSQL: what it handed out, how many it moved to the
+// dead-letter queue, and when the queue's next message becomes visible
+// (0: none known).
+type take struct {
+	qid   int64
+	msgs  []engine.Message
+	moved int64
+	next  int64
+}
+
+func (s *Store) takeOnce(ctx context.Context, account, name string, n int, vis *time.Duration) (take, error) {
+	var visNS *int64
+	if vis != nil {
+		v := durationNS(*vis)
+		visNS = &v
+	}
+	var t take
+	rows, err := s.pool.Query(ctx, receiveSQL, account, name, s.now(), n, visNS, s.channel, int64(maxLongPoll))
+	if err != nil {
+		return t, err
+	}
+	defer rows.Close()
+	found := false
+	for rows.Next() {
+		found = true
+		var (
+			noted                  int64
+			next, seq, sent, first *int64
+			gen, count             *int32
+			id, dedup, dlqARN      *string
+			trace, group, sender   *string
+			md5b, md5a             *string
+			attrs, body            []byte
+		)
+		if err := rows.Scan(&t.qid, &t.moved, &noted, &next, &seq, &gen, &id, &sent, &first, &count, &dedup, &dlqARN,
+			&body, &attrs, &trace, &group, &sender, &md5b, &md5a); err != nil {
+			return t, err
+		}
+		if next != nil {
+			t.next = *next
+		}
+		if seq == nil {
+			continue
+		}
+		m := engine.Message{
+			MessageID:           *id,
+			ReceiptHandle:       s.signer.sign(receipt{qid: t.qid, seq: *seq, gen: *gen}),
+			Body:                string(body),
+			TraceHeader:         *trace,
+			MessageGroupID:      *group,
+			SenderID:            *sender,
+			MD5OfBody:           *md5b,
+			MD5OfAttrs:          *md5a,
+			SentAt:              fromNS(*sent),
+			FirstReceiveAt:      fromNS(*first),
+			ReceiveCount:        int(*count),
+			DeadLetterSourceARN: *dlqARN,
+		}
+		if attrs != nil {
+			if err := json.Unmarshal(attrs, &m.Attributes); err != nil {
+				return t, fmt.Errorf("message %s attributes: %w", m.MessageID, err)
+			}
+		}
+		t.msgs = append(t.msgs, m)
+	}
+	if err := rows.Err(); err != nil {
+		return t, err
+	}
+	if !found {
+		return t, engine.ErrQueueNotFound
+	}
+	return t, nil
+}
+
+// takeAll takes up to n messages: while a statement moved messages to the
+// dead-letter queue instead of handing them out, it looks again for the
+// places they left.
+func (s *Store) takeAll(ctx context.Context, account, name string, n int, vis *time.Duration) (take, error) {
+	var all take
+	for {
+		t, err := s.takeOnce(ctx, account, name, n-len(all.msgs), vis)
+		if err != nil {
+			return all, err
+		}
+		all.qid, all.next = t.qid, t.next
+		all.msgs = append(all.msgs, t.msgs...)
+		all.moved += t.moved
+		if t.moved == 0 || len(all.msgs) == n {
+			return all, nil
+		}
+	}
+}
+
+// Receive implements engine.Backend. A long poll waits in Go, holding no
+// connection: the hub wakes it when a notification says a message of the
+// queue is visible, and a timer on the clock when the next visible time it
+// knows of comes.
+func (s *Store) Receive(ctx context.Context, account, name string, req engine.ReceiveRequest) ([]engine.Message, error) {
+	if ctx.Err() != nil {
+		return nil, nil
+	}
+	if err := s.enter(); err != nil {
+		return nil, err
+	}
+	n := max(req.Max, 1)
+	start := s.clock.Now()
+	// A statement runs to its end even if the caller leaves meanwhile, so
+	// that what it took is either handed out or visible at its timeout,
+	// never taken by a receive that was cancelled after the commit.
+	stmtCtx := context.WithoutCancel(ctx)
+	t, err := s.takeAll(stmtCtx, account, name, n, req.Visibility)
+	if err != nil || len(t.msgs) > 0 || req.Wait <= 0 {
+		s.leave()
+		return t.msgs, receiveErr(name, err)
+	}
+	// Listen first, then look again: what commits after this look is told.
+	w := s.hub.subscribe(t.qid)
+	defer s.hub.unsubscribe(w)
+	t, err = s.takeAll(stmtCtx, account, name, n, req.Visibility)
+	s.leave() // Close must not wait for a long poll
+	if err != nil || len(t.msgs) > 0 {
+		return t.msgs, receiveErr(name, err)
+	}
+
+	deadline := start.Add(req.Wait).UnixNano()
+	var (
+		visTimer clock.Timer
+		visAt    int64
+		visFired = make(chan struct{}, 1)
+	)
+	// arm sets the visibility timer for at, if it is sooner than the one set
+	// and within the wait.
+	arm := func(at int64) {
+		if at <= 0 || at >= deadline || (visTimer != nil && visAt <= at) {
+			return
+		}
+		if visTimer != nil {
+			visTimer.Stop()
+		}
+		visAt = at
+		visTimer = s.clock.AfterFunc(time.Duration(at-s.now()), func() {
+			select {
+			case visFired <- struct{}{}:
+			default:
+			}
+		})
+	}
+	arm(t.next)
+	expired := make(chan struct{})
+	waitTimer := s.clock.AfterFunc(time.Duration(deadline-s.now()), func() { close(expired) })
+	defer func() {
+		waitTimer.Stop()
+		if visTimer != nil {
+			visTimer.Stop()
+		}
+	}()
+	for {
+		select {
+		case <-ctx.Done():
+			return nil, nil
+		case <-s.done:
+			return nil, nil
+		case <-expired:
+			return nil, nil
+		case <-visFired:
+			visTimer, visAt = nil, 0
+		case <-w.signal:
+			at, ok := w.take()
+			if !ok {
+				continue
+			}
+			if at > s.now() {
+				arm(at)
+				continue
+			}
+		}
+		if err := s.enter(); err != nil {
+			return nil, nil
+		}
+		t, err = s.takeAll(stmtCtx, account, name, n, req.Visibility)
+		s.leave()
+		if errors.Is(err, engine.ErrQueueNotFound) {
+			return nil, nil // deleted while waited on
+		}
+		if err != nil || len(t.msgs) > 0 {
+			return t.msgs, receiveErr(name, err)
+		}
+		arm(t.next)
+	}
+}
+
+func receiveErr(name string, err error) error {
+	if err == nil || errors.Is(err, engine.ErrQueueNotFound) {
+		return err
+	}
+	return fmt.Errorf("postgres: receive from %s: %w", name, err)
+}
+
+// isNoRows reports a statement that found no queue.
+func isNoRows(err error) bool { return errors.Is(err, pgx.ErrNoRows) }

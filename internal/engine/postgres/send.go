@@ -1,0 +1,159 @@
+package postgres
+
+import (
+	"context"
+	"crypto/rand"
+	"encoding/json"
+	"errors"
+	"fmt"
+
+	"github.com/jackc/pgx/v5"
+
+	"github.com/ferrymq/ferry/internal/engine"
+	"github.com/ferrymq/ferry/internal/uuidv4"
+)
+
+// sendSQL enqueues a batch in one statement: it numbers the messages from
+// message_seq in their order, writes their bodies and states, and tells
+// the waiters of the queue when the first of them is visible soon. It
+// answers the queue id (no row: no such queue) and the seqs.
+const sendSQL = `
+WITH q AS (
+	SELECT id, delay_ns FROM queues WHERE account = $1 AND name = $2 AND deleted_ns IS NULL
+), m AS (
+	SELECT nextval('message_seq') AS seq, u.*
+	FROM q, unnest($3::text[], $4::bytea[], $5::bytea[], $6::text[], $7::text[], $8::text[],
+		$9::text[], $10::text[], $11::text[], $12::int8[])
+		WITH ORDINALITY AS u(message_id, body, attributes, trace_header, group_id, sender_id,
+			md5_body, md5_attrs, md5_sys, delay_ns, ord)
+), b AS (
+	INSERT INTO message_bodies (id, body, attributes, trace_header, group_id, sender_id, md5_body, md5_attrs, md5_sys)
+	SELECT seq, body, attributes, trace_header, group_id, sender_id, md5_body, md5_attrs, md5_sys FROM m
+), st AS (
+	INSERT INTO messages (queue_id, seq, body_id, message_id, sent_ns, entered_ns, visible_ns)
+	SELECT q.id, m.seq, m.seq, m.message_id, $13, $13, $13 + coalesce(m.delay_ns, q.delay_ns) FROM q, m
+	RETURNING visible_ns
+), n AS (
+	SELECT pg_notify($14, q.id::text || ':' || min(st.visible_ns)::text) FROM q, st
+	GROUP BY q.id HAVING min(st.visible_ns) < $13 + $15
+)
+SELECT q.id, coalesce((SELECT array_agg(seq ORDER BY ord) FROM m), '{}'), (SELECT count(*) FROM n) FROM q`
+
+// sendArgs are sendSQL's arguments for msgs, with fresh message ids.
+func (s *Store) sendArgs(account, name string, msgs []engine.NewMessage, now int64) ([]any, []string, error) {
+	n := len(msgs)
+	rnd := make([]byte, 16*n)
+	if _, err := rand.Read(rnd); err != nil {
+		return nil, nil, err
+	}
+	ids := make([]string, n)
+	var (
+		bodies                  = make([][]byte, n)
+		traces, groups, senders = make([]string, n), make([]string, n), make([]string, n)
+		md5b, md5a, md5s        = make([]string, n), make([]string, n), make([]string, n)
+		attrs                   = make([][]byte, n)
+		delays                  = make([]*int64, n)
+	)
+	for i := range msgs {
+		m := &msgs[i]
+		var id [uuidv4.Len]byte
+		uuidv4.Encode(&id, [16]byte(rnd[16*i:]))
+		ids[i] = string(id[:])
+		bodies[i], traces[i], groups[i], senders[i] = []byte(m.Body), m.TraceHeader, m.MessageGroupID, m.SenderID
+		md5b[i], md5a[i], md5s[i] = m.MD5OfBody, m.MD5OfAttrs, m.MD5OfSysAttrs
+		if len(m.Attributes) > 0 {
+			b, err := json.Marshal(m.Attributes)
+			if err != nil {
+				return nil, nil, err
+			}
+			attrs[i] = b
+		}
+		if m.Delay != nil {
+			d := durationNS(*m.Delay)
+			delays[i] = &d
+		}
+	}
+	return []any{account, name, ids, bodies, attrs, traces, groups, senders, md5b, md5a, md5s, delays,
+		now, s.channel, int64(maxLongPoll)}, ids, nil
+}
+
+// scanSend reads sendSQL's answer.
+func scanSend(row pgx.Row, ids []string) ([]engine.SendResult, error) {
+	var (
+		qid   int64
+		seqs  []int64
+		noted int64
+	)
+	if err := row.Scan(&qid, &seqs, &noted); err != nil {
+		if errors.Is(err, pgx.ErrNoRows) {
+			return nil, engine.ErrQueueNotFound
+		}
+		return nil, err
+	}
+	if len(seqs) != len(ids) {
+		return nil, fmt.Errorf("%d messages stored of %d", len(seqs), len(ids))
+	}
+	res := make([]engine.SendResult, len(ids))
+	for i, id := range ids {
+		res[i] = engine.SendResult{MessageID: id}
+	}
+	return res, nil
+}
+
+// Send implements engine.Backend.
+func (s *Store) Send(ctx context.Context, account, name string, msgs []engine.NewMessage) ([]engine.SendResult, error) {
+	if err := s.enter(); err != nil {
+		return nil, err
+	}
+	defer s.leave()
+	args, ids, err := s.sendArgs(account, name, msgs, s.now())
+	if err != nil {
+		return nil, fmt.Errorf("postgres: send to %s: %w", name, err)
+	}
+	res, err := scanSend(s.pool.QueryRow(ctx, sendSQL, args...), ids)
+	if err != nil && !errors.Is(err, engine.ErrQueueNotFound) {
+		return nil, fmt.Errorf("postgres: send to %s: %w", name, err)
+	}
+	return res, err
+}
+
+// SendMany implements engine.Backend: every part is one statement of one
+// batch in one transaction, so the call costs one round trip and commits
+// once.
+func (s *Store) SendMany(ctx context.Context, sends []engine.QueueSend) ([]engine.SendOutcome, error) {
+	if err := s.enter(); err != nil {
+		return nil, err
+	}
+	defer s.leave()
+	out := make([]engine.SendOutcome, len(sends))
+	if len(sends) == 0 {
+		return out, nil
+	}
+	now := s.now()
+	b := &pgx.Batch{}
+	ids := make([][]string, len(sends))
+	for i, qs := range sends {
+		args, qids, err := s.sendArgs(qs.Account, qs.Name, qs.Msgs, now)
+		if err != nil {
+			return nil, fmt.Errorf("postgres: send to %s: %w", qs.Name, err)
+		}
+		ids[i] = qids
+		b.Queue(sendSQL, args...)
+	}
+	err := pgx.BeginFunc(ctx, s.pool, func(tx pgx.Tx) error {
+		br := tx.SendBatch(ctx, b)
+		for i := range sends {
+			res, err := scanSend(br.QueryRow(), ids[i])
+			if err != nil && !errors.Is(err, engine.ErrQueueNotFound) {
+				_ = br.Close()
+				return fmt.Errorf("send to %s: %w", sends[i].Name, err)
+			}
+			out[i] = engine.SendOutcome{Results: res, Err: err}
+		}
+		return br.Close()
+	})
+	if err != nil {
+		return nil, fmt.Errorf("postgres: %w", err)
+	}
+	return out, nil
+}
