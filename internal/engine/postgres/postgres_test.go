@@ -280,3 +280,41 @@ func TestMonitor(t *testing.T) {
 		t.Error("the collector collected nothing")
 	}
 }
+
+// A long poll outlives the loss of the node's listening connection: the
+// hub reconnects and wakes its waiters, whose receive finds what was sent
+// meanwhile.
+func TestListenerReconnects(t *testing.T) {
+	clk := clock.NewFake(enginetest.Start)
+	s := openFresh(t, clk)
+	ctx := context.Background()
+	createQueue(t, s, "q")
+	ch := make(chan []engine.Message, 1)
+	before := clk.Pending()
+	go func() {
+		msgs, err := s.Receive(ctx, enginetest.Account, "q", engine.ReceiveRequest{Max: 1, Wait: 20 * time.Second})
+		if err != nil {
+			t.Errorf("receive: %v", err)
+		}
+		ch <- msgs
+	}()
+	testwait.Pending(t, clk, before+1)
+	var killed bool
+	err := s.pool.QueryRow(ctx, `SELECT pg_terminate_backend(pid) FROM pg_stat_activity
+		WHERE query = 'LISTEN ' || quote_ident($1)`, s.channel).Scan(&killed)
+	if err != nil || !killed {
+		t.Fatalf("terminate the listening connection: %v, %v", killed, err)
+	}
+	if _, err := s.Send(ctx, enginetest.Account, "q", []engine.NewMessage{{Body: "a"}}); err != nil {
+		t.Fatal(err)
+	}
+	select {
+	case got := <-ch:
+		if len(got) != 1 || got[0].Body != "a" {
+			t.Fatalf("received %+v", got)
+		}
+	case <-time.After(testwait.Deadline):
+		t.Fatal("the long poll was not woken after the listening connection was lost")
+	}
+	testwait.Eventually(t, "the store to listen again", func() bool { return s.Refusing() == "" })
+}

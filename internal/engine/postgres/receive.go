@@ -36,9 +36,12 @@ WITH q AS (
 ), expired_bodies AS (
 	DELETE FROM message_bodies b USING expired e WHERE b.id = e.body_id
 ), c AS (
-	SELECT m.seq, m.visible_ns, q.dlq_id IS NOT NULL AND m.receive_count >= q.redrive_max AS poison
-	FROM q, messages m
-	WHERE m.queue_id = q.id AND m.visible_ns <= $3 AND m.sent_ns > $3 - q.retention_ns
+	-- The queue's id and settings as scalars, so that the plan walks
+	-- messages_next from the queue's head in order and stops at the limit.
+	SELECT m.seq, m.visible_ns,
+		(SELECT dlq_id IS NOT NULL FROM q) AND m.receive_count >= (SELECT redrive_max FROM q) AS poison
+	FROM messages m
+	WHERE m.queue_id = (SELECT id FROM q) AND m.visible_ns <= $3 AND m.sent_ns > $3 - (SELECT retention_ns FROM q)
 	ORDER BY m.visible_ns, m.seq
 	LIMIT $4
 	FOR UPDATE OF m SKIP LOCKED
