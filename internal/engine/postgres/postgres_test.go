@@ -25,6 +25,23 @@ func createQueue(t *testing.T, s *Store, name string) {
 	}
 }
 
+// startLongPoll starts a long poll for one message on s and returns once
+// it waits.
+func startLongPoll(t *testing.T, s *Store, clk *clock.Fake, queue string) <-chan []engine.Message {
+	t.Helper()
+	ch := make(chan []engine.Message, 1)
+	before := clk.Pending()
+	go func() {
+		msgs, err := s.Receive(context.Background(), enginetest.Account, queue, engine.ReceiveRequest{Max: 1, Wait: 20 * time.Second})
+		if err != nil {
+			t.Errorf("receive: %v", err)
+		}
+		ch <- msgs
+	}()
+	testwait.Pending(t, clk, before+1)
+	return ch
+}
+
 // Nodes starting together on an empty schema migrate it once.
 func TestMigrateConcurrently(t *testing.T) {
 	ts := freshSchema(t)
@@ -106,16 +123,7 @@ func TestTwoNodes(t *testing.T) {
 	ctx := context.Background()
 	createQueue(t, a, "q")
 
-	ch := make(chan []engine.Message, 1)
-	before := clk.Pending()
-	go func() {
-		msgs, err := b.Receive(ctx, enginetest.Account, "q", engine.ReceiveRequest{Max: 1, Wait: 20 * time.Second})
-		if err != nil {
-			t.Errorf("receive on b: %v", err)
-		}
-		ch <- msgs
-	}()
-	testwait.Pending(t, clk, before+1)
+	ch := startLongPoll(t, b, clk, "q")
 	res, err := a.Send(ctx, enginetest.Account, "q", []engine.NewMessage{{Body: "hello"}})
 	if err != nil {
 		t.Fatal(err)
@@ -289,16 +297,7 @@ func TestListenerReconnects(t *testing.T) {
 	s := openFresh(t, clk)
 	ctx := context.Background()
 	createQueue(t, s, "q")
-	ch := make(chan []engine.Message, 1)
-	before := clk.Pending()
-	go func() {
-		msgs, err := s.Receive(ctx, enginetest.Account, "q", engine.ReceiveRequest{Max: 1, Wait: 20 * time.Second})
-		if err != nil {
-			t.Errorf("receive: %v", err)
-		}
-		ch <- msgs
-	}()
-	testwait.Pending(t, clk, before+1)
+	ch := startLongPoll(t, s, clk, "q")
 	var killed bool
 	err := s.pool.QueryRow(ctx, `SELECT pg_terminate_backend(pid) FROM pg_stat_activity
 		WHERE query = 'LISTEN ' || quote_ident($1)`, s.channel).Scan(&killed)
