@@ -23,7 +23,9 @@ const (
 // deleteSQL deletes the messages named by the handles of the queue (the
 // other handles are refused in Go). A stale handle deletes nothing; on a
 // FIFO queue a handle whose visibility has run out deletes nothing either
-// and is answered expired.
+// and is answered expired: so is any handle whose message the statement
+// saw but did not delete (a receive may have taken it again meanwhile), so
+// that a success always means deleted.
 const deleteSQL = `
 WITH q AS (
 	SELECT id, fifo FROM queues WHERE account = $1 AND name = $2 AND deleted_ns IS NULL
@@ -33,12 +35,22 @@ WITH q AS (
 ), d AS (
 	DELETE FROM messages m USING q, h
 	WHERE m.queue_id = q.id AND m.seq = h.seq AND m.gen = h.gen AND (NOT q.fifo OR m.visible_ns > $6)
-	RETURNING m.body_id
+	RETURNING m.body_id, m.seq, m.group_id
 ), db AS (
 	DELETE FROM message_bodies b USING d WHERE b.id = d.body_id
+), emptied AS (
+	-- A group that looks empty loses its row; should it not be (a send
+	-- committing meanwhile), the next receive gives it one again.
+	DELETE FROM fifo_groups g USING q
+	WHERE q.fifo AND g.queue_id = q.id AND g.group_id IN (SELECT group_id FROM d)
+		AND NOT EXISTS (SELECT 1 FROM messages m WHERE m.queue_id = q.id AND m.group_id = g.group_id
+			AND m.seq NOT IN (SELECT seq FROM d))
+), n AS (
+	-- On a FIFO queue a delete may unblock a group.
+	SELECT pg_notify($7, q.id::text || ':' || $6::text) FROM q WHERE q.fifo AND EXISTS (SELECT 1 FROM d)
 )
 SELECT q.id, coalesce((SELECT array_agg(h.i) FROM h JOIN messages m ON m.queue_id = q.id AND m.seq = h.seq
-	WHERE q.fifo AND (m.gen <> h.gen OR m.visible_ns <= $6)), '{}'), (SELECT count(*) FROM d)
+	WHERE q.fifo AND NOT EXISTS (SELECT 1 FROM d WHERE d.seq = h.seq)), '{}'), (SELECT count(*) FROM d), (SELECT count(*) FROM n)
 FROM q`
 
 // Delete implements engine.Backend.
@@ -49,12 +61,12 @@ func (s *Store) Delete(ctx context.Context, account, name string, handles []stri
 	defer s.leave()
 	hb := s.signer.parseAll(len(handles), func(i int) string { return handles[i] })
 	var (
-		qid     int64
-		expired []int64
-		deleted int64
+		qid            int64
+		expired        []int64
+		deleted, noted int64
 	)
-	err := s.pool.QueryRow(ctx, deleteSQL, account, name, hb.qids, hb.seqs, hb.gens, s.now()).
-		Scan(&qid, &expired, &deleted)
+	err := s.pool.QueryRow(ctx, deleteSQL, account, name, hb.qids, hb.seqs, hb.gens, s.now(), s.channel).
+		Scan(&qid, &expired, &deleted, &noted)
 	if isNoRows(err) {
 		return nil, engine.ErrQueueNotFound
 	}
@@ -83,7 +95,12 @@ WITH q AS (
 	FROM q, h
 	WHERE m.queue_id = q.id AND m.seq = h.seq AND m.gen = h.gen AND m.sent_ns > $7 - q.retention_ns
 		AND (NOT q.fifo OR m.visible_ns > $7) AND $7 + h.timeout_ns <= m.received_ns + $8
-	RETURNING h.i, m.visible_ns
+	RETURNING h.i, m.seq, m.visible_ns
+), forget AS (
+	-- A receive attempt whose message had its visibility changed is not
+	-- repeated.
+	DELETE FROM fifo_attempts a USING q
+	WHERE q.fifo AND a.queue_id = q.id AND a.seqs && (SELECT array_agg(u.seq) FROM u)
 ), n AS (
 	SELECT pg_notify($9, q.id::text || ':' || min(u.visible_ns)::text) FROM q, u
 	GROUP BY q.id HAVING min(u.visible_ns) < $7 + $10
@@ -160,6 +177,8 @@ func (s *Store) Purge(ctx context.Context, account, name string) error {
 			DELETE FROM messages m USING p WHERE m.queue_id = p.id RETURNING m.body_id
 		), bodies AS (
 			DELETE FROM message_bodies b USING gone WHERE b.id = gone.body_id
+		), attempts AS (
+			DELETE FROM fifo_attempts a USING p WHERE a.queue_id = p.id
 		)
 		SELECT q.id, (SELECT count(*) FROM p) FROM q`,
 		account, name, s.now(), int64(engine.PurgeInterval)).Scan(&qid, &purged)
@@ -191,11 +210,12 @@ func (s *Store) Stats(ctx context.Context, account, name string) (engine.Stats, 
 			count(m.seq) FILTER (WHERE m.visible_ns <= $3),
 			count(m.seq) FILTER (WHERE m.visible_ns > $3 AND m.gen > 0),
 			count(m.seq) FILTER (WHERE m.visible_ns > $3 AND m.gen = 0),
-			min(m.entered_ns) FILTER (WHERE m.gen < $4)
+			min(m.entered_ns) FILTER (WHERE m.gen < $4),
+			count(DISTINCT m.group_id) FILTER (WHERE m.visible_ns > $3 AND m.gen > 0 AND m.group_id <> '')
 		FROM queues q LEFT JOIN messages m ON m.queue_id = q.id AND m.sent_ns > $3 - q.retention_ns
 		WHERE q.account = $1 AND q.name = $2 AND q.deleted_ns IS NULL
 		GROUP BY q.id`, account, name, s.now(), engine.OldestMaxReceives).
-		Scan(&st.Visible, &st.NotVisible, &st.Delayed, &oldest)
+		Scan(&st.Visible, &st.NotVisible, &st.Delayed, &oldest, &st.GroupsInFlight)
 	if errors.Is(err, pgx.ErrNoRows) {
 		return engine.Stats{}, engine.ErrQueueNotFound
 	}

@@ -4,12 +4,12 @@
 // into SQL as a parameter (nanoseconds since the Unix epoch), never from
 // now(), so that a test clock drives visibility, delays and retention.
 //
-// What is built: queues, standard-queue messages (send, receive with
-// redrive to a dead-letter queue, delete, visibility, purge, stats), long
-// polls woken through LISTEN/NOTIFY and timers on the clock, records and
-// metric points. FIFO queues and move tasks are not built yet: CreateQueue
-// refuses FIFO queues and StartMoveTask fails with ErrNotBuilt, so that
-// nothing half-made is reachable.
+// What is built: queues, standard and FIFO messages (send with FIFO
+// deduplication, receive with redrive to a dead-letter queue and FIFO
+// receive attempts, delete, visibility, purge, stats), long polls woken
+// through LISTEN/NOTIFY and timers on the clock, records and metric
+// points. Move tasks are not built yet: their calls fail with ErrNotBuilt,
+// so that nothing half-made is reachable.
 package postgres
 
 import (
@@ -22,6 +22,7 @@ import (
 	"time"
 
 	"github.com/jackc/pgx/v5"
+	"github.com/jackc/pgx/v5/pgconn"
 	"github.com/jackc/pgx/v5/pgxpool"
 
 	"github.com/ferrymq/ferry/internal/clock"
@@ -191,4 +192,12 @@ func fromNS(ns int64) time.Time {
 		return time.Time{}
 	}
 	return time.Unix(0, ns).UTC()
+}
+
+// querier is what the statements run on: the pool, or a transaction.
+type querier interface {
+	Begin(ctx context.Context) (pgx.Tx, error)
+	Exec(ctx context.Context, sql string, args ...any) (pgconn.CommandTag, error)
+	Query(ctx context.Context, sql string, args ...any) (pgx.Rows, error)
+	QueryRow(ctx context.Context, sql string, args ...any) pgx.Row
 }

@@ -255,11 +255,6 @@ func TestMetricPoints(t *testing.T) {
 func TestNotBuilt(t *testing.T) {
 	s := openFresh(t, clock.Real{})
 	ctx := context.Background()
-	q := engine.Queue{Account: enginetest.Account, Name: "q.fifo", Settings: enginetest.Settings()}
-	q.Settings.FIFO = true
-	if _, _, err := s.CreateQueue(ctx, q); !errors.Is(err, ErrNotBuilt) {
-		t.Errorf("CreateQueue(FIFO): %v", err)
-	}
 	createQueue(t, s, "dlq")
 	if _, err := s.StartMoveTask(ctx, engine.MoveTask{SourceAccount: enginetest.Account, SourceName: "dlq"}); !errors.Is(err, ErrNotBuilt) {
 		t.Errorf("StartMoveTask: %v", err)

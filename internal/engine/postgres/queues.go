@@ -86,9 +86,6 @@ func (s *Store) CreateQueue(ctx context.Context, q engine.Queue) (engine.Queue, 
 		return engine.Queue{}, false, err
 	}
 	defer s.leave()
-	if q.Settings.FIFO {
-		return engine.Queue{}, false, fmt.Errorf("postgres: FIFO queues: %w", ErrNotBuilt)
-	}
 	args, err := queueArgs(&q)
 	if err != nil {
 		return engine.Queue{}, false, fmt.Errorf("postgres: create queue %s: %w", q.Name, err)
@@ -239,6 +236,22 @@ func (s *Store) UpdateQueue(ctx context.Context, account, name string, fn func(*
 		if err != nil {
 			return err
 		}
+		if q.Settings.FIFO {
+			// A FIFO queue's delay is retroactive: the messages still
+			// delayed are visible at their send plus the new delay.
+			_, err = tx.Exec(ctx, `
+				WITH r AS (
+					UPDATE messages SET visible_ns = sent_ns + $2
+					WHERE queue_id = $1 AND gen = 0 AND visible_ns > $3
+					RETURNING visible_ns
+				)
+				SELECT pg_notify($4, $1::text || ':' || min(visible_ns)::text) FROM r
+				HAVING min(visible_ns) < $3 + $5`,
+				id, durationNS(q.Settings.Delay), s.now(), s.channel, int64(maxLongPoll))
+			if err != nil {
+				return err
+			}
+		}
 		_, err = tx.Exec(ctx, `UPDATE queues SET arn = $2, attributes = $3, tags = $4, created_ns = $5, modified_ns = $6,
 			visibility_ns = $7, delay_ns = $8, retention_ns = $9, receive_wait_ns = $10, maximum_size = $11,
 			fifo = $12, dedup_scope = $13, redrive_account = $14, redrive_name = $15, redrive_max = $16
@@ -271,6 +284,12 @@ func (s *Store) DeleteQueue(ctx context.Context, account, name string) error {
 			DELETE FROM messages m USING q WHERE m.queue_id = q.id RETURNING m.body_id
 		), bodies AS (
 			DELETE FROM message_bodies b USING gone WHERE b.id = gone.body_id
+		), groups AS (
+			DELETE FROM fifo_groups g USING q WHERE g.queue_id = q.id
+		), dedup AS (
+			DELETE FROM fifo_dedup d USING q WHERE d.queue_id = q.id
+		), attempts AS (
+			DELETE FROM fifo_attempts a USING q WHERE a.queue_id = q.id
 		), n AS (
 			SELECT pg_notify($4, q.id::text || ':' || $3::text) FROM q
 		)

@@ -13,6 +13,28 @@ import (
 	"github.com/ferrymq/ferry/internal/engine"
 )
 
+// moveInsertSQL writes the state rows of the messages a statement's moved
+// CTE deleted into the dead-letter queue of its q CTE (dlq_id, dlq_fifo,
+// arn), in their order, $3 being now: same id, body, receive counts;
+// DeadLetterSourceARN set; visible at once. Into a FIFO dead-letter queue
+// a message keeps its group, goes to its back, and takes its MessageID as
+// its deduplication id and the move as its SentAt; the dead-letter queue's
+// deduplication window is not consulted.
+const moveInsertSQL = `
+	INSERT INTO messages (queue_id, seq, body_id, message_id, sent_ns, entered_ns, visible_ns,
+		receive_count, gen, first_receive_ns, received_ns, dedup_id, group_id, dlq_source_arn)
+	SELECT q.dlq_id, nextval('message_seq'), mv.body_id, mv.message_id,
+		CASE WHEN q.dlq_fifo THEN $3 ELSE mv.sent_ns END, $3, $3, mv.receive_count, 0, mv.first_receive_ns, 0,
+		CASE WHEN q.dlq_fifo THEN mv.message_id ELSE mv.dedup_id END,
+		CASE WHEN q.dlq_fifo THEN mv.group_id ELSE '' END, q.arn
+	FROM q, (SELECT * FROM moved ORDER BY seq) mv
+	RETURNING queue_id, group_id`
+
+// messageColumns are the columns scanMessage reads, from got g (the state
+// rows a receive updated) and message_bodies b.
+const messageColumns = `g.seq, g.gen, g.message_id, g.sent_ns, g.first_receive_ns, g.receive_count, g.dedup_id,
+	g.dlq_source_arn, b.body, b.attributes, b.trace_header, b.group_id, b.sender_id, b.md5_body, b.md5_attrs`
+
 // receiveSQL takes up to $4 visible messages of a standard queue in one
 // statement. It deletes what retention has expired, locks the head of
 // messages_next with SKIP LOCKED (concurrent receives take different
@@ -20,16 +42,16 @@ import (
 // redrive policy's receive count to the dead-letter queue (the state row
 // moves; the body stays), and hides the rest for the visibility timeout.
 // Each row is one message taken, in the order of the queue, after the
-// queue id, the number moved, and the next time a message of the queue
-// becomes visible (for a long poll's timer); a queue with nothing to take
-// answers one row of those three.
+// queue id, whether it is FIFO (then it took nothing: takeFIFO's turn),
+// the number moved, and the next time a message of the queue becomes
+// visible (for a long poll's timer); a queue with nothing to take answers
+// one row of those.
 const receiveSQL = `
 WITH q AS (
-	SELECT q.id, q.arn, q.visibility_ns, q.retention_ns,
-		(SELECT d.id FROM queues d WHERE q.redrive_max > 0 AND d.account = q.redrive_account
-			AND d.name = q.redrive_name AND d.deleted_ns IS NULL) AS dlq_id,
-		q.redrive_max
-	FROM queues q WHERE q.account = $1 AND q.name = $2 AND q.deleted_ns IS NULL
+	SELECT q.id, q.arn, q.visibility_ns, q.retention_ns, q.fifo, d.id AS dlq_id, d.fifo AS dlq_fifo, q.redrive_max
+	FROM queues q LEFT JOIN queues d ON q.redrive_max > 0 AND d.account = q.redrive_account
+		AND d.name = q.redrive_name AND d.deleted_ns IS NULL
+	WHERE q.account = $1 AND q.name = $2 AND q.deleted_ns IS NULL
 ), expired AS (
 	DELETE FROM messages m USING q WHERE m.queue_id = q.id AND m.sent_ns <= $3 - q.retention_ns
 	RETURNING m.body_id
@@ -41,20 +63,15 @@ WITH q AS (
 	SELECT m.seq, m.visible_ns,
 		(SELECT dlq_id IS NOT NULL FROM q) AND m.receive_count >= (SELECT redrive_max FROM q) AS poison
 	FROM messages m
-	WHERE m.queue_id = (SELECT id FROM q) AND m.visible_ns <= $3 AND m.sent_ns > $3 - (SELECT retention_ns FROM q)
+	WHERE m.queue_id = (SELECT id FROM q WHERE NOT fifo) AND m.visible_ns <= $3
+		AND m.sent_ns > $3 - (SELECT retention_ns FROM q)
 	ORDER BY m.visible_ns, m.seq
 	LIMIT $4
 	FOR UPDATE OF m SKIP LOCKED
 ), moved AS (
 	DELETE FROM messages m USING q, c WHERE c.poison AND m.queue_id = q.id AND m.seq = c.seq
 	RETURNING m.*
-), moved_in AS (
-	INSERT INTO messages (queue_id, seq, body_id, message_id, sent_ns, entered_ns, visible_ns,
-		receive_count, gen, first_receive_ns, received_ns, dedup_id, dlq_source_arn)
-	SELECT q.dlq_id, nextval('message_seq'), mv.body_id, mv.message_id, mv.sent_ns, $3, $3,
-		mv.receive_count, 0, mv.first_receive_ns, 0, mv.dedup_id, q.arn
-	FROM q, (SELECT * FROM moved ORDER BY seq) mv
-	RETURNING queue_id
+), moved_in AS (` + moveInsertSQL + `
 ), got AS (
 	UPDATE messages m SET
 		visible_ns = $3 + coalesce($5, q.visibility_ns),
@@ -63,39 +80,74 @@ WITH q AS (
 		first_receive_ns = CASE WHEN m.first_receive_ns = 0 THEN $3 ELSE m.first_receive_ns END,
 		received_ns = $3
 	FROM q, c WHERE NOT c.poison AND m.queue_id = q.id AND m.seq = c.seq
-	RETURNING m.seq, m.gen, m.body_id, m.message_id, m.sent_ns, m.first_receive_ns, m.receive_count,
-		m.dedup_id, m.dlq_source_arn, m.visible_ns
+	RETURNING m.*
 ), n AS (
 	SELECT pg_notify($6, q.dlq_id::text || ':' || $3::text) FROM q WHERE EXISTS (SELECT 1 FROM moved_in)
 	UNION ALL
 	SELECT pg_notify($6, q.id::text || ':' || min(got.visible_ns)::text) FROM q, got
 	GROUP BY q.id HAVING min(got.visible_ns) < $3 + $7
 )
-SELECT q.id, (SELECT count(*) FROM moved_in), (SELECT count(*) FROM n),
+SELECT q.id, q.fifo, (SELECT count(*) FROM moved_in), (SELECT count(*) FROM n),
 	(SELECT min(m.visible_ns) FROM messages m WHERE m.queue_id = q.id AND m.visible_ns > $3),
-	g.seq, g.gen, g.message_id, g.sent_ns, g.first_receive_ns, g.receive_count, g.dedup_id, g.dlq_source_arn,
-	b.body, b.attributes, b.trace_header, b.group_id, b.sender_id, b.md5_body, b.md5_attrs
+	` + messageColumns + `
 FROM q LEFT JOIN (got g JOIN c ON c.seq = g.seq JOIN message_bodies b ON b.id = g.body_id) ON true
 ORDER BY c.visible_ns, c.seq`
 
-// take is one receiveSQL: what it handed out, how many it moved to the
+// take is what a receive took: the messages, how many it moved to the
 // dead-letter queue, and when the queue's next message becomes visible
 // (0: none known).
 type take struct {
 	qid   int64
+	fifo  bool
 	msgs  []engine.Message
 	moved int64
 	next  int64
 }
 
-func (s *Store) takeOnce(ctx context.Context, account, name string, n int, vis *time.Duration) (take, error) {
-	var visNS *int64
-	if vis != nil {
-		v := durationNS(*vis)
-		visNS = &v
+// scanMessage reads messageColumns after the n columns in dst, which it
+// fills too; ok is false when the row has no message (a LEFT JOIN's nulls).
+func (s *Store) scanMessage(row pgx.Row, qid *int64, fifo bool, dst ...any) (m engine.Message, ok bool, err error) {
+	var (
+		seq, sent, first     *int64
+		gen, count           *int32
+		id, dedup, dlqARN    *string
+		trace, group, sender *string
+		md5b, md5a           *string
+		attrs, body          []byte
+	)
+	err = row.Scan(append(dst, &seq, &gen, &id, &sent, &first, &count, &dedup, &dlqARN,
+		&body, &attrs, &trace, &group, &sender, &md5b, &md5a)...)
+	if err != nil || seq == nil {
+		return m, false, err
 	}
+	m = engine.Message{
+		MessageID:           *id,
+		ReceiptHandle:       s.signer.sign(receipt{qid: *qid, seq: *seq, gen: *gen}),
+		Body:                string(body),
+		TraceHeader:         *trace,
+		MessageGroupID:      *group,
+		SenderID:            *sender,
+		MD5OfBody:           *md5b,
+		MD5OfAttrs:          *md5a,
+		SentAt:              fromNS(*sent),
+		FirstReceiveAt:      fromNS(*first),
+		ReceiveCount:        int(*count),
+		DeadLetterSourceARN: *dlqARN,
+	}
+	if fifo {
+		m.SequenceNumber, m.DeduplicationID = seqString(*seq), *dedup
+	}
+	if attrs != nil {
+		if err := json.Unmarshal(attrs, &m.Attributes); err != nil {
+			return m, false, fmt.Errorf("message %s attributes: %w", m.MessageID, err)
+		}
+	}
+	return m, true, nil
+}
+
+func (s *Store) takeOnce(ctx context.Context, account, name string, n int, vis *int64) (take, error) {
 	var t take
-	rows, err := s.pool.Query(ctx, receiveSQL, account, name, s.now(), n, visNS, s.channel, int64(maxLongPoll))
+	rows, err := s.pool.Query(ctx, receiveSQL, account, name, s.now(), n, vis, s.channel, int64(maxLongPoll))
 	if err != nil {
 		return t, err
 	}
@@ -104,44 +156,19 @@ func (s *Store) takeOnce(ctx context.Context, account, name string, n int, vis *
 	for rows.Next() {
 		found = true
 		var (
-			noted                  int64
-			next, seq, sent, first *int64
-			gen, count             *int32
-			id, dedup, dlqARN      *string
-			trace, group, sender   *string
-			md5b, md5a             *string
-			attrs, body            []byte
+			noted int64
+			next  *int64
 		)
-		if err := rows.Scan(&t.qid, &t.moved, &noted, &next, &seq, &gen, &id, &sent, &first, &count, &dedup, &dlqARN,
-			&body, &attrs, &trace, &group, &sender, &md5b, &md5a); err != nil {
+		m, ok, err := s.scanMessage(rows, &t.qid, false, &t.qid, &t.fifo, &t.moved, &noted, &next)
+		if err != nil {
 			return t, err
 		}
 		if next != nil {
 			t.next = *next
 		}
-		if seq == nil {
-			continue
+		if ok {
+			t.msgs = append(t.msgs, m)
 		}
-		m := engine.Message{
-			MessageID:           *id,
-			ReceiptHandle:       s.signer.sign(receipt{qid: t.qid, seq: *seq, gen: *gen}),
-			Body:                string(body),
-			TraceHeader:         *trace,
-			MessageGroupID:      *group,
-			SenderID:            *sender,
-			MD5OfBody:           *md5b,
-			MD5OfAttrs:          *md5a,
-			SentAt:              fromNS(*sent),
-			FirstReceiveAt:      fromNS(*first),
-			ReceiveCount:        int(*count),
-			DeadLetterSourceARN: *dlqARN,
-		}
-		if attrs != nil {
-			if err := json.Unmarshal(attrs, &m.Attributes); err != nil {
-				return t, fmt.Errorf("message %s attributes: %w", m.MessageID, err)
-			}
-		}
-		t.msgs = append(t.msgs, m)
 	}
 	if err := rows.Err(); err != nil {
 		return t, err
@@ -154,13 +181,21 @@ func (s *Store) takeOnce(ctx context.Context, account, name string, n int, vis *
 
 // takeAll takes up to n messages: while a statement moved messages to the
 // dead-letter queue instead of handing them out, it looks again for the
-// places they left.
-func (s *Store) takeAll(ctx context.Context, account, name string, n int, vis *time.Duration) (take, error) {
+// places they left. A FIFO queue is takeFIFO's.
+func (s *Store) takeAll(ctx context.Context, account, name string, n int, req engine.ReceiveRequest) (take, error) {
+	var vis *int64
+	if req.Visibility != nil {
+		v := durationNS(*req.Visibility)
+		vis = &v
+	}
 	var all take
 	for {
 		t, err := s.takeOnce(ctx, account, name, n-len(all.msgs), vis)
 		if err != nil {
 			return all, err
+		}
+		if t.fifo {
+			return s.takeFIFO(ctx, t.qid, n, vis, req.AttemptID)
 		}
 		all.qid, all.next = t.qid, t.next
 		all.msgs = append(all.msgs, t.msgs...)
@@ -188,7 +223,7 @@ func (s *Store) Receive(ctx context.Context, account, name string, req engine.Re
 	// that what it took is either handed out or visible at its timeout,
 	// never taken by a receive that was cancelled after the commit.
 	stmtCtx := context.WithoutCancel(ctx)
-	t, err := s.takeAll(stmtCtx, account, name, n, req.Visibility)
+	t, err := s.takeAll(stmtCtx, account, name, n, req)
 	if err != nil || len(t.msgs) > 0 || req.Wait <= 0 {
 		s.leave()
 		return t.msgs, receiveErr(name, err)
@@ -196,7 +231,7 @@ func (s *Store) Receive(ctx context.Context, account, name string, req engine.Re
 	// Listen first, then look again: what commits after this look is told.
 	w := s.hub.subscribe(t.qid)
 	defer s.hub.unsubscribe(w)
-	t, err = s.takeAll(stmtCtx, account, name, n, req.Visibility)
+	t, err = s.takeAll(stmtCtx, account, name, n, req)
 	s.leave() // Close must not wait for a long poll
 	if err != nil || len(t.msgs) > 0 {
 		return t.msgs, receiveErr(name, err)
@@ -257,7 +292,7 @@ func (s *Store) Receive(ctx context.Context, account, name string, req engine.Re
 		if err := s.enter(); err != nil {
 			return nil, nil
 		}
-		t, err = s.takeAll(stmtCtx, account, name, n, req.Visibility)
+		t, err = s.takeAll(stmtCtx, account, name, n, req)
 		s.leave()
 		if errors.Is(err, engine.ErrQueueNotFound) {
 			return nil, nil // deleted while waited on

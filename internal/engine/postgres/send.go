@@ -13,19 +13,26 @@ import (
 	"github.com/ferrymq/ferry/internal/uuidv4"
 )
 
-// sendSQL enqueues a batch in one statement: it numbers the messages from
-// message_seq in their order, writes their bodies and states, and tells
-// the waiters of the queue when the first of them is visible soon. It
-// answers the queue id (no row: no such queue) and the seqs.
+// The message columns of a send, as sendArgs gives them: $3 to $12.
+const sendColumns = `$3::text[], $4::bytea[], $5::bytea[], $6::text[], $7::text[], $8::text[],
+	$9::text[], $10::text[], $11::text[], $12::int8[]`
+
+const sendColumnNames = `message_id, body, attributes, trace_header, group_id, sender_id,
+	md5_body, md5_attrs, md5_sys, delay_ns`
+
+// sendSQL enqueues a batch on a standard queue in one statement: it
+// numbers the messages from message_seq in their order, writes their
+// bodies and states, and tells the waiters of the queue when the first of
+// them is visible soon. It answers the queue id (no row: no such queue),
+// whether the queue is FIFO (then it wrote nothing: sendFIFO's turn) and
+// the seqs.
 const sendSQL = `
 WITH q AS (
-	SELECT id, delay_ns FROM queues WHERE account = $1 AND name = $2 AND deleted_ns IS NULL
+	SELECT id, delay_ns, fifo, dedup_scope FROM queues WHERE account = $1 AND name = $2 AND deleted_ns IS NULL
 ), m AS (
 	SELECT nextval('message_seq') AS seq, u.*
-	FROM q, unnest($3::text[], $4::bytea[], $5::bytea[], $6::text[], $7::text[], $8::text[],
-		$9::text[], $10::text[], $11::text[], $12::int8[])
-		WITH ORDINALITY AS u(message_id, body, attributes, trace_header, group_id, sender_id,
-			md5_body, md5_attrs, md5_sys, delay_ns, ord)
+	FROM q, unnest(` + sendColumns + `) WITH ORDINALITY AS u(` + sendColumnNames + `, ord)
+	WHERE NOT q.fifo
 ), b AS (
 	INSERT INTO message_bodies (id, body, attributes, trace_header, group_id, sender_id, md5_body, md5_attrs, md5_sys)
 	SELECT seq, body, attributes, trace_header, group_id, sender_id, md5_body, md5_attrs, md5_sys FROM m
@@ -37,7 +44,9 @@ WITH q AS (
 	SELECT pg_notify($14, q.id::text || ':' || min(st.visible_ns)::text) FROM q, st
 	GROUP BY q.id HAVING min(st.visible_ns) < $13 + $15
 )
-SELECT q.id, coalesce((SELECT array_agg(seq ORDER BY ord) FROM m), '{}'), (SELECT count(*) FROM n) FROM q`
+SELECT q.id, q.fifo, q.delay_ns, q.dedup_scope, coalesce((SELECT array_agg(seq ORDER BY ord) FROM m), '{}'),
+	(SELECT count(*) FROM n)
+FROM q`
 
 // sendArgs are sendSQL's arguments for msgs, with fresh message ids.
 func (s *Store) sendArgs(account, name string, msgs []engine.NewMessage, now int64) ([]any, []string, error) {
@@ -77,18 +86,29 @@ func (s *Store) sendArgs(account, name string, msgs []engine.NewMessage, now int
 		now, s.channel, int64(maxLongPoll)}, ids, nil
 }
 
-// scanSend reads sendSQL's answer.
-func scanSend(row pgx.Row, ids []string) ([]engine.SendResult, error) {
+// sendOne sends msgs to one queue through db, a transaction or the pool:
+// sendSQL, and on a FIFO queue sendFIFO after it.
+func (s *Store) sendOne(ctx context.Context, db querier, account, name string, msgs []engine.NewMessage, now int64) ([]engine.SendResult, error) {
+	args, ids, err := s.sendArgs(account, name, msgs, now)
+	if err != nil {
+		return nil, err
+	}
 	var (
 		qid   int64
+		fifo  bool
+		delay int64
+		scope string
 		seqs  []int64
 		noted int64
 	)
-	if err := row.Scan(&qid, &seqs, &noted); err != nil {
+	if err := db.QueryRow(ctx, sendSQL, args...).Scan(&qid, &fifo, &delay, &scope, &seqs, &noted); err != nil {
 		if errors.Is(err, pgx.ErrNoRows) {
 			return nil, engine.ErrQueueNotFound
 		}
 		return nil, err
+	}
+	if fifo {
+		return s.sendFIFO(ctx, db, qid, scope, msgs, args, ids, now)
 	}
 	if len(seqs) != len(ids) {
 		return nil, fmt.Errorf("%d messages stored of %d", len(seqs), len(ids))
@@ -100,26 +120,26 @@ func scanSend(row pgx.Row, ids []string) ([]engine.SendResult, error) {
 	return res, nil
 }
 
-// Send implements engine.Backend.
+// Send implements engine.Backend. On a standard queue it is one
+// statement; on a FIFO queue that statement finds the queue FIFO and
+// sendFIFO follows.
 func (s *Store) Send(ctx context.Context, account, name string, msgs []engine.NewMessage) ([]engine.SendResult, error) {
 	if err := s.enter(); err != nil {
 		return nil, err
 	}
 	defer s.leave()
-	args, ids, err := s.sendArgs(account, name, msgs, s.now())
-	if err != nil {
+	res, err := s.sendOne(ctx, s.pool, account, name, msgs, s.now())
+	switch {
+	case errors.Is(err, engine.ErrQueueNotFound):
+		return nil, err
+	case err != nil:
 		return nil, fmt.Errorf("postgres: send to %s: %w", name, err)
 	}
-	res, err := scanSend(s.pool.QueryRow(ctx, sendSQL, args...), ids)
-	if err != nil && !errors.Is(err, engine.ErrQueueNotFound) {
-		return nil, fmt.Errorf("postgres: send to %s: %w", name, err)
-	}
-	return res, err
+	return res, nil
 }
 
-// SendMany implements engine.Backend: every part is one statement of one
-// batch in one transaction, so the call costs one round trip and commits
-// once.
+// SendMany implements engine.Backend: every part in one transaction, so
+// the call commits once.
 func (s *Store) SendMany(ctx context.Context, sends []engine.QueueSend) ([]engine.SendOutcome, error) {
 	if err := s.enter(); err != nil {
 		return nil, err
@@ -130,27 +150,15 @@ func (s *Store) SendMany(ctx context.Context, sends []engine.QueueSend) ([]engin
 		return out, nil
 	}
 	now := s.now()
-	b := &pgx.Batch{}
-	ids := make([][]string, len(sends))
-	for i, qs := range sends {
-		args, qids, err := s.sendArgs(qs.Account, qs.Name, qs.Msgs, now)
-		if err != nil {
-			return nil, fmt.Errorf("postgres: send to %s: %w", qs.Name, err)
-		}
-		ids[i] = qids
-		b.Queue(sendSQL, args...)
-	}
 	err := pgx.BeginFunc(ctx, s.pool, func(tx pgx.Tx) error {
-		br := tx.SendBatch(ctx, b)
-		for i := range sends {
-			res, err := scanSend(br.QueryRow(), ids[i])
+		for i, qs := range sends {
+			res, err := s.sendOne(ctx, tx, qs.Account, qs.Name, qs.Msgs, now)
 			if err != nil && !errors.Is(err, engine.ErrQueueNotFound) {
-				_ = br.Close()
-				return fmt.Errorf("send to %s: %w", sends[i].Name, err)
+				return fmt.Errorf("send to %s: %w", qs.Name, err)
 			}
 			out[i] = engine.SendOutcome{Results: res, Err: err}
 		}
-		return br.Close()
+		return nil
 	})
 	if err != nil {
 		return nil, fmt.Errorf("postgres: %w", err)
