@@ -57,7 +57,14 @@ func freshSchema(t testing.TB) testSchema {
 // or another node).
 func (ts testSchema) open(t testing.TB, clk clock.Clock) *Store {
 	t.Helper()
-	s, err := Open(context.Background(), Options{URL: ts.url, Schema: ts.name, Clock: clk, MaxConns: 8})
+	return ts.openWith(t, Options{Clock: clk})
+}
+
+// openWith is open with more options.
+func (ts testSchema) openWith(t testing.TB, opts Options) *Store {
+	t.Helper()
+	opts.URL, opts.Schema, opts.MaxConns = ts.url, ts.name, 8
+	s, err := Open(context.Background(), opts)
 	if err != nil {
 		t.Fatalf("Open: %v", err)
 	}

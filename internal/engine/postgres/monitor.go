@@ -1,33 +1,10 @@
 package postgres
 
 import (
-	"context"
-	"fmt"
-
 	"github.com/prometheus/client_golang/prometheus"
 
 	"github.com/ferrymq/ferry/internal/engine"
 )
-
-// StartMoveTask implements engine.Backend; move tasks are not built on
-// PostgreSQL yet.
-func (s *Store) StartMoveTask(context.Context, engine.MoveTask) (engine.MoveTask, error) {
-	return engine.MoveTask{}, fmt.Errorf("postgres: move tasks: %w", ErrNotBuilt)
-}
-
-// ListMoveTasks implements engine.Backend; see StartMoveTask.
-func (s *Store) ListMoveTasks(context.Context, string, string) ([]engine.MoveTask, error) {
-	return nil, fmt.Errorf("postgres: move tasks: %w", ErrNotBuilt)
-}
-
-// CancelMoveTask implements engine.Backend; see StartMoveTask.
-func (s *Store) CancelMoveTask(context.Context, string, string, string) (engine.MoveTask, error) {
-	return engine.MoveTask{}, fmt.Errorf("postgres: move tasks: %w", ErrNotBuilt)
-}
-
-// OnMovedByTask implements engine.Store. No task runs yet, so fn is never
-// called.
-func (s *Store) OnMovedByTask(func(account, queue string, m *engine.NewMessage)) {}
 
 // Refusing implements engine.Monitor: the reason while the node's
 // listening connection to the database is down, "" otherwise.

@@ -8,14 +8,12 @@
 // deduplication, receive with redrive to a dead-letter queue and FIFO
 // receive attempts, delete, visibility, purge, stats), long polls woken
 // through LISTEN/NOTIFY and timers on the clock, records and metric
-// points. Move tasks are not built yet: their calls fail with ErrNotBuilt,
-// so that nothing half-made is reachable.
+// points, and move tasks run by the node that holds their lease.
 package postgres
 
 import (
 	"context"
 	"crypto/rand"
-	"errors"
 	"fmt"
 	"log/slog"
 	"sync"
@@ -31,9 +29,6 @@ import (
 
 // DefaultSchema is the schema Ferry keeps its tables in unless told otherwise.
 const DefaultSchema = "ferry"
-
-// ErrNotBuilt: the feature is not built on PostgreSQL yet.
-var ErrNotBuilt = errors.New("postgres: not built on PostgreSQL yet")
 
 // maxLongPoll is the longest long poll SQS allows. A receive or visibility
 // change that makes a message visible sooner than this tells the other
@@ -53,6 +48,11 @@ type Options struct {
 	MaxConns int32
 	Clock    clock.Clock
 	Logger   *slog.Logger
+	// HoldMoveTasks keeps this node from running move tasks until the
+	// first OnMovedByTask, so that its hook is told of every move.
+	HoldMoveTasks bool
+
+	leases leaseTimes // tests shorten them
 }
 
 // Store is the PostgreSQL store. Its methods are safe for concurrent use.
@@ -64,6 +64,7 @@ type Store struct {
 	channel string // the schema's notification channel
 	signer  *signer
 	hub     *hub
+	tasks   *runner
 
 	mu      sync.Mutex
 	closing bool
@@ -111,6 +112,7 @@ func Open(ctx context.Context, opts Options) (*Store, error) {
 		pool.Close()
 		return nil, err
 	}
+	s.tasks = startRunner(s, opts.HoldMoveTasks, opts.leases)
 	return s, nil
 }
 
@@ -170,6 +172,7 @@ func (s *Store) Close() error {
 	s.closing = true
 	close(s.done)
 	s.mu.Unlock()
+	s.tasks.stop(true)
 	s.active.Wait()
 	s.hub.stop()
 	s.pool.Close()

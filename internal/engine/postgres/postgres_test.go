@@ -3,6 +3,7 @@ package postgres
 import (
 	"context"
 	"errors"
+	"fmt"
 	"slices"
 	"strings"
 	"sync"
@@ -251,16 +252,6 @@ func TestMetricPoints(t *testing.T) {
 	}
 }
 
-// What is not built yet says so instead of half-working.
-func TestNotBuilt(t *testing.T) {
-	s := openFresh(t, clock.Real{})
-	ctx := context.Background()
-	createQueue(t, s, "dlq")
-	if _, err := s.StartMoveTask(ctx, engine.MoveTask{SourceAccount: enginetest.Account, SourceName: "dlq"}); !errors.Is(err, ErrNotBuilt) {
-		t.Errorf("StartMoveTask: %v", err)
-	}
-}
-
 func TestMonitor(t *testing.T) {
 	s := openFresh(t, clock.Real{})
 	if r := s.Refusing(); r != "" {
@@ -311,4 +302,85 @@ func TestListenerReconnects(t *testing.T) {
 		t.Fatal("the long poll was not woken after the listening connection was lost")
 	}
 	testwait.Eventually(t, "the store to listen again", func() bool { return s.Refusing() == "" })
+}
+
+// A move task carries on on another node when the node running it stops:
+// at once after a Close, which gives its leases up, and once its lease has
+// run out when it stops without a word. Every message moves exactly once,
+// and the hook of the node that moved it hears of it.
+func TestMoveTaskTakeover(t *testing.T) {
+	for _, crash := range []bool{false, true} {
+		t.Run(fmt.Sprint("crash=", crash), func(t *testing.T) {
+			ts := freshSchema(t)
+			clk := clock.NewFake(enginetest.Start)
+			short := leaseTimes{hold: 300 * time.Millisecond, renew: 20 * time.Millisecond}
+			a := ts.openWith(t, Options{Clock: clk, leases: short})
+			b := ts.openWith(t, Options{Clock: clk, leases: short})
+			var (
+				mu   sync.Mutex
+				told = map[string]int{}
+			)
+			hook := func(_, queue string, m *engine.NewMessage) {
+				mu.Lock()
+				defer mu.Unlock()
+				told[queue+"/"+m.Body]++
+			}
+			a.OnMovedByTask(hook)
+			b.OnMovedByTask(hook)
+			ctx := context.Background()
+			createQueue(t, a, "dlq")
+			createQueue(t, a, "dst")
+			const n = 5
+			for i := range n {
+				if _, err := a.Send(ctx, enginetest.Account, "dlq", []engine.NewMessage{{Body: fmt.Sprint(i)}}); err != nil {
+					t.Fatal(err)
+				}
+			}
+			task, err := a.StartMoveTask(ctx, engine.MoveTask{SourceAccount: enginetest.Account, SourceName: "dlq",
+				DestinationARN: enginetest.ARN("dst"), MaxPerSecond: 1})
+			if err != nil {
+				t.Fatal(err)
+			}
+			state := func() engine.MoveTask {
+				ts, err := b.ListMoveTasks(ctx, enginetest.Account, "dlq")
+				if err != nil || len(ts) != 1 {
+					t.Fatalf("ListMoveTasks: %+v, %v", ts, err)
+				}
+				return ts[0]
+			}
+			testwait.Eventually(t, "a to move the first message", func() bool { return state().Moved == 1 })
+			if crash {
+				a.tasks.stop(false)
+			} else if err := a.Close(); err != nil {
+				t.Fatal(err)
+			}
+			// b takes over; every look lets one more second pass.
+			testwait.Eventually(t, "b to finish the task", func() bool {
+				clk.Advance(time.Second)
+				return state().Status == engine.MoveTaskCompleted
+			})
+			if got := state(); got.ID != task.ID || got.Moved != n {
+				t.Fatalf("task ended %+v", got)
+			}
+			msgs, err := b.Receive(ctx, enginetest.Account, "dst", engine.ReceiveRequest{Max: 10})
+			if err != nil {
+				t.Fatal(err)
+			}
+			var bodies []string
+			for _, m := range msgs {
+				bodies = append(bodies, m.Body)
+			}
+			slices.Sort(bodies)
+			if want := []string{"0", "1", "2", "3", "4"}; !slices.Equal(bodies, want) {
+				t.Fatalf("dst holds %v, want %v once each", bodies, want)
+			}
+			mu.Lock()
+			defer mu.Unlock()
+			for _, body := range bodies {
+				if told["dst/"+body] != 1 {
+					t.Errorf("the hooks heard of %s %d times", body, told["dst/"+body])
+				}
+			}
+		})
+	}
 }
