@@ -2,54 +2,21 @@ package postgres
 
 import (
 	"context"
-	"crypto/rand"
-	"encoding/hex"
-	"os"
 	"testing"
 
-	"github.com/jackc/pgx/v5"
-
 	"github.com/ferrymq/ferry/internal/clock"
+	"github.com/ferrymq/ferry/internal/engine/postgres/pgtest"
 )
-
-// The tests need a PostgreSQL server: FERRY_TEST_POSTGRES_URL names a
-// database they may create schemas in (.ci/postgres starts one).
-
-func testURL(t testing.TB) string {
-	t.Helper()
-	url := os.Getenv("FERRY_TEST_POSTGRES_URL")
-	if url == "" {
-		t.Skip("FERRY_TEST_POSTGRES_URL is not set: the PostgreSQL tests need a server (see the README, .ci/postgres)")
-	}
-	return url
-}
 
 // testSchema is a schema of its own for one test, dropped when it ends.
 type testSchema struct {
 	url, name string
 }
 
-// freshSchema names a new schema and drops it at the test's end (after
-// the stores opened on it are closed: cleanups run last first).
 func freshSchema(t testing.TB) testSchema {
 	t.Helper()
-	url := testURL(t)
-	var b [6]byte
-	_, _ = rand.Read(b[:])
-	ts := testSchema{url: url, name: "test_" + hex.EncodeToString(b[:])}
-	t.Cleanup(func() {
-		ctx := context.Background()
-		conn, err := pgx.Connect(ctx, url)
-		if err != nil {
-			t.Errorf("drop schema %s: %v", ts.name, err)
-			return
-		}
-		defer conn.Close(ctx)
-		if _, err := conn.Exec(ctx, "DROP SCHEMA IF EXISTS "+pgx.Identifier{ts.name}.Sanitize()+" CASCADE"); err != nil {
-			t.Errorf("drop schema %s: %v", ts.name, err)
-		}
-	})
-	return ts
+	url, name := pgtest.Schema(t)
+	return testSchema{url: url, name: name}
 }
 
 // open opens a store on the schema, closed when the test ends; a second
