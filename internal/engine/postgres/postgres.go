@@ -52,7 +52,8 @@ type Options struct {
 	// first OnMovedByTask, so that its hook is told of every move.
 	HoldMoveTasks bool
 
-	leases leaseTimes // tests shorten them
+	leases       leaseTimes    // tests shorten them
+	janitorEvery time.Duration // zero: defaultJanitorEvery
 }
 
 // Store is the PostgreSQL store. Its methods are safe for concurrent use.
@@ -70,6 +71,9 @@ type Store struct {
 	closing bool
 	active  sync.WaitGroup // calls in progress, which Close waits for
 	done    chan struct{}  // closed by Close: ends long polls
+
+	stopBackground context.CancelFunc
+	background     sync.WaitGroup // the janitor
 }
 
 // Open connects, migrates the schema, loads the shared secrets and starts
@@ -113,6 +117,14 @@ func Open(ctx context.Context, opts Options) (*Store, error) {
 		return nil, err
 	}
 	s.tasks = startRunner(s, opts.HoldMoveTasks, opts.leases)
+	every := opts.janitorEvery
+	if every <= 0 {
+		every = defaultJanitorEvery
+	}
+	var bg context.Context
+	bg, s.stopBackground = context.WithCancel(context.Background())
+	s.background.Add(1)
+	go s.janitor(bg, every)
 	return s, nil
 }
 
@@ -172,6 +184,8 @@ func (s *Store) Close() error {
 	s.closing = true
 	close(s.done)
 	s.mu.Unlock()
+	s.stopBackground()
+	s.background.Wait()
 	s.tasks.stop(true)
 	s.active.Wait()
 	s.hub.stop()

@@ -384,3 +384,71 @@ func TestMoveTaskTakeover(t *testing.T) {
 		})
 	}
 }
+
+// The janitor's lease is one node's at a time, and a sweep leaves nothing
+// behind that no call would remove, and nothing a call still needs.
+func TestJanitor(t *testing.T) {
+	ts := freshSchema(t)
+	clk := clock.NewFake(enginetest.Start)
+	a, b := ts.open(t, clk), ts.open(t, clk)
+	ctx := context.Background()
+	for i, s := range []*Store{a, b, a} {
+		held, err := s.takeLease(ctx, "janitor", time.Minute)
+		if err != nil || held != (s == a) {
+			t.Fatalf("take %d: held %v, %v", i, held, err)
+		}
+	}
+
+	short := engine.Queue{Account: enginetest.Account, Name: "short", Settings: enginetest.Settings()}
+	short.Settings.Retention = time.Minute
+	fifo := engine.Queue{Account: enginetest.Account, Name: "q.fifo", Settings: enginetest.Settings()}
+	fifo.Settings.FIFO = true
+	for _, q := range []engine.Queue{short, fifo} {
+		if _, _, err := a.CreateQueue(ctx, q); err != nil {
+			t.Fatal(err)
+		}
+	}
+	createQueue(t, a, "gone")
+	send := func(queue string, msgs ...engine.NewMessage) {
+		t.Helper()
+		if _, err := a.Send(ctx, enginetest.Account, queue, msgs); err != nil {
+			t.Fatal(err)
+		}
+	}
+	send("short", engine.NewMessage{Body: "old"})
+	send("gone", engine.NewMessage{Body: "x"})
+	send("q.fifo", enginetest.Msg("g", "a"))
+	got, err := a.Receive(ctx, enginetest.Account, "q.fifo", engine.ReceiveRequest{Max: 1, AttemptID: "att"})
+	if err != nil || len(got) != 1 {
+		t.Fatalf("receive: %v, %v", got, err)
+	}
+	if errs, err := a.Delete(ctx, enginetest.Account, "q.fifo", []string{got[0].ReceiptHandle}); err != nil || errs[0] != nil {
+		t.Fatalf("delete: %v %v", errs, err)
+	}
+	if _, err := a.StartMoveTask(ctx, engine.MoveTask{SourceAccount: enginetest.Account, SourceName: "gone",
+		DestinationARN: enginetest.ARN("short")}); err != nil {
+		t.Fatal(err)
+	}
+	if err := a.DeleteQueue(ctx, enginetest.Account, "gone"); err != nil {
+		t.Fatal(err)
+	}
+	clk.Advance(10 * time.Minute)
+	send("short", engine.NewMessage{Body: "fresh"})
+	if err := a.sweep(ctx); err != nil {
+		t.Fatal(err)
+	}
+	for table, want := range map[string]int{
+		"messages": 1, "message_bodies": 1, "queues": 2, "fifo_dedup": 0, "fifo_attempts": 0, "fifo_groups": 0, "move_tasks": 0,
+	} {
+		var n int
+		if err := a.pool.QueryRow(ctx, "SELECT count(*) FROM "+table).Scan(&n); err != nil {
+			t.Fatal(err)
+		}
+		if n != want {
+			t.Errorf("%s has %d rows after the sweep, want %d", table, n, want)
+		}
+	}
+	if m, err := b.Receive(ctx, enginetest.Account, "short", engine.ReceiveRequest{Max: 10}); err != nil || len(m) != 1 || m[0].Body != "fresh" {
+		t.Fatalf("after the sweep: %+v, %v", m, err)
+	}
+}
