@@ -100,7 +100,7 @@ var sweeps = []struct {
 		DELETE FROM fifo_groups WHERE (queue_id, group_id) IN (
 			SELECT g.queue_id, g.group_id FROM fifo_groups g
 			WHERE NOT EXISTS (SELECT 1 FROM messages m WHERE m.queue_id = g.queue_id AND m.group_id = g.group_id)
-			LIMIT $1)`},
+			LIMIT $1 FOR UPDATE SKIP LOCKED)`},
 	{"tasks of deleted queues", false, `
 		DELETE FROM move_tasks t WHERE t.n IN (
 			SELECT t.n FROM move_tasks t WHERE NOT EXISTS (

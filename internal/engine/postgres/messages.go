@@ -40,11 +40,15 @@ WITH q AS (
 	DELETE FROM message_bodies b USING d WHERE b.id = d.body_id
 ), emptied AS (
 	-- A group that looks empty loses its row; should it not be (a send
-	-- committing meanwhile), the next receive gives it one again.
-	DELETE FROM fifo_groups g USING q
-	WHERE q.fifo AND g.queue_id = q.id AND g.group_id IN (SELECT group_id FROM d)
-		AND NOT EXISTS (SELECT 1 FROM messages m WHERE m.queue_id = q.id AND m.group_id = g.group_id
-			AND m.seq NOT IN (SELECT seq FROM d))
+	-- committing meanwhile), the next receive gives it one again. A row a
+	-- receive holds is left to the janitor: waiting for it while holding
+	-- the deleted rows could deadlock with that receive.
+	DELETE FROM fifo_groups WHERE (queue_id, group_id) IN (
+		SELECT g.queue_id, g.group_id FROM q, fifo_groups g
+		WHERE q.fifo AND g.queue_id = q.id AND g.group_id IN (SELECT group_id FROM d)
+			AND NOT EXISTS (SELECT 1 FROM messages m WHERE m.queue_id = q.id AND m.group_id = g.group_id
+				AND m.seq NOT IN (SELECT seq FROM d))
+		FOR UPDATE OF g SKIP LOCKED)
 ), n AS (
 	-- On a FIFO queue a delete may unblock a group.
 	SELECT pg_notify($7, q.id::text || ':' || $6::text) FROM q WHERE q.fifo AND EXISTS (SELECT 1 FROM d)

@@ -357,30 +357,14 @@ func (r *runner) step(t runTask, limit int) (int, bool, error) {
 		if limit <= 0 {
 			return nil
 		}
-		rows, err := tx.Query(ctx, `SELECT m.seq, m.dlq_source_arn FROM messages m
-			WHERE m.queue_id = $1 AND m.visible_ns <= $2 AND m.sent_ns > $2::int8 - $3::int8
-				AND (NOT $4 OR NOT EXISTS (SELECT 1 FROM messages i WHERE i.queue_id = m.queue_id
-					AND i.group_id = m.group_id AND i.gen > 0 AND i.visible_ns > $2))
-			ORDER BY m.seq LIMIT $5 FOR UPDATE OF m SKIP LOCKED`,
-			t.sourceID, now, retention, fifo, min(int64(limit), left))
+		seqs, arns, err := moveCandidates(ctx, tx, t.sourceID, fifo, now, retention, int(min(int64(limit), left)))
 		if err != nil {
 			return err
 		}
-		var (
-			seqs []int64
-			arns []string
-			seq  int64
-			arn  string
-		)
-		if _, err := pgx.ForEachRow(rows, []any{&seq, &arn}, func() error {
-			seqs = append(seqs, seq)
-			if t.DestinationARN != "" {
-				arn = t.DestinationARN
+		if t.DestinationARN != "" {
+			for i := range arns {
+				arns[i] = t.DestinationARN
 			}
-			arns = append(arns, arn)
-			return nil
-		}); err != nil {
-			return err
 		}
 		if len(seqs) == 0 {
 			return end(engine.MoveTaskCompleted, "")
@@ -390,11 +374,14 @@ func (r *runner) step(t runTask, limit int) (int, bool, error) {
 			account, name string
 		}
 		dests := map[string]dest{}
-		rows, err = tx.Query(ctx, `SELECT arn, id, account, name FROM queues WHERE arn = ANY($1) AND deleted_ns IS NULL`, arns)
+		rows, err := tx.Query(ctx, `SELECT arn, id, account, name FROM queues WHERE arn = ANY($1) AND deleted_ns IS NULL`, arns)
 		if err != nil {
 			return err
 		}
-		var d dest
+		var (
+			d   dest
+			arn string
+		)
 		if _, err := pgx.ForEachRow(rows, []any{&arn, &d.id, &d.account, &d.name}, func() error {
 			dests[arn] = d
 			return nil
@@ -458,6 +445,42 @@ func (r *runner) step(t runTask, limit int) (int, bool, error) {
 		}
 	}
 	return len(out), done, nil
+}
+
+// moveCandidates chooses up to n visible messages of source to move,
+// oldest first, with the queue each came from (DeadLetterSourceARN). On a
+// FIFO source it takes them as a receive would: it locks the groups first
+// and takes each one's visible run from its head, so that a group leaves
+// in order and a receive never takes from it meanwhile.
+func moveCandidates(ctx context.Context, tx pgx.Tx, source int64, fifo bool, now, retention int64, n int) ([]int64, []string, error) {
+	var seqs []int64
+	if fifo {
+		groups, err := lockGroups(ctx, tx, source, now, retention, n)
+		if err != nil || len(groups) == 0 {
+			return nil, nil, err
+		}
+		if seqs, _, err = planFIFO(ctx, tx, source, groups, now, retention, n, 0, false); err != nil || len(seqs) == 0 {
+			return nil, nil, err
+		}
+	}
+	rows, err := tx.Query(ctx, `SELECT m.seq, m.dlq_source_arn FROM messages m
+		WHERE m.queue_id = $1 AND ($2 OR (m.visible_ns <= $3 AND m.sent_ns > $3::int8 - $4::int8))
+			AND (NOT $2 OR m.seq = ANY($5))
+		ORDER BY m.seq LIMIT $6 FOR UPDATE OF m SKIP LOCKED`, source, fifo, now, retention, seqs, n)
+	if err != nil {
+		return nil, nil, err
+	}
+	var (
+		out  []int64
+		arns []string
+		seq  int64
+		arn  string
+	)
+	_, err = pgx.ForEachRow(rows, []any{&seq, &arn}, func() error {
+		out, arns = append(out, seq), append(arns, arn)
+		return nil
+	})
+	return out, arns, err
 }
 
 // StartMoveTask implements engine.Backend. The checks and the insert are

@@ -14,6 +14,7 @@ package postgres
 import (
 	"context"
 	"crypto/rand"
+	"errors"
 	"fmt"
 	"log/slog"
 	"sync"
@@ -148,12 +149,23 @@ func (s *Store) secret(ctx context.Context, name string) ([]byte, error) {
 	if _, err := rand.Read(fresh); err != nil {
 		return nil, fmt.Errorf("postgres: secret %s: %w", name, err)
 	}
-	var v []byte
-	err := s.pool.QueryRow(ctx, `
-		WITH ins AS (
-			INSERT INTO secrets (name, value) VALUES ($1, $2)
-			ON CONFLICT (name) DO NOTHING RETURNING value)
-		SELECT value FROM ins UNION ALL SELECT value FROM secrets WHERE name = $1`, name, fresh).Scan(&v)
+	var (
+		v   []byte
+		err error
+	)
+	// A node creating it at the same moment makes this statement's insert
+	// wait and do nothing, and its snapshot miss that node's row: the next
+	// statement sees it.
+	for range 2 {
+		err = s.pool.QueryRow(ctx, `
+			WITH ins AS (
+				INSERT INTO secrets (name, value) VALUES ($1, $2)
+				ON CONFLICT (name) DO NOTHING RETURNING value)
+			SELECT value FROM ins UNION ALL SELECT value FROM secrets WHERE name = $1`, name, fresh).Scan(&v)
+		if !errors.Is(err, pgx.ErrNoRows) {
+			break
+		}
+	}
 	if err != nil {
 		return nil, fmt.Errorf("postgres: secret %s: %w", name, err)
 	}
