@@ -18,11 +18,14 @@ import (
 // message visible, or visible soon, send pg_notify(channel, "qid:at") in
 // their own transaction, so PostgreSQL delivers it after commit, to every
 // node; the hub hands it to this node's waiters on that queue. A waiter
-// told of a time still to come arms a timer on the clock instead.
+// told of a time still to come arms a timer on the clock instead. A
+// change to a queue sends "view:" + its key, which drops the node's view
+// of it (views.go).
 
 // hub fans notifications out to the waiters of each queue.
 type hub struct {
 	log     *slog.Logger
+	views   *views // the queue views notifications drop
 	cancel  context.CancelFunc
 	stopped chan struct{}
 
@@ -70,13 +73,13 @@ func (w *waiter) take() (int64, bool) {
 const reconnectDelay = 500 * time.Millisecond
 
 // startHub connects the listening connection and returns once it listens.
-func startHub(ctx context.Context, cc *pgx.ConnConfig, channel string, log *slog.Logger) (*hub, error) {
+func startHub(ctx context.Context, cc *pgx.ConnConfig, channel string, views *views, log *slog.Logger) (*hub, error) {
 	conn, err := listen(ctx, cc, channel)
 	if err != nil {
 		return nil, err
 	}
 	runCtx, cancel := context.WithCancel(context.Background())
-	h := &hub{log: log, cancel: cancel, stopped: make(chan struct{}), waiters: map[int64]map[*waiter]struct{}{}}
+	h := &hub{log: log, views: views, cancel: cancel, stopped: make(chan struct{}), waiters: map[int64]map[*waiter]struct{}{}}
 	go h.run(runCtx, conn, cc, channel)
 	return h, nil
 }
@@ -110,6 +113,10 @@ func (h *hub) run(ctx context.Context, conn *pgx.Conn, cc *pgx.ConnConfig, chann
 				h.log.Warn("postgres: the listening connection dropped", "err", err)
 				break
 			}
+			if key, ok := strings.CutPrefix(n.Payload, "view:"); ok {
+				h.views.drop(key)
+				continue
+			}
 			qid, at, ok := parseNote(n.Payload)
 			if !ok {
 				h.log.Warn("postgres: unknown notification", "payload", n.Payload)
@@ -131,6 +138,7 @@ func (h *hub) run(ctx context.Context, conn *pgx.Conn, cc *pgx.ConnConfig, chann
 			h.setLost(err)
 		}
 		h.setLost(nil)
+		h.views.dropAll()
 		h.wakeAll()
 	}
 }

@@ -166,10 +166,7 @@ func (s *Store) Purge(ctx context.Context, account, name string) error {
 		return err
 	}
 	defer s.leave()
-	var (
-		qid    int64
-		purged int64
-	)
+	var qid, purged, noted int64
 	err := s.pool.QueryRow(ctx, `
 		WITH q AS (
 			SELECT id, last_purge_ns FROM queues WHERE account = $1 AND name = $2 AND deleted_ns IS NULL
@@ -183,9 +180,14 @@ func (s *Store) Purge(ctx context.Context, account, name string) error {
 			DELETE FROM message_bodies b USING gone WHERE b.id = gone.body_id
 		), attempts AS (
 			DELETE FROM fifo_attempts a USING p WHERE a.queue_id = p.id
+		), n AS (
+			-- LastPurge is part of the queue's view.
+			SELECT pg_notify($5, $6) FROM p
 		)
-		SELECT q.id, (SELECT count(*) FROM p) FROM q`,
-		account, name, s.now(), int64(engine.PurgeInterval)).Scan(&qid, &purged)
+		SELECT q.id, (SELECT count(*) FROM p), (SELECT count(*) FROM n) FROM q`,
+		account, name, s.now(), int64(engine.PurgeInterval), s.channel, viewNote(viewKey(account, name))).
+		Scan(&qid, &purged, &noted)
+	s.views.drop(viewKey(account, name))
 	if isNoRows(err) {
 		return engine.ErrQueueNotFound
 	}

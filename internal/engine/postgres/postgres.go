@@ -66,6 +66,7 @@ type Store struct {
 	channel string // the schema's notification channel
 	signer  *signer
 	hub     *hub
+	views   *views
 	tasks   *runner
 
 	mu      sync.Mutex
@@ -111,6 +112,7 @@ func Open(ctx context.Context, opts Options) (*Store, error) {
 		log:     opts.Logger,
 		schema:  opts.Schema,
 		channel: "ferry:" + opts.Schema,
+		views:   newViews(),
 		done:    make(chan struct{}),
 	}
 	if err := s.open(ctx, ms, cfg.ConnConfig); err != nil {
@@ -138,7 +140,7 @@ func (s *Store) open(ctx context.Context, ms []migration, cc *pgx.ConnConfig) er
 		return err
 	}
 	s.signer = newSigner(key)
-	s.hub, err = startHub(ctx, cc, s.channel, s.log)
+	s.hub, err = startHub(ctx, cc, s.channel, s.views, s.log)
 	return err
 }
 

@@ -114,15 +114,23 @@ func TestMigrationsNumbered(t *testing.T) {
 	}
 }
 
+// twoNodes opens two stores on a new schema, on one fake clock, with a
+// queue "q" of Account.
+func twoNodes(t *testing.T) (a, b *Store, clk *clock.Fake) {
+	t.Helper()
+	ts := freshSchema(t)
+	clk = clock.NewFake(enginetest.Start)
+	a, b = ts.open(t, clk), ts.open(t, clk)
+	createQueue(t, a, "q")
+	return a, b, clk
+}
+
 // Two stores on one schema are two nodes of one broker: a message sent
 // through one is received through the other, a long poll on one is woken
 // by a send through the other, and handles work on either.
 func TestTwoNodes(t *testing.T) {
-	ts := freshSchema(t)
-	clk := clock.NewFake(enginetest.Start)
-	a, b := ts.open(t, clk), ts.open(t, clk)
+	a, b, clk := twoNodes(t)
 	ctx := context.Background()
-	createQueue(t, a, "q")
 
 	ch := startLongPoll(t, b, clk, "q")
 	res, err := a.Send(ctx, enginetest.Account, "q", []engine.NewMessage{{Body: "hello"}})
@@ -451,4 +459,50 @@ func TestJanitor(t *testing.T) {
 	if m, err := b.Receive(ctx, enginetest.Account, "short", engine.ReceiveRequest{Max: 10}); err != nil || len(m) != 1 || m[0].Body != "fresh" {
 		t.Fatalf("after the sweep: %+v, %v", m, err)
 	}
+}
+
+// A node's views of a queue follow changes made through any node: at once
+// through itself, once the notification arrives through another.
+func TestViewsFollowChanges(t *testing.T) {
+	a, b, _ := twoNodes(t)
+	ctx := context.Background()
+	visibility := func(s *Store) time.Duration {
+		q, err := s.ViewQueue(ctx, enginetest.Account, "q")
+		if err != nil {
+			t.Fatal(err)
+		}
+		return q.Settings.VisibilityTimeout
+	}
+	for _, s := range []*Store{a, b} {
+		if v := visibility(s); v != 30*time.Second {
+			t.Fatalf("visibility %v", v)
+		}
+	}
+	if _, _, kept := b.views.get(viewKey(enginetest.Account, "q")); !kept {
+		t.Fatal("b keeps no view of the queue")
+	}
+	if err := a.UpdateQueue(ctx, enginetest.Account, "q", func(q *engine.Queue) error {
+		q.Settings.VisibilityTimeout = time.Minute
+		return nil
+	}); err != nil {
+		t.Fatal(err)
+	}
+	if v := visibility(a); v != time.Minute {
+		t.Fatalf("a's view after a's update: %v", v)
+	}
+	testwait.Eventually(t, "b's view to follow a's update", func() bool { return visibility(b) == time.Minute })
+	if err := a.Purge(ctx, enginetest.Account, "q"); err != nil {
+		t.Fatal(err)
+	}
+	testwait.Eventually(t, "b's view to follow a's purge", func() bool {
+		q, err := b.ViewQueue(ctx, enginetest.Account, "q")
+		return err == nil && q.LastPurge.Equal(enginetest.Start)
+	})
+	if err := a.DeleteQueue(ctx, enginetest.Account, "q"); err != nil {
+		t.Fatal(err)
+	}
+	testwait.Eventually(t, "b's view to follow a's delete", func() bool {
+		_, err := b.ViewQueue(ctx, enginetest.Account, "q")
+		return errors.Is(err, engine.ErrQueueNotFound)
+	})
 }

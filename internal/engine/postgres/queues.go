@@ -127,6 +127,9 @@ func (s *Store) CreateQueue(ctx context.Context, q engine.Queue) (engine.Queue, 
 			return err
 		}
 		created = true
+		if _, err := tx.Exec(ctx, "SELECT pg_notify($1, $2)", s.channel, viewNote(viewKey(q.Account, q.Name))); err != nil {
+			return err
+		}
 		// Tombstones past the recreate delay are of no more use.
 		_, err = tx.Exec(ctx, `DELETE FROM queues WHERE account = $1 AND name = $2 AND deleted_ns IS NOT NULL`,
 			q.Account, q.Name)
@@ -141,6 +144,7 @@ func (s *Store) CreateQueue(ctx context.Context, q engine.Queue) (engine.Queue, 
 	if !created {
 		return existing, false, nil
 	}
+	s.views.drop(viewKey(q.Account, q.Name))
 	q.Attributes, q.Tags = maps.Clone(q.Attributes), maps.Clone(q.Tags)
 	if q.Settings.Redrive != nil {
 		r := *q.Settings.Redrive
@@ -164,12 +168,6 @@ func (s *Store) GetQueue(ctx context.Context, account, name string) (engine.Queu
 		return engine.Queue{}, fmt.Errorf("postgres: get queue %s: %w", name, err)
 	}
 	return q, nil
-}
-
-// ViewQueue implements engine.Backend: every view is a fresh read, since
-// another node may have changed the queue.
-func (s *Store) ViewQueue(ctx context.Context, account, name string) (engine.Queue, error) {
-	return s.GetQueue(ctx, account, name)
 }
 
 // ListQueues implements engine.Backend.
@@ -252,6 +250,9 @@ func (s *Store) UpdateQueue(ctx context.Context, account, name string, fn func(*
 				return err
 			}
 		}
+		if _, err := tx.Exec(ctx, "SELECT pg_notify($1, $2)", s.channel, viewNote(viewKey(account, name))); err != nil {
+			return err
+		}
 		_, err = tx.Exec(ctx, `UPDATE queues SET arn = $2, attributes = $3, tags = $4, created_ns = $5, modified_ns = $6,
 			visibility_ns = $7, delay_ns = $8, retention_ns = $9, receive_wait_ns = $10, maximum_size = $11,
 			fifo = $12, dedup_scope = $13, redrive_account = $14, redrive_name = $15, redrive_max = $16
@@ -266,6 +267,7 @@ func (s *Store) UpdateQueue(ctx context.Context, account, name string, fn func(*
 	case err != nil:
 		return fmt.Errorf("postgres: update queue %s: %w", name, err)
 	}
+	s.views.drop(viewKey(account, name))
 	return nil
 }
 
@@ -292,8 +294,11 @@ func (s *Store) DeleteQueue(ctx context.Context, account, name string) error {
 			DELETE FROM fifo_attempts a USING q WHERE a.queue_id = q.id
 		), n AS (
 			SELECT pg_notify($4, q.id::text || ':' || $3::text) FROM q
+			UNION ALL
+			SELECT pg_notify($4, $5) FROM q
 		)
-		SELECT q.id FROM q, (SELECT count(*) FROM n) n`, account, name, s.now(), s.channel).Scan(&id)
+		SELECT q.id FROM q, (SELECT count(*) FROM n) n`, account, name, s.now(), s.channel, viewNote(viewKey(account, name))).Scan(&id)
+	s.views.drop(viewKey(account, name))
 	if errors.Is(err, pgx.ErrNoRows) {
 		return engine.ErrQueueNotFound
 	}
