@@ -38,6 +38,9 @@ const (
 	defaultLeaseRenew = 10 * time.Second
 	// stepRetry paces the retries of a step that failed on the database.
 	stepRetry = time.Second
+	// releaseWait bounds how long a closing node tries to give its
+	// leases up.
+	releaseWait = 5 * time.Second
 )
 
 const taskColumns = `id, source_queue_id, source_account, source_name, source_arn, destination_arn,
@@ -121,7 +124,11 @@ func (r *runner) stop(release bool) {
 	if !release {
 		return
 	}
-	_, err := r.s.pool.Exec(context.Background(), `UPDATE move_tasks SET lease_owner = '', lease_until = NULL
+	// A database that does not answer must not hold the close up: the
+	// leases then run out by themselves.
+	ctx, cancel := context.WithTimeout(context.Background(), releaseWait)
+	defer cancel()
+	_, err := r.s.pool.Exec(ctx, `UPDATE move_tasks SET lease_owner = '', lease_until = NULL
 		WHERE lease_owner = $1 AND status = 'RUNNING'`, r.node)
 	if err != nil {
 		r.log.Warn("postgres: move tasks: release leases", "err", err)
