@@ -39,8 +39,9 @@ const (
 	// stepRetry paces the retries of a step that failed on the database.
 	stepRetry = time.Second
 	// releaseWait bounds how long a closing node tries to give its
-	// leases up.
+	// leases up, stepTimeout how long one step may take.
 	releaseWait = 5 * time.Second
+	stepTimeout = 30 * time.Second
 )
 
 const taskColumns = `id, source_queue_id, source_account, source_name, source_arn, destination_arn,
@@ -315,7 +316,11 @@ FROM mv JOIN message_bodies b ON b.id = mv.body_id ORDER BY mv.i`
 // limit messages (a limit of 0 only checks whether the task must end). It
 // reports how many moved and whether the task has ended (for this node).
 func (r *runner) step(t runTask, limit int) (int, bool, error) {
-	ctx := r.ctx
+	// A step runs to its end even when the store closes meanwhile: a
+	// commit cut short would leave it unknown whether the moves are
+	// durable, and the hook must hear of every durable move.
+	ctx, cancel := context.WithTimeout(context.WithoutCancel(r.ctx), stepTimeout)
+	defer cancel()
 	var (
 		done bool
 		out  []moved

@@ -510,3 +510,39 @@ func TestViewsFollowChanges(t *testing.T) {
 		return errors.Is(err, engine.ErrQueueNotFound)
 	})
 }
+
+// SendMany answers each part as Send would: standard and FIFO queues in
+// one call, a missing queue failing its part only.
+func TestSendMany(t *testing.T) {
+	s := openFresh(t, clock.NewFake(enginetest.Start))
+	ctx := context.Background()
+	createQueue(t, s, "std")
+	fifo := engine.Queue{Account: enginetest.Account, Name: "q.fifo", Settings: enginetest.Settings()}
+	fifo.Settings.FIFO = true
+	if _, _, err := s.CreateQueue(ctx, fifo); err != nil {
+		t.Fatal(err)
+	}
+	out, err := s.SendMany(ctx, []engine.QueueSend{
+		{Account: enginetest.Account, Name: "std", Msgs: []engine.NewMessage{{Body: "a"}, {Body: "b"}}},
+		{Account: enginetest.Account, Name: "missing", Msgs: []engine.NewMessage{{Body: "x"}}},
+		{Account: enginetest.Account, Name: "q.fifo", Msgs: []engine.NewMessage{enginetest.Msg("g", "f"), enginetest.Msg("g", "f")}},
+	})
+	if err != nil || len(out) != 3 {
+		t.Fatalf("SendMany: %+v, %v", out, err)
+	}
+	if out[0].Err != nil || len(out[0].Results) != 2 || out[0].Results[0].SequenceNumber != "" {
+		t.Errorf("standard part: %+v", out[0])
+	}
+	if !errors.Is(out[1].Err, engine.ErrQueueNotFound) {
+		t.Errorf("missing part: %+v", out[1])
+	}
+	if r := out[2].Results; out[2].Err != nil || len(r) != 2 || r[0].Duplicate || !r[1].Duplicate || r[1].MessageID != r[0].MessageID {
+		t.Errorf("FIFO part: %+v", out[2])
+	}
+	for queue, want := range map[string]int64{"std": 2, "q.fifo": 1} {
+		st, err := s.Stats(ctx, enginetest.Account, queue)
+		if err != nil || st.Visible != want {
+			t.Errorf("%s: %+v, %v; want %d visible", queue, st, err, want)
+		}
+	}
+}

@@ -44,7 +44,7 @@ WITH q AS (
 	SELECT pg_notify($14, q.id::text || ':' || min(st.visible_ns)::text) FROM q, st
 	GROUP BY q.id HAVING min(st.visible_ns) < $13 + $15
 )
-SELECT q.id, q.fifo, q.delay_ns, q.dedup_scope, coalesce((SELECT array_agg(seq ORDER BY ord) FROM m), '{}'),
+SELECT q.id, q.fifo, q.dedup_scope, coalesce((SELECT array_agg(seq ORDER BY ord) FROM m), '{}'),
 	(SELECT count(*) FROM n)
 FROM q`
 
@@ -86,35 +86,53 @@ func (s *Store) sendArgs(account, name string, msgs []engine.NewMessage, now int
 		now, s.channel, int64(maxLongPoll)}, ids, nil
 }
 
-// sendOne sends msgs to one queue through db, a transaction or the pool:
-// sendSQL, and on a FIFO queue sendFIFO after it.
-func (s *Store) sendOne(ctx context.Context, db querier, account, name string, msgs []engine.NewMessage, now int64) ([]engine.SendResult, error) {
+// pendingSend is one queue's send between sendSQL and its results.
+type pendingSend struct {
+	msgs []engine.NewMessage
+	args []any
+	ids  []string
+}
+
+func (s *Store) prepareSend(account, name string, msgs []engine.NewMessage, now int64) (pendingSend, error) {
 	args, ids, err := s.sendArgs(account, name, msgs, now)
-	if err != nil {
-		return nil, err
-	}
+	return pendingSend{msgs: msgs, args: args, ids: ids}, err
+}
+
+// sendHead is sendSQL's answer for one queue.
+type sendHead struct {
+	qid   int64
+	fifo  bool
+	scope string
+	seqs  []int64
+	err   error // engine.ErrQueueNotFound when there is no such queue
+}
+
+func scanSendHead(row pgx.Row) sendHead {
 	var (
-		qid   int64
-		fifo  bool
-		delay int64
-		scope string
-		seqs  []int64
+		h     sendHead
 		noted int64
 	)
-	if err := db.QueryRow(ctx, sendSQL, args...).Scan(&qid, &fifo, &delay, &scope, &seqs, &noted); err != nil {
-		if errors.Is(err, pgx.ErrNoRows) {
-			return nil, engine.ErrQueueNotFound
-		}
-		return nil, err
+	h.err = row.Scan(&h.qid, &h.fifo, &h.scope, &h.seqs, &noted)
+	if errors.Is(h.err, pgx.ErrNoRows) {
+		h.err = engine.ErrQueueNotFound
 	}
-	if fifo {
-		return s.sendFIFO(ctx, db, qid, scope, msgs, args, ids, now)
+	return h
+}
+
+// finish answers p from its sendSQL's answer h, sending through sendFIFO
+// on db, a transaction or the pool, when the queue is FIFO.
+func (s *Store) finish(ctx context.Context, db querier, p pendingSend, h sendHead, now int64) ([]engine.SendResult, error) {
+	if h.err != nil {
+		return nil, h.err
 	}
-	if len(seqs) != len(ids) {
-		return nil, fmt.Errorf("%d messages stored of %d", len(seqs), len(ids))
+	if h.fifo {
+		return s.sendFIFO(ctx, db, h.qid, h.scope, p.msgs, p.args, p.ids, now)
 	}
-	res := make([]engine.SendResult, len(ids))
-	for i, id := range ids {
+	if len(h.seqs) != len(p.ids) {
+		return nil, fmt.Errorf("%d messages stored of %d", len(h.seqs), len(p.ids))
+	}
+	res := make([]engine.SendResult, len(p.ids))
+	for i, id := range p.ids {
 		res[i] = engine.SendResult{MessageID: id}
 	}
 	return res, nil
@@ -128,7 +146,12 @@ func (s *Store) Send(ctx context.Context, account, name string, msgs []engine.Ne
 		return nil, err
 	}
 	defer s.leave()
-	res, err := s.sendOne(ctx, s.pool, account, name, msgs, s.now())
+	now := s.now()
+	p, err := s.prepareSend(account, name, msgs, now)
+	var res []engine.SendResult
+	if err == nil {
+		res, err = s.finish(ctx, s.pool, p, scanSendHead(s.pool.QueryRow(ctx, sendSQL, p.args...)), now)
+	}
 	switch {
 	case errors.Is(err, engine.ErrQueueNotFound):
 		return nil, err
@@ -139,7 +162,9 @@ func (s *Store) Send(ctx context.Context, account, name string, msgs []engine.Ne
 }
 
 // SendMany implements engine.Backend: every part in one transaction, so
-// the call commits once.
+// the call commits once, and their sendSQLs in one batch, so that the
+// standard queues' parts cost one round trip together; a FIFO queue's
+// part follows with sendFIFO.
 func (s *Store) SendMany(ctx context.Context, sends []engine.QueueSend) ([]engine.SendOutcome, error) {
 	if err := s.enter(); err != nil {
 		return nil, err
@@ -150,9 +175,27 @@ func (s *Store) SendMany(ctx context.Context, sends []engine.QueueSend) ([]engin
 		return out, nil
 	}
 	now := s.now()
+	ps := make([]pendingSend, len(sends))
+	b := &pgx.Batch{}
+	for i, qs := range sends {
+		var err error
+		if ps[i], err = s.prepareSend(qs.Account, qs.Name, qs.Msgs, now); err != nil {
+			return nil, fmt.Errorf("postgres: send to %s: %w", qs.Name, err)
+		}
+		b.Queue(sendSQL, ps[i].args...)
+	}
 	err := pgx.BeginFunc(ctx, s.pool, func(tx pgx.Tx) error {
+		br := tx.SendBatch(ctx, b)
+		heads := make([]sendHead, len(sends))
+		for i := range heads {
+			heads[i] = scanSendHead(br.QueryRow())
+		}
+		if err := br.Close(); err != nil {
+			return err
+		}
 		for i, qs := range sends {
-			res, err := s.sendOne(ctx, tx, qs.Account, qs.Name, qs.Msgs, now)
+			// A FIFO part's sendFIFO runs once the batch has ended.
+			res, err := s.finish(ctx, tx, ps[i], heads[i], now)
 			if err != nil && !errors.Is(err, engine.ErrQueueNotFound) {
 				return fmt.Errorf("send to %s: %w", qs.Name, err)
 			}
