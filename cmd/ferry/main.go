@@ -18,7 +18,9 @@ import (
 	"text/tabwriter"
 	"time"
 
+	"github.com/ferrymq/ferry/internal/engine"
 	"github.com/ferrymq/ferry/internal/engine/embedded"
+	"github.com/ferrymq/ferry/internal/engine/postgres"
 	"github.com/ferrymq/ferry/internal/server"
 )
 
@@ -164,6 +166,9 @@ func serve(ctx context.Context, args []string, getenv func(string) string, stder
 	fs.BoolVar(&sopts.InMemory, "memory", envBool("FERRY_MEMORY"), "keep everything in memory; nothing survives a stop (FERRY_MEMORY)")
 	fs.BoolVar(&sopts.NoSync, "no-fsync", envBool("FERRY_NO_FSYNC"), "acknowledge writes before they are fsynced (FERRY_NO_FSYNC)")
 	fs.BoolVar(&sopts.StrictRecovery, "strict-recovery", envBool("FERRY_STRICT_RECOVERY"), "refuse to start when recovering the store's log would drop records, instead of warning (FERRY_STRICT_RECOVERY)")
+	var popts postgres.Options
+	fs.StringVar(&popts.URL, "postgres", env("FERRY_POSTGRES_URL", ""), "keep everything in this PostgreSQL database (a postgres:// URL) instead of the embedded store; several Ferry nodes may share it (FERRY_POSTGRES_URL)")
+	fs.StringVar(&popts.Schema, "postgres-schema", env("FERRY_POSTGRES_SCHEMA", postgres.DefaultSchema), "the schema Ferry's tables live in, created and migrated by Ferry (FERRY_POSTGRES_SCHEMA)")
 	fs.StringVar(&cfg.Account, "account", env("FERRY_ACCOUNT", server.DefaultAccount), "AWS account id in queue URLs and ARNs (FERRY_ACCOUNT)")
 	fs.StringVar(&cfg.Region, "region", env("FERRY_REGION", server.DefaultRegion), "AWS region in ARNs (FERRY_REGION)")
 	fs.StringVar(&cfg.QueueURLBase, "queue-url-base", env("FERRY_QUEUE_URL_BASE", ""), "scheme://host:port of queue URLs and SNS links; default: the Host each client sent (FERRY_QUEUE_URL_BASE)")
@@ -187,6 +192,10 @@ func serve(ctx context.Context, args []string, getenv func(string) string, stder
 	}
 	if fs.NArg() > 0 {
 		fmt.Fprintf(stderr, "ferry serve: unexpected argument %q\n", fs.Arg(0))
+		return 2
+	}
+	if popts.URL != "" && sopts.InMemory {
+		fmt.Fprintln(stderr, "ferry serve: --postgres and --memory exclude each other")
 		return 2
 	}
 	if len(envErrs) > 0 {
@@ -228,7 +237,7 @@ func serve(ctx context.Context, args []string, getenv func(string) string, stder
 	}
 	ctx, stop := signal.NotifyContext(ctx, os.Interrupt, syscall.SIGTERM)
 	defer stop()
-	err = serveStore(ctx, cfg, sopts, *grace)
+	err = serveStore(ctx, cfg, sopts, popts, *grace)
 	if perr := stopProfile(); perr != nil && err == nil {
 		err = perr
 	}
@@ -239,17 +248,29 @@ func serve(ctx context.Context, args []string, getenv func(string) string, stder
 	return 0
 }
 
-// serveStore opens the embedded store and serves from it until ctx ends;
-// the server closes the store.
-func serveStore(ctx context.Context, cfg server.Config, sopts embedded.Options, grace time.Duration) error {
-	cfg.StoreName, cfg.DataDir = sopts.Dir, sopts.Dir
-	if sopts.InMemory {
-		cfg.StoreName, cfg.DataDir = "memory", ""
+// serveStore opens the store, PostgreSQL when popts has a URL and the
+// embedded store otherwise, and serves from it until ctx ends; the server
+// closes the store. Either store holds its move tasks until the server has
+// started, so that the server counts the moves of resumed tasks.
+func serveStore(ctx context.Context, cfg server.Config, sopts embedded.Options, popts postgres.Options, grace time.Duration) error {
+	var (
+		store engine.Store
+		err   error
+	)
+	if popts.URL != "" {
+		// The server's own files (the SNS signing key) stay in memory: the
+		// node keeps nothing on its disk.
+		cfg.StoreName, cfg.DataDir = "postgres schema "+popts.Schema, ""
+		popts.Clock, popts.Logger, popts.HoldMoveTasks = cfg.Clock, cfg.Logger, true
+		store, err = postgres.Open(ctx, popts)
+	} else {
+		cfg.StoreName, cfg.DataDir = sopts.Dir, sopts.Dir
+		if sopts.InMemory {
+			cfg.StoreName, cfg.DataDir = "memory", ""
+		}
+		sopts.Clock, sopts.Logger, sopts.HoldMoveTasks = cfg.Clock, cfg.Logger, true
+		store, err = embedded.Open(ctx, sopts)
 	}
-	sopts.Clock, sopts.Logger = cfg.Clock, cfg.Logger
-	// The server counts the moves of resumed tasks once it has started.
-	sopts.HoldMoveTasks = true
-	store, err := embedded.Open(ctx, sopts)
 	if err != nil {
 		return fmt.Errorf("open store: %w", err)
 	}

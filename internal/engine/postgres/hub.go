@@ -1,0 +1,221 @@
+package postgres
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"log/slog"
+	"math"
+	"strconv"
+	"strings"
+	"sync"
+	"time"
+
+	"github.com/jackc/pgx/v5"
+)
+
+// The hub is the node's one listening connection. Statements that make a
+// message visible, or visible soon, send pg_notify(channel, "qid:at") in
+// their own transaction, so PostgreSQL delivers it after commit, to every
+// node; the hub hands it to this node's waiters on that queue. A waiter
+// told of a time still to come arms a timer on the clock instead. A
+// change to a queue sends "view:" + its key, which drops the node's view
+// of it (views.go).
+
+// hub fans notifications out to the waiters of each queue.
+type hub struct {
+	log     *slog.Logger
+	views   *views // the queue views notifications drop
+	cancel  context.CancelFunc
+	stopped chan struct{}
+
+	mu      sync.Mutex
+	waiters map[int64]map[*waiter]struct{}
+	lost    string // why the listening connection is down; "" while up
+}
+
+// waiter is one long poll's mailbox: the earliest time it was told of
+// since it last looked, and a signal.
+type waiter struct {
+	qid    int64
+	signal chan struct{}
+
+	mu     sync.Mutex
+	told   bool
+	soonst int64
+}
+
+// tell records that a message of the queue is visible from at (ns) on.
+func (w *waiter) tell(at int64) {
+	w.mu.Lock()
+	if !w.told || at < w.soonst {
+		w.soonst = at
+	}
+	w.told = true
+	w.mu.Unlock()
+	select {
+	case w.signal <- struct{}{}:
+	default:
+	}
+}
+
+// take returns the earliest time told since the last take.
+func (w *waiter) take() (int64, bool) {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	at, ok := w.soonst, w.told
+	w.told = false
+	return at, ok
+}
+
+// reconnectDelay paces reconnection attempts of the listening connection
+// (network time, not broker time).
+const reconnectDelay = 500 * time.Millisecond
+
+// startHub connects the listening connection and returns once it listens.
+func startHub(ctx context.Context, cc *pgx.ConnConfig, channel string, views *views, log *slog.Logger) (*hub, error) {
+	conn, err := listen(ctx, cc, channel)
+	if err != nil {
+		return nil, err
+	}
+	runCtx, cancel := context.WithCancel(context.Background())
+	h := &hub{log: log, views: views, cancel: cancel, stopped: make(chan struct{}), waiters: map[int64]map[*waiter]struct{}{}}
+	go h.run(runCtx, conn, cc, channel)
+	return h, nil
+}
+
+func listen(ctx context.Context, cc *pgx.ConnConfig, channel string) (*pgx.Conn, error) {
+	conn, err := pgx.ConnectConfig(ctx, cc.Copy())
+	if err != nil {
+		return nil, fmt.Errorf("postgres: connect the listener: %w", err)
+	}
+	if _, err := conn.Exec(ctx, "LISTEN "+pgx.Identifier{channel}.Sanitize()); err != nil {
+		_ = conn.Close(context.WithoutCancel(ctx))
+		return nil, fmt.Errorf("postgres: listen: %w", err)
+	}
+	return conn, nil
+}
+
+// run delivers notifications until stopped, reconnecting when the
+// connection drops. Notifications sent while it was down are lost, so
+// every waiter is woken once it listens again and looks for itself.
+func (h *hub) run(ctx context.Context, conn *pgx.Conn, cc *pgx.ConnConfig, channel string) {
+	defer close(h.stopped)
+	for {
+		for {
+			n, err := conn.WaitForNotification(ctx)
+			if err != nil {
+				_ = conn.Close(context.Background())
+				if ctx.Err() != nil {
+					return
+				}
+				h.setLost(err)
+				h.log.Warn("postgres: the listening connection dropped", "err", err)
+				break
+			}
+			if key, ok := strings.CutPrefix(n.Payload, "view:"); ok {
+				h.views.drop(key)
+				continue
+			}
+			qid, at, ok := parseNote(n.Payload)
+			if !ok {
+				h.log.Warn("postgres: unknown notification", "payload", n.Payload)
+				continue
+			}
+			h.deliver(qid, at)
+		}
+		for {
+			select {
+			case <-ctx.Done():
+				return
+			case <-time.After(reconnectDelay):
+			}
+			c, err := listen(ctx, cc, channel)
+			if err == nil {
+				conn = c
+				break
+			}
+			h.setLost(err)
+		}
+		h.setLost(nil)
+		h.views.dropAll()
+		h.wakeAll()
+	}
+}
+
+func (h *hub) setLost(err error) {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	h.lost = ""
+	if err != nil {
+		h.lost = "database connection lost: " + err.Error()
+	}
+}
+
+// down says why the hub is not listening; "" while it is.
+func (h *hub) down() string {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	return h.lost
+}
+
+func (h *hub) stop() {
+	h.cancel()
+	<-h.stopped
+}
+
+// note is the payload for a message of queue qid visible from at.
+func note(qid, at int64) string {
+	return strconv.FormatInt(qid, 10) + ":" + strconv.FormatInt(at, 10)
+}
+
+func parseNote(p string) (qid, at int64, ok bool) {
+	a, b, found := strings.Cut(p, ":")
+	if !found {
+		return 0, 0, false
+	}
+	qid, err1 := strconv.ParseInt(a, 10, 64)
+	at, err2 := strconv.ParseInt(b, 10, 64)
+	return qid, at, errors.Join(err1, err2) == nil
+}
+
+func (h *hub) subscribe(qid int64) *waiter {
+	w := &waiter{qid: qid, signal: make(chan struct{}, 1)}
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	ws := h.waiters[qid]
+	if ws == nil {
+		ws = map[*waiter]struct{}{}
+		h.waiters[qid] = ws
+	}
+	ws[w] = struct{}{}
+	return w
+}
+
+func (h *hub) unsubscribe(w *waiter) {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	ws := h.waiters[w.qid]
+	delete(ws, w)
+	if len(ws) == 0 {
+		delete(h.waiters, w.qid)
+	}
+}
+
+func (h *hub) deliver(qid, at int64) {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	for w := range h.waiters[qid] {
+		w.tell(at)
+	}
+}
+
+func (h *hub) wakeAll() {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	for _, ws := range h.waiters {
+		for w := range ws {
+			w.tell(math.MinInt64)
+		}
+	}
+}

@@ -1,0 +1,129 @@
+package postgres
+
+import (
+	"context"
+	"fmt"
+	"time"
+
+	"github.com/ferrymq/ferry/internal/engine"
+)
+
+// The janitor removes what no call will remove: messages past their
+// retention in queues nobody receives from (a receive removes those of its
+// queue), queues deleted more than RecreateDelay ago with whatever was
+// left of them, expired FIFO deduplication keys and receive attempts, the
+// rows of FIFO groups that have no message left, and the ended move tasks
+// of deleted queues. One node at a time does it for all, holding the
+// "janitor" lease; every node tries to take the lease every janitorEvery,
+// so another carries on when the holder dies.
+const (
+	defaultJanitorEvery = time.Minute
+	// janitorBatch bounds the rows one statement deletes, so that no
+	// transaction of the janitor runs long.
+	janitorBatch = 1000
+)
+
+// janitor runs sweeps while the store is open.
+func (s *Store) janitor(ctx context.Context, every time.Duration) {
+	defer s.background.Done()
+	for {
+		select {
+		case <-ctx.Done():
+			return
+		case <-time.After(every):
+		}
+		held, err := s.takeLease(ctx, "janitor", 2*every)
+		if err == nil && held {
+			err = s.sweep(ctx)
+		}
+		if err != nil && ctx.Err() == nil {
+			s.log.Warn("postgres: janitor", "err", err)
+		}
+	}
+}
+
+// takeLease takes or renews the named lease for d, if no other node holds
+// it; it reports whether this node holds it now.
+func (s *Store) takeLease(ctx context.Context, name string, d time.Duration) (bool, error) {
+	var held bool
+	err := s.pool.QueryRow(ctx, `
+		WITH l AS (
+			INSERT INTO leases (name, owner, until) VALUES ($1, $2, clock_timestamp() + $3)
+			ON CONFLICT (name) DO UPDATE SET owner = excluded.owner, until = excluded.until
+			WHERE leases.owner = excluded.owner OR leases.until < clock_timestamp()
+			RETURNING owner
+		)
+		SELECT EXISTS (SELECT 1 FROM l)`, name, s.tasks.node, d).Scan(&held)
+	if err != nil {
+		return false, fmt.Errorf("lease %s: %w", name, err)
+	}
+	return held, nil
+}
+
+// sweeps are the janitor's statements, each deleting at most janitorBatch
+// rows: $1 is the batch, and $2 now for those that are timed.
+var sweeps = []struct {
+	what  string
+	timed bool
+	sql   string
+}{
+	{"expired messages", true, `
+		WITH gone AS (
+			DELETE FROM messages m WHERE (m.queue_id, m.seq) IN (
+				SELECT m.queue_id, m.seq FROM queues q JOIN messages m ON m.queue_id = q.id
+				WHERE q.deleted_ns IS NULL AND m.sent_ns <= $2::int8 - q.retention_ns LIMIT $1)
+			RETURNING m.body_id
+		)
+		DELETE FROM message_bodies b USING gone WHERE b.id = gone.body_id`},
+	// A send that raced its queue's delete may have left messages behind.
+	{"messages of deleted queues", false, `
+		WITH gone AS (
+			DELETE FROM messages m WHERE (m.queue_id, m.seq) IN (
+				SELECT m.queue_id, m.seq FROM queues q JOIN messages m ON m.queue_id = q.id
+				WHERE q.deleted_ns IS NOT NULL LIMIT $1)
+			RETURNING m.body_id
+		)
+		DELETE FROM message_bodies b USING gone WHERE b.id = gone.body_id`},
+	{"deleted queues", true, `
+		DELETE FROM queues q WHERE q.id IN (
+			SELECT id FROM queues WHERE deleted_ns <= $2::int8 - ` + fmt.Sprint(int64(engine.RecreateDelay)) + ` LIMIT $1)
+			AND NOT EXISTS (SELECT 1 FROM messages m WHERE m.queue_id = q.id)`},
+	{"deduplication keys", true, `
+		DELETE FROM fifo_dedup WHERE (queue_id, key) IN (
+			SELECT queue_id, key FROM fifo_dedup WHERE sent_ns <= $2::int8 - ` + fmt.Sprint(int64(engine.DeduplicationWindow)) + ` LIMIT $1)`},
+	{"receive attempts", true, `
+		DELETE FROM fifo_attempts WHERE (queue_id, attempt_id) IN (
+			SELECT queue_id, attempt_id FROM fifo_attempts
+			WHERE created_ns <= $2::int8 - ` + fmt.Sprint(int64(engine.DeduplicationWindow)) + ` LIMIT $1)`},
+	// A group row wrongly dropped is given back by the next receive.
+	{"empty groups", false, `
+		DELETE FROM fifo_groups WHERE (queue_id, group_id) IN (
+			SELECT g.queue_id, g.group_id FROM fifo_groups g
+			WHERE NOT EXISTS (SELECT 1 FROM messages m WHERE m.queue_id = g.queue_id AND m.group_id = g.group_id)
+			LIMIT $1 FOR UPDATE SKIP LOCKED)`},
+	{"tasks of deleted queues", false, `
+		DELETE FROM move_tasks t WHERE t.n IN (
+			SELECT t.n FROM move_tasks t WHERE NOT EXISTS (
+				SELECT 1 FROM queues q WHERE q.id = t.source_queue_id AND q.deleted_ns IS NULL)
+			LIMIT $1)`},
+}
+
+// sweep runs every sweep until it finds nothing more to delete.
+func (s *Store) sweep(ctx context.Context) error {
+	for _, sw := range sweeps {
+		for {
+			args := []any{janitorBatch}
+			if sw.timed {
+				args = append(args, s.now())
+			}
+			tag, err := s.pool.Exec(ctx, sw.sql, args...)
+			if err != nil {
+				return fmt.Errorf("sweep %s: %w", sw.what, err)
+			}
+			if tag.RowsAffected() < janitorBatch {
+				break
+			}
+		}
+	}
+	return nil
+}

@@ -1,0 +1,238 @@
+package postgres
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"time"
+
+	"github.com/jackc/pgx/v5"
+
+	"github.com/ferrymq/ferry/internal/engine"
+)
+
+// Outcomes of a handle in deleteSQL and changeSQL, in the order of the
+// handles.
+const (
+	outcomeDone       = 0
+	outcomeNotFlight  = 1 // gone, or superseded by a later receive
+	outcomeLimit      = 2 // beyond MaxVisibility from the receive
+	outcomeExpiredFIF = 3 // FIFO: the handle's visibility has run out
+)
+
+// deleteSQL deletes the messages named by the handles of the queue (the
+// other handles are refused in Go). A stale handle deletes nothing; on a
+// FIFO queue a handle whose visibility has run out deletes nothing either
+// and is answered expired: so is any handle whose message the statement
+// saw but did not delete (a receive may have taken it again meanwhile), so
+// that a success always means deleted.
+const deleteSQL = `
+WITH q AS (
+	SELECT id, fifo FROM queues WHERE account = $1 AND name = $2 AND deleted_ns IS NULL
+), h AS (
+	SELECT u.* FROM q, unnest($3::int8[], $4::int8[], $5::int4[]) WITH ORDINALITY AS u(qid, seq, gen, i)
+	WHERE u.qid = q.id
+), d AS (
+	DELETE FROM messages m USING q, h
+	WHERE m.queue_id = q.id AND m.seq = h.seq AND m.gen = h.gen AND (NOT q.fifo OR m.visible_ns > $6)
+	RETURNING m.body_id, m.seq, m.group_id
+), db AS (
+	DELETE FROM message_bodies b USING d WHERE b.id = d.body_id
+), emptied AS (
+	-- A group that looks empty loses its row; should it not be (a send
+	-- committing meanwhile), the next receive gives it one again. A row a
+	-- receive holds is left to the janitor: waiting for it while holding
+	-- the deleted rows could deadlock with that receive.
+	DELETE FROM fifo_groups WHERE (queue_id, group_id) IN (
+		SELECT g.queue_id, g.group_id FROM q, fifo_groups g
+		WHERE q.fifo AND g.queue_id = q.id AND g.group_id IN (SELECT group_id FROM d)
+			AND NOT EXISTS (SELECT 1 FROM messages m WHERE m.queue_id = q.id AND m.group_id = g.group_id
+				AND m.seq NOT IN (SELECT seq FROM d))
+		FOR UPDATE OF g SKIP LOCKED)
+), n AS (
+	-- On a FIFO queue a delete may unblock a group.
+	SELECT pg_notify($7, q.id::text || ':' || $6::text) FROM q WHERE q.fifo AND EXISTS (SELECT 1 FROM d)
+)
+SELECT q.id, coalesce((SELECT array_agg(h.i) FROM h JOIN messages m ON m.queue_id = q.id AND m.seq = h.seq
+	WHERE q.fifo AND NOT EXISTS (SELECT 1 FROM d WHERE d.seq = h.seq)), '{}'), (SELECT count(*) FROM d), (SELECT count(*) FROM n)
+FROM q`
+
+// Delete implements engine.Backend.
+func (s *Store) Delete(ctx context.Context, account, name string, handles []string) ([]error, error) {
+	if err := s.enter(); err != nil {
+		return nil, err
+	}
+	defer s.leave()
+	hb := s.signer.parseAll(len(handles), func(i int) string { return handles[i] })
+	var (
+		qid            int64
+		expired        []int64
+		deleted, noted int64
+	)
+	err := s.pool.QueryRow(ctx, deleteSQL, account, name, hb.qids, hb.seqs, hb.gens, s.now(), s.channel).
+		Scan(&qid, &expired, &deleted, &noted)
+	if isNoRows(err) {
+		return nil, engine.ErrQueueNotFound
+	}
+	if err != nil {
+		return nil, fmt.Errorf("postgres: delete from %s: %w", name, err)
+	}
+	hb.own(qid)
+	for _, i := range expired {
+		hb.errs[i-1] = engine.ErrReceiptHandleExpired
+	}
+	return hb.errs, nil
+}
+
+// changeSQL sets the visibility of the messages named by the handles, each
+// to its own timeout from now, within MaxVisibility of their receive, and
+// tells the waiters when one becomes visible soon. It answers each handle's
+// outcome.
+const changeSQL = `
+WITH q AS (
+	SELECT id, fifo, retention_ns FROM queues WHERE account = $1 AND name = $2 AND deleted_ns IS NULL
+), h AS (
+	SELECT u.* FROM q, unnest($3::int8[], $4::int8[], $5::int4[], $6::int8[]) WITH ORDINALITY AS u(qid, seq, gen, timeout_ns, i)
+	WHERE u.qid = q.id
+), u AS (
+	UPDATE messages m SET visible_ns = $7 + h.timeout_ns
+	FROM q, h
+	WHERE m.queue_id = q.id AND m.seq = h.seq AND m.gen = h.gen AND m.sent_ns > $7 - q.retention_ns
+		AND (NOT q.fifo OR m.visible_ns > $7) AND $7 + h.timeout_ns <= m.received_ns + $8
+	RETURNING h.i, m.seq, m.visible_ns
+), forget AS (
+	-- A receive attempt whose message had its visibility changed is not
+	-- repeated.
+	DELETE FROM fifo_attempts a USING q
+	WHERE q.fifo AND a.queue_id = q.id AND a.seqs && (SELECT array_agg(u.seq) FROM u)
+), n AS (
+	SELECT pg_notify($9, q.id::text || ':' || min(u.visible_ns)::text) FROM q, u
+	GROUP BY q.id HAVING min(u.visible_ns) < $7 + $10
+)
+SELECT q.id, coalesce((SELECT array_agg(h.i ORDER BY h.i) FROM h), '{}'), coalesce((SELECT array_agg(
+	CASE
+		WHEN EXISTS (SELECT 1 FROM u WHERE u.i = h.i) THEN 0
+		WHEN m.seq IS NULL OR m.sent_ns <= $7 - q.retention_ns THEN 1
+		WHEN q.fifo AND (m.gen <> h.gen OR m.visible_ns <= $7) THEN 3
+		WHEN m.gen <> h.gen THEN 1
+		WHEN $7 + h.timeout_ns > m.received_ns + $8 THEN 2
+		ELSE 1
+	END ORDER BY h.i)
+	FROM h LEFT JOIN messages m ON m.queue_id = q.id AND m.seq = h.seq), '{}'), (SELECT count(*) FROM n)
+FROM q`
+
+// ChangeVisibility implements engine.Backend.
+func (s *Store) ChangeVisibility(ctx context.Context, account, name string, changes []engine.VisibilityChange) ([]error, error) {
+	if err := s.enter(); err != nil {
+		return nil, err
+	}
+	defer s.leave()
+	hb := s.signer.parseAll(len(changes), func(i int) string { return changes[i].ReceiptHandle })
+	timeouts := make([]int64, len(changes))
+	for i, c := range changes {
+		timeouts[i] = durationNS(c.Timeout)
+	}
+	var (
+		qid      int64
+		idx      []int64
+		outcomes []int32
+		noted    int64
+	)
+	err := s.pool.QueryRow(ctx, changeSQL, account, name, hb.qids, hb.seqs, hb.gens, timeouts, s.now(),
+		int64(engine.MaxVisibility), s.channel, int64(maxLongPoll)).Scan(&qid, &idx, &outcomes, &noted)
+	if isNoRows(err) {
+		return nil, engine.ErrQueueNotFound
+	}
+	if err != nil {
+		return nil, fmt.Errorf("postgres: change visibility in %s: %w", name, err)
+	}
+	hb.own(qid)
+	for k, i := range idx {
+		switch outcomes[k] {
+		case outcomeNotFlight:
+			hb.errs[i-1] = engine.ErrMessageNotInflight
+		case outcomeLimit:
+			hb.errs[i-1] = engine.ErrVisibilityLimit
+		case outcomeExpiredFIF:
+			hb.errs[i-1] = engine.ErrReceiptHandleExpired
+		}
+	}
+	return hb.errs, nil
+}
+
+// Purge implements engine.Backend.
+func (s *Store) Purge(ctx context.Context, account, name string) error {
+	if err := s.enter(); err != nil {
+		return err
+	}
+	defer s.leave()
+	var qid, purged, noted int64
+	err := s.pool.QueryRow(ctx, `
+		WITH q AS (
+			SELECT id, last_purge_ns FROM queues WHERE account = $1 AND name = $2 AND deleted_ns IS NULL
+		), p AS (
+			UPDATE queues u SET last_purge_ns = $3::int8 FROM q
+			WHERE u.id = q.id AND (u.last_purge_ns = 0 OR u.last_purge_ns <= $3::int8 - $4::int8)
+			RETURNING u.id
+		), gone AS (
+			DELETE FROM messages m USING p WHERE m.queue_id = p.id RETURNING m.body_id
+		), bodies AS (
+			DELETE FROM message_bodies b USING gone WHERE b.id = gone.body_id
+		), attempts AS (
+			DELETE FROM fifo_attempts a USING p WHERE a.queue_id = p.id
+		), n AS (
+			-- LastPurge is part of the queue's view.
+			SELECT pg_notify($5, $6) FROM p
+		)
+		SELECT q.id, (SELECT count(*) FROM p), (SELECT count(*) FROM n) FROM q`,
+		account, name, s.now(), int64(engine.PurgeInterval), s.channel, viewNote(viewKey(account, name))).
+		Scan(&qid, &purged, &noted)
+	s.views.drop(viewKey(account, name))
+	if isNoRows(err) {
+		return engine.ErrQueueNotFound
+	}
+	if err != nil {
+		return fmt.Errorf("postgres: purge %s: %w", name, err)
+	}
+	if purged == 0 {
+		return engine.ErrPurgeInProgress
+	}
+	return nil
+}
+
+// Stats implements engine.Backend. It counts the queue's messages (one
+// index scan of the queue's part of messages_next).
+func (s *Store) Stats(ctx context.Context, account, name string) (engine.Stats, error) {
+	if err := s.enter(); err != nil {
+		return engine.Stats{}, err
+	}
+	defer s.leave()
+	var (
+		st     engine.Stats
+		oldest *int64
+	)
+	err := s.pool.QueryRow(ctx, `
+		SELECT
+			count(m.seq) FILTER (WHERE m.visible_ns <= $3),
+			count(m.seq) FILTER (WHERE m.visible_ns > $3 AND m.gen > 0),
+			count(m.seq) FILTER (WHERE m.visible_ns > $3 AND m.gen = 0),
+			min(m.entered_ns) FILTER (WHERE m.gen < $4),
+			count(DISTINCT m.group_id) FILTER (WHERE m.visible_ns > $3 AND m.gen > 0 AND m.group_id <> '')
+		FROM queues q LEFT JOIN messages m ON m.queue_id = q.id AND m.sent_ns > $3 - q.retention_ns
+		WHERE q.account = $1 AND q.name = $2 AND q.deleted_ns IS NULL
+		GROUP BY q.id`, account, name, s.now(), engine.OldestMaxReceives).
+		Scan(&st.Visible, &st.NotVisible, &st.Delayed, &oldest, &st.GroupsInFlight)
+	if errors.Is(err, pgx.ErrNoRows) {
+		return engine.Stats{}, engine.ErrQueueNotFound
+	}
+	if err != nil {
+		return engine.Stats{}, fmt.Errorf("postgres: stats of %s: %w", name, err)
+	}
+	if oldest != nil {
+		st.OldestAt = fromNS(*oldest)
+	}
+	return st, nil
+}
+
+// durationNS is d in the store's unit, never negative.
+func durationNS(d time.Duration) int64 { return max(int64(d), 0) }

@@ -1,0 +1,658 @@
+package postgres
+
+import (
+	"context"
+	"crypto/rand"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"log/slog"
+	"sync"
+	"time"
+
+	"github.com/jackc/pgx/v5"
+
+	"github.com/ferrymq/ferry/internal/engine"
+	"github.com/ferrymq/ferry/internal/uuidv4"
+)
+
+// Move tasks (the dead-letter redrive API). A task is a row of move_tasks;
+// the node holding its lease runs it in a goroutine. Each step is one
+// transaction that locks the task row, checks that the task still runs and
+// is still this node's, takes up to moveBatch visible messages out of the
+// source (oldest first; on a FIFO source only from groups with nothing in
+// flight, so each group leaves in order), writes each as a new message in
+// its destination and adds them to Moved: a message is moved once, whatever
+// node runs the step, and Moved is exact. Leases live on the database's
+// clock, since they are about nodes being alive; rates, the task's maximum
+// duration and sent times on the store's clock.
+const (
+	moveBatch = 10
+	// keepTasks is how many tasks a source keeps at least; older ended
+	// ones are pruned when a new task starts.
+	keepTasks = 10
+	// defaultLeaseFor is how long a node holds a task without renewing it;
+	// every defaultLeaseRenew the runner renews its leases and takes over
+	// the tasks whose lease has run out.
+	defaultLeaseFor   = 30 * time.Second
+	defaultLeaseRenew = 10 * time.Second
+	// stepRetry paces the retries of a step that failed on the database.
+	stepRetry = time.Second
+	// releaseWait bounds how long a closing node tries to give its
+	// leases up, stepTimeout how long one step may take.
+	releaseWait = 5 * time.Second
+	stepTimeout = 30 * time.Second
+)
+
+const taskColumns = `id, source_queue_id, source_account, source_name, source_arn, destination_arn,
+	max_per_second, status, to_move, moved, started_ns, failure`
+
+// runTask is a task as its runner knows it.
+type runTask struct {
+	engine.MoveTask
+	sourceID int64
+}
+
+func scanTask(row pgx.Row) (runTask, error) {
+	var (
+		t       runTask
+		status  string
+		failure string
+		started int64
+	)
+	err := row.Scan(&t.ID, &t.sourceID, &t.SourceAccount, &t.SourceName, &t.SourceARN, &t.DestinationARN,
+		&t.MaxPerSecond, &status, &t.ToMove, &t.Moved, &started, &failure)
+	t.Status, t.FailureReason, t.Started = engine.MoveTaskStatus(status), engine.MoveTaskFailure(failure), fromNS(started)
+	return t, err
+}
+
+// scanFirst is row with its first columns read into dst, for a scanner of
+// the columns after them.
+func scanFirst(row pgx.Row, dst ...any) pgx.Row { return prefixRow{row, dst} }
+
+type prefixRow struct {
+	row pgx.Row
+	dst []any
+}
+
+func (p prefixRow) Scan(dest ...any) error { return p.row.Scan(append(p.dst, dest...)...) }
+
+// runner runs the move tasks this node holds.
+type runner struct {
+	s      *Store
+	node   string // this node's lease owner name
+	leases leaseTimes
+	log    *slog.Logger
+	ctx    context.Context
+	cancel context.CancelFunc
+	kick   chan struct{}
+	wg     sync.WaitGroup
+
+	mu      sync.Mutex
+	held    bool // Options.HoldMoveTasks until OnMovedByTask
+	running map[string]bool
+	onMoved func(account, queue string, m *engine.NewMessage)
+}
+
+// leaseTimes are a runner's lease and renewal intervals; zero fields are
+// the defaults.
+type leaseTimes struct{ hold, renew time.Duration }
+
+func startRunner(s *Store, hold bool, leases leaseTimes) *runner {
+	if leases.hold <= 0 {
+		leases.hold = defaultLeaseFor
+	}
+	if leases.renew <= 0 {
+		leases.renew = defaultLeaseRenew
+	}
+	var id [16]byte
+	_, _ = rand.Read(id[:])
+	var node [uuidv4.Len]byte
+	uuidv4.Encode(&node, id)
+	ctx, cancel := context.WithCancel(context.Background())
+	r := &runner{s: s, node: string(node[:]), leases: leases, log: s.log, ctx: ctx, cancel: cancel,
+		kick: make(chan struct{}, 1), held: hold, running: map[string]bool{}}
+	r.wg.Add(1)
+	go r.loop()
+	return r
+}
+
+// stop stops the runner and, if release, gives its tasks' leases up, so
+// that another node takes them over at once.
+func (r *runner) stop(release bool) {
+	r.cancel()
+	r.wg.Wait()
+	if !release {
+		return
+	}
+	// A database that does not answer must not hold the close up: the
+	// leases then run out by themselves.
+	ctx, cancel := context.WithTimeout(context.Background(), releaseWait)
+	defer cancel()
+	_, err := r.s.pool.Exec(ctx, `UPDATE move_tasks SET lease_owner = '', lease_until = NULL
+		WHERE lease_owner = $1 AND status = 'RUNNING'`, r.node)
+	if err != nil {
+		r.log.Warn("postgres: move tasks: release leases", "err", err)
+	}
+}
+
+func (r *runner) wake() {
+	select {
+	case r.kick <- struct{}{}:
+	default:
+	}
+}
+
+// loop renews this node's leases and takes over orphaned tasks, at once
+// and every leaseRenew (real time: leases are about nodes being alive).
+func (r *runner) loop() {
+	defer r.wg.Done()
+	for {
+		r.mu.Lock()
+		held := r.held
+		r.mu.Unlock()
+		if !held {
+			if err := r.claim(); err != nil && r.ctx.Err() == nil {
+				r.log.Warn("postgres: move tasks: claim", "err", err)
+			}
+		}
+		select {
+		case <-r.ctx.Done():
+			return
+		case <-r.kick:
+		case <-time.After(r.leases.renew):
+		}
+	}
+}
+
+func (r *runner) claim() error {
+	r.mu.Lock()
+	mine := []string{} // not nil: a nil slice is NULL, and NOT (id = ANY(NULL)) no row
+	for id := range r.running {
+		mine = append(mine, id)
+	}
+	r.mu.Unlock()
+	_, err := r.s.pool.Exec(r.ctx, `UPDATE move_tasks SET lease_until = clock_timestamp() + $3
+		WHERE lease_owner = $1 AND id = ANY($2) AND status = 'RUNNING'`, r.node, mine, r.leases.hold)
+	if err != nil {
+		return err
+	}
+	rows, err := r.s.pool.Query(r.ctx, `UPDATE move_tasks SET lease_owner = $1, lease_until = clock_timestamp() + $3
+		WHERE status = 'RUNNING' AND NOT (id = ANY($2))
+			AND (lease_owner IN ('', $1) OR lease_until < clock_timestamp())
+		RETURNING `+taskColumns, r.node, mine, r.leases.hold)
+	if err != nil {
+		return err
+	}
+	tasks, err := pgx.CollectRows(rows, func(row pgx.CollectableRow) (runTask, error) { return scanTask(row) })
+	if err != nil {
+		return err
+	}
+	for _, t := range tasks {
+		r.start(t)
+	}
+	return nil
+}
+
+// start runs t unless this node runs it already.
+func (r *runner) start(t runTask) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	if r.running[t.ID] || r.held || r.ctx.Err() != nil {
+		return
+	}
+	r.running[t.ID] = true
+	r.wg.Add(1)
+	go r.run(t)
+}
+
+// run moves t's messages until the task ends, this node loses it, or the
+// store closes. With a rate, time is cut into one-second slots from the
+// runner's start and each slot moves at most MaxPerSecond messages, so N
+// seconds after the start at most (N+1)×MaxPerSecond have moved.
+func (r *runner) run(t runTask) {
+	defer func() {
+		r.mu.Lock()
+		delete(r.running, t.ID)
+		r.mu.Unlock()
+		r.wg.Done()
+	}()
+	rate := t.MaxPerSecond
+	const second = int64(time.Second)
+	slot := r.s.now()
+	used := 0
+	for r.ctx.Err() == nil {
+		limit := moveBatch
+		var until int64 // the end of a full slot: wait for it after the step
+		if rate > 0 {
+			now := r.s.now()
+			if d := now - slot; d >= second {
+				slot += d - d%second
+				used = 0
+			} else if d < 0 {
+				slot = now
+			}
+			if used >= rate {
+				limit, until = 0, slot+second
+			} else {
+				limit = min(limit, rate-used)
+			}
+		}
+		n, done, err := r.step(t, limit)
+		if err != nil {
+			if r.ctx.Err() != nil {
+				return
+			}
+			r.log.Warn("postgres: move task step", "task", t.ID, "err", err)
+			select {
+			case <-r.ctx.Done():
+				return
+			case <-time.After(stepRetry):
+			}
+			continue
+		}
+		if done {
+			return
+		}
+		used += n
+		if until > 0 && !r.waitUntil(until) {
+			return
+		}
+	}
+}
+
+// waitUntil waits until the store's clock reads until; false if closing.
+func (r *runner) waitUntil(until int64) bool {
+	d := time.Duration(until - r.s.now())
+	if d <= 0 {
+		return true
+	}
+	due := make(chan struct{}, 1)
+	tm := r.s.clock.AfterFunc(d, func() { due <- struct{}{} })
+	defer tm.Stop()
+	select {
+	case <-due:
+		return true
+	case <-r.ctx.Done():
+		return false
+	}
+}
+
+// moved is one message a step moved, for OnMovedByTask.
+type moved struct {
+	account, queue string
+	msg            engine.NewMessage
+}
+
+// stepMoveSQL moves the messages $2 of source $1 to the queues $3 (as new
+// messages $4, in order, $5 being now), adds them to task $6's Moved, and
+// tells the destinations' waiters. It answers what it moved.
+const stepMoveSQL = `
+WITH k AS (
+	SELECT * FROM unnest($2::int8[], $3::int8[], $4::text[]) WITH ORDINALITY AS k(seq, dest, new_id, i)
+), mv AS (
+	DELETE FROM messages m USING k WHERE m.queue_id = $1 AND m.seq = k.seq
+	RETURNING m.body_id, m.dedup_id, m.group_id, k.dest, k.new_id, k.i
+), ins AS (
+	INSERT INTO messages (queue_id, seq, body_id, message_id, sent_ns, entered_ns, visible_ns, dedup_id, group_id)
+	SELECT d.id, nextval('message_seq'), mv.body_id, mv.new_id, $5, $5, $5 + d.delay_ns,
+		CASE WHEN d.fifo THEN mv.dedup_id ELSE '' END, CASE WHEN d.fifo THEN mv.group_id ELSE '' END
+	FROM (SELECT * FROM mv ORDER BY i) mv JOIN queues d ON d.id = mv.dest
+	RETURNING queue_id, group_id, visible_ns
+), g AS (
+	INSERT INTO fifo_groups (queue_id, group_id) SELECT DISTINCT queue_id, group_id FROM ins
+	WHERE group_id <> '' ON CONFLICT DO NOTHING
+), n AS (
+	SELECT pg_notify($7, queue_id::text || ':' || min(visible_ns)::text) FROM ins
+	GROUP BY queue_id HAVING min(visible_ns) < $5::int8 + $8::int8
+), t AS (
+	UPDATE move_tasks SET moved = moved + (SELECT count(*) FROM mv) WHERE id = $6
+)
+SELECT mv.i, mv.dedup_id, b.body, b.attributes, b.trace_header, b.group_id, b.sender_id,
+	b.md5_body, b.md5_attrs, b.md5_sys, (SELECT count(*) FROM n)
+FROM mv JOIN message_bodies b ON b.id = mv.body_id ORDER BY mv.i`
+
+// step is one transaction of a task: it ends the task, or moves up to
+// limit messages (a limit of 0 only checks whether the task must end). It
+// reports how many moved and whether the task has ended (for this node).
+func (r *runner) step(t runTask, limit int) (int, bool, error) {
+	// A step runs to its end even when the store closes meanwhile: a
+	// commit cut short would leave it unknown whether the moves are
+	// durable, and the hook must hear of every durable move.
+	ctx, cancel := context.WithTimeout(context.WithoutCancel(r.ctx), stepTimeout)
+	defer cancel()
+	var (
+		done bool
+		out  []moved
+	)
+	err := pgx.BeginFunc(ctx, r.s.pool, func(tx pgx.Tx) error {
+		done, out = false, nil
+		var (
+			status, owner  string
+			toMove, nMoved int64
+		)
+		err := tx.QueryRow(ctx, `SELECT status, lease_owner, to_move, moved FROM move_tasks WHERE id = $1 FOR UPDATE`, t.ID).
+			Scan(&status, &owner, &toMove, &nMoved)
+		if errors.Is(err, pgx.ErrNoRows) || (err == nil && (status != string(engine.MoveTaskRunning) || owner != r.node)) {
+			done = true // ended, pruned, or another node's now
+			return nil
+		}
+		if err != nil {
+			return err
+		}
+		now := r.s.now()
+		end := func(st engine.MoveTaskStatus, why engine.MoveTaskFailure) error {
+			done = true
+			_, err := tx.Exec(ctx, `UPDATE move_tasks SET status = $2, failure = $3, lease_owner = '', lease_until = NULL
+				WHERE id = $1`, t.ID, string(st), string(why))
+			return err
+		}
+		if now-toNS(t.Started) >= int64(engine.MoveTaskMaxDuration) {
+			return end(engine.MoveTaskFailed, engine.MoveTaskFailureTimedOut)
+		}
+		var (
+			fifo      bool
+			retention int64
+		)
+		err = tx.QueryRow(ctx, `SELECT fifo, retention_ns FROM queues WHERE id = $1 AND deleted_ns IS NULL`, t.sourceID).
+			Scan(&fifo, &retention)
+		if errors.Is(err, pgx.ErrNoRows) {
+			return end(engine.MoveTaskFailed, engine.MoveTaskFailureNonExistentQueue)
+		}
+		if err != nil {
+			return err
+		}
+		left := toMove - nMoved
+		if left <= 0 {
+			return end(engine.MoveTaskCompleted, "")
+		}
+		if limit <= 0 {
+			return nil
+		}
+		seqs, arns, err := moveCandidates(ctx, tx, t.sourceID, fifo, now, retention, int(min(int64(limit), left)))
+		if err != nil {
+			return err
+		}
+		if t.DestinationARN != "" {
+			for i := range arns {
+				arns[i] = t.DestinationARN
+			}
+		}
+		if len(seqs) == 0 {
+			return end(engine.MoveTaskCompleted, "")
+		}
+		type dest struct {
+			id            int64
+			account, name string
+		}
+		dests := map[string]dest{}
+		rows, err := tx.Query(ctx, `SELECT arn, id, account, name FROM queues WHERE arn = ANY($1) AND deleted_ns IS NULL`, arns)
+		if err != nil {
+			return err
+		}
+		var (
+			d   dest
+			arn string
+		)
+		if _, err := pgx.ForEachRow(rows, []any{&arn, &d.id, &d.account, &d.name}, func() error {
+			dests[arn] = d
+			return nil
+		}); err != nil {
+			return err
+		}
+		destIDs := make([]int64, len(seqs))
+		newIDs := make([]string, len(seqs))
+		rnd := make([]byte, 16*len(seqs))
+		if _, err := rand.Read(rnd); err != nil {
+			return err
+		}
+		for i, a := range arns {
+			d, ok := dests[a]
+			if !ok {
+				// The messages of this step stay where they are.
+				return end(engine.MoveTaskFailed, engine.MoveTaskFailureNonExistentQueue)
+			}
+			var id [uuidv4.Len]byte
+			uuidv4.Encode(&id, [16]byte(rnd[16*i:]))
+			destIDs[i], newIDs[i] = d.id, string(id[:])
+		}
+		rows, err = tx.Query(ctx, stepMoveSQL, t.sourceID, seqs, destIDs, newIDs, now, t.ID, r.s.channel, int64(maxLongPoll))
+		if err != nil {
+			return err
+		}
+		defer rows.Close()
+		for rows.Next() {
+			var (
+				i     int64
+				m     engine.NewMessage
+				dedup string
+				body  []byte
+				attrs []byte
+				noted int64
+			)
+			if err := rows.Scan(&i, &dedup, &body, &attrs, &m.TraceHeader, &m.MessageGroupID, &m.SenderID,
+				&m.MD5OfBody, &m.MD5OfAttrs, &m.MD5OfSysAttrs, &noted); err != nil {
+				return err
+			}
+			m.Body, m.DeduplicationID = string(body), dedup
+			if attrs != nil {
+				if err := json.Unmarshal(attrs, &m.Attributes); err != nil {
+					return fmt.Errorf("message attributes: %w", err)
+				}
+			}
+			d := dests[arns[i-1]]
+			out = append(out, moved{account: d.account, queue: d.name, msg: m})
+		}
+		return rows.Err()
+	})
+	if err != nil {
+		return 0, false, err
+	}
+	r.mu.Lock()
+	fn := r.onMoved
+	r.mu.Unlock()
+	if fn != nil {
+		for i := range out {
+			fn(out[i].account, out[i].queue, &out[i].msg)
+		}
+	}
+	return len(out), done, nil
+}
+
+// moveCandidates chooses up to n visible messages of source to move,
+// oldest first, with the queue each came from (DeadLetterSourceARN). On a
+// FIFO source it takes them as a receive would: it locks the groups first
+// and takes each one's visible run from its head, so that a group leaves
+// in order and a receive never takes from it meanwhile.
+func moveCandidates(ctx context.Context, tx pgx.Tx, source int64, fifo bool, now, retention int64, n int) ([]int64, []string, error) {
+	var seqs []int64
+	if fifo {
+		groups, err := lockGroups(ctx, tx, source, now, retention, n)
+		if err != nil || len(groups) == 0 {
+			return nil, nil, err
+		}
+		if seqs, _, err = planFIFO(ctx, tx, source, groups, now, retention, n, 0, false); err != nil || len(seqs) == 0 {
+			return nil, nil, err
+		}
+	}
+	rows, err := tx.Query(ctx, `SELECT m.seq, m.dlq_source_arn FROM messages m
+		WHERE m.queue_id = $1 AND ($2 OR (m.visible_ns <= $3 AND m.sent_ns > $3::int8 - $4::int8))
+			AND (NOT $2 OR m.seq = ANY($5))
+		ORDER BY m.seq LIMIT $6 FOR UPDATE OF m SKIP LOCKED`, source, fifo, now, retention, seqs, n)
+	if err != nil {
+		return nil, nil, err
+	}
+	var (
+		out  []int64
+		arns []string
+		seq  int64
+		arn  string
+	)
+	_, err = pgx.ForEachRow(rows, []any{&seq, &arn}, func() error {
+		out, arns = append(out, seq), append(arns, arn)
+		return nil
+	})
+	return out, arns, err
+}
+
+// StartMoveTask implements engine.Backend. The checks and the insert are
+// one transaction under an advisory lock on the account, so that nodes
+// starting tasks at once count each other's.
+func (s *Store) StartMoveTask(ctx context.Context, t engine.MoveTask) (engine.MoveTask, error) {
+	if err := s.enter(); err != nil {
+		return engine.MoveTask{}, err
+	}
+	defer s.leave()
+	var id [16]byte
+	if _, err := rand.Read(id[:]); err != nil {
+		return engine.MoveTask{}, fmt.Errorf("postgres: start move task: %w", err)
+	}
+	var text [uuidv4.Len]byte
+	uuidv4.Encode(&text, id)
+	now := s.now()
+	t.ID, t.Status, t.Moved, t.Started, t.FailureReason = string(text[:]), engine.MoveTaskRunning, 0, fromNS(now), ""
+	var started runTask
+	err := pgx.BeginFunc(ctx, s.pool, func(tx pgx.Tx) error {
+		if _, err := tx.Exec(ctx, "SELECT pg_advisory_xact_lock(hashtextextended($1, 0))", "ferry move tasks "+t.SourceAccount); err != nil {
+			return err
+		}
+		var (
+			qid       int64
+			arn       string
+			retention int64
+		)
+		err := tx.QueryRow(ctx, `SELECT id, arn, retention_ns FROM queues WHERE account = $1 AND name = $2 AND deleted_ns IS NULL`,
+			t.SourceAccount, t.SourceName).Scan(&qid, &arn, &retention)
+		if errors.Is(err, pgx.ErrNoRows) {
+			return engine.ErrQueueNotFound
+		}
+		if err != nil {
+			return err
+		}
+		if t.SourceARN == "" {
+			t.SourceARN = arn
+		}
+		var onSource, inAccount int64
+		err = tx.QueryRow(ctx, `SELECT count(*) FILTER (WHERE source_queue_id = $2), count(*) FROM move_tasks
+			WHERE source_account = $1 AND status IN ('RUNNING', 'CANCELLING')`, t.SourceAccount, qid).Scan(&onSource, &inAccount)
+		switch {
+		case err != nil:
+			return err
+		case onSource > 0:
+			return engine.ErrMoveTaskActive
+		case inAccount >= engine.MaxActiveMoveTasks:
+			return engine.ErrMoveTaskLimit
+		}
+		err = tx.QueryRow(ctx, `SELECT count(*) FROM messages WHERE queue_id = $1 AND visible_ns <= $2 AND sent_ns > $2::int8 - $3::int8`,
+			qid, now, retention).Scan(&t.ToMove)
+		if err != nil {
+			return err
+		}
+		started, err = scanTask(tx.QueryRow(ctx, `INSERT INTO move_tasks (id, source_queue_id, source_account, source_name,
+				source_arn, destination_arn, max_per_second, status, to_move, started_ns, lease_owner, lease_until)
+			VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, clock_timestamp() + $12)
+			RETURNING `+taskColumns,
+			t.ID, qid, t.SourceAccount, t.SourceName, t.SourceARN, t.DestinationARN, t.MaxPerSecond,
+			string(t.Status), t.ToMove, now, s.tasks.node, s.tasks.leases.hold))
+		if err != nil {
+			return err
+		}
+		_, err = tx.Exec(ctx, `DELETE FROM move_tasks WHERE source_queue_id = $1 AND status NOT IN ('RUNNING', 'CANCELLING')
+			AND n NOT IN (SELECT n FROM move_tasks WHERE source_queue_id = $1 ORDER BY n DESC LIMIT $2)`, qid, keepTasks)
+		return err
+	})
+	switch {
+	case errors.Is(err, engine.ErrQueueNotFound), errors.Is(err, engine.ErrMoveTaskActive), errors.Is(err, engine.ErrMoveTaskLimit):
+		return engine.MoveTask{}, err
+	case err != nil:
+		return engine.MoveTask{}, fmt.Errorf("postgres: start move task on %s: %w", t.SourceName, err)
+	}
+	s.tasks.start(started)
+	return started.MoveTask, nil
+}
+
+// sourceQueue is the id of a live queue, for the task calls.
+func (s *Store) sourceQueue(ctx context.Context, account, name string) (int64, error) {
+	var qid int64
+	err := s.pool.QueryRow(ctx, `SELECT id FROM queues WHERE account = $1 AND name = $2 AND deleted_ns IS NULL`,
+		account, name).Scan(&qid)
+	if errors.Is(err, pgx.ErrNoRows) {
+		return 0, engine.ErrQueueNotFound
+	}
+	return qid, err
+}
+
+// ListMoveTasks implements engine.Backend.
+func (s *Store) ListMoveTasks(ctx context.Context, account, name string) ([]engine.MoveTask, error) {
+	if err := s.enter(); err != nil {
+		return nil, err
+	}
+	defer s.leave()
+	qid, err := s.sourceQueue(ctx, account, name)
+	if errors.Is(err, engine.ErrQueueNotFound) {
+		return nil, err
+	}
+	if err != nil {
+		return nil, fmt.Errorf("postgres: list move tasks of %s: %w", name, err)
+	}
+	rows, err := s.pool.Query(ctx, `SELECT `+taskColumns+` FROM move_tasks WHERE source_queue_id = $1 ORDER BY n DESC`, qid)
+	if err != nil {
+		return nil, fmt.Errorf("postgres: list move tasks of %s: %w", name, err)
+	}
+	ts, err := pgx.CollectRows(rows, func(row pgx.CollectableRow) (engine.MoveTask, error) {
+		t, err := scanTask(row)
+		return t.MoveTask, err
+	})
+	if err != nil {
+		return nil, fmt.Errorf("postgres: list move tasks of %s: %w", name, err)
+	}
+	return ts, nil
+}
+
+// CancelMoveTask implements engine.Backend. The task is CANCELLED when it
+// returns: its runner's steps lock the task's row and find it so.
+func (s *Store) CancelMoveTask(ctx context.Context, account, name, id string) (engine.MoveTask, error) {
+	if err := s.enter(); err != nil {
+		return engine.MoveTask{}, err
+	}
+	defer s.leave()
+	qid, err := s.sourceQueue(ctx, account, name)
+	if errors.Is(err, engine.ErrQueueNotFound) {
+		return engine.MoveTask{}, err
+	}
+	if err != nil {
+		return engine.MoveTask{}, fmt.Errorf("postgres: cancel move task: %w", err)
+	}
+	// One statement: the task's row after the cancel if it ran, as it was
+	// otherwise (then the cancel changed nothing).
+	var cancelled bool
+	t, err := scanTask(scanFirst(s.pool.QueryRow(ctx, `
+		WITH c AS (
+			UPDATE move_tasks SET status = 'CANCELLED', lease_owner = '', lease_until = NULL
+			WHERE id = $1 AND source_queue_id = $2 AND status = 'RUNNING'
+			RETURNING `+taskColumns+`
+		)
+		SELECT true, * FROM c
+		UNION ALL
+		SELECT false, `+taskColumns+` FROM move_tasks
+		WHERE id = $1 AND source_queue_id = $2 AND NOT EXISTS (SELECT 1 FROM c)`,
+		id, qid), &cancelled))
+	switch {
+	case errors.Is(err, pgx.ErrNoRows):
+		return engine.MoveTask{}, engine.ErrMoveTaskNotFound
+	case err != nil:
+		return engine.MoveTask{}, fmt.Errorf("postgres: cancel move task: %w", err)
+	case !cancelled:
+		return t.MoveTask, engine.ErrMoveTaskNotRunning
+	}
+	return t.MoveTask, nil
+}
+
+// OnMovedByTask implements engine.Store; with Options.HoldMoveTasks the
+// node takes no task until it is called.
+func (s *Store) OnMovedByTask(fn func(account, queue string, m *engine.NewMessage)) {
+	s.tasks.mu.Lock()
+	s.tasks.onMoved, s.tasks.held = fn, false
+	s.tasks.mu.Unlock()
+	s.tasks.wake()
+}

@@ -1,0 +1,234 @@
+// Package postgres is a Ferry store on PostgreSQL 15 or newer (pgx v5), for
+// stateless Ferry nodes that share one database. It creates and migrates its
+// own schema. Every timestamp comes from the node's clock.Clock and travels
+// into SQL as a parameter (nanoseconds since the Unix epoch), never from
+// now(), so that a test clock drives visibility, delays and retention.
+//
+// What is built: queues, standard and FIFO messages (send with FIFO
+// deduplication, receive with redrive to a dead-letter queue and FIFO
+// receive attempts, delete, visibility, purge, stats), long polls woken
+// through LISTEN/NOTIFY and timers on the clock, records and metric
+// points, and move tasks run by the node that holds their lease.
+package postgres
+
+import (
+	"context"
+	"crypto/rand"
+	"errors"
+	"fmt"
+	"log/slog"
+	"sync"
+	"time"
+
+	"github.com/jackc/pgx/v5"
+	"github.com/jackc/pgx/v5/pgconn"
+	"github.com/jackc/pgx/v5/pgxpool"
+
+	"github.com/ferrymq/ferry/internal/clock"
+	"github.com/ferrymq/ferry/internal/engine"
+)
+
+// DefaultSchema is the schema Ferry keeps its tables in unless told otherwise.
+const DefaultSchema = "ferry"
+
+// maxLongPoll is the longest long poll SQS allows. A receive or visibility
+// change that makes a message visible sooner than this tells the other
+// nodes' waiters; later deadlines are found by each waiter's own receive.
+const maxLongPoll = 20 * time.Second
+
+// Options configure Open.
+type Options struct {
+	// URL is a PostgreSQL connection string (URL or key=value form).
+	URL string
+	// Schema holds Ferry's tables; empty means DefaultSchema. It is
+	// created if missing.
+	Schema string
+	// MaxConns caps the connection pool; zero is pgxpool's default (the
+	// larger of 4 and the number of CPUs). One more connection listens
+	// for notifications.
+	MaxConns int32
+	Clock    clock.Clock
+	Logger   *slog.Logger
+	// HoldMoveTasks keeps this node from running move tasks until the
+	// first OnMovedByTask, so that its hook is told of every move.
+	HoldMoveTasks bool
+
+	leases       leaseTimes    // tests shorten them
+	janitorEvery time.Duration // zero: defaultJanitorEvery
+}
+
+// Store is the PostgreSQL store. Its methods are safe for concurrent use.
+type Store struct {
+	pool    *pgxpool.Pool
+	clock   clock.Clock
+	log     *slog.Logger
+	schema  string
+	channel string // the schema's notification channel
+	signer  *signer
+	hub     *hub
+	views   *views
+	tasks   *runner
+
+	mu      sync.Mutex
+	closing bool
+	active  sync.WaitGroup // calls in progress, which Close waits for
+	done    chan struct{}  // closed by Close: ends long polls
+
+	stopBackground context.CancelFunc
+	background     sync.WaitGroup // the janitor
+}
+
+// Open connects, migrates the schema, loads the shared secrets and starts
+// listening for notifications.
+func Open(ctx context.Context, opts Options) (*Store, error) {
+	if opts.Clock == nil {
+		opts.Clock = clock.Real{}
+	}
+	if opts.Logger == nil {
+		opts.Logger = slog.New(slog.DiscardHandler)
+	}
+	if opts.Schema == "" {
+		opts.Schema = DefaultSchema
+	}
+	cfg, err := pgxpool.ParseConfig(opts.URL)
+	if err != nil {
+		return nil, fmt.Errorf("postgres: parse the URL: %w", err)
+	}
+	cfg.ConnConfig.RuntimeParams["search_path"] = opts.Schema
+	if opts.MaxConns > 0 {
+		cfg.MaxConns = opts.MaxConns
+	}
+	ms, err := loadMigrations()
+	if err != nil {
+		return nil, err
+	}
+	pool, err := pgxpool.NewWithConfig(ctx, cfg)
+	if err != nil {
+		return nil, fmt.Errorf("postgres: connect: %w", err)
+	}
+	s := &Store{
+		pool:    pool,
+		clock:   opts.Clock,
+		log:     opts.Logger,
+		schema:  opts.Schema,
+		channel: "ferry:" + opts.Schema,
+		views:   newViews(),
+		done:    make(chan struct{}),
+	}
+	if err := s.open(ctx, ms, cfg.ConnConfig); err != nil {
+		pool.Close()
+		return nil, err
+	}
+	s.tasks = startRunner(s, opts.HoldMoveTasks, opts.leases)
+	every := opts.janitorEvery
+	if every <= 0 {
+		every = defaultJanitorEvery
+	}
+	var bg context.Context
+	bg, s.stopBackground = context.WithCancel(context.Background())
+	s.background.Add(1)
+	go s.janitor(bg, every)
+	return s, nil
+}
+
+func (s *Store) open(ctx context.Context, ms []migration, cc *pgx.ConnConfig) error {
+	if err := migrate(ctx, s.pool, s.schema, ms); err != nil {
+		return err
+	}
+	key, err := s.secret(ctx, "receipt-handle-key")
+	if err != nil {
+		return err
+	}
+	s.signer = newSigner(key)
+	s.hub, err = startHub(ctx, cc, s.channel, s.views, s.log)
+	return err
+}
+
+// secret returns the shared secret of that name, creating it (32 random
+// bytes) if no node has yet; every node then reads the same value.
+func (s *Store) secret(ctx context.Context, name string) ([]byte, error) {
+	fresh := make([]byte, 32)
+	if _, err := rand.Read(fresh); err != nil {
+		return nil, fmt.Errorf("postgres: secret %s: %w", name, err)
+	}
+	var (
+		v   []byte
+		err error
+	)
+	// A node creating it at the same moment makes this statement's insert
+	// wait and do nothing, and its snapshot miss that node's row: the next
+	// statement sees it.
+	for range 2 {
+		err = s.pool.QueryRow(ctx, `
+			WITH ins AS (
+				INSERT INTO secrets (name, value) VALUES ($1, $2)
+				ON CONFLICT (name) DO NOTHING RETURNING value)
+			SELECT value FROM ins UNION ALL SELECT value FROM secrets WHERE name = $1`, name, fresh).Scan(&v)
+		if !errors.Is(err, pgx.ErrNoRows) {
+			break
+		}
+	}
+	if err != nil {
+		return nil, fmt.Errorf("postgres: secret %s: %w", name, err)
+	}
+	return v, nil
+}
+
+// enter starts a call; every call that returns leaves.
+func (s *Store) enter() error {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.closing {
+		return engine.ErrClosed
+	}
+	s.active.Add(1)
+	return nil
+}
+
+func (s *Store) leave() { s.active.Done() }
+
+// Close ends long polls, waits for the calls in progress and closes the
+// connections. A second Close does nothing.
+func (s *Store) Close() error {
+	s.mu.Lock()
+	if s.closing {
+		s.mu.Unlock()
+		return nil
+	}
+	s.closing = true
+	close(s.done)
+	s.mu.Unlock()
+	s.stopBackground()
+	s.background.Wait()
+	s.tasks.stop(true)
+	s.active.Wait()
+	s.hub.stop()
+	s.pool.Close()
+	return nil
+}
+
+// now is the clock's time in the store's unit.
+func (s *Store) now() int64 { return s.clock.Now().UnixNano() }
+
+// toNS and fromNS convert times; the zero time is 0.
+func toNS(t time.Time) int64 {
+	if t.IsZero() {
+		return 0
+	}
+	return t.UnixNano()
+}
+
+func fromNS(ns int64) time.Time {
+	if ns == 0 {
+		return time.Time{}
+	}
+	return time.Unix(0, ns).UTC()
+}
+
+// querier is what the statements run on: the pool, or a transaction.
+type querier interface {
+	Begin(ctx context.Context) (pgx.Tx, error)
+	Exec(ctx context.Context, sql string, args ...any) (pgconn.CommandTag, error)
+	Query(ctx context.Context, sql string, args ...any) (pgx.Rows, error)
+	QueryRow(ctx context.Context, sql string, args ...any) pgx.Row
+}

@@ -1,0 +1,317 @@
+package postgres
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"time"
+
+	"github.com/jackc/pgx/v5"
+
+	"github.com/ferrymq/ferry/internal/clock"
+	"github.com/ferrymq/ferry/internal/engine"
+)
+
+// moveInsertSQL writes the state rows of the messages a statement's moved
+// CTE deleted into the dead-letter queue of its q CTE (dlq_id, dlq_fifo,
+// arn), in their order, $3 being now: same id, body, receive counts;
+// DeadLetterSourceARN set; visible at once. Into a FIFO dead-letter queue
+// a message keeps its group, goes to its back, and takes its MessageID as
+// its deduplication id and the move as its SentAt; the dead-letter queue's
+// deduplication window is not consulted.
+const moveInsertSQL = `
+	INSERT INTO messages (queue_id, seq, body_id, message_id, sent_ns, entered_ns, visible_ns,
+		receive_count, gen, first_receive_ns, received_ns, dedup_id, group_id, dlq_source_arn)
+	SELECT q.dlq_id, nextval('message_seq'), mv.body_id, mv.message_id,
+		CASE WHEN q.dlq_fifo THEN $3 ELSE mv.sent_ns END, $3, $3, mv.receive_count, 0, mv.first_receive_ns, 0,
+		CASE WHEN q.dlq_fifo THEN mv.message_id ELSE mv.dedup_id END,
+		CASE WHEN q.dlq_fifo THEN mv.group_id ELSE '' END, q.arn
+	FROM q, (SELECT * FROM moved ORDER BY seq) mv
+	RETURNING queue_id, group_id`
+
+// messageColumns are the columns scanMessage reads, from got g (the state
+// rows a receive updated) and message_bodies b.
+const messageColumns = `g.seq, g.gen, g.message_id, g.sent_ns, g.first_receive_ns, g.receive_count, g.dedup_id,
+	g.dlq_source_arn, b.body, b.attributes, b.trace_header, b.group_id, b.sender_id, b.md5_body, b.md5_attrs`
+
+// receiveSQL takes up to $4 visible messages of a standard queue in one
+// statement. It deletes what retention has expired, locks the head of
+// messages_next with SKIP LOCKED (concurrent receives take different
+// messages and never wait for one another), moves those that reached the
+// redrive policy's receive count to the dead-letter queue (the state row
+// moves; the body stays; a queue that is its own dead-letter queue hands
+// the message out instead, as when its dead-letter queue is gone), and hides the rest
+// for the visibility timeout.
+// Each row is one message taken, in the order of the queue, after the
+// queue id, whether it is FIFO (then it took nothing: takeFIFO's turn),
+// the number moved, and the next time a message of the queue becomes
+// visible (for a long poll's timer); a queue with nothing to take answers
+// one row of those.
+const receiveSQL = `
+WITH q AS (
+	SELECT q.id, q.arn, q.visibility_ns, q.retention_ns, q.fifo, d.id AS dlq_id, d.fifo AS dlq_fifo, q.redrive_max
+	FROM queues q LEFT JOIN queues d ON q.redrive_max > 0 AND d.account = q.redrive_account
+		AND d.name = q.redrive_name AND d.deleted_ns IS NULL AND d.id <> q.id
+	WHERE q.account = $1 AND q.name = $2 AND q.deleted_ns IS NULL
+), expired AS (
+	DELETE FROM messages m USING q WHERE m.queue_id = q.id AND m.sent_ns <= $3 - q.retention_ns
+	RETURNING m.body_id
+), expired_bodies AS (
+	DELETE FROM message_bodies b USING expired e WHERE b.id = e.body_id
+), c AS (
+	-- The queue's id and settings as scalars, so that the plan walks
+	-- messages_next from the queue's head in order and stops at the limit.
+	SELECT m.seq, m.visible_ns,
+		(SELECT dlq_id IS NOT NULL FROM q) AND m.receive_count >= (SELECT redrive_max FROM q) AS poison
+	FROM messages m
+	WHERE m.queue_id = (SELECT id FROM q WHERE NOT fifo) AND m.visible_ns <= $3
+		AND m.sent_ns > $3 - (SELECT retention_ns FROM q)
+	ORDER BY m.visible_ns, m.seq
+	LIMIT $4
+	FOR UPDATE OF m SKIP LOCKED
+), moved AS (
+	DELETE FROM messages m USING q, c WHERE c.poison AND m.queue_id = q.id AND m.seq = c.seq
+	RETURNING m.*
+), moved_in AS (` + moveInsertSQL + `
+), got AS (
+	UPDATE messages m SET
+		visible_ns = $3 + coalesce($5, q.visibility_ns),
+		gen = m.gen + 1,
+		receive_count = m.receive_count + 1,
+		first_receive_ns = CASE WHEN m.first_receive_ns = 0 THEN $3 ELSE m.first_receive_ns END,
+		received_ns = $3
+	FROM q, c WHERE NOT c.poison AND m.queue_id = q.id AND m.seq = c.seq
+	RETURNING m.*
+), n AS (
+	SELECT pg_notify($6, q.dlq_id::text || ':' || $3::text) FROM q WHERE EXISTS (SELECT 1 FROM moved_in)
+	UNION ALL
+	SELECT pg_notify($6, q.id::text || ':' || min(got.visible_ns)::text) FROM q, got
+	GROUP BY q.id HAVING min(got.visible_ns) < $3 + $7
+)
+SELECT q.id, q.fifo, (SELECT count(*) FROM moved_in), (SELECT count(*) FROM n),
+	(SELECT min(m.visible_ns) FROM messages m WHERE m.queue_id = q.id AND m.visible_ns > $3),
+	` + messageColumns + `
+FROM q LEFT JOIN (got g JOIN c ON c.seq = g.seq JOIN message_bodies b ON b.id = g.body_id) ON true
+ORDER BY c.visible_ns, c.seq`
+
+// take is what a receive took: the messages, how many it moved to the
+// dead-letter queue, and when the queue's next message becomes visible
+// (0: none known).
+type take struct {
+	qid   int64
+	fifo  bool
+	msgs  []engine.Message
+	moved int64
+	next  int64
+}
+
+// scanMessage reads messageColumns after the n columns in dst, which it
+// fills too; ok is false when the row has no message (a LEFT JOIN's nulls).
+func (s *Store) scanMessage(row pgx.Row, qid *int64, fifo bool, dst ...any) (m engine.Message, ok bool, err error) {
+	var (
+		seq, sent, first     *int64
+		gen, count           *int32
+		id, dedup, dlqARN    *string
+		trace, group, sender *string
+		md5b, md5a           *string
+		attrs, body          []byte
+	)
+	err = row.Scan(append(dst, &seq, &gen, &id, &sent, &first, &count, &dedup, &dlqARN,
+		&body, &attrs, &trace, &group, &sender, &md5b, &md5a)...)
+	if err != nil || seq == nil {
+		return m, false, err
+	}
+	m = engine.Message{
+		MessageID:           *id,
+		ReceiptHandle:       s.signer.sign(receipt{qid: *qid, seq: *seq, gen: *gen}),
+		Body:                string(body),
+		TraceHeader:         *trace,
+		MessageGroupID:      *group,
+		SenderID:            *sender,
+		MD5OfBody:           *md5b,
+		MD5OfAttrs:          *md5a,
+		SentAt:              fromNS(*sent),
+		FirstReceiveAt:      fromNS(*first),
+		ReceiveCount:        int(*count),
+		DeadLetterSourceARN: *dlqARN,
+	}
+	if fifo {
+		m.SequenceNumber, m.DeduplicationID = seqString(*seq), *dedup
+	}
+	if attrs != nil {
+		if err := json.Unmarshal(attrs, &m.Attributes); err != nil {
+			return m, false, fmt.Errorf("message %s attributes: %w", m.MessageID, err)
+		}
+	}
+	return m, true, nil
+}
+
+func (s *Store) takeOnce(ctx context.Context, account, name string, n int, vis *int64) (take, error) {
+	var t take
+	rows, err := s.pool.Query(ctx, receiveSQL, account, name, s.now(), n, vis, s.channel, int64(maxLongPoll))
+	if err != nil {
+		return t, err
+	}
+	defer rows.Close()
+	found := false
+	for rows.Next() {
+		found = true
+		var (
+			noted int64
+			next  *int64
+		)
+		m, ok, err := s.scanMessage(rows, &t.qid, false, &t.qid, &t.fifo, &t.moved, &noted, &next)
+		if err != nil {
+			return t, err
+		}
+		if next != nil {
+			t.next = *next
+		}
+		if ok {
+			t.msgs = append(t.msgs, m)
+		}
+	}
+	if err := rows.Err(); err != nil {
+		return t, err
+	}
+	if !found {
+		return t, engine.ErrQueueNotFound
+	}
+	return t, nil
+}
+
+// takeAll takes up to n messages: while a statement moved messages to the
+// dead-letter queue instead of handing them out, it looks again for the
+// places they left. A FIFO queue is takeFIFO's.
+func (s *Store) takeAll(ctx context.Context, account, name string, n int, req engine.ReceiveRequest) (take, error) {
+	var vis *int64
+	if req.Visibility != nil {
+		v := durationNS(*req.Visibility)
+		vis = &v
+	}
+	var all take
+	for {
+		t, err := s.takeOnce(ctx, account, name, n-len(all.msgs), vis)
+		if err != nil {
+			return all, err
+		}
+		if t.fifo {
+			return s.takeFIFO(ctx, t.qid, n, vis, req.AttemptID)
+		}
+		all.qid, all.next = t.qid, t.next
+		all.msgs = append(all.msgs, t.msgs...)
+		all.moved += t.moved
+		if t.moved == 0 || len(all.msgs) == n {
+			return all, nil
+		}
+	}
+}
+
+// Receive implements engine.Backend. A long poll waits in Go, holding no
+// connection: the hub wakes it when a notification says a message of the
+// queue is visible, and a timer on the clock when the next visible time it
+// knows of comes.
+func (s *Store) Receive(ctx context.Context, account, name string, req engine.ReceiveRequest) ([]engine.Message, error) {
+	if ctx.Err() != nil {
+		return nil, nil
+	}
+	if err := s.enter(); err != nil {
+		return nil, err
+	}
+	n := max(req.Max, 1)
+	start := s.clock.Now()
+	// A statement runs to its end even if the caller leaves meanwhile, so
+	// that what it took is either handed out or visible at its timeout,
+	// never taken by a receive that was cancelled after the commit.
+	stmtCtx := context.WithoutCancel(ctx)
+	t, err := s.takeAll(stmtCtx, account, name, n, req)
+	if err != nil || len(t.msgs) > 0 || req.Wait <= 0 {
+		s.leave()
+		return t.msgs, receiveErr(name, err)
+	}
+	// Listen first, then look again: what commits after this look is told.
+	w := s.hub.subscribe(t.qid)
+	defer s.hub.unsubscribe(w)
+	t, err = s.takeAll(stmtCtx, account, name, n, req)
+	s.leave() // Close must not wait for a long poll
+	if err != nil || len(t.msgs) > 0 {
+		return t.msgs, receiveErr(name, err)
+	}
+
+	deadline := start.Add(req.Wait).UnixNano()
+	var (
+		visTimer clock.Timer
+		visAt    int64
+		visFired = make(chan struct{}, 1)
+	)
+	// arm sets the visibility timer for at, if it is sooner than the one set
+	// and within the wait.
+	arm := func(at int64) {
+		if at <= 0 || at >= deadline || (visTimer != nil && visAt <= at) {
+			return
+		}
+		if visTimer != nil {
+			visTimer.Stop()
+		}
+		visAt = at
+		visTimer = s.clock.AfterFunc(time.Duration(at-s.now()), func() {
+			select {
+			case visFired <- struct{}{}:
+			default:
+			}
+		})
+	}
+	arm(t.next)
+	expired := make(chan struct{})
+	waitTimer := s.clock.AfterFunc(time.Duration(deadline-s.now()), func() { close(expired) })
+	defer func() {
+		waitTimer.Stop()
+		if visTimer != nil {
+			visTimer.Stop()
+		}
+	}()
+	for {
+		select {
+		case <-ctx.Done():
+			return nil, nil
+		case <-s.done:
+			return nil, nil
+		case <-expired:
+			return nil, nil
+		case <-visFired:
+			visTimer, visAt = nil, 0
+		case <-w.signal:
+			at, ok := w.take()
+			if !ok {
+				continue
+			}
+			if at > s.now() {
+				arm(at)
+				continue
+			}
+		}
+		if err := s.enter(); err != nil {
+			return nil, nil
+		}
+		t, err = s.takeAll(stmtCtx, account, name, n, req)
+		s.leave()
+		if errors.Is(err, engine.ErrQueueNotFound) {
+			return nil, nil // deleted while waited on
+		}
+		if err != nil || len(t.msgs) > 0 {
+			return t.msgs, receiveErr(name, err)
+		}
+		arm(t.next)
+	}
+}
+
+func receiveErr(name string, err error) error {
+	if err == nil || errors.Is(err, engine.ErrQueueNotFound) {
+		return err
+	}
+	return fmt.Errorf("postgres: receive from %s: %w", name, err)
+}
+
+// isNoRows reports a statement that found no queue.
+func isNoRows(err error) bool { return errors.Is(err, pgx.ErrNoRows) }

@@ -1,0 +1,133 @@
+package postgres
+
+import (
+	"context"
+	"fmt"
+
+	"github.com/jackc/pgx/v5"
+
+	"github.com/ferrymq/ferry/internal/engine"
+)
+
+// PutRecord implements engine.RecordStore.
+func (s *Store) PutRecord(ctx context.Context, kind, key string, value []byte) error {
+	if err := s.enter(); err != nil {
+		return err
+	}
+	defer s.leave()
+	if value == nil {
+		value = []byte{}
+	}
+	_, err := s.pool.Exec(ctx, `INSERT INTO records (kind, key, value) VALUES ($1, $2, $3)
+		ON CONFLICT (kind, key) DO UPDATE SET value = excluded.value`, kind, key, value)
+	if err != nil {
+		return fmt.Errorf("postgres: put record %s/%s: %w", kind, key, err)
+	}
+	return nil
+}
+
+// DeleteRecord implements engine.RecordStore.
+func (s *Store) DeleteRecord(ctx context.Context, kind, key string) error {
+	if err := s.enter(); err != nil {
+		return err
+	}
+	defer s.leave()
+	if _, err := s.pool.Exec(ctx, `DELETE FROM records WHERE kind = $1 AND key = $2`, kind, key); err != nil {
+		return fmt.Errorf("postgres: delete record %s/%s: %w", kind, key, err)
+	}
+	return nil
+}
+
+// Records implements engine.RecordStore: sorted bytewise by key.
+func (s *Store) Records(ctx context.Context, kind string) ([]engine.Record, error) {
+	if err := s.enter(); err != nil {
+		return nil, err
+	}
+	defer s.leave()
+	rows, err := s.pool.Query(ctx, `SELECT key, value FROM records WHERE kind = $1 ORDER BY key COLLATE "C"`, kind)
+	if err != nil {
+		return nil, fmt.Errorf("postgres: records %s: %w", kind, err)
+	}
+	recs, err := pgx.CollectRows(rows, func(r pgx.CollectableRow) (engine.Record, error) {
+		var rec engine.Record
+		err := r.Scan(&rec.Key, &rec.Value)
+		return rec, err
+	})
+	if err != nil {
+		return nil, fmt.Errorf("postgres: records %s: %w", kind, err)
+	}
+	return recs, nil
+}
+
+// PutMetricPoints implements engine.MetricStore, in one statement.
+func (s *Store) PutMetricPoints(ctx context.Context, points []engine.MetricPoint) error {
+	if err := s.enter(); err != nil {
+		return err
+	}
+	defer s.leave()
+	if len(points) == 0 {
+		return nil
+	}
+	n := len(points)
+	var (
+		minutes                   = make([]int64, n)
+		ns, ms, dns, dvs          = make([]string, n), make([]string, n), make([]string, n), make([]string, n)
+		sums, counts, mins, maxes = make([]float64, n), make([]float64, n), make([]float64, n), make([]float64, n)
+	)
+	for i, p := range points {
+		minutes[i], ns[i], ms[i], dns[i], dvs[i] = p.Minute, p.Namespace, p.Metric, p.DimName, p.DimValue
+		sums[i], counts[i], mins[i], maxes[i] = p.Sum, p.Count, p.Min, p.Max
+	}
+	// DISTINCT ON keeps the last of a series' minute when the batch names
+	// it twice, as applying the points in order would.
+	_, err := s.pool.Exec(ctx, `
+		INSERT INTO metric_points (minute, namespace, metric, dim_name, dim_value, sum, count, min, max)
+		SELECT DISTINCT ON (minute, namespace, metric, dim_name, dim_value)
+			minute, namespace, metric, dim_name, dim_value, sum, count, min, max
+		FROM unnest($1::int8[], $2::text[], $3::text[], $4::text[], $5::text[],
+			$6::float8[], $7::float8[], $8::float8[], $9::float8[])
+			WITH ORDINALITY AS u(minute, namespace, metric, dim_name, dim_value, sum, count, min, max, i)
+		ORDER BY minute, namespace, metric, dim_name, dim_value, i DESC
+		ON CONFLICT (minute, namespace, metric, dim_name, dim_value) DO UPDATE SET
+			sum = excluded.sum, count = excluded.count, min = excluded.min, max = excluded.max`,
+		minutes, ns, ms, dns, dvs, sums, counts, mins, maxes)
+	if err != nil {
+		return fmt.Errorf("postgres: put metric points: %w", err)
+	}
+	return nil
+}
+
+// MetricPoints implements engine.MetricStore.
+func (s *Store) MetricPoints(ctx context.Context, from int64) ([]engine.MetricPoint, error) {
+	if err := s.enter(); err != nil {
+		return nil, err
+	}
+	defer s.leave()
+	rows, err := s.pool.Query(ctx, `SELECT minute, namespace, metric, dim_name, dim_value, sum, count, min, max
+		FROM metric_points WHERE minute >= $1
+		ORDER BY minute, namespace COLLATE "C", metric COLLATE "C", dim_name COLLATE "C", dim_value COLLATE "C"`, from)
+	if err != nil {
+		return nil, fmt.Errorf("postgres: metric points: %w", err)
+	}
+	pts, err := pgx.CollectRows(rows, func(r pgx.CollectableRow) (engine.MetricPoint, error) {
+		var p engine.MetricPoint
+		err := r.Scan(&p.Minute, &p.Namespace, &p.Metric, &p.DimName, &p.DimValue, &p.Sum, &p.Count, &p.Min, &p.Max)
+		return p, err
+	})
+	if err != nil {
+		return nil, fmt.Errorf("postgres: metric points: %w", err)
+	}
+	return pts, nil
+}
+
+// DeleteMetricPointsBefore implements engine.MetricStore.
+func (s *Store) DeleteMetricPointsBefore(ctx context.Context, minute int64) error {
+	if err := s.enter(); err != nil {
+		return err
+	}
+	defer s.leave()
+	if _, err := s.pool.Exec(ctx, `DELETE FROM metric_points WHERE minute < $1`, minute); err != nil {
+		return fmt.Errorf("postgres: delete metric points: %w", err)
+	}
+	return nil
+}

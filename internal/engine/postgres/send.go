@@ -1,0 +1,210 @@
+package postgres
+
+import (
+	"context"
+	"crypto/rand"
+	"encoding/json"
+	"errors"
+	"fmt"
+
+	"github.com/jackc/pgx/v5"
+
+	"github.com/ferrymq/ferry/internal/engine"
+	"github.com/ferrymq/ferry/internal/uuidv4"
+)
+
+// The message columns of a send, as sendArgs gives them: $3 to $12.
+const sendColumns = `$3::text[], $4::bytea[], $5::bytea[], $6::text[], $7::text[], $8::text[],
+	$9::text[], $10::text[], $11::text[], $12::int8[]`
+
+const sendColumnNames = `message_id, body, attributes, trace_header, group_id, sender_id,
+	md5_body, md5_attrs, md5_sys, delay_ns`
+
+// sendSQL enqueues a batch on a standard queue in one statement: it
+// numbers the messages from message_seq in their order, writes their
+// bodies and states, and tells the waiters of the queue when the first of
+// them is visible soon. It answers the queue id (no row: no such queue),
+// whether the queue is FIFO (then it wrote nothing: sendFIFO's turn) and
+// the seqs.
+const sendSQL = `
+WITH q AS (
+	SELECT id, delay_ns, fifo, dedup_scope FROM queues WHERE account = $1 AND name = $2 AND deleted_ns IS NULL
+), m AS (
+	SELECT nextval('message_seq') AS seq, u.*
+	FROM q, unnest(` + sendColumns + `) WITH ORDINALITY AS u(` + sendColumnNames + `, ord)
+	WHERE NOT q.fifo
+), b AS (
+	INSERT INTO message_bodies (id, body, attributes, trace_header, group_id, sender_id, md5_body, md5_attrs, md5_sys)
+	SELECT seq, body, attributes, trace_header, group_id, sender_id, md5_body, md5_attrs, md5_sys FROM m
+), st AS (
+	INSERT INTO messages (queue_id, seq, body_id, message_id, sent_ns, entered_ns, visible_ns)
+	SELECT q.id, m.seq, m.seq, m.message_id, $13, $13, $13 + coalesce(m.delay_ns, q.delay_ns) FROM q, m
+	RETURNING visible_ns
+), n AS (
+	SELECT pg_notify($14, q.id::text || ':' || min(st.visible_ns)::text) FROM q, st
+	GROUP BY q.id HAVING min(st.visible_ns) < $13 + $15
+)
+SELECT q.id, q.fifo, q.dedup_scope, coalesce((SELECT array_agg(seq ORDER BY ord) FROM m), '{}'),
+	(SELECT count(*) FROM n)
+FROM q`
+
+// sendArgs are sendSQL's arguments for msgs, with fresh message ids.
+func (s *Store) sendArgs(account, name string, msgs []engine.NewMessage, now int64) ([]any, []string, error) {
+	n := len(msgs)
+	rnd := make([]byte, 16*n)
+	if _, err := rand.Read(rnd); err != nil {
+		return nil, nil, err
+	}
+	ids := make([]string, n)
+	var (
+		bodies                  = make([][]byte, n)
+		traces, groups, senders = make([]string, n), make([]string, n), make([]string, n)
+		md5b, md5a, md5s        = make([]string, n), make([]string, n), make([]string, n)
+		attrs                   = make([][]byte, n)
+		delays                  = make([]*int64, n)
+	)
+	for i := range msgs {
+		m := &msgs[i]
+		var id [uuidv4.Len]byte
+		uuidv4.Encode(&id, [16]byte(rnd[16*i:]))
+		ids[i] = string(id[:])
+		bodies[i], traces[i], groups[i], senders[i] = []byte(m.Body), m.TraceHeader, m.MessageGroupID, m.SenderID
+		md5b[i], md5a[i], md5s[i] = m.MD5OfBody, m.MD5OfAttrs, m.MD5OfSysAttrs
+		if len(m.Attributes) > 0 {
+			b, err := json.Marshal(m.Attributes)
+			if err != nil {
+				return nil, nil, err
+			}
+			attrs[i] = b
+		}
+		if m.Delay != nil {
+			d := durationNS(*m.Delay)
+			delays[i] = &d
+		}
+	}
+	return []any{account, name, ids, bodies, attrs, traces, groups, senders, md5b, md5a, md5s, delays,
+		now, s.channel, int64(maxLongPoll)}, ids, nil
+}
+
+// pendingSend is one queue's send between sendSQL and its results.
+type pendingSend struct {
+	msgs []engine.NewMessage
+	args []any
+	ids  []string
+}
+
+func (s *Store) prepareSend(account, name string, msgs []engine.NewMessage, now int64) (pendingSend, error) {
+	args, ids, err := s.sendArgs(account, name, msgs, now)
+	return pendingSend{msgs: msgs, args: args, ids: ids}, err
+}
+
+// sendHead is sendSQL's answer for one queue.
+type sendHead struct {
+	qid   int64
+	fifo  bool
+	scope string
+	seqs  []int64
+	err   error // engine.ErrQueueNotFound when there is no such queue
+}
+
+func scanSendHead(row pgx.Row) sendHead {
+	var (
+		h     sendHead
+		noted int64
+	)
+	h.err = row.Scan(&h.qid, &h.fifo, &h.scope, &h.seqs, &noted)
+	if errors.Is(h.err, pgx.ErrNoRows) {
+		h.err = engine.ErrQueueNotFound
+	}
+	return h
+}
+
+// finish answers p from its sendSQL's answer h, sending through sendFIFO
+// on db, a transaction or the pool, when the queue is FIFO.
+func (s *Store) finish(ctx context.Context, db querier, p pendingSend, h sendHead, now int64) ([]engine.SendResult, error) {
+	if h.err != nil {
+		return nil, h.err
+	}
+	if h.fifo {
+		return s.sendFIFO(ctx, db, h.qid, h.scope, p.msgs, p.args, p.ids, now)
+	}
+	if len(h.seqs) != len(p.ids) {
+		return nil, fmt.Errorf("%d messages stored of %d", len(h.seqs), len(p.ids))
+	}
+	res := make([]engine.SendResult, len(p.ids))
+	for i, id := range p.ids {
+		res[i] = engine.SendResult{MessageID: id}
+	}
+	return res, nil
+}
+
+// Send implements engine.Backend. On a standard queue it is one
+// statement; on a FIFO queue that statement finds the queue FIFO and
+// sendFIFO follows.
+func (s *Store) Send(ctx context.Context, account, name string, msgs []engine.NewMessage) ([]engine.SendResult, error) {
+	if err := s.enter(); err != nil {
+		return nil, err
+	}
+	defer s.leave()
+	now := s.now()
+	p, err := s.prepareSend(account, name, msgs, now)
+	var res []engine.SendResult
+	if err == nil {
+		res, err = s.finish(ctx, s.pool, p, scanSendHead(s.pool.QueryRow(ctx, sendSQL, p.args...)), now)
+	}
+	switch {
+	case errors.Is(err, engine.ErrQueueNotFound):
+		return nil, err
+	case err != nil:
+		return nil, fmt.Errorf("postgres: send to %s: %w", name, err)
+	}
+	return res, nil
+}
+
+// SendMany implements engine.Backend: every part in one transaction, so
+// the call commits once, and their sendSQLs in one batch, so that the
+// standard queues' parts cost one round trip together; a FIFO queue's
+// part follows with sendFIFO.
+func (s *Store) SendMany(ctx context.Context, sends []engine.QueueSend) ([]engine.SendOutcome, error) {
+	if err := s.enter(); err != nil {
+		return nil, err
+	}
+	defer s.leave()
+	out := make([]engine.SendOutcome, len(sends))
+	if len(sends) == 0 {
+		return out, nil
+	}
+	now := s.now()
+	ps := make([]pendingSend, len(sends))
+	b := &pgx.Batch{}
+	for i, qs := range sends {
+		var err error
+		if ps[i], err = s.prepareSend(qs.Account, qs.Name, qs.Msgs, now); err != nil {
+			return nil, fmt.Errorf("postgres: send to %s: %w", qs.Name, err)
+		}
+		b.Queue(sendSQL, ps[i].args...)
+	}
+	err := pgx.BeginFunc(ctx, s.pool, func(tx pgx.Tx) error {
+		br := tx.SendBatch(ctx, b)
+		heads := make([]sendHead, len(sends))
+		for i := range heads {
+			heads[i] = scanSendHead(br.QueryRow())
+		}
+		if err := br.Close(); err != nil {
+			return err
+		}
+		for i, qs := range sends {
+			// A FIFO part's sendFIFO runs once the batch has ended.
+			res, err := s.finish(ctx, tx, ps[i], heads[i], now)
+			if err != nil && !errors.Is(err, engine.ErrQueueNotFound) {
+				return fmt.Errorf("send to %s: %w", qs.Name, err)
+			}
+			out[i] = engine.SendOutcome{Results: res, Err: err}
+		}
+		return nil
+	})
+	if err != nil {
+		return nil, fmt.Errorf("postgres: %w", err)
+	}
+	return out, nil
+}
