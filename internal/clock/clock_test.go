@@ -167,3 +167,39 @@ func TestFakeFired(t *testing.T) {
 		}
 	}
 }
+
+// TestFakeNext: Next is the earliest deadline still waiting, whatever the
+// order the timers were set in; stopped and fired timers leave it.
+func TestFakeNext(t *testing.T) {
+	start := time.Unix(0, 0)
+	c := NewFake(start)
+	if at, ok := c.Next(); ok {
+		t.Fatalf("Next = %v with no timer", at)
+	}
+	c.AfterFunc(3*time.Second, func() {})
+	stopped := c.AfterFunc(time.Second, func() {})
+	c.AfterFunc(2*time.Second, func() {})
+	for _, tc := range []struct {
+		name string
+		move func()
+		want time.Duration // -1: no timer left
+	}{
+		{"earliest of three", func() {}, time.Second},
+		{"a stopped timer leaves", func() { stopped.Stop() }, 2 * time.Second},
+		{"a fired timer leaves", func() { c.Set(start.Add(2 * time.Second)) }, 3 * time.Second},
+		{"short of the deadline", func() { c.Advance(999 * time.Millisecond) }, 3 * time.Second},
+		{"none left", func() { c.Advance(time.Millisecond) }, -1},
+	} {
+		tc.move()
+		at, ok := c.Next()
+		if tc.want < 0 {
+			if ok {
+				t.Errorf("%s: Next = %v, want none", tc.name, at)
+			}
+			continue
+		}
+		if !ok || !at.Equal(start.Add(tc.want)) {
+			t.Errorf("%s: Next = %v %v, want %v", tc.name, at, ok, start.Add(tc.want))
+		}
+	}
+}
