@@ -28,6 +28,7 @@ import (
 	"github.com/aws/aws-sdk-go-v2/service/sqs/types"
 	"github.com/aws/smithy-go"
 
+	"github.com/ferrymq/ferry/internal/engine/embedded"
 	"github.com/ferrymq/ferry/internal/server"
 	"github.com/ferrymq/ferry/internal/sns/delivery"
 	"github.com/ferrymq/ferry/internal/sns/delivery/deliverytest"
@@ -778,35 +779,38 @@ func (f *ferry) deliveriesDone(t testing.TB) {
 	})
 }
 
-// advanceUntil moves the fake clock a second at a time until cond holds,
-// giving the delivery workers time to act after every step, and returns
-// how far it moved. With max 0 it only waits (real time) for cond.
-func (f *ferry) advanceUntil(t testing.TB, max time.Duration, cond func() bool) time.Duration {
-	t.Helper()
-	if max == 0 {
-		testwait.Eventually(t, "the condition", cond)
-		return 0
-	}
-	var moved time.Duration
-	for !holdsWithin(50*time.Millisecond, cond) {
-		if moved >= max {
-			t.Fatalf("condition not met after advancing %v", moved)
-		}
-		f.clk.Advance(time.Second)
-		moved += time.Second
-	}
-	return moved
-}
-
-func holdsWithin(d time.Duration, cond func() bool) bool {
-	deadline := time.Now().Add(d)
-	for !cond() {
-		if time.Now().After(deadline) {
+// deliveriesSettled reports that no SNS delivery is due: each whose wait
+// on the clock has ended has made its attempt, so nothing more happens
+// before the clock moves again.
+func (f *ferry) deliveriesSettled() bool {
+	now := f.clk.Now()
+	for _, at := range f.srv.SNS().DeliveryWaits() {
+		if !at.After(now) {
 			return false
 		}
-		time.Sleep(time.Millisecond)
 	}
 	return true
+}
+
+// waitingDeliveries waits until n SNS deliveries wait on the clock for a
+// retry or their turn, none of them due: the attempts before those waits
+// have ended.
+func (f *ferry) waitingDeliveries(t testing.TB, n int) {
+	t.Helper()
+	testwait.Eventually(t, fmt.Sprintf("%d SNS deliveries to wait on the clock", n), func() bool {
+		return len(f.srv.SNS().DeliveryWaits()) == n && f.deliveriesSettled()
+	})
+}
+
+// advanceUntil moves the fake clock from one timer's deadline to the next
+// until cond holds, and returns how far it moved: exactly how long cond
+// took on the clock. Before each move it waits until no SNS delivery is
+// due, so that the clock never passes an attempt under way. An attempt
+// with no wait before it (the first of a message) must have ended before
+// the call: the test waits for what it did.
+func (f *ferry) advanceUntil(t testing.TB, max time.Duration, cond func() bool) time.Duration {
+	t.Helper()
+	return testwait.AdvanceUntil(t, f.clk, max, f.deliveriesSettled, cond)
 }
 
 // failedAtLeast: the subscription has counted n failed attempts, each
@@ -1033,7 +1037,7 @@ func TestSNSHTTPRetriesAndDeadLetters(t *testing.T) {
 		for n := 3; n <= 5; n++ {
 			testwait.Eventually(t, "the condition", f.failedAtLeast(sub, int64(n-2)))
 			waited := f.advanceUntil(t, time.Minute, func() bool { return e.count() >= n })
-			if waited < 18*time.Second || waited > 23*time.Second {
+			if waited < 18*time.Second || waited > 22*time.Second {
 				t.Errorf("retry %d came after %v, want 20 s ± 10%%", n-2, waited)
 			}
 			if got := e.get(n - 1).header.Get("X-Amz-Sns-Message-Id"); got != id {
@@ -1093,8 +1097,8 @@ func TestSNSHTTPRetriesAndDeadLetters(t *testing.T) {
 		e.waitHits(2)
 		f.clk.Advance(15 * time.Second)
 		testwait.Eventually(t, "the condition", f.failedAtLeast(sub, 1))
-		if w := f.advanceUntil(t, time.Minute, func() bool { return e.count() >= 3 }); w < 18*time.Second || w > 23*time.Second {
-			t.Errorf("retry after a timeout came after %v, want 20 s", w)
+		if w := f.advanceUntil(t, time.Minute, func() bool { return e.count() >= 3 }); w < 18*time.Second || w > 22*time.Second {
+			t.Errorf("retry after a timeout came after %v, want 20 s ± 10%%", w)
 		}
 		testwait.Eventually(t, "the condition", func() bool { c, _ := svc.SubscriptionCounters(sub); return c.Delivered == 1 && c.Failed == 1 })
 		f.sns.Unsubscribe(ctxT(t), &snssdk.UnsubscribeInput{SubscriptionArn: aws.String(sub)})
@@ -1119,12 +1123,12 @@ func TestSNSHTTPRetriesAndDeadLetters(t *testing.T) {
 		f.publish(t, &snssdk.PublishInput{TopicArn: aws.String(topic), Message: aws.String("unreachable"),
 			MessageAttributes: map[string]snstypes.MessageAttributeValue{"k": strAttr("v")}})
 		// Attempt 1, then an immediate retry, then 5 s, then 10 s.
-		f.advanceUntil(t, 0, failed(2))
-		if w := f.advanceUntil(t, time.Minute, failed(3)); w < 4*time.Second || w > 6*time.Second {
-			t.Errorf("pre-backoff retry after %v, want 5 s", w)
+		testwait.Eventually(t, "the immediate retry", failed(2))
+		if w := f.advanceUntil(t, time.Minute, failed(3)); w < 4500*time.Millisecond || w > 5500*time.Millisecond {
+			t.Errorf("pre-backoff retry after %v, want 5 s ± 10%%", w)
 		}
-		if w := f.advanceUntil(t, time.Minute, failed(4)); w < 9*time.Second || w > 12*time.Second {
-			t.Errorf("last retry after %v, want 10 s", w)
+		if w := f.advanceUntil(t, time.Minute, failed(4)); w < 9*time.Second || w > 11*time.Second {
+			t.Errorf("last retry after %v, want 10 s ± 10%%", w)
 		}
 		m := testwait.Some(t, "nothing arrived", func() []types.Message { return f.receiveAll(t, dlqURL, 1) })[0]
 		if aws.ToString(m.Body) != "unreachable" || aws.ToString(m.MessageAttributes["k"].StringValue) != "v" {
@@ -1137,6 +1141,7 @@ func TestSNSHTTPRetriesAndDeadLetters(t *testing.T) {
 			t.Fatal(err)
 		}
 		f.publish(t, &snssdk.PublishInput{TopicArn: aws.String(topic), Message: aws.String("lost")})
+		testwait.Eventually(t, "the first attempt", failed(5))
 		f.advanceUntil(t, time.Minute, func() bool { c, _ := svc.SubscriptionCounters(sub); return c.FailedToRedriveToDLQ == 1 })
 		tc, _ := svc.TopicCounters(topic)
 		if tc.RedrivenToDLQ != 2 || tc.FailedToRedriveToDLQ != 1 {
@@ -1292,11 +1297,10 @@ func TestSNSThrottleAndConcurrency(t *testing.T) {
 	}
 	slow.waitHits(4)
 	// The throttled endpoint gets one a second of the fake clock, its
-	// confirmation having taken the first second.
-	time.Sleep(50 * time.Millisecond)
-	if fast.count() != 1 {
-		t.Fatalf("throttled endpoint got %d at once", fast.count())
-	}
+	// confirmation having taken the first second: its three deliveries
+	// wait for their turns.
+	testwait.Never(t, "the throttled endpoint got a delivery at once", func() { f.waitingDeliveries(t, 3) },
+		func() bool { return fast.count() != 1 })
 	for n := 2; n <= 4; n++ {
 		if w := f.advanceUntil(t, 10*time.Second, func() bool { return fast.count() >= n }); w != time.Second {
 			t.Errorf("throttled delivery %d after %v, want 1 s", n-1, w)
@@ -1348,7 +1352,9 @@ func TestSNSRestartKeepsTopicsSubscriptionsAndRetries(t *testing.T) {
 	f.receiveOne(t, qURL)
 	stop(t, f)
 
-	f2 := start(t, onDisk(dir))
+	// Without the disk guard, whose checks run each second on the clock,
+	// no timer of the new server is due before the retry (see below).
+	f2 := start(t, storeWith(t, dir, func(o *embedded.Options) { o.DiskReserve = -1 }))
 	if a := f2.topicAttrs(t, topic); a["DisplayName"] != "D" || a["SignatureVersion"] != "2" || a["SubscriptionsConfirmed"] != "2" {
 		t.Errorf("topic after restart: %v", a)
 	}
@@ -1363,11 +1369,18 @@ func TestSNSRestartKeepsTopicsSubscriptionsAndRetries(t *testing.T) {
 	if err != nil || sa.Attributes["FilterPolicy"] != `{"pass":["yes"]}` || sa.Attributes["RawMessageDelivery"] != "true" {
 		t.Errorf("subscription after restart: %v %v", sa, err)
 	}
-	// The retry scheduled before the stop comes on the new clock.
-	f2.clk.Set(epoch)
-	if w := f2.advanceUntil(t, time.Minute, func() bool { return e.count() >= 3 }); w < 18*time.Second || w > 23*time.Second {
-		t.Errorf("retry after restart came after %v", w)
+	// The retry scheduled before the stop, 20 s ± 10 % after the failure
+	// at epoch, comes on the new clock: no timer of the new server fires
+	// before 18 s, the retry's included, and the retry has come once the
+	// clock reaches 22 s. (The new service does not know the retry's wait,
+	// which was set before the stop, so advanceUntil could overtake it.)
+	fired := f2.clk.Fired()
+	f2.clk.Set(epoch.Add(18*time.Second - time.Nanosecond))
+	if n := f2.clk.Fired() - fired; n != 0 {
+		t.Errorf("%d timers fired less than 18 s after the failure: the retry may have come early", n)
 	}
+	f2.clk.Set(epoch.Add(22 * time.Second))
+	e.waitHits(3)
 	n := parseEnvelope(t, e.get(2).body)
 	if n.str("MessageId") != id || n.str("Message") != "survive" || n.str("SignatureVersion") != "2" ||
 		!strings.HasPrefix(n.str("SigningCertURL"), f2.srv.URL()) {
@@ -1604,8 +1617,9 @@ func TestSNSEmailRetries(t *testing.T) {
 	f.publish(t, &snssdk.PublishInput{TopicArn: aws.String(topic), Message: aws.String("eventually")})
 	testwait.Eventually(t, "the condition", func() bool { return sink.conns.Load() == 2 })
 	for n := int32(3); n <= 4; n++ {
-		if w := f.advanceUntil(t, time.Minute, func() bool { return sink.conns.Load() >= n }); w < 9*time.Second || w > 12*time.Second {
-			t.Errorf("attempt %d after %v, want 10 s", n-1, w)
+		f.waitingDeliveries(t, 1) // the attempt turned away has ended
+		if w := f.advanceUntil(t, time.Minute, func() bool { return sink.conns.Load() >= n }); w < 9*time.Second || w > 11*time.Second {
+			t.Errorf("attempt %d after %v, want 10 s ± 10%%", n-1, w)
 		}
 	}
 	testwait.Eventually(t, "the condition", func() bool { return sink.count() == 2 })
@@ -1723,10 +1737,8 @@ func TestSNSHTTPSWithCABundle(t *testing.T) {
 	g := start(t)
 	topic = g.createTopic(t, "secure", nil)
 	g.subscribe(t, topic, "https", ts.URL+"/hook", nil)
-	time.Sleep(200 * time.Millisecond)
-	if hits.Load() != 1 {
-		t.Errorf("untrusted endpoint was delivered to")
-	}
+	testwait.Never(t, "the untrusted endpoint was delivered to", func() { g.waitingDeliveries(t, 1) }, // for a retry
+		func() bool { return hits.Load() != 1 })
 	// A bundle that is no PEM stops the start.
 	bad := filepath.Join(t.TempDir(), "bad.pem")
 	os.WriteFile(bad, []byte("nope"), 0o600)
