@@ -198,20 +198,17 @@ func TestCloudWatchDeadLetterAlarm(t *testing.T) {
 
 	// A minute without receives reads zero on an active queue: back to OK.
 	f.clk.Advance(time.Minute)
-	deadline := time.Now().Add(5 * time.Second)
-	for {
-		desc, err = cw.DescribeAlarmsWithContext(ctx, &cwv1.DescribeAlarmsInput{})
-		if err != nil {
-			t.Fatal(err)
-		}
-		if *desc.MetricAlarms[0].StateValue == "OK" {
-			break
-		}
-		if time.Now().After(deadline) {
-			t.Fatalf("alarm stays %s: %s", *desc.MetricAlarms[0].StateValue, *desc.MetricAlarms[0].StateReason)
-		}
-		time.Sleep(5 * time.Millisecond)
+	testwait.Eventually(t, "the alarm to be OK", func() bool { return alarmState(t, cw) == "OK" })
+}
+
+// alarmState is the state of the only alarm.
+func alarmState(t testing.TB, cw *cwv1.CloudWatch) string {
+	t.Helper()
+	desc, err := cw.DescribeAlarmsWithContext(ctxT(t), &cwv1.DescribeAlarmsInput{})
+	if err != nil || len(desc.MetricAlarms) != 1 {
+		t.Fatalf("DescribeAlarms: %v %v", desc, err)
 	}
+	return *desc.MetricAlarms[0].StateValue
 }
 
 // The API over the query protocol: validation errors, SetAlarmState,
@@ -312,20 +309,7 @@ func TestCloudWatchQueryAPI(t *testing.T) {
 	}
 	// The next evaluation puts it back to OK.
 	f.clk.Advance(time.Minute)
-	deadline := time.Now().Add(5 * time.Second)
-	for {
-		d3, err := cw.DescribeAlarmsWithContext(ctx, &cwv1.DescribeAlarmsInput{})
-		if err != nil {
-			t.Fatal(err)
-		}
-		if *d3.MetricAlarms[0].StateValue == "OK" {
-			break
-		}
-		if time.Now().After(deadline) {
-			t.Fatalf("alarm stays %s", *d3.MetricAlarms[0].StateValue)
-		}
-		time.Sleep(5 * time.Millisecond)
-	}
+	testwait.Eventually(t, "the alarm to be OK", func() bool { return alarmState(t, cw) == "OK" })
 	hist, err := cw.DescribeAlarmHistoryWithContext(ctx, &cwv1.DescribeAlarmHistoryInput{AlarmName: awsv1.String("a1"),
 		HistoryItemType: awsv1.String("StateUpdate"), ScanBy: awsv1.String("TimestampAscending")})
 	if err != nil || len(hist.AlarmHistoryItems) != 3 || *hist.AlarmHistoryItems[1].HistorySummary != "Alarm updated from OK to ALARM" {

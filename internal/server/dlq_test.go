@@ -182,6 +182,14 @@ func (f *ferry) waitTask(t testing.TB, sourceArn, status string) types.ListMessa
 	})[0]
 }
 
+// runnerWaits reports that a move task's runner with a rate has moved its
+// second's messages and waits on the clock for the next second: a timer is
+// due one second from now, and no other timer is due that soon.
+func (f *ferry) runnerWaits() bool {
+	next, ok := f.clk.Next()
+	return ok && next.Equal(f.clk.Now().Add(time.Second))
+}
+
 // deadLetter adds n messages to queue dlq, moved there from src by its
 // redrive policy (maxReceiveCount 1, visibility 1 s).
 func (f *ferry) deadLetter(t testing.TB, src, dlq string, n int) {
@@ -211,20 +219,14 @@ func (f *ferry) deadLetter(t testing.TB, src, dlq string, n int) {
 	f.clk.Advance(time.Second)
 	// Each receive now moves what it finds; the visibility timers fire in
 	// goroutines of their own, so keep asking until all have moved.
-	deadline := time.Now().Add(10 * time.Second)
-	for {
+	testwait.Eventually(t, fmt.Sprintf("%d more messages in %s", n, name), func() bool {
 		f.receiveAll(t, src, 10)
 		st, err := f.srv.Engine().Stats(ctx, "000000000000", name)
 		if err != nil {
 			t.Fatal(err)
 		}
-		if st.Visible == before.Visible+int64(n) {
-			return
-		}
-		if time.Now().After(deadline) {
-			t.Fatalf("dead-letter queue has %+v, want %d", st, n)
-		}
-	}
+		return st.Visible == before.Visible+int64(n)
+	})
 }
 
 func TestMoveTaskBackToSources(t *testing.T) {
@@ -289,15 +291,15 @@ func TestMoveTaskVelocityCancelAndErrors(t *testing.T) {
 	_, err = f.json.StartMessageMoveTask(ctx, &sqs.StartMessageMoveTaskInput{SourceArn: aws.String(arnPrefix + "v-dlq")})
 	wantAPIError(t, err, "InvalidParameterValue", 400)
 
-	// 10 messages a second of the (fake) clock, never more.
+	// 10 messages a second of the (fake) clock, never more: the first ten
+	// at once, then ten at each second.
 	moved := func() int64 { return f.waitTask(t, arnPrefix+"v-dlq", "RUNNING").ApproximateNumberOfMessagesMoved }
-	for sec := int64(1); sec <= 3; sec++ {
-		f.clk.Advance(time.Second)
-		deadline := time.Now().Add(5 * time.Second)
-		for moved() < 10*(sec-1)+1 && time.Now().Before(deadline) {
-			time.Sleep(time.Millisecond)
+	for sec := int64(0); sec <= 3; sec++ {
+		if sec > 0 {
+			f.clk.Advance(time.Second)
 		}
-		if m := moved(); m < 10*(sec-1) || m > 10*(sec+1) {
+		testwait.Eventually(t, "the runner to wait for the next second", f.runnerWaits)
+		if m := moved(); m != 10*(sec+1) {
 			t.Fatalf("after %d s moved %d at 10/s", sec, m)
 		}
 	}

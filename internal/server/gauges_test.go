@@ -428,14 +428,7 @@ func TestMetricsMoveTaskAcrossRestart(t *testing.T) {
 		return out.Results[0].ApproximateNumberOfMessagesMoved, aws.ToString(out.Results[0].Status)
 	}
 	var first int64
-	for deadline := time.Now().Add(10 * time.Second); ; time.Sleep(time.Millisecond) {
-		if first, _ = moved(f); first > 0 {
-			break
-		}
-		if time.Now().After(deadline) {
-			t.Fatal("the task moved nothing")
-		}
-	}
+	testwait.Eventually(t, "the task to move one", func() bool { first, _ = moved(f); return first > 0 })
 	if err := f.srv.Shutdown(ctx); err != nil {
 		t.Fatal(err)
 	}
@@ -445,16 +438,10 @@ func TestMetricsMoveTaskAcrossRestart(t *testing.T) {
 	if n, status := moved(f2); status != "RUNNING" || n < first || n > first+1 {
 		t.Fatalf("after the restart the task is %s with %d moved", status, n)
 	}
-	// The runner may not wait on the clock yet when it moves: keep moving
-	// it until the task ends.
-	for deadline := time.Now().Add(10 * time.Second); ; f2.clk.Advance(time.Second) {
-		if _, status := moved(f2); status != "RUNNING" {
-			break
-		}
-		if time.Now().After(deadline) {
-			t.Fatal("the resumed task never ended")
-		}
-	}
+	// The clock moves on each time the runner waits for its next second,
+	// until the task ends.
+	ended := func() bool { _, status := moved(f2); return status != "RUNNING" }
+	testwait.AdvanceUntil(t, f2.clk, time.Minute, func() bool { return f2.runnerWaits() || ended() }, ended)
 	if n, status := moved(f2); status != "COMPLETED" || n != 12 {
 		t.Fatalf("task %s with %d moved", status, n)
 	}

@@ -692,10 +692,9 @@ func TestJSONLongPolling(t *testing.T) {
 func TestJSONConcurrentConsumers(t *testing.T) {
 	f := start(t)
 	ctx := ctxT(t)
-	// The test moves the fake clock fast to end idle polls; a visibility
-	// timeout of 12 hours keeps that from handing a message out again
-	// between its receive and its delete on a slow machine.
-	url := f.createQueue(t, "conc", map[string]string{"VisibilityTimeout": "43200"})
+	// The clock does not move: no message comes back between its receive
+	// and its delete.
+	url := f.createQueue(t, "conc", nil)
 	cctx, stopConsumers := context.WithCancel(ctx)
 	defer stopConsumers()
 	const producers, perProducer, consumers = 4, 50, 4
@@ -746,12 +745,9 @@ func TestJSONConcurrentConsumers(t *testing.T) {
 		}()
 	}
 	pw.Wait()
-	// Consumers poll with a 1 s wait on the fake clock; move time so that
-	// idle waits end and they look again.
-	for len(received) < cap(received) && ctx.Err() == nil {
-		f.clk.Advance(time.Second)
-		time.Sleep(time.Millisecond)
-	}
+	// A send hands its message to a waiting receive at once, and a receive
+	// takes what is visible: every message arrives without the clock moving.
+	testwait.Eventually(t, "every message to be received", func() bool { return len(received) == cap(received) })
 	stopConsumers()
 	wg.Wait()
 	if len(received) != producers*perProducer {

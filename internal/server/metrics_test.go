@@ -11,6 +11,7 @@ import (
 	"github.com/aws/aws-sdk-go-v2/service/sqs/types"
 
 	"github.com/ferrymq/ferry/internal/metrics"
+	"github.com/ferrymq/ferry/internal/testwait"
 )
 
 // TestMetricsScenario drives sends, receives, deletes and a redrive move,
@@ -77,8 +78,7 @@ func TestMetricsScenario(t *testing.T) {
 	// Past its visibility timeout the fourth message has been received
 	// maxReceiveCount times: the next receive moves it.
 	f.clk.Advance(10 * time.Second)
-	deadline := time.Now().Add(5 * time.Second)
-	for {
+	testwait.Eventually(t, "the message to move", func() bool {
 		if got := receive(src, "m-src"); len(got) != 0 {
 			t.Fatalf("source handed out %q again", aws.ToString(got[0].Body))
 		}
@@ -86,14 +86,8 @@ func TestMetricsScenario(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		if st.Visible == 1 {
-			break
-		}
-		if time.Now().After(deadline) {
-			t.Fatal("the message never moved")
-		}
-		time.Sleep(2 * time.Millisecond)
-	}
+		return st.Visible == 1
+	})
 	if _, err := f.json.SendMessage(ctx, &sqs.SendMessageInput{QueueUrl: aws.String(dlq), MessageBody: aws.String("manual")}); err != nil {
 		t.Fatal(err)
 	}
