@@ -167,13 +167,8 @@ func TestReceiveWaitsTheQueueDefault(t *testing.T) {
 			}
 		})
 	h.clk.Advance(time.Second)
-	select {
-	case msgs := <-done:
-		if msgs != nil {
-			t.Errorf("messages = %v", msgs)
-		}
-	case <-time.After(5 * time.Second):
-		t.Fatal("receive did not end after the queue's wait time")
+	if msgs := testwait.Receive(t, "the receive to end after the queue's wait time", done); msgs != nil {
+		t.Errorf("messages = %v", msgs)
 	}
 }
 
@@ -286,9 +281,5 @@ func TestReceiveEndsWithItsContext(t *testing.T) {
 	}()
 	testwait.Pending(t, h.clk, 1)
 	cancel()
-	select {
-	case <-done:
-	case <-time.After(5 * time.Second):
-		t.Fatal("receive outlived its context")
-	}
+	testwait.Receive(t, "the receive to end with its context", done)
 }
