@@ -94,6 +94,9 @@ func (s *cwServer) v1() *cwv1.CloudWatch {
 		Endpoint:    awsv1.String(s.url),
 		Credentials: credv1.NewStaticCredentials("AKIDCW", "secret", ""),
 		MaxRetries:  awsv1.Int(0),
+		// A client of its own: with AWS_CA_BUNDLE set, the SDK installs
+		// the bundle in it, which would otherwise be http.DefaultClient.
+		HTTPClient: &http.Client{},
 	}))
 	return cwv1.New(sess)
 }

@@ -15,23 +15,13 @@ import (
 	"github.com/aws/aws-sdk-go-v2/service/sqs"
 	awsv1 "github.com/aws/aws-sdk-go/aws"
 	"github.com/aws/aws-sdk-go/aws/awserr"
-	"github.com/aws/aws-sdk-go/aws/session"
 	cwv1 "github.com/aws/aws-sdk-go/service/cloudwatch"
 
-	credv1 "github.com/aws/aws-sdk-go/aws/credentials"
 	"github.com/ferrymq/ferry/internal/testwait"
 )
 
 // cwClient speaks CloudWatch over the query protocol (aws-sdk-go v1.46).
-func cwClient(url string) *cwv1.CloudWatch {
-	sess := session.Must(session.NewSession(&awsv1.Config{
-		Region:      awsv1.String("us-east-1"),
-		Endpoint:    awsv1.String(url),
-		Credentials: credv1.NewStaticCredentials("AKIDFERRYTEST", "secret", ""),
-		MaxRetries:  awsv1.Int(0),
-	}))
-	return cwv1.New(sess)
-}
+func cwClient(url string) *cwv1.CloudWatch { return cwv1.New(v1Session(url, nil)) }
 
 func wantCWError(t *testing.T, err error, code, message string, status int) {
 	t.Helper()
