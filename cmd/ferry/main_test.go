@@ -66,6 +66,7 @@ func TestCommands(t *testing.T) {
 // usage, listing each command on a line of its own, and that a missing or
 // unknown command is an error that prints it too.
 func TestUsage(t *testing.T) {
+	t.Parallel()
 	cases := []struct {
 		args   []string
 		code   int
@@ -155,6 +156,7 @@ func TestServeFromEnvironment(t *testing.T) {
 }
 
 func TestGCPercent(t *testing.T) {
+	t.Parallel()
 	cases := []struct {
 		env map[string]string
 		pct int
@@ -200,6 +202,7 @@ func TestServeSetsGCPercent(t *testing.T) {
 }
 
 func TestParseSize(t *testing.T) {
+	t.Parallel()
 	cases := []struct {
 		in   string
 		want int64

@@ -54,6 +54,7 @@ type alarmNotification struct {
 // The dead-letter queue monitoring AWS documents: an alarm on the DLQ's
 // NumberOfMessagesReceived notifies an SNS topic that a queue subscribes to.
 func TestCloudWatchDeadLetterAlarm(t *testing.T) {
+	t.Parallel()
 	f := start(t)
 	ctx := ctxT(t)
 	cw := cwClient(f.srv.URL())
@@ -204,6 +205,7 @@ func alarmState(t testing.TB, cw *cwv1.CloudWatch) string {
 // The API over the query protocol: validation errors, SetAlarmState,
 // actions disabled, deletion and the metric listings.
 func TestCloudWatchQueryAPI(t *testing.T) {
+	t.Parallel()
 	f := start(t)
 	ctx := ctxT(t)
 	cw := cwClient(f.srv.URL())
@@ -350,6 +352,7 @@ func TestCloudWatchQueryAPI(t *testing.T) {
 
 // The Debian AWS CLI 2.9 speaks the query protocol to CloudWatch.
 func TestCloudWatchDebianCLI(t *testing.T) {
+	t.Parallel()
 	if _, err := os.Stat(debianCLI); err != nil {
 		if os.Getenv("CI") != "" {
 			t.Fatalf("CI must install Debian's awscli: %v", err)
@@ -416,6 +419,7 @@ func TestCloudWatchDebianCLI(t *testing.T) {
 
 // Alarms, their state and their history survive a restart on disk.
 func TestCloudWatchAlarmsSurviveRestart(t *testing.T) {
+	t.Parallel()
 	dir := t.TempDir()
 	ctx := ctxT(t)
 	f := start(t, onDisk(dir))
@@ -456,6 +460,7 @@ func TestCloudWatchAlarmsSurviveRestart(t *testing.T) {
 
 // aws-sdk-go-v2's CloudWatch client speaks Smithy RPC v2 CBOR.
 func TestCloudWatchCBOR(t *testing.T) {
+	t.Parallel()
 	f := start(t)
 	ctx := ctxT(t)
 	cw := cwsdk.New(cwsdk.Options{

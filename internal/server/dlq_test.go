@@ -34,6 +34,7 @@ func (f *ferry) receiveAll(t testing.TB, url string, max int32) []types.Message 
 }
 
 func TestDLQRedriveOnReceive(t *testing.T) {
+	t.Parallel()
 	f := start(t)
 	ctx := ctxT(t)
 	dlq := f.createQueue(t, "orders-dlq", nil)
@@ -106,6 +107,7 @@ func TestDLQRedriveOnReceive(t *testing.T) {
 // TestDLQDeletedTargetKeepsMessages: with its dead-letter queue gone, a
 // source keeps its over-limit messages and hands them out.
 func TestDLQDeletedTargetKeepsMessages(t *testing.T) {
+	t.Parallel()
 	f := start(t)
 	ctx := ctxT(t)
 	dlq := f.createQueue(t, "gone-dlq", nil)
@@ -129,6 +131,7 @@ func TestDLQDeletedTargetKeepsMessages(t *testing.T) {
 }
 
 func TestDLQPolicyValidation(t *testing.T) {
+	t.Parallel()
 	f := start(t)
 	ctx := ctxT(t)
 	f.createQueue(t, "target", nil)
@@ -230,6 +233,7 @@ func (f *ferry) deadLetter(t testing.TB, src, dlq string, n int) {
 }
 
 func TestMoveTaskBackToSources(t *testing.T) {
+	t.Parallel()
 	f := start(t)
 	ctx := ctxT(t)
 	dlq := f.createQueue(t, "mt-dlq", nil)
@@ -276,6 +280,7 @@ func TestMoveTaskBackToSources(t *testing.T) {
 }
 
 func TestMoveTaskVelocityCancelAndErrors(t *testing.T) {
+	t.Parallel()
 	f := start(t)
 	ctx := ctxT(t)
 	dlq := f.createQueue(t, "v-dlq", nil)
@@ -365,6 +370,7 @@ func TestMoveTaskVelocityCancelAndErrors(t *testing.T) {
 
 // TestDLQOverQuery drives the dead-letter lifecycle with the query protocol.
 func TestDLQOverQuery(t *testing.T) {
+	t.Parallel()
 	f := start(t)
 	q := f.query
 	dlq, err := q.CreateQueue(&sqsv1.CreateQueueInput{QueueName: awsv1.String("q-dlq"),

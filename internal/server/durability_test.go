@@ -23,6 +23,7 @@ import (
 // TestRestartKeepsEverything stops an on-disk Ferry cleanly and starts it
 // again on the same directory.
 func TestRestartKeepsEverything(t *testing.T) {
+	t.Parallel()
 	dir := t.TempDir()
 	ctx := ctxT(t)
 	f := start(t, onDisk(dir))
@@ -109,6 +110,7 @@ func stop(t *testing.T, f *ferry) {
 // TestShutdownAnswersLongPolls: a clean stop ends waiting receives with an
 // empty answer rather than cutting the connection.
 func TestShutdownAnswersLongPolls(t *testing.T) {
+	t.Parallel()
 	f := start(t)
 	url := f.createQueue(t, "bye", nil)
 	done := make(chan error, 1)

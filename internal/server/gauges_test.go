@@ -75,6 +75,7 @@ func num(v float64) *float64 { return &v }
 // TestMetricsGaugesSampled: once a minute every active queue's gauges are
 // sampled; FIFO queues add their groups in flight.
 func TestMetricsGaugesSampled(t *testing.T) {
+	t.Parallel()
 	f := start(t)
 	ctx := ctxT(t)
 	std := f.createQueue(t, "g-std", nil)
@@ -147,6 +148,7 @@ func TestMetricsGaugesSampled(t *testing.T) {
 // an action touched it within six hours; SNS's hidden delivery queues are
 // never reported.
 func TestMetricsActiveQueues(t *testing.T) {
+	t.Parallel()
 	f := start(t)
 	ctx := ctxT(t)
 	idle := f.createQueue(t, "idle", nil)
@@ -199,6 +201,7 @@ func TestMetricsActiveQueues(t *testing.T) {
 // message counts from the move, while SentTimestamp stays the original; a
 // moved message is not sent there but is received there.
 func TestMetricsDeadLetterAge(t *testing.T) {
+	t.Parallel()
 	f := start(t)
 	ctx := ctxT(t)
 	dlq := f.createQueue(t, "a-dlq", nil)
@@ -256,6 +259,7 @@ func TestMetricsDeadLetterAge(t *testing.T) {
 // histogram by service, action and status; the store's figures are there
 // with their types.
 func TestMetricsRequestLatency(t *testing.T) {
+	t.Parallel()
 	dir := t.TempDir()
 	f := start(t, onDisk(dir))
 	ctx := ctxT(t)
@@ -302,6 +306,7 @@ func TestMetricsRequestLatency(t *testing.T) {
 // TestMetricsDurable: one-minute datapoints survive a restart; minutes past
 // the 15 days of retention leave memory and disk.
 func TestMetricsDurable(t *testing.T) {
+	t.Parallel()
 	dir := t.TempDir()
 	ctx := ctxT(t)
 	f := start(t, onDisk(dir))
@@ -374,6 +379,7 @@ func TestMetricsDurable(t *testing.T) {
 // destination and count as sent there; the dead-letter queue counts no
 // send, receive or delete for them.
 func TestMetricsMoveTask(t *testing.T) {
+	t.Parallel()
 	f := start(t)
 	ctx := ctxT(t)
 	dlq := f.createQueue(t, "t-dlq", nil)
@@ -409,6 +415,7 @@ func TestMetricsMoveTask(t *testing.T) {
 // is counted as sent to its destination, the very first included (the
 // store holds resumed tasks until the server has set its hook).
 func TestMetricsMoveTaskAcrossRestart(t *testing.T) {
+	t.Parallel()
 	dir := t.TempDir()
 	ctx := ctxT(t)
 	f := start(t, onDisk(dir))

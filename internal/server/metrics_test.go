@@ -17,6 +17,7 @@ import (
 // TestMetricsScenario drives sends, receives, deletes and a redrive move,
 // then checks every SQS count in the store and on /metrics.
 func TestMetricsScenario(t *testing.T) {
+	t.Parallel()
 	f := start(t)
 	ctx := ctxT(t)
 	dlq := f.createQueue(t, "m-dlq", nil)
@@ -170,6 +171,7 @@ func TestMetricsScenario(t *testing.T) {
 
 // TestMetricsFIFODuplicates: a duplicate is deduplicated, not sent.
 func TestMetricsFIFODuplicates(t *testing.T) {
+	t.Parallel()
 	f := start(t)
 	url := f.createQueue(t, "m.fifo", fifoAttrs())
 	f.sendFIFO(t, url, "one", "g", "d1")
@@ -198,6 +200,7 @@ func scrape(t *testing.T, f *ferry) string {
 // TestMetricsProcess: /metrics carries the process's own figures, which a
 // soak or an operator watches for growth, and the store's block cache.
 func TestMetricsProcess(t *testing.T) {
+	t.Parallel()
 	f := start(t, onDisk(t.TempDir()))
 	body := scrape(t, f)
 	for _, name := range []string{"go_goroutines", "go_memstats_heap_inuse_bytes", "go_memstats_sys_bytes",

@@ -80,6 +80,7 @@ func defaultPolicy(arn string) string {
 }
 
 func TestSNSTopicLifecycle(t *testing.T) {
+	t.Parallel()
 	f := start(t)
 	ctx := ctxT(t)
 	arn := f.createTopic(t, "orders", nil)
@@ -137,6 +138,7 @@ func TestSNSTopicLifecycle(t *testing.T) {
 }
 
 func TestSNSTopicValidation(t *testing.T) {
+	t.Parallel()
 	f := start(t)
 	ctx := ctxT(t)
 	long := strings.Repeat("a", 257)
@@ -176,6 +178,7 @@ func TestSNSTopicValidation(t *testing.T) {
 }
 
 func TestSNSListTopicsPages(t *testing.T) {
+	t.Parallel()
 	f := start(t)
 	ctx := ctxT(t)
 	want := map[string]bool{}
@@ -284,6 +287,7 @@ func (f *ferry) wantEmpty(t testing.TB, url string) {
 }
 
 func TestSNSFanoutToSQS(t *testing.T) {
+	t.Parallel()
 	f := start(t)
 	ctx := ctxT(t)
 	topic := f.createTopic(t, "events", nil)
@@ -385,6 +389,7 @@ func TestSNSFanoutToSQS(t *testing.T) {
 }
 
 func TestSNSSubscriptionAPI(t *testing.T) {
+	t.Parallel()
 	f := start(t)
 	ctx := ctxT(t)
 	topic := f.createTopic(t, "subs", nil)
@@ -555,6 +560,7 @@ func TestSNSSubscriptionAPI(t *testing.T) {
 }
 
 func TestSNSPublishValidation(t *testing.T) {
+	t.Parallel()
 	f := start(t)
 	ctx := ctxT(t)
 	topic := f.createTopic(t, "v", nil)
@@ -663,6 +669,7 @@ func TestSNSPublishValidation(t *testing.T) {
 }
 
 func TestSNSMessageStructure(t *testing.T) {
+	t.Parallel()
 	f := start(t)
 	topic := f.createTopic(t, "structured", nil)
 	q := f.createQueue(t, "sq", nil)
@@ -843,6 +850,7 @@ func (f *ferry) confirmHTTP(t testing.TB, topic string, e *endpoint, attrs map[s
 }
 
 func TestSNSHTTPSubscription(t *testing.T) {
+	t.Parallel()
 	f := start(t)
 	ctx := ctxT(t)
 	topic := f.createTopic(t, "web", nil)
@@ -965,6 +973,7 @@ func TestSNSHTTPSubscription(t *testing.T) {
 // "****" in every answer that shows the endpoint, and deliveries still
 // authenticate with it.
 func TestSNSHTTPEndpointPasswordMasked(t *testing.T) {
+	t.Parallel()
 	f := start(t)
 	ctx := ctxT(t)
 	topic := f.createTopic(t, "guarded", nil)
@@ -1018,6 +1027,7 @@ func TestSNSHTTPEndpointPasswordMasked(t *testing.T) {
 }
 
 func TestSNSHTTPRetriesAndDeadLetters(t *testing.T) {
+	t.Parallel()
 	f := start(t)
 	topic := f.createTopic(t, "flaky", nil)
 	dlqURL := f.createQueue(t, "sns-dlq", nil)
@@ -1162,6 +1172,7 @@ func (f *ferry) pendingToken(t testing.TB, sub string) string {
 }
 
 func TestSNSFIFOTopic(t *testing.T) {
+	t.Parallel()
 	f := start(t)
 	ctx := ctxT(t)
 	topic := f.createTopic(t, "orders.fifo", map[string]string{"FifoTopic": "true"})
@@ -1260,6 +1271,7 @@ func TestSNSFIFOTopic(t *testing.T) {
 }
 
 func TestSNSThrottleAndConcurrency(t *testing.T) {
+	t.Parallel()
 	f := start(t)
 	ctx := ctxT(t)
 	topic := f.createTopic(t, "busy", nil)
@@ -1309,6 +1321,7 @@ func TestSNSThrottleAndConcurrency(t *testing.T) {
 }
 
 func TestSNSMissingQueueIsClientError(t *testing.T) {
+	t.Parallel()
 	f := start(t)
 	topic := f.createTopic(t, "t", nil)
 	dlq := f.createQueue(t, "dlq", nil)
@@ -1328,6 +1341,7 @@ func TestSNSMissingQueueIsClientError(t *testing.T) {
 }
 
 func TestSNSRestartKeepsTopicsSubscriptionsAndRetries(t *testing.T) {
+	t.Parallel()
 	dir := t.TempDir()
 	ctx := ctxT(t)
 	f := start(t, onDisk(dir))
@@ -1537,6 +1551,7 @@ func urlIn(text, prefix string) string {
 }
 
 func TestSNSEmail(t *testing.T) {
+	t.Parallel()
 	sink := newSMTPSink(t)
 	f := start(t, withSMTP(sink.ln.Addr().String()))
 	ctx := ctxT(t)
@@ -1605,6 +1620,7 @@ func TestSNSEmail(t *testing.T) {
 // TestSNSEmailRetries: a mail server that turns Ferry away is tried again
 // on the customer-managed policy (10 s, then 10 s, then backing off).
 func TestSNSEmailRetries(t *testing.T) {
+	t.Parallel()
 	sink := newSMTPSink(t)
 	f := start(t, withSMTP(sink.ln.Addr().String()))
 	topic := f.createTopic(t, "mail", nil)
@@ -1630,6 +1646,7 @@ func TestSNSEmailRetries(t *testing.T) {
 }
 
 func TestSNSEmailWithoutSMTPIsRecorded(t *testing.T) {
+	t.Parallel()
 	f := start(t)
 	topic := f.createTopic(t, "mail", nil)
 	sub := f.subscribe(t, topic, "email", "ops@example.com", nil)
@@ -1641,6 +1658,7 @@ func TestSNSEmailWithoutSMTPIsRecorded(t *testing.T) {
 }
 
 func TestSNSTagsAndPermissions(t *testing.T) {
+	t.Parallel()
 	f := start(t)
 	ctx := ctxT(t)
 	topic := f.createTopic(t, "tagged", nil)
@@ -1715,6 +1733,7 @@ func TestSNSTagsAndPermissions(t *testing.T) {
 }
 
 func TestSNSHTTPSWithCABundle(t *testing.T) {
+	t.Parallel()
 	var hits atomic.Int32
 	ts := httptest.NewUnstartedServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		if r.Header.Get("X-Amz-Sns-Message-Type") == "SubscriptionConfirmation" {
@@ -1750,6 +1769,7 @@ func TestSNSHTTPSWithCABundle(t *testing.T) {
 }
 
 func TestSNSPlatformAndSMS(t *testing.T) {
+	t.Parallel()
 	f := start(t)
 	ctx := ctxT(t)
 	app, err := f.sns.CreatePlatformApplication(ctx, &snssdk.CreatePlatformApplicationInput{Name: aws.String("app"), Platform: aws.String("GCM"),
@@ -1858,6 +1878,7 @@ func TestSNSPlatformAndSMS(t *testing.T) {
 // TestSNSBadInputNeverFails500 sends every SNS action empty and with
 // garbage parameters: each answers, and none with a server error.
 func TestSNSBadInputNeverFails500(t *testing.T) {
+	t.Parallel()
 	f := start(t)
 	topic := f.createTopic(t, "fuzz", nil)
 	garbage := []string{
@@ -1889,6 +1910,7 @@ func TestSNSBadInputNeverFails500(t *testing.T) {
 // AuthenticateOnUnsubscribe cannot be ended by an unsigned GET of its
 // UnsubscribeURL, only by a signed Unsubscribe.
 func TestSNSAuthenticatedUnsubscribe(t *testing.T) {
+	t.Parallel()
 	f := start(t)
 	ctx := ctxT(t)
 	topic := f.createTopic(t, "guarded", nil)

@@ -25,6 +25,7 @@ func (r *countingRecorder) Record(ns, metric string, dim metrics.Dimension, v fl
 }
 
 func TestMetricsDeletes(t *testing.T) {
+	t.Parallel()
 	intp := func(n int) *int { return &n }
 	tests := []struct {
 		name  string
@@ -42,6 +43,7 @@ func TestMetricsDeletes(t *testing.T) {
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
+			t.Parallel()
 			h := newHarness(t)
 			rec := &countingRecorder{sums: map[string]float64{}}
 			h.svc = NewService(Config{Account: testAccount, Region: testRegion, Backend: h.eng, Clock: h.clk, QueueURLBase: testBase, Metrics: rec})

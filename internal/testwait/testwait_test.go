@@ -34,6 +34,7 @@ func newRecorder(t *testing.T, ended bool) *recorder {
 }
 
 func TestWaits(t *testing.T) {
+	t.Parallel()
 	for _, tc := range []struct {
 		name  string
 		ended bool // the test's context has ended: a wait gives up at once

@@ -15,6 +15,7 @@ import (
 // TestDeliveryWaitsHolds: a wait's time is set by the hold that began it,
 // and by no hold or end that came since.
 func TestDeliveryWaitsHolds(t *testing.T) {
+	t.Parallel()
 	a, b := waitKey{sub: "s1", msg: "m1"}, waitKey{sub: "s2", msg: "m1"}
 	at := time.Unix(100, 0)
 	for _, tc := range []struct {

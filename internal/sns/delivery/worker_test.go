@@ -92,6 +92,7 @@ func httpSubscription(t *testing.T, endpoint, policy string) Subscription {
 // TestRetryScheduleOnTheClock checks that retries come exactly at the
 // policy's delays (no jitter) and that the policy's end is the end.
 func TestRetryScheduleOnTheClock(t *testing.T) {
+	t.Parallel()
 	ctx := context.Background()
 	var (
 		mu    sync.Mutex
@@ -159,6 +160,7 @@ func TestRetryScheduleOnTheClock(t *testing.T) {
 // TestStopEndsTheWorker: Stop ends the subscription's worker, which no
 // longer takes deliveries, and Start after Stop starts a new one.
 func TestStopEndsTheWorker(t *testing.T) {
+	t.Parallel()
 	ctx := context.Background()
 	delivered := make(chan string, 4)
 	ep := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
