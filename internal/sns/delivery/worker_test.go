@@ -178,7 +178,7 @@ func TestStopEndsTheWorker(t *testing.T) {
 	}
 	d.Start(&sub)
 	send("first")
-	if got := <-delivered; got != "first" {
+	if got := testwait.Receive(t, "the first delivery", delivered); got != "first" {
 		t.Fatalf("delivered %q", got)
 	}
 	d.Stop(sub.ARN)
@@ -195,7 +195,7 @@ func TestStopEndsTheWorker(t *testing.T) {
 		t.Fatalf("queue without a worker: %+v %v, %d delivered", st, err, len(delivered))
 	}
 	d.Start(&sub)
-	if got := <-delivered; got != "second" {
+	if got := testwait.Receive(t, "the second delivery", delivered); got != "second" {
 		t.Fatalf("delivered %q", got)
 	}
 }
