@@ -170,14 +170,20 @@ func runFerry(t *testing.T, bin, dir string) (*exec.Cmd, string) {
 	return cmd, "http://" + a
 }
 
-// TestKillKeepsAcknowledged SIGKILLs a Ferry under load and checks, after a
-// restart, that every acknowledged send is there unless its delete was
-// acknowledged, and that no acknowledged delete came back.
-func TestKillKeepsAcknowledged(t *testing.T) {
+// TestKill SIGKILLs a real Ferry process, one build of it for each case.
+func TestKill(t *testing.T) {
 	if testing.Short() {
 		t.Skip("builds and kills a real process")
 	}
 	bin := buildFerry(t)
+	t.Run("KeepsAcknowledged", func(t *testing.T) { killKeepsAcknowledged(t, bin) })
+	t.Run("DuringMoves", func(t *testing.T) { killDuringMoves(t, bin) })
+}
+
+// killKeepsAcknowledged SIGKILLs a Ferry under load and checks, after a
+// restart, that every acknowledged send is there unless its delete was
+// acknowledged, and that no acknowledged delete came back.
+func killKeepsAcknowledged(t *testing.T, bin string) {
 	dir := t.TempDir()
 	ctx := ctxT(t)
 	cmd, base := runFerry(t, bin, dir)
@@ -328,14 +334,10 @@ func waitNoDelayed(t *testing.T, f *ferry, queue string) {
 	})
 }
 
-// TestKillDuringMoves SIGKILLs a Ferry while receives move messages into a
+// killDuringMoves SIGKILLs a Ferry while receives move messages into a
 // dead-letter queue and a move task moves them on to a third queue; after a
 // restart every message is in exactly one of the three queues.
-func TestKillDuringMoves(t *testing.T) {
-	if testing.Short() {
-		t.Skip("builds and kills a real process")
-	}
-	bin := buildFerry(t)
+func killDuringMoves(t *testing.T, bin string) {
 	dir := t.TempDir()
 	ctx := ctxT(t)
 	cmd, base := runFerry(t, bin, dir)
