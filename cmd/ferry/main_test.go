@@ -11,7 +11,8 @@ import (
 	"strings"
 	"sync"
 	"testing"
-	"time"
+
+	"github.com/ferrymq/ferry/internal/testwait"
 )
 
 // syncBuffer is a bytes.Buffer safe for the server's logger and the test.
@@ -65,6 +66,7 @@ func TestCommands(t *testing.T) {
 // usage, listing each command on a line of its own, and that a missing or
 // unknown command is an error that prints it too.
 func TestUsage(t *testing.T) {
+	t.Parallel()
 	cases := []struct {
 		args   []string
 		code   int
@@ -120,28 +122,13 @@ func serveFromEnv(t *testing.T, env map[string]string) (string, *syncBuffer, fun
 	go func() { done <- run(ctx, []string{"serve"}, func(k string) string { return env[k] }, logs, logs) }()
 
 	addr := regexp.MustCompile(`addr=(\S+)`)
-	deadline := time.Now().Add(10 * time.Second)
-	var base string
-	for base == "" {
-		if m := addr.FindStringSubmatch(logs.String()); m != nil {
-			base = "http://" + m[1]
-		} else if time.Now().After(deadline) {
-			t.Fatalf("no listening line in %q", logs.String())
-		} else {
-			time.Sleep(5 * time.Millisecond)
-		}
-	}
+	var m []string
+	testwait.Eventually(t, "serve's listening line", func() bool { m = addr.FindStringSubmatch(logs.String()); return m != nil })
 	stop := func() int {
 		cancel()
-		select {
-		case code := <-done:
-			return code
-		case <-time.After(10 * time.Second):
-			t.Fatal("serve did not stop")
-			return -1
-		}
+		return testwait.Receive(t, "serve to stop", done)
 	}
-	return base, logs, stop
+	return "http://" + m[1], logs, stop
 }
 
 // TestServeFromEnvironment starts the broker configured only by environment
@@ -169,6 +156,7 @@ func TestServeFromEnvironment(t *testing.T) {
 }
 
 func TestGCPercent(t *testing.T) {
+	t.Parallel()
 	cases := []struct {
 		env map[string]string
 		pct int
@@ -214,6 +202,7 @@ func TestServeSetsGCPercent(t *testing.T) {
 }
 
 func TestParseSize(t *testing.T) {
+	t.Parallel()
 	cases := []struct {
 		in   string
 		want int64

@@ -161,6 +161,24 @@ func (c *Fake) Pending() int {
 	return len(c.timers)
 }
 
+// Next reports the earliest deadline of a waiting timer; false when none
+// waits. A test that moves the clock to it, and no further, wakes exactly
+// the goroutines whose time has come, as a real clock would.
+func (c *Fake) Next() (time.Time, bool) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if len(c.timers) == 0 {
+		return time.Time{}, false
+	}
+	next := c.timers[0].at
+	for _, tm := range c.timers[1:] {
+		if tm.at.Before(next) {
+			next = tm.at
+		}
+	}
+	return next, true
+}
+
 // Fired reports how many timers have fired so far. Advance and Set count a
 // timer before they return, so a test can tell, right after moving the
 // clock, whether the move woke anything.

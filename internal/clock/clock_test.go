@@ -9,6 +9,7 @@ import (
 )
 
 func TestFakeFiresInOrderAndOnlyWhenDue(t *testing.T) {
+	t.Parallel()
 	start := time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC)
 	c := NewFake(start)
 	fired := make(chan int, 3)
@@ -42,6 +43,7 @@ func TestFakeFiresInOrderAndOnlyWhenDue(t *testing.T) {
 }
 
 func TestFakeNeverGoesBack(t *testing.T) {
+	t.Parallel()
 	start := time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC)
 	c := NewFake(start)
 	c.Set(start.Add(-time.Hour))
@@ -51,6 +53,7 @@ func TestFakeNeverGoesBack(t *testing.T) {
 }
 
 func TestFakeZeroDelayFiresAtOnce(t *testing.T) {
+	t.Parallel()
 	c := NewFake(time.Unix(0, 0))
 	var n atomic.Int32
 	done := make(chan struct{})
@@ -65,6 +68,7 @@ func TestFakeZeroDelayFiresAtOnce(t *testing.T) {
 }
 
 func TestRealClock(t *testing.T) {
+	t.Parallel()
 	done := make(chan struct{})
 	var r Real
 	r.AfterFunc(time.Millisecond, func() { close(done) })
@@ -77,6 +81,7 @@ func TestRealClock(t *testing.T) {
 // WaitPending returns once n timers wait, whoever adds them and whenever;
 // timers that fired or were stopped do not count.
 func TestFakeWaitPending(t *testing.T) {
+	t.Parallel()
 	cancelled, cancel := context.WithCancel(context.Background())
 	cancel()
 	for _, tc := range []struct {
@@ -126,6 +131,7 @@ func TestFakeWaitPending(t *testing.T) {
 
 // A wait blocked before any timer exists wakes when the nth arrives.
 func TestFakeWaitPendingWakes(t *testing.T) {
+	t.Parallel()
 	c := NewFake(time.Unix(0, 0))
 	done := make(chan error, 1)
 	go func() { done <- c.WaitPending(context.Background(), 3) }()
@@ -149,6 +155,7 @@ func timers(n int) func(*Fake) {
 // Fired counts timers as Advance takes them, before their callbacks run;
 // stopped timers never count.
 func TestFakeFired(t *testing.T) {
+	t.Parallel()
 	c := NewFake(time.Unix(0, 0))
 	block := make(chan struct{})
 	defer close(block)
@@ -164,6 +171,43 @@ func TestFakeFired(t *testing.T) {
 		c.Advance(tc.advance)
 		if got := c.Fired(); got != tc.fired {
 			t.Fatalf("after %v more: fired %d, want %d", tc.advance, got, tc.fired)
+		}
+	}
+}
+
+// TestFakeNext: Next is the earliest deadline still waiting, whatever the
+// order the timers were set in; stopped and fired timers leave it.
+func TestFakeNext(t *testing.T) {
+	t.Parallel()
+	start := time.Unix(0, 0)
+	c := NewFake(start)
+	if at, ok := c.Next(); ok {
+		t.Fatalf("Next = %v with no timer", at)
+	}
+	c.AfterFunc(3*time.Second, func() {})
+	stopped := c.AfterFunc(time.Second, func() {})
+	c.AfterFunc(2*time.Second, func() {})
+	for _, tc := range []struct {
+		name string
+		move func()
+		want time.Duration // -1: no timer left
+	}{
+		{"earliest of three", func() {}, time.Second},
+		{"a stopped timer leaves", func() { stopped.Stop() }, 2 * time.Second},
+		{"a fired timer leaves", func() { c.Set(start.Add(2 * time.Second)) }, 3 * time.Second},
+		{"short of the deadline", func() { c.Advance(999 * time.Millisecond) }, 3 * time.Second},
+		{"none left", func() { c.Advance(time.Millisecond) }, -1},
+	} {
+		tc.move()
+		at, ok := c.Next()
+		if tc.want < 0 {
+			if ok {
+				t.Errorf("%s: Next = %v, want none", tc.name, at)
+			}
+			continue
+		}
+		if !ok || !at.Equal(start.Add(tc.want)) {
+			t.Errorf("%s: Next = %v %v, want %v", tc.name, at, ok, start.Add(tc.want))
 		}
 	}
 }

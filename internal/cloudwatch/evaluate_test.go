@@ -14,6 +14,7 @@ import (
 func at(m int) string { return t0.Add(time.Duration(m) * time.Minute).Format("02/01/06 15:04:05") }
 
 func TestEvaluation(t *testing.T) {
+	t.Parallel()
 	type point struct {
 		minute int
 		values []float64
@@ -119,6 +120,7 @@ func TestEvaluation(t *testing.T) {
 }
 
 func TestStateReasonData(t *testing.T) {
+	t.Parallel()
 	r := newRig(t)
 	ctx := context.Background()
 	in := input("a")
@@ -137,6 +139,7 @@ func TestStateReasonData(t *testing.T) {
 }
 
 func TestActionsAndNotification(t *testing.T) {
+	t.Parallel()
 	r := newRig(t)
 	ctx := context.Background()
 	in := input("dlq-alarm")
@@ -206,6 +209,7 @@ type errorString string
 func (e errorString) Error() string { return string(e) }
 
 func TestHistoryAndRestart(t *testing.T) {
+	t.Parallel()
 	r := newRig(t)
 	ctx := context.Background()
 	in := input("a")
@@ -291,6 +295,7 @@ func TestHistoryAndRestart(t *testing.T) {
 // The minute timer runs while there are alarms, evaluates without being
 // asked, and Close stops it.
 func TestMinuteTimer(t *testing.T) {
+	t.Parallel()
 	r := newRig(t)
 	ctx := context.Background()
 	if r.clk.Pending() != 0 {
@@ -338,6 +343,7 @@ func TestMinuteTimer(t *testing.T) {
 // An active queue's counters read as zeros in minutes without samples,
 // from its first activity on and for 6 hours after its last.
 func TestCounterZeros(t *testing.T) {
+	t.Parallel()
 	r := newRig(t)
 	ctx := context.Background()
 	r.record("q", "NumberOfMessagesSent", 1, 2)

@@ -9,6 +9,7 @@ import (
 )
 
 func TestPutMetricAlarmValidation(t *testing.T) {
+	t.Parallel()
 	r := newRig(t)
 	long := strings.Repeat("a", 256)
 	for _, tc := range []struct {
@@ -77,6 +78,7 @@ func TestPutMetricAlarmValidation(t *testing.T) {
 }
 
 func TestOtherActionsValidation(t *testing.T) {
+	t.Parallel()
 	r := newRig(t)
 	ctx := context.Background()
 	if _, err := r.svc.putMetricAlarm(ctx, input("a")); err != nil {
@@ -151,6 +153,7 @@ func TestOtherActionsValidation(t *testing.T) {
 }
 
 func TestFormatDouble(t *testing.T) {
+	t.Parallel()
 	for _, tc := range []struct {
 		in   float64
 		want string

@@ -12,6 +12,7 @@ func str(name, dataType, value string) engine.MessageAttribute {
 
 // The expected digests are the ones AWS and the SDKs compute.
 func TestMD5OfAttributes(t *testing.T) {
+	t.Parallel()
 	tests := []struct {
 		name  string
 		attrs []engine.MessageAttribute
@@ -43,12 +44,14 @@ func TestMD5OfAttributes(t *testing.T) {
 }
 
 func TestMD5Hex(t *testing.T) {
+	t.Parallel()
 	if got, want := MD5Hex("msg"), "6e2baaf3b97dbeef01c0043275f9a0e7"; got != want {
 		t.Errorf("MD5Hex(msg) = %q, want %q", got, want)
 	}
 }
 
 func TestIsBinaryType(t *testing.T) {
+	t.Parallel()
 	for dt, want := range map[string]bool{"Binary": true, "Binary.gif": true, "String": false, "Number.Binary": false, "BinaryX": false} {
 		if got := IsBinaryType(dt); got != want {
 			t.Errorf("IsBinaryType(%q) = %v", dt, got)

@@ -28,6 +28,7 @@ type step struct {
 }
 
 func TestStoreBuckets(t *testing.T) {
+	t.Parallel()
 	tests := []struct {
 		name  string
 		opts  Options
@@ -113,6 +114,7 @@ func TestStoreBuckets(t *testing.T) {
 }
 
 func TestDefaultRetentionKeeps15Days(t *testing.T) {
+	t.Parallel()
 	clk := clock.NewFake(t0)
 	s := New(Options{Clock: clk})
 	for i := 0; i < 16*24*60; i++ { // one sample a minute for 16 days
@@ -134,6 +136,7 @@ func TestDefaultRetentionKeeps15Days(t *testing.T) {
 }
 
 func TestAverage(t *testing.T) {
+	t.Parallel()
 	for _, tt := range []struct {
 		d    Datapoint
 		want float64
@@ -148,6 +151,7 @@ func TestAverage(t *testing.T) {
 }
 
 func TestMaxSeriesEvictsLeastRecent(t *testing.T) {
+	t.Parallel()
 	clk := clock.NewFake(t0)
 	s := New(Options{Clock: clk, MaxSeries: 2})
 	s.Record(NamespaceSQS, MessagesSent, Queue("a"), 1)
@@ -166,11 +170,13 @@ func TestMaxSeriesEvictsLeastRecent(t *testing.T) {
 }
 
 func TestNilStoreRecords(t *testing.T) {
+	t.Parallel()
 	var s *Store
 	s.Record(NamespaceSQS, MessagesSent, Queue("q"), 1) // must not panic
 }
 
 func TestConcurrentRecord(t *testing.T) {
+	t.Parallel()
 	clk := clock.NewFake(t0)
 	s := New(Options{Clock: clk})
 	var wg sync.WaitGroup

@@ -53,6 +53,7 @@ func (m *memPoints) DeleteMetricPointsBefore(_ context.Context, minute int64) er
 }
 
 func TestFlushAndLoad(t *testing.T) {
+	t.Parallel()
 	ctx := context.Background()
 	clk := clock.NewFake(t0)
 	s := New(Options{Clock: clk})
@@ -133,6 +134,7 @@ func TestFlushAndLoad(t *testing.T) {
 
 // Loading more series than the cap keeps the cap.
 func TestLoadKeepsSeriesCap(t *testing.T) {
+	t.Parallel()
 	ctx := context.Background()
 	clk := clock.NewFake(t0)
 	disk := newMemPoints()

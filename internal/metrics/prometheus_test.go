@@ -14,6 +14,7 @@ import (
 )
 
 func TestCollectorCounters(t *testing.T) {
+	t.Parallel()
 	s := New(Options{Clock: clock.NewFake(t0)})
 	for _, r := range []struct {
 		ns, metric, queue string

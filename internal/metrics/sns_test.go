@@ -14,6 +14,7 @@ import (
 )
 
 func TestSNSCollector(t *testing.T) {
+	t.Parallel()
 	s := New(Options{Clock: clock.NewFake(t0)})
 	for _, r := range []struct {
 		ns, metric string
@@ -69,6 +70,7 @@ ferry_sns_publish_size_bytes_count{topic="t"} 2
 }
 
 func TestMessageSize(t *testing.T) {
+	t.Parallel()
 	for _, c := range []struct {
 		m    engine.NewMessage
 		want int

@@ -42,6 +42,7 @@ func (r *trickle) Read(p []byte) (int, error) {
 // arrived and never passes the length (or the limit) + 1. A body cut off
 // by the read deadline answers RequestTimeout.
 func TestReadBodyGrowsAsBytesArrive(t *testing.T) {
+	t.Parallel()
 	tests := []struct {
 		name        string
 		length      int64 // Content-Length; -1 for chunked

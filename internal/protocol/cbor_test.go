@@ -50,6 +50,7 @@ func ctext(s string) string {
 }
 
 func TestCBORDecode(t *testing.T) {
+	t.Parallel()
 	pc := &planCache{}
 	t0 := time.Date(2026, 1, 2, 3, 4, 5, 0, time.UTC) // 1767323045 = 0x695735a5
 	blobs := []struct {
@@ -150,6 +151,7 @@ func f32bytes(f float32) []byte {
 }
 
 func TestCBORDecodeErrors(t *testing.T) {
+	t.Parallel()
 	pc := &planCache{}
 	deep := strings.Repeat("81", 100) + "00"
 	for _, tt := range []struct {
@@ -212,6 +214,7 @@ func TestCBORDecodeErrors(t *testing.T) {
 }
 
 func TestCBOREncode(t *testing.T) {
+	t.Parallel()
 	pc := &planCache{}
 	for _, tt := range []struct {
 		name string
@@ -240,6 +243,7 @@ func TestCBOREncode(t *testing.T) {
 
 // TestCBORRoundTrip: what Ferry writes, Ferry reads back the same.
 func TestCBORRoundTrip(t *testing.T) {
+	t.Parallel()
 	pc := &planCache{}
 	alarms := &cwDescribeAlarmsOutput{MetricAlarms: cwAlarms, NextToken: ptr("n")}
 	got, err := decodeCBORInto[cwDescribeAlarmsOutput](t, pc, encodeCBORValue(t, pc, alarms))

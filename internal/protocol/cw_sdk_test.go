@@ -94,6 +94,9 @@ func (s *cwServer) v1() *cwv1.CloudWatch {
 		Endpoint:    awsv1.String(s.url),
 		Credentials: credv1.NewStaticCredentials("AKIDCW", "secret", ""),
 		MaxRetries:  awsv1.Int(0),
+		// A client of its own: with AWS_CA_BUNDLE set, the SDK installs
+		// the bundle in it, which would otherwise be http.DefaultClient.
+		HTTPClient: &http.Client{},
 	}))
 	return cwv1.New(sess)
 }
@@ -107,6 +110,7 @@ func cwCtx(t *testing.T) context.Context {
 // TestCBORSDKPutMetricData decodes what aws-sdk-go-v2 sends over RPC v2
 // CBOR: nested structures, lists of doubles, timestamps, optional members.
 func TestCBORSDKPutMetricData(t *testing.T) {
+	t.Parallel()
 	s := newCWServer(t)
 	_, err := s.v2().PutMetricData(cwCtx(t), &cloudwatch.PutMetricDataInput{
 		Namespace: aws.String("Ferry/Test"),
@@ -189,6 +193,7 @@ func TestCBORSDKPutMetricData(t *testing.T) {
 
 // TestCBORSDKOutputs has aws-sdk-go-v2 decode Ferry's CBOR answers.
 func TestCBORSDKOutputs(t *testing.T) {
+	t.Parallel()
 	s := newCWServer(t)
 	ctx := cwCtx(t)
 	cl := s.v2()
@@ -255,6 +260,7 @@ func TestCBORSDKOutputs(t *testing.T) {
 
 // TestCBORSDKErrors: the SDK surfaces the query-compatible error code.
 func TestCBORSDKErrors(t *testing.T) {
+	t.Parallel()
 	s := newCWServer(t)
 	ctx := cwCtx(t)
 	cl := s.v2()
@@ -296,6 +302,7 @@ func TestCBORSDKErrors(t *testing.T) {
 // with aws-sdk-go v1, as the AWS CLI does: timestamps and doubles in the
 // form, ISO 8601 and Java-style doubles in the XML.
 func TestQuerySDKCloudWatch(t *testing.T) {
+	t.Parallel()
 	s := newCWServer(t)
 	cl := s.v1()
 	_, err := cl.PutMetricDataWithContext(cwCtx(t), &cwv1.PutMetricDataInput{

@@ -41,6 +41,7 @@ type aliasClash struct {
 }
 
 func TestQueryDecode(t *testing.T) {
+	t.Parallel()
 	tests := []struct {
 		name   string
 		params string
@@ -173,6 +174,7 @@ func TestQueryDecode(t *testing.T) {
 }
 
 func TestJSONDecode(t *testing.T) {
+	t.Parallel()
 	tests := []struct {
 		name string
 		body string

@@ -83,6 +83,7 @@ func newTestHandler(t testing.TB, extra ...Action) (*Handler, *recorder, *bytes.
 }
 
 func TestDetection(t *testing.T) {
+	t.Parallel()
 	tests := []struct {
 		name      string
 		req       request
@@ -194,6 +195,7 @@ func TestDetection(t *testing.T) {
 }
 
 func TestErrorEnvelopes(t *testing.T) {
+	t.Parallel()
 	tests := []struct {
 		name   string
 		req    request
@@ -248,6 +250,7 @@ func TestErrorEnvelopes(t *testing.T) {
 }
 
 func TestInternalFailures(t *testing.T) {
+	t.Parallel()
 	boom := Define("Boom", func(context.Context, *emptyOutput) (*emptyOutput, error) {
 		return nil, errors.New("disk on fire")
 	})
@@ -305,6 +308,7 @@ func TestInternalFailures(t *testing.T) {
 }
 
 func TestBadInputNeverServerError(t *testing.T) {
+	t.Parallel()
 	tests := []struct {
 		name   string
 		req    request
@@ -353,6 +357,7 @@ func TestBadInputNeverServerError(t *testing.T) {
 }
 
 func TestSuccessBodies(t *testing.T) {
+	t.Parallel()
 	tests := []struct {
 		name string
 		req  request
@@ -396,6 +401,7 @@ func TestSuccessBodies(t *testing.T) {
 }
 
 func TestHandlerCheck(t *testing.T) {
+	t.Parallel()
 	type noLayout struct {
 		L []string `query:"L"`
 	}
@@ -436,6 +442,7 @@ func TestHandlerCheck(t *testing.T) {
 }
 
 func TestInfo(t *testing.T) {
+	t.Parallel()
 	if Info(context.Background()) == nil {
 		t.Fatal("Info of a bare context is nil")
 	}
@@ -464,6 +471,7 @@ func TestInfo(t *testing.T) {
 // TestActionContext: the context an action runs in is the request's (its
 // values and its cancellation) carrying the request's info.
 func TestActionContext(t *testing.T) {
+	t.Parallel()
 	type key struct{}
 	var (
 		gotValue any
@@ -496,6 +504,7 @@ func TestActionContext(t *testing.T) {
 // TestBodyLimitWithoutLength: a body of unknown length (chunked) is held
 // to the limit as it is read.
 func TestBodyLimitWithoutLength(t *testing.T) {
+	t.Parallel()
 	for _, tt := range []struct {
 		name   string
 		size   int
@@ -523,6 +532,7 @@ func TestBodyLimitWithoutLength(t *testing.T) {
 }
 
 func TestNoServices(t *testing.T) {
+	t.Parallel()
 	h := &Handler{}
 	for _, rq := range []request{formReq("Action=ListQueues"), jsonReq("ListQueues", "{}"), {method: "GET"}} {
 		res, body := rq.do(t, h)

@@ -83,6 +83,7 @@ var planDecodeCases = []string{
 }
 
 func TestJSONPlanDecodesAsEncodingJSON(t *testing.T) {
+	t.Parallel()
 	plans := &jsonPlans{}
 	for _, typ := range planTypes {
 		for _, body := range planDecodeCases {
@@ -94,6 +95,7 @@ func TestJSONPlanDecodesAsEncodingJSON(t *testing.T) {
 // TestJSONPlanCoversHotShapes guards the speed: the plain requests the
 // SDKs send must not fall back to encoding/json.
 func TestJSONPlanCoversHotShapes(t *testing.T) {
+	t.Parallel()
 	plans := &jsonPlans{}
 	for _, tc := range []struct {
 		typ  reflect.Type
@@ -166,6 +168,7 @@ func checkEncodeSame(t *testing.T, plans *jsonPlans, v any) {
 }
 
 func TestJSONPlanEncodesAsEncodingJSON(t *testing.T) {
+	t.Parallel()
 	plans := &jsonPlans{}
 	rnd := rand.New(rand.NewSource(1))
 	for _, typ := range planTypes {

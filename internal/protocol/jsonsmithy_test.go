@@ -13,6 +13,7 @@ import (
 )
 
 func TestPlanJSONChoice(t *testing.T) {
+	t.Parallel()
 	pc := &planCache{}
 	for _, tt := range []struct {
 		t    reflect.Type
@@ -38,6 +39,7 @@ func TestPlanJSONChoice(t *testing.T) {
 }
 
 func TestPlanJSONDecode(t *testing.T) {
+	t.Parallel()
 	h := &Handler{}
 	t0 := time.Date(2026, 1, 2, 3, 4, 5, 0, time.UTC)
 	body := `{"MetricDataQueries":[{"Id":"m1","MetricStat":{"Metric":{"Namespace":"AWS/SQS","Dimensions":[{"Name":"QueueName","Value":"jobs"}]},"Period":60,"Stat":"Sum"},"ReturnData":true},
@@ -80,6 +82,7 @@ func TestPlanJSONDecode(t *testing.T) {
 }
 
 func TestPlanJSONDecodeErrors(t *testing.T) {
+	t.Parallel()
 	h := &Handler{}
 	for _, tt := range []struct {
 		body, msg string
@@ -117,6 +120,7 @@ func TestPlanJSONDecodeErrors(t *testing.T) {
 }
 
 func TestPlanJSONEncode(t *testing.T) {
+	t.Parallel()
 	h := &Handler{}
 	a := Define("GetMetricData", func(_ context.Context, _ *cwGetMetricDataInput) (*cwGetMetricDataOutput, error) { return nil, nil })
 	out := &cwGetMetricDataOutput{MetricDataResults: []cwResult{{
@@ -150,6 +154,7 @@ func TestPlanJSONEncode(t *testing.T) {
 // TestJSONStringsAsEncodingJSON: the plan writer quotes strings and writes
 // finite doubles exactly as encoding/json does.
 func TestJSONStringsAsEncodingJSON(t *testing.T) {
+	t.Parallel()
 	for _, s := range []string{"", "plain", `"\`, "\x00\x1f\x7f", "tab\tnl\ncr\r", "<&>", "\u2028\u2029", "\xff\xfe", "😀", "a\xc3", "\ufffd"} {
 		var want bytes.Buffer
 		enc := json.NewEncoder(&want)
@@ -175,6 +180,7 @@ func TestJSONStringsAsEncodingJSON(t *testing.T) {
 // GraniteServiceVersion20100801.* (what the .NET and other SDKs send to
 // CloudWatch) through the handler.
 func TestJSONWireCloudWatch(t *testing.T) {
+	t.Parallel()
 	h, rec, _ := newCWHandler(t)
 	rq := request{header: map[string]string{"X-Amz-Target": cwRPCService + ".GetMetricData", "Content-Type": jsonContentType, "X-Amz-Query-Mode": "true"},
 		body: `{"StartTime":1767322800,"EndTime":1767326400.5,"MetricDataQueries":[{"Id":"q","Expression":"1"}]}`}
@@ -239,6 +245,7 @@ func checkSmithyDecodeSame(t *testing.T, h *Handler, typ reflect.Type, body []by
 }
 
 func TestSmithyPlanDecodesAsDocument(t *testing.T) {
+	t.Parallel()
 	h := &Handler{}
 	for _, typ := range cwFuzzTypes {
 		for _, body := range smithyDecodeCases {
@@ -250,6 +257,7 @@ func TestSmithyPlanDecodesAsDocument(t *testing.T) {
 // TestSmithyPlanCoversSDKShapes guards the speed: what the SDKs send to
 // CloudWatch decodes along the plan, without the document decoder.
 func TestSmithyPlanCoversSDKShapes(t *testing.T) {
+	t.Parallel()
 	h := &Handler{}
 	for _, tc := range []struct {
 		typ  reflect.Type
@@ -275,6 +283,7 @@ func TestSmithyPlanCoversSDKShapes(t *testing.T) {
 
 // TestSmithyPlanEdges: what only Smithy plans meet.
 func TestSmithyPlanEdges(t *testing.T) {
+	t.Parallel()
 	h := &Handler{}
 	// Two members of one name (built here, as vet refuses it in source):
 	// the document decoder sets both.

@@ -90,6 +90,7 @@ var jsonTextPlaces = []struct {
 // client sent it, or refuses the body; none replaces what it cannot hold
 // with U+FFFD.
 func TestJSONTextKeptOrRefused(t *testing.T) {
+	t.Parallel()
 	h := &Handler{}
 	for _, p := range jsonTextPlaces {
 		for _, tc := range jsonTextCases {
@@ -152,6 +153,7 @@ func mustPlan(t *testing.T, typ reflect.Type) *codec {
 // the service's InvalidCharacters error when it has one, and invalid UTF-8
 // always as a SerializationException; neither reaches the action.
 func TestJSONLoneSurrogateAnswer(t *testing.T) {
+	t.Parallel()
 	rec := &recorder{}
 	sqs, sns := testServices(rec)
 	sqs.InvalidCharacters = &Error{Shape: "InvalidMessageContents", Code: "InvalidMessageContents", Status: http.StatusBadRequest,

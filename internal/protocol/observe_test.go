@@ -7,6 +7,7 @@ import (
 
 // Observe sees every request once it is answered, found or not.
 func TestObserve(t *testing.T) {
+	t.Parallel()
 	tests := []struct {
 		name            string
 		req             request

@@ -12,6 +12,7 @@ func (r *requestIDs) next() string {
 }
 
 func TestRequestIDsAreUniqueV4UUIDs(t *testing.T) {
+	t.Parallel()
 	var ids, other requestIDs
 	seen := map[string]bool{}
 	for range 10000 {

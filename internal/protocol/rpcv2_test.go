@@ -51,6 +51,7 @@ func gzipped(t testing.TB, b []byte) string {
 }
 
 func TestRPCv2Wire(t *testing.T) {
+	t.Parallel()
 	h, rec, logs := newCWHandler(t)
 	pc := &planCache{}
 	alarmsIn := encodeCBORValue(t, pc, &cwDescribeAlarmsInput{AlarmNames: []string{"high-cpu"}})
@@ -146,6 +147,7 @@ func TestRPCv2Wire(t *testing.T) {
 // TestRPCv2DoesNotCaptureOthers: the other wires are detected as before
 // next to a service that speaks RPC v2.
 func TestRPCv2DoesNotCaptureOthers(t *testing.T) {
+	t.Parallel()
 	h, rec, _ := newCWHandler(t)
 	for _, tt := range []struct {
 		name   string
@@ -178,6 +180,7 @@ func TestRPCv2DoesNotCaptureOthers(t *testing.T) {
 // TestGzipBodies: a gzipped body is read on every wire, and its inflated
 // size is held to the body limit.
 func TestGzipBodies(t *testing.T) {
+	t.Parallel()
 	h, rec, _ := newCWHandler(t)
 	h.MaxBodyBytes = 4 << 10
 	q := formReq("").with("Content-Encoding", "gzip")

@@ -7,6 +7,7 @@ import (
 )
 
 func TestJavaDouble(t *testing.T) {
+	t.Parallel()
 	for _, tt := range []struct {
 		f    float64
 		want string
@@ -44,6 +45,7 @@ func TestJavaDouble(t *testing.T) {
 }
 
 func TestXMLTime(t *testing.T) {
+	t.Parallel()
 	for _, tt := range []struct {
 		t    time.Time
 		want string
@@ -60,6 +62,7 @@ func TestXMLTime(t *testing.T) {
 }
 
 func TestQueryTime(t *testing.T) {
+	t.Parallel()
 	base := time.Date(2026, 1, 2, 3, 4, 5, 0, time.UTC)
 	for _, tt := range []struct {
 		in   string
@@ -87,6 +90,7 @@ func TestQueryTime(t *testing.T) {
 }
 
 func TestEpochSeconds(t *testing.T) {
+	t.Parallel()
 	tm := time.Date(2026, 1, 2, 3, 4, 5, 123e6, time.UTC)
 	if s := epochSeconds(tm); s != 1767323045.123 {
 		t.Errorf("epochSeconds %v", s)

@@ -9,6 +9,7 @@ import (
 )
 
 func TestXMLEncode(t *testing.T) {
+	t.Parallel()
 	sqs := &Service{XMLNamespace: sqsNS}
 	sns := &Service{XMLNamespace: snsNS, EmptyResult: true}
 	const meta = `<ResponseMetadata><RequestId>rid</RequestId></ResponseMetadata>`
@@ -95,6 +96,7 @@ func TestXMLEncode(t *testing.T) {
 }
 
 func TestEscapeText(t *testing.T) {
+	t.Parallel()
 	tests := []struct{ in, want string }{
 		{"plain", "plain"},
 		{`a&b<c>d"e'f`, "a&amp;b&lt;c&gt;d&quot;e'f"},
@@ -116,6 +118,7 @@ func TestEscapeText(t *testing.T) {
 // TestXMLRoundTrip checks that text read back by an XML parser is what was
 // written, CR included.
 func TestXMLRoundTrip(t *testing.T) {
+	t.Parallel()
 	for _, s := range []string{"a\r\nb", `"quoted" & <tagged>`, "  spaced  ", "ünï😀"} {
 		got := xmlRoundTrip(t, s)
 		if got != s {

@@ -17,8 +17,6 @@ import (
 	"github.com/aws/aws-sdk-go-v2/service/sqs"
 	"github.com/aws/aws-sdk-go-v2/service/sqs/types"
 	awsv1 "github.com/aws/aws-sdk-go/aws"
-	credv1 "github.com/aws/aws-sdk-go/aws/credentials"
-	"github.com/aws/aws-sdk-go/aws/session"
 	sqsv1 "github.com/aws/aws-sdk-go/service/sqs"
 
 	"github.com/ferrymq/ferry/internal/bench"
@@ -245,13 +243,7 @@ func benchSendMessageBatchQuery(b *testing.B, target string) {
 	tr := &http.Transport{MaxIdleConnsPerHost: 4 * benchParallelism}
 	b.Cleanup(tr.CloseIdleConnections)
 	hc := &http.Client{Transport: tr}
-	client := sqsv1.New(session.Must(session.NewSession(&awsv1.Config{
-		Region:      awsv1.String("us-east-1"),
-		Endpoint:    awsv1.String(endpoint),
-		Credentials: credv1.NewStaticCredentials("AKIDFERRYTEST", "secret", ""),
-		MaxRetries:  awsv1.Int(0),
-		HTTPClient:  hc,
-	})))
+	client := sqsv1.New(v1Session(endpoint, hc))
 	body := benchBody()
 	entries := make([]*sqsv1.SendMessageBatchRequestEntry, 10)
 	for i := range entries {

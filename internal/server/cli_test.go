@@ -46,6 +46,7 @@ func awsCLIProblem(ctx context.Context, path string) string {
 }
 
 func TestAWSCLIGate(t *testing.T) {
+	t.Parallel()
 	dir := t.TempDir()
 	script := func(name, body string) string {
 		p := filepath.Join(dir, name)
@@ -102,6 +103,7 @@ func awsCLI(t *testing.T, f *ferry, args ...string) (string, string, error) {
 }
 
 func TestDebianAWSCLI(t *testing.T) {
+	t.Parallel()
 	if problem := awsCLIProblem(context.Background(), debianCLI); problem != "" {
 		if awsCLIRequired(os.Getenv) {
 			t.Fatalf("%s; CI=true or FERRY_REQUIRE_AWS_CLI=1 require this test: install Debian's awscli (apt-get install awscli)", problem)

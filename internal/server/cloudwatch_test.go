@@ -15,23 +15,13 @@ import (
 	"github.com/aws/aws-sdk-go-v2/service/sqs"
 	awsv1 "github.com/aws/aws-sdk-go/aws"
 	"github.com/aws/aws-sdk-go/aws/awserr"
-	"github.com/aws/aws-sdk-go/aws/session"
 	cwv1 "github.com/aws/aws-sdk-go/service/cloudwatch"
 
-	credv1 "github.com/aws/aws-sdk-go/aws/credentials"
 	"github.com/ferrymq/ferry/internal/testwait"
 )
 
 // cwClient speaks CloudWatch over the query protocol (aws-sdk-go v1.46).
-func cwClient(url string) *cwv1.CloudWatch {
-	sess := session.Must(session.NewSession(&awsv1.Config{
-		Region:      awsv1.String("us-east-1"),
-		Endpoint:    awsv1.String(url),
-		Credentials: credv1.NewStaticCredentials("AKIDFERRYTEST", "secret", ""),
-		MaxRetries:  awsv1.Int(0),
-	}))
-	return cwv1.New(sess)
-}
+func cwClient(url string) *cwv1.CloudWatch { return cwv1.New(v1Session(url, nil)) }
 
 func wantCWError(t *testing.T, err error, code, message string, status int) {
 	t.Helper()
@@ -64,6 +54,7 @@ type alarmNotification struct {
 // The dead-letter queue monitoring AWS documents: an alarm on the DLQ's
 // NumberOfMessagesReceived notifies an SNS topic that a queue subscribes to.
 func TestCloudWatchDeadLetterAlarm(t *testing.T) {
+	t.Parallel()
 	f := start(t)
 	ctx := ctxT(t)
 	cw := cwClient(f.srv.URL())
@@ -198,25 +189,23 @@ func TestCloudWatchDeadLetterAlarm(t *testing.T) {
 
 	// A minute without receives reads zero on an active queue: back to OK.
 	f.clk.Advance(time.Minute)
-	deadline := time.Now().Add(5 * time.Second)
-	for {
-		desc, err = cw.DescribeAlarmsWithContext(ctx, &cwv1.DescribeAlarmsInput{})
-		if err != nil {
-			t.Fatal(err)
-		}
-		if *desc.MetricAlarms[0].StateValue == "OK" {
-			break
-		}
-		if time.Now().After(deadline) {
-			t.Fatalf("alarm stays %s: %s", *desc.MetricAlarms[0].StateValue, *desc.MetricAlarms[0].StateReason)
-		}
-		time.Sleep(5 * time.Millisecond)
+	testwait.Eventually(t, "the alarm to be OK", func() bool { return alarmState(t, cw) == "OK" })
+}
+
+// alarmState is the state of the only alarm.
+func alarmState(t testing.TB, cw *cwv1.CloudWatch) string {
+	t.Helper()
+	desc, err := cw.DescribeAlarmsWithContext(ctxT(t), &cwv1.DescribeAlarmsInput{})
+	if err != nil || len(desc.MetricAlarms) != 1 {
+		t.Fatalf("DescribeAlarms: %v %v", desc, err)
 	}
+	return *desc.MetricAlarms[0].StateValue
 }
 
 // The API over the query protocol: validation errors, SetAlarmState,
 // actions disabled, deletion and the metric listings.
 func TestCloudWatchQueryAPI(t *testing.T) {
+	t.Parallel()
 	f := start(t)
 	ctx := ctxT(t)
 	cw := cwClient(f.srv.URL())
@@ -312,20 +301,7 @@ func TestCloudWatchQueryAPI(t *testing.T) {
 	}
 	// The next evaluation puts it back to OK.
 	f.clk.Advance(time.Minute)
-	deadline := time.Now().Add(5 * time.Second)
-	for {
-		d3, err := cw.DescribeAlarmsWithContext(ctx, &cwv1.DescribeAlarmsInput{})
-		if err != nil {
-			t.Fatal(err)
-		}
-		if *d3.MetricAlarms[0].StateValue == "OK" {
-			break
-		}
-		if time.Now().After(deadline) {
-			t.Fatalf("alarm stays %s", *d3.MetricAlarms[0].StateValue)
-		}
-		time.Sleep(5 * time.Millisecond)
-	}
+	testwait.Eventually(t, "the alarm to be OK", func() bool { return alarmState(t, cw) == "OK" })
 	hist, err := cw.DescribeAlarmHistoryWithContext(ctx, &cwv1.DescribeAlarmHistoryInput{AlarmName: awsv1.String("a1"),
 		HistoryItemType: awsv1.String("StateUpdate"), ScanBy: awsv1.String("TimestampAscending")})
 	if err != nil || len(hist.AlarmHistoryItems) != 3 || *hist.AlarmHistoryItems[1].HistorySummary != "Alarm updated from OK to ALARM" {
@@ -376,6 +352,7 @@ func TestCloudWatchQueryAPI(t *testing.T) {
 
 // The Debian AWS CLI 2.9 speaks the query protocol to CloudWatch.
 func TestCloudWatchDebianCLI(t *testing.T) {
+	t.Parallel()
 	if _, err := os.Stat(debianCLI); err != nil {
 		if os.Getenv("CI") != "" {
 			t.Fatalf("CI must install Debian's awscli: %v", err)
@@ -442,6 +419,7 @@ func TestCloudWatchDebianCLI(t *testing.T) {
 
 // Alarms, their state and their history survive a restart on disk.
 func TestCloudWatchAlarmsSurviveRestart(t *testing.T) {
+	t.Parallel()
 	dir := t.TempDir()
 	ctx := ctxT(t)
 	f := start(t, onDisk(dir))
@@ -482,6 +460,7 @@ func TestCloudWatchAlarmsSurviveRestart(t *testing.T) {
 
 // aws-sdk-go-v2's CloudWatch client speaks Smithy RPC v2 CBOR.
 func TestCloudWatchCBOR(t *testing.T) {
+	t.Parallel()
 	f := start(t)
 	ctx := ctxT(t)
 	cw := cwsdk.New(cwsdk.Options{

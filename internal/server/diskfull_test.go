@@ -35,6 +35,7 @@ func (f *freeFS) Unwrap() vfs.FS { return f.FS }
 // reads and receives go on, health reports the condition, and once space
 // is freed writes are accepted again.
 func TestDiskFull(t *testing.T) {
+	t.Parallel()
 	fs := &freeFS{FS: vfs.Default}
 	fs.free.Store(1 << 30)
 	f := start(t, storeWith(t, t.TempDir(), func(o *embedded.Options) { o.FS = fs; o.DiskReserve = 8 << 20 }))

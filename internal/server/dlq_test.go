@@ -34,6 +34,7 @@ func (f *ferry) receiveAll(t testing.TB, url string, max int32) []types.Message 
 }
 
 func TestDLQRedriveOnReceive(t *testing.T) {
+	t.Parallel()
 	f := start(t)
 	ctx := ctxT(t)
 	dlq := f.createQueue(t, "orders-dlq", nil)
@@ -106,6 +107,7 @@ func TestDLQRedriveOnReceive(t *testing.T) {
 // TestDLQDeletedTargetKeepsMessages: with its dead-letter queue gone, a
 // source keeps its over-limit messages and hands them out.
 func TestDLQDeletedTargetKeepsMessages(t *testing.T) {
+	t.Parallel()
 	f := start(t)
 	ctx := ctxT(t)
 	dlq := f.createQueue(t, "gone-dlq", nil)
@@ -129,6 +131,7 @@ func TestDLQDeletedTargetKeepsMessages(t *testing.T) {
 }
 
 func TestDLQPolicyValidation(t *testing.T) {
+	t.Parallel()
 	f := start(t)
 	ctx := ctxT(t)
 	f.createQueue(t, "target", nil)
@@ -182,6 +185,14 @@ func (f *ferry) waitTask(t testing.TB, sourceArn, status string) types.ListMessa
 	})[0]
 }
 
+// runnerWaits reports that a move task's runner with a rate has moved its
+// second's messages and waits on the clock for the next second: a timer is
+// due one second from now, and no other timer is due that soon.
+func (f *ferry) runnerWaits() bool {
+	next, ok := f.clk.Next()
+	return ok && next.Equal(f.clk.Now().Add(time.Second))
+}
+
 // deadLetter adds n messages to queue dlq, moved there from src by its
 // redrive policy (maxReceiveCount 1, visibility 1 s).
 func (f *ferry) deadLetter(t testing.TB, src, dlq string, n int) {
@@ -211,23 +222,18 @@ func (f *ferry) deadLetter(t testing.TB, src, dlq string, n int) {
 	f.clk.Advance(time.Second)
 	// Each receive now moves what it finds; the visibility timers fire in
 	// goroutines of their own, so keep asking until all have moved.
-	deadline := time.Now().Add(10 * time.Second)
-	for {
+	testwait.Eventually(t, fmt.Sprintf("%d more messages in %s", n, name), func() bool {
 		f.receiveAll(t, src, 10)
 		st, err := f.srv.Engine().Stats(ctx, "000000000000", name)
 		if err != nil {
 			t.Fatal(err)
 		}
-		if st.Visible == before.Visible+int64(n) {
-			return
-		}
-		if time.Now().After(deadline) {
-			t.Fatalf("dead-letter queue has %+v, want %d", st, n)
-		}
-	}
+		return st.Visible == before.Visible+int64(n)
+	})
 }
 
 func TestMoveTaskBackToSources(t *testing.T) {
+	t.Parallel()
 	f := start(t)
 	ctx := ctxT(t)
 	dlq := f.createQueue(t, "mt-dlq", nil)
@@ -274,6 +280,7 @@ func TestMoveTaskBackToSources(t *testing.T) {
 }
 
 func TestMoveTaskVelocityCancelAndErrors(t *testing.T) {
+	t.Parallel()
 	f := start(t)
 	ctx := ctxT(t)
 	dlq := f.createQueue(t, "v-dlq", nil)
@@ -289,15 +296,15 @@ func TestMoveTaskVelocityCancelAndErrors(t *testing.T) {
 	_, err = f.json.StartMessageMoveTask(ctx, &sqs.StartMessageMoveTaskInput{SourceArn: aws.String(arnPrefix + "v-dlq")})
 	wantAPIError(t, err, "InvalidParameterValue", 400)
 
-	// 10 messages a second of the (fake) clock, never more.
+	// 10 messages a second of the (fake) clock, never more: the first ten
+	// at once, then ten at each second.
 	moved := func() int64 { return f.waitTask(t, arnPrefix+"v-dlq", "RUNNING").ApproximateNumberOfMessagesMoved }
-	for sec := int64(1); sec <= 3; sec++ {
-		f.clk.Advance(time.Second)
-		deadline := time.Now().Add(5 * time.Second)
-		for moved() < 10*(sec-1)+1 && time.Now().Before(deadline) {
-			time.Sleep(time.Millisecond)
+	for sec := int64(0); sec <= 3; sec++ {
+		if sec > 0 {
+			f.clk.Advance(time.Second)
 		}
-		if m := moved(); m < 10*(sec-1) || m > 10*(sec+1) {
+		testwait.Eventually(t, "the runner to wait for the next second", f.runnerWaits)
+		if m := moved(); m != 10*(sec+1) {
 			t.Fatalf("after %d s moved %d at 10/s", sec, m)
 		}
 	}
@@ -363,6 +370,7 @@ func TestMoveTaskVelocityCancelAndErrors(t *testing.T) {
 
 // TestDLQOverQuery drives the dead-letter lifecycle with the query protocol.
 func TestDLQOverQuery(t *testing.T) {
+	t.Parallel()
 	f := start(t)
 	q := f.query
 	dlq, err := q.CreateQueue(&sqsv1.CreateQueueInput{QueueName: awsv1.String("q-dlq"),

@@ -23,6 +23,7 @@ import (
 // TestRestartKeepsEverything stops an on-disk Ferry cleanly and starts it
 // again on the same directory.
 func TestRestartKeepsEverything(t *testing.T) {
+	t.Parallel()
 	dir := t.TempDir()
 	ctx := ctxT(t)
 	f := start(t, onDisk(dir))
@@ -109,6 +110,7 @@ func stop(t *testing.T, f *ferry) {
 // TestShutdownAnswersLongPolls: a clean stop ends waiting receives with an
 // empty answer rather than cutting the connection.
 func TestShutdownAnswersLongPolls(t *testing.T) {
+	t.Parallel()
 	f := start(t)
 	url := f.createQueue(t, "bye", nil)
 	done := make(chan error, 1)
@@ -121,7 +123,7 @@ func TestShutdownAnswersLongPolls(t *testing.T) {
 	}()
 	f.waitPending(t, 1)
 	stop(t, f)
-	if err := <-done; err != nil {
+	if err := testwait.Receive(t, "the long poll's answer", done); err != nil {
 		t.Fatalf("long poll at shutdown: %v", err)
 	}
 }
@@ -153,6 +155,7 @@ func runFerry(t *testing.T, bin, dir string) (*exec.Cmd, string) {
 	t.Cleanup(func() { cmd.Process.Kill(); cmd.Wait() })
 	addr := make(chan string, 1)
 	go func() {
+		defer close(addr) // the process has ended
 		sc := bufio.NewScanner(stderr)
 		for sc.Scan() {
 			if m := listening.FindStringSubmatch(sc.Text()); m != nil {
@@ -160,23 +163,27 @@ func runFerry(t *testing.T, bin, dir string) (*exec.Cmd, string) {
 			}
 		}
 	}()
-	select {
-	case a := <-addr:
-		return cmd, "http://" + a
-	case <-time.After(30 * time.Second):
-		t.Fatal("ferry did not start")
-		return nil, ""
+	a := testwait.Receive(t, "ferry to listen", addr)
+	if a == "" {
+		t.Fatal("ferry ended before it listened")
 	}
+	return cmd, "http://" + a
 }
 
-// TestKillKeepsAcknowledged SIGKILLs a Ferry under load and checks, after a
-// restart, that every acknowledged send is there unless its delete was
-// acknowledged, and that no acknowledged delete came back.
-func TestKillKeepsAcknowledged(t *testing.T) {
+// TestKill SIGKILLs a real Ferry process, one build of it for each case.
+func TestKill(t *testing.T) {
 	if testing.Short() {
 		t.Skip("builds and kills a real process")
 	}
 	bin := buildFerry(t)
+	t.Run("KeepsAcknowledged", func(t *testing.T) { killKeepsAcknowledged(t, bin) })
+	t.Run("DuringMoves", func(t *testing.T) { killDuringMoves(t, bin) })
+}
+
+// killKeepsAcknowledged SIGKILLs a Ferry under load and checks, after a
+// restart, that every acknowledged send is there unless its delete was
+// acknowledged, and that no acknowledged delete came back.
+func killKeepsAcknowledged(t *testing.T, bin string) {
 	dir := t.TempDir()
 	ctx := ctxT(t)
 	cmd, base := runFerry(t, bin, dir)
@@ -191,6 +198,14 @@ func TestKillKeepsAcknowledged(t *testing.T) {
 	sent := map[string]bool{}     // acknowledged sends, by body
 	deleting := map[string]bool{} // deletes asked for (acknowledged or not)
 	deleted := map[string]bool{}  // acknowledged deletes
+	// enough is closed once a good number of operations were acknowledged.
+	enough := make(chan struct{})
+	var enoughOnce sync.Once
+	acknowledged := func() { // under mu
+		if len(sent) >= 2000 && len(deleted) >= 200 {
+			enoughOnce.Do(func() { close(enough) })
+		}
+	}
 	var seq atomic.Int64
 	loadCtx, stopLoad := context.WithCancel(ctx)
 	var wg sync.WaitGroup
@@ -215,6 +230,7 @@ func TestKillKeepsAcknowledged(t *testing.T) {
 						}
 					}
 				}
+				acknowledged()
 				mu.Unlock()
 			}
 		}()
@@ -236,21 +252,19 @@ func TestKillKeepsAcknowledged(t *testing.T) {
 				}
 				mu.Lock()
 				deleted[aws.ToString(m.Body)] = true
+				acknowledged()
 				mu.Unlock()
 			}
 		}
 	}()
-	// Let the load run until a good number of operations were acknowledged.
-	deadline := time.Now().Add(20 * time.Second)
-	for time.Now().Before(deadline) {
-		mu.Lock()
-		n, d := len(sent), len(deleted)
-		mu.Unlock()
-		if n >= 2000 && d >= 200 {
-			break
-		}
-		time.Sleep(10 * time.Millisecond)
+	// Let the load run until a good number of operations were acknowledged,
+	// or for 20 s on a slow machine: fewer make the check weaker, not wrong.
+	waitCtx, cancelWait := context.WithTimeout(ctx, 20*time.Second)
+	select {
+	case <-enough:
+	case <-waitCtx.Done():
 	}
+	cancelWait()
 	if err := cmd.Process.Signal(syscall.SIGKILL); err != nil {
 		t.Fatal(err)
 	}
@@ -311,30 +325,19 @@ func TestKillKeepsAcknowledged(t *testing.T) {
 // applied (timers of the fake clock fire in goroutines of their own).
 func waitNoDelayed(t *testing.T, f *ferry, queue string) {
 	t.Helper()
-	deadline := time.Now().Add(5 * time.Second)
-	for {
+	testwait.Eventually(t, "no message of "+queue+" to be delayed", func() bool {
 		st, err := f.srv.Engine().Stats(context.Background(), "000000000000", queue)
 		if err != nil {
 			t.Fatal(err)
 		}
-		if st.Delayed == 0 {
-			return
-		}
-		if time.Now().After(deadline) {
-			t.Fatalf("still delayed: %+v", st)
-		}
-		time.Sleep(2 * time.Millisecond)
-	}
+		return st.Delayed == 0
+	})
 }
 
-// TestKillDuringMoves SIGKILLs a Ferry while receives move messages into a
+// killDuringMoves SIGKILLs a Ferry while receives move messages into a
 // dead-letter queue and a move task moves them on to a third queue; after a
 // restart every message is in exactly one of the three queues.
-func TestKillDuringMoves(t *testing.T) {
-	if testing.Short() {
-		t.Skip("builds and kills a real process")
-	}
-	bin := buildFerry(t)
+func killDuringMoves(t *testing.T, bin string) {
 	dir := t.TempDir()
 	ctx := ctxT(t)
 	cmd, base := runFerry(t, bin, dir)
@@ -375,22 +378,26 @@ func TestKillDuringMoves(t *testing.T) {
 		}()
 	}
 	// Once some have arrived, a move task without a rate limit carries them
-	// on to the third queue.
-	deadline := time.Now().Add(20 * time.Second)
-	for {
+	// on to the third queue; the kill comes once it has moved some.
+	testwait.Eventually(t, "500 messages in the dead-letter queue", func() bool {
 		st, err := client.GetQueueAttributes(ctx, &sqs.GetQueueAttributesInput{QueueUrl: dlq, AttributeNames: []types.QueueAttributeName{"ApproximateNumberOfMessages"}})
 		if err != nil {
 			t.Fatal(err)
 		}
-		if n, _ := strconv.Atoi(st.Attributes["ApproximateNumberOfMessages"]); n >= 500 || time.Now().After(deadline) {
-			break
-		}
-		time.Sleep(5 * time.Millisecond)
-	}
+		n, _ := strconv.Atoi(st.Attributes["ApproximateNumberOfMessages"])
+		return n >= 500
+	})
 	if _, err := client.StartMessageMoveTask(ctx, &sqs.StartMessageMoveTaskInput{SourceArn: aws.String(arnPrefix + "k-dlq"), DestinationArn: aws.String(arnPrefix + "k-dest")}); err != nil {
 		t.Fatal(err)
 	}
-	time.Sleep(50 * time.Millisecond)
+	listTasks := func() []types.ListMessageMoveTasksResultEntry {
+		tasks, err := client.ListMessageMoveTasks(ctx, &sqs.ListMessageMoveTasksInput{SourceArn: aws.String(arnPrefix + "k-dlq")})
+		if err != nil || len(tasks.Results) != 1 {
+			t.Fatalf("tasks: %+v, %v", tasks, err)
+		}
+		return tasks.Results
+	}
+	testwait.Eventually(t, "the move task to move some", func() bool { return listTasks()[0].ApproximateNumberOfMessagesMoved > 0 })
 	if err := cmd.Process.Signal(syscall.SIGKILL); err != nil {
 		t.Fatal(err)
 	}
@@ -401,25 +408,17 @@ func TestKillDuringMoves(t *testing.T) {
 	_, base = runFerry(t, bin, dir)
 	client = jsonClient(base)
 	// Quiesce: stop the resumed task and the redrive policy, then count.
-	tasks, err := client.ListMessageMoveTasks(ctx, &sqs.ListMessageMoveTasksInput{SourceArn: aws.String(arnPrefix + "k-dlq")})
-	if err != nil || len(tasks.Results) != 1 {
-		t.Fatalf("tasks after restart: %+v, %v", tasks, err)
-	}
-	if task := tasks.Results[0]; aws.ToString(task.Status) == "RUNNING" {
+	if task := listTasks()[0]; aws.ToString(task.Status) == "RUNNING" {
 		if _, err := client.CancelMessageMoveTask(ctx, &sqs.CancelMessageMoveTaskInput{TaskHandle: task.TaskHandle}); err != nil {
 			t.Fatal(err)
 		}
 	}
-	for {
-		tasks, err = client.ListMessageMoveTasks(ctx, &sqs.ListMessageMoveTasksInput{SourceArn: aws.String(arnPrefix + "k-dlq")})
-		if err != nil {
-			t.Fatal(err)
-		}
-		if st := aws.ToString(tasks.Results[0].Status); st != "RUNNING" && st != "CANCELLING" {
-			break
-		}
-		time.Sleep(5 * time.Millisecond)
-	}
+	var task types.ListMessageMoveTasksResultEntry
+	testwait.Eventually(t, "the move task to end", func() bool {
+		task = listTasks()[0]
+		st := aws.ToString(task.Status)
+		return st != "RUNNING" && st != "CANCELLING"
+	})
 	if _, err := client.SetQueueAttributes(ctx, &sqs.SetQueueAttributesInput{QueueUrl: src, Attributes: map[string]string{"RedrivePolicy": ""}}); err != nil {
 		t.Fatal(err)
 	}
@@ -451,6 +450,6 @@ func TestKillDuringMoves(t *testing.T) {
 	if len(where) != total {
 		t.Errorf("%d distinct messages, want %d", len(where), total)
 	}
-	t.Logf("after the kill: %v; task %s moved %d of %d", counts, aws.ToString(tasks.Results[0].Status),
-		tasks.Results[0].ApproximateNumberOfMessagesMoved, aws.ToInt64(tasks.Results[0].ApproximateNumberOfMessagesToMove))
+	t.Logf("after the kill: %v; task %s moved %d of %d", counts, aws.ToString(task.Status),
+		task.ApproximateNumberOfMessagesMoved, aws.ToInt64(task.ApproximateNumberOfMessagesToMove))
 }

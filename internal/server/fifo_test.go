@@ -45,6 +45,7 @@ func bodies(ms []types.Message) string {
 }
 
 func TestFIFOAttributesAndValidation(t *testing.T) {
+	t.Parallel()
 	f := start(t)
 	ctx := ctxT(t)
 	url := f.createQueue(t, "jobs.fifo", fifoAttrs())
@@ -105,6 +106,7 @@ func TestFIFOAttributesAndValidation(t *testing.T) {
 }
 
 func TestFIFODeduplicationWindow(t *testing.T) {
+	t.Parallel()
 	f := start(t)
 	ctx := ctxT(t)
 	url := f.createQueue(t, "dedup.fifo", fifoAttrs())
@@ -153,6 +155,7 @@ func TestFIFODeduplicationWindow(t *testing.T) {
 }
 
 func TestFIFOOrderAndGroups(t *testing.T) {
+	t.Parallel()
 	f := start(t)
 	ctx := ctxT(t)
 	url := f.createQueue(t, "order.fifo", fifoAttrs("VisibilityTimeout", "10"))
@@ -208,6 +211,7 @@ func TestFIFOOrderAndGroups(t *testing.T) {
 }
 
 func TestFIFOReceiveRequestAttemptID(t *testing.T) {
+	t.Parallel()
 	f := start(t)
 	ctx := ctxT(t)
 	url := f.createQueue(t, "attempt.fifo", fifoAttrs())
@@ -230,6 +234,7 @@ func TestFIFOReceiveRequestAttemptID(t *testing.T) {
 }
 
 func TestFIFODeadLetterAndRedrive(t *testing.T) {
+	t.Parallel()
 	f := start(t)
 	ctx := ctxT(t)
 	dlq := f.createQueue(t, "dl.fifo", fifoAttrs())
@@ -273,6 +278,7 @@ func TestFIFODeadLetterAndRedrive(t *testing.T) {
 }
 
 func TestFIFOOverQuery(t *testing.T) {
+	t.Parallel()
 	f := start(t)
 	q := f.query
 	created, err := q.CreateQueue(&sqsv1.CreateQueueInput{QueueName: awsv1.String("legacy.fifo"),

@@ -212,6 +212,7 @@ func formValue(form []byte, key string) []byte {
 // Ferry's, digests and batch entries included, and refuses what the floor
 // does not answer, so that the floor benchmarks measure successful calls.
 func TestFloor(t *testing.T) {
+	t.Parallel()
 	body := `a body with "quotes" & <xml>`
 	fl := startFloor(t, body)
 	client := jsonClient(fl.url)

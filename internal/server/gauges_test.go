@@ -75,6 +75,7 @@ func num(v float64) *float64 { return &v }
 // TestMetricsGaugesSampled: once a minute every active queue's gauges are
 // sampled; FIFO queues add their groups in flight.
 func TestMetricsGaugesSampled(t *testing.T) {
+	t.Parallel()
 	f := start(t)
 	ctx := ctxT(t)
 	std := f.createQueue(t, "g-std", nil)
@@ -147,6 +148,7 @@ func TestMetricsGaugesSampled(t *testing.T) {
 // an action touched it within six hours; SNS's hidden delivery queues are
 // never reported.
 func TestMetricsActiveQueues(t *testing.T) {
+	t.Parallel()
 	f := start(t)
 	ctx := ctxT(t)
 	idle := f.createQueue(t, "idle", nil)
@@ -199,6 +201,7 @@ func TestMetricsActiveQueues(t *testing.T) {
 // message counts from the move, while SentTimestamp stays the original; a
 // moved message is not sent there but is received there.
 func TestMetricsDeadLetterAge(t *testing.T) {
+	t.Parallel()
 	f := start(t)
 	ctx := ctxT(t)
 	dlq := f.createQueue(t, "a-dlq", nil)
@@ -256,6 +259,7 @@ func TestMetricsDeadLetterAge(t *testing.T) {
 // histogram by service, action and status; the store's figures are there
 // with their types.
 func TestMetricsRequestLatency(t *testing.T) {
+	t.Parallel()
 	dir := t.TempDir()
 	f := start(t, onDisk(dir))
 	ctx := ctxT(t)
@@ -302,6 +306,7 @@ func TestMetricsRequestLatency(t *testing.T) {
 // TestMetricsDurable: one-minute datapoints survive a restart; minutes past
 // the 15 days of retention leave memory and disk.
 func TestMetricsDurable(t *testing.T) {
+	t.Parallel()
 	dir := t.TempDir()
 	ctx := ctxT(t)
 	f := start(t, onDisk(dir))
@@ -374,6 +379,7 @@ func TestMetricsDurable(t *testing.T) {
 // destination and count as sent there; the dead-letter queue counts no
 // send, receive or delete for them.
 func TestMetricsMoveTask(t *testing.T) {
+	t.Parallel()
 	f := start(t)
 	ctx := ctxT(t)
 	dlq := f.createQueue(t, "t-dlq", nil)
@@ -409,6 +415,7 @@ func TestMetricsMoveTask(t *testing.T) {
 // is counted as sent to its destination, the very first included (the
 // store holds resumed tasks until the server has set its hook).
 func TestMetricsMoveTaskAcrossRestart(t *testing.T) {
+	t.Parallel()
 	dir := t.TempDir()
 	ctx := ctxT(t)
 	f := start(t, onDisk(dir))
@@ -428,14 +435,7 @@ func TestMetricsMoveTaskAcrossRestart(t *testing.T) {
 		return out.Results[0].ApproximateNumberOfMessagesMoved, aws.ToString(out.Results[0].Status)
 	}
 	var first int64
-	for deadline := time.Now().Add(10 * time.Second); ; time.Sleep(time.Millisecond) {
-		if first, _ = moved(f); first > 0 {
-			break
-		}
-		if time.Now().After(deadline) {
-			t.Fatal("the task moved nothing")
-		}
-	}
+	testwait.Eventually(t, "the task to move one", func() bool { first, _ = moved(f); return first > 0 })
 	if err := f.srv.Shutdown(ctx); err != nil {
 		t.Fatal(err)
 	}
@@ -445,16 +445,10 @@ func TestMetricsMoveTaskAcrossRestart(t *testing.T) {
 	if n, status := moved(f2); status != "RUNNING" || n < first || n > first+1 {
 		t.Fatalf("after the restart the task is %s with %d moved", status, n)
 	}
-	// The runner may not wait on the clock yet when it moves: keep moving
-	// it until the task ends.
-	for deadline := time.Now().Add(10 * time.Second); ; f2.clk.Advance(time.Second) {
-		if _, status := moved(f2); status != "RUNNING" {
-			break
-		}
-		if time.Now().After(deadline) {
-			t.Fatal("the resumed task never ended")
-		}
-	}
+	// The clock moves on each time the runner waits for its next second,
+	// until the task ends.
+	ended := func() bool { _, status := moved(f2); return status != "RUNNING" }
+	testwait.AdvanceUntil(t, f2.clk, time.Minute, func() bool { return f2.runnerWaits() || ended() }, ended)
 	if n, status := moved(f2); status != "COMPLETED" || n != 12 {
 		t.Fatalf("task %s with %d moved", status, n)
 	}

@@ -143,14 +143,23 @@ func snsClient(url string) *snssdk.Client {
 	})
 }
 
-func queryClient(url string) *sqsv1.SQS {
-	sess := session.Must(session.NewSession(&awsv1.Config{
+func queryClient(url string) *sqsv1.SQS { return sqsv1.New(v1Session(url, nil)) }
+
+// v1Session is an aws-sdk-go v1 session for url on hc, or on an HTTP
+// client of its own when hc is nil: with AWS_CA_BUNDLE set, the SDK
+// installs the bundle in the session's client, which would otherwise be
+// http.DefaultClient, shared by every test of the package.
+func v1Session(url string, hc *http.Client) *session.Session {
+	if hc == nil {
+		hc = &http.Client{}
+	}
+	return session.Must(session.NewSession(&awsv1.Config{
 		Region:      awsv1.String("us-east-1"),
 		Endpoint:    awsv1.String(url),
 		Credentials: credv1.NewStaticCredentials("AKIDFERRYTEST", "secret", ""),
 		MaxRetries:  awsv1.Int(0),
+		HTTPClient:  hc,
 	}))
-	return sqsv1.New(sess)
 }
 
 func ctxT(t testing.TB) context.Context {

@@ -48,6 +48,7 @@ func md5hex(s string) string {
 }
 
 func TestJSONQueueLifecycle(t *testing.T) {
+	t.Parallel()
 	f := start(t)
 	ctx := ctxT(t)
 	url := f.createQueue(t, "orders", nil)
@@ -118,6 +119,7 @@ func TestJSONQueueLifecycle(t *testing.T) {
 }
 
 func TestJSONQueueAttributes(t *testing.T) {
+	t.Parallel()
 	f := start(t)
 	ctx := ctxT(t)
 	url := f.createQueue(t, "attrs", nil)
@@ -196,6 +198,7 @@ func TestJSONQueueAttributes(t *testing.T) {
 }
 
 func TestJSONSendReceiveDelete(t *testing.T) {
+	t.Parallel()
 	f := start(t)
 	ctx := ctxT(t)
 	url := f.createQueue(t, "work", nil)
@@ -285,6 +288,7 @@ func wantCounts(t testing.TB, f *ferry, url string, visible, notVisible, delayed
 }
 
 func TestJSONMessageAttributeSelection(t *testing.T) {
+	t.Parallel()
 	f := start(t)
 	ctx := ctxT(t)
 	url := f.createQueue(t, "sel", nil)
@@ -337,6 +341,7 @@ func TestJSONMessageAttributeSelection(t *testing.T) {
 }
 
 func TestJSONSendValidation(t *testing.T) {
+	t.Parallel()
 	f := start(t)
 	ctx := ctxT(t)
 	url := f.createQueue(t, "v", map[string]string{"MaximumMessageSize": "1024"})
@@ -399,6 +404,7 @@ func TestJSONSendValidation(t *testing.T) {
 }
 
 func TestJSONReceiveValidation(t *testing.T) {
+	t.Parallel()
 	f := start(t)
 	ctx := ctxT(t)
 	url := f.createQueue(t, "r", nil)
@@ -412,6 +418,7 @@ func TestJSONReceiveValidation(t *testing.T) {
 }
 
 func TestJSONBatches(t *testing.T) {
+	t.Parallel()
 	f := start(t)
 	ctx := ctxT(t)
 	url := f.createQueue(t, "batch", map[string]string{"MaximumMessageSize": "1024"})
@@ -497,6 +504,7 @@ func TestJSONBatches(t *testing.T) {
 }
 
 func TestJSONVisibilityAndDelays(t *testing.T) {
+	t.Parallel()
 	f := start(t)
 	ctx := ctxT(t)
 	url := f.createQueue(t, "vis", map[string]string{"VisibilityTimeout": "10"})
@@ -579,6 +587,7 @@ func TestJSONVisibilityAndDelays(t *testing.T) {
 }
 
 func TestJSONRetention(t *testing.T) {
+	t.Parallel()
 	f := start(t)
 	ctx := ctxT(t)
 	url := f.createQueue(t, "ret", map[string]string{"MessageRetentionPeriod": "120"})
@@ -608,6 +617,7 @@ func waitCounts(t testing.TB, f *ferry, url string, n int) {
 }
 
 func TestJSONLongPolling(t *testing.T) {
+	t.Parallel()
 	f := start(t)
 	ctx := ctxT(t)
 	url := f.createQueue(t, "lp", nil)
@@ -690,12 +700,12 @@ func TestJSONLongPolling(t *testing.T) {
 }
 
 func TestJSONConcurrentConsumers(t *testing.T) {
+	t.Parallel()
 	f := start(t)
 	ctx := ctxT(t)
-	// The test moves the fake clock fast to end idle polls; a visibility
-	// timeout of 12 hours keeps that from handing a message out again
-	// between its receive and its delete on a slow machine.
-	url := f.createQueue(t, "conc", map[string]string{"VisibilityTimeout": "43200"})
+	// The clock does not move: no message comes back between its receive
+	// and its delete.
+	url := f.createQueue(t, "conc", nil)
 	cctx, stopConsumers := context.WithCancel(ctx)
 	defer stopConsumers()
 	const producers, perProducer, consumers = 4, 50, 4
@@ -746,12 +756,9 @@ func TestJSONConcurrentConsumers(t *testing.T) {
 		}()
 	}
 	pw.Wait()
-	// Consumers poll with a 1 s wait on the fake clock; move time so that
-	// idle waits end and they look again.
-	for len(received) < cap(received) && ctx.Err() == nil {
-		f.clk.Advance(time.Second)
-		time.Sleep(time.Millisecond)
-	}
+	// A send hands its message to a waiting receive at once, and a receive
+	// takes what is visible: every message arrives without the clock moving.
+	testwait.Eventually(t, "every message to be received", func() bool { return len(received) == cap(received) })
 	stopConsumers()
 	wg.Wait()
 	if len(received) != producers*perProducer {
@@ -760,6 +767,7 @@ func TestJSONConcurrentConsumers(t *testing.T) {
 }
 
 func TestJSONPurgeAndTags(t *testing.T) {
+	t.Parallel()
 	f := start(t)
 	ctx := ctxT(t)
 	url := f.createQueue(t, "p", nil)
@@ -802,6 +810,7 @@ func TestJSONPurgeAndTags(t *testing.T) {
 // surrogates are refused with AWS's answers, and nothing of such a request
 // is stored; a surrogate pair is one character and keeps its MD5.
 func TestJSONTextAsSent(t *testing.T) {
+	t.Parallel()
 	f := start(t)
 	ctx := ctxT(t)
 	url := f.createQueue(t, "text", nil)

@@ -40,6 +40,7 @@ var knownLayerViolations = map[string]string{}
 // TestLayers checks the rules between Ferry's layers on the packages as
 // they are built (test files aside: a test may set up what it needs).
 func TestLayers(t *testing.T) {
+	t.Parallel()
 	graph := moduleImports(t)
 	for _, p := range []string{"internal/engine/embedded", "internal/protocol", "internal/sqs", "internal/sns"} {
 		if _, ok := graph[p]; !ok {
@@ -53,6 +54,7 @@ func TestLayers(t *testing.T) {
 
 // TestCheckLayers checks the checker on made-up import graphs.
 func TestCheckLayers(t *testing.T) {
+	t.Parallel()
 	rules := []layerRule{{"a", []string{"b"}, "a is below b"}}
 	cases := []struct {
 		name     string

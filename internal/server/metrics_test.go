@@ -11,11 +11,13 @@ import (
 	"github.com/aws/aws-sdk-go-v2/service/sqs/types"
 
 	"github.com/ferrymq/ferry/internal/metrics"
+	"github.com/ferrymq/ferry/internal/testwait"
 )
 
 // TestMetricsScenario drives sends, receives, deletes and a redrive move,
 // then checks every SQS count in the store and on /metrics.
 func TestMetricsScenario(t *testing.T) {
+	t.Parallel()
 	f := start(t)
 	ctx := ctxT(t)
 	dlq := f.createQueue(t, "m-dlq", nil)
@@ -77,8 +79,7 @@ func TestMetricsScenario(t *testing.T) {
 	// Past its visibility timeout the fourth message has been received
 	// maxReceiveCount times: the next receive moves it.
 	f.clk.Advance(10 * time.Second)
-	deadline := time.Now().Add(5 * time.Second)
-	for {
+	testwait.Eventually(t, "the message to move", func() bool {
 		if got := receive(src, "m-src"); len(got) != 0 {
 			t.Fatalf("source handed out %q again", aws.ToString(got[0].Body))
 		}
@@ -86,14 +87,8 @@ func TestMetricsScenario(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		if st.Visible == 1 {
-			break
-		}
-		if time.Now().After(deadline) {
-			t.Fatal("the message never moved")
-		}
-		time.Sleep(2 * time.Millisecond)
-	}
+		return st.Visible == 1
+	})
 	if _, err := f.json.SendMessage(ctx, &sqs.SendMessageInput{QueueUrl: aws.String(dlq), MessageBody: aws.String("manual")}); err != nil {
 		t.Fatal(err)
 	}
@@ -176,6 +171,7 @@ func TestMetricsScenario(t *testing.T) {
 
 // TestMetricsFIFODuplicates: a duplicate is deduplicated, not sent.
 func TestMetricsFIFODuplicates(t *testing.T) {
+	t.Parallel()
 	f := start(t)
 	url := f.createQueue(t, "m.fifo", fifoAttrs())
 	f.sendFIFO(t, url, "one", "g", "d1")
@@ -204,6 +200,7 @@ func scrape(t *testing.T, f *ferry) string {
 // TestMetricsProcess: /metrics carries the process's own figures, which a
 // soak or an operator watches for growth, and the store's block cache.
 func TestMetricsProcess(t *testing.T) {
+	t.Parallel()
 	f := start(t, onDisk(t.TempDir()))
 	body := scrape(t, f)
 	for _, name := range []string{"go_goroutines", "go_memstats_heap_inuse_bytes", "go_memstats_sys_bytes",

@@ -33,6 +33,7 @@ func wantV1Error(t testing.TB, err error, code string, status int) {
 }
 
 func TestQueryEndToEnd(t *testing.T) {
+	t.Parallel()
 	f := start(t)
 	q := f.query
 	created, err := q.CreateQueue(&sqsv1.CreateQueueInput{QueueName: awsv1.String("legacy"),
@@ -122,6 +123,7 @@ func TestQueryEndToEnd(t *testing.T) {
 }
 
 func TestQueryErrors(t *testing.T) {
+	t.Parallel()
 	f := start(t)
 	q := f.query
 	url := f.createQueue(t, "qe", map[string]string{"MaximumMessageSize": "1024"})
@@ -145,6 +147,7 @@ var requestIDPattern = regexp.MustCompile(`^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-
 // TestWireErrorEnvelopes checks the bytes of error answers in both
 // protocols, as the SDKs of every language read them.
 func TestWireErrorEnvelopes(t *testing.T) {
+	t.Parallel()
 	f := start(t)
 	missing := f.srv.URL() + "/000000000000/missing"
 
@@ -206,6 +209,7 @@ func TestWireErrorEnvelopes(t *testing.T) {
 // TestQueueFromPath: Java SDK v1 and others send the queue URL as the
 // request path instead of a QueueUrl parameter.
 func TestQueueFromPath(t *testing.T) {
+	t.Parallel()
 	f := start(t)
 	f.createQueue(t, "bypath", nil)
 	req, _ := http.NewRequest("POST", f.srv.URL()+"/000000000000/bypath",
@@ -235,6 +239,7 @@ func mustRequest(t testing.TB, method, u string) *http.Request {
 }
 
 func TestHealth(t *testing.T) {
+	t.Parallel()
 	f := start(t)
 	r := do(t, mustRequest(t, "GET", f.srv.URL()+"/_ferry/health"))
 	if r.Status != 200 || !strings.Contains(r.Body, `"running"`) {

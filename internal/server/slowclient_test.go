@@ -125,6 +125,7 @@ func TestSlowBodiesHoldLittleMemory(t *testing.T) {
 // read timeout answers 400 RequestTimeout and its connection closes, while
 // a long poll that waits longer than the timeout is left alone.
 func TestReadTimeoutClosesSlowBodies(t *testing.T) {
+	t.Parallel()
 	f := start(t, func(c *server.Config) { c.ReadTimeout = 300 * time.Millisecond })
 	ctx := ctxT(t)
 	url := f.createQueue(t, "slow", nil)
@@ -166,6 +167,7 @@ func TestReadTimeoutClosesSlowBodies(t *testing.T) {
 // TestIdleTimeoutClosesConnection: a keep-alive connection that carries no
 // request for the idle timeout is closed.
 func TestIdleTimeoutClosesConnection(t *testing.T) {
+	t.Parallel()
 	f := start(t, func(c *server.Config) { c.IdleTimeout = 200 * time.Millisecond })
 	c := f.dial(t)
 	br := bufio.NewReader(c)
@@ -182,6 +184,7 @@ func TestIdleTimeoutClosesConnection(t *testing.T) {
 // being answered, one is closed at once; a slot frees when a connection
 // ends.
 func TestConnectionCap(t *testing.T) {
+	t.Parallel()
 	f := start(t, func(c *server.Config) { c.MaxConnections = 2 })
 	held := make([]net.Conn, 2)
 	readers := make([]*bufio.Reader, 2)

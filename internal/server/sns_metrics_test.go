@@ -68,6 +68,7 @@ func logsOf(ls []delivery.Status, destination string) []delivery.Status {
 }
 
 func TestSNSMetricsFanoutAndFilters(t *testing.T) {
+	t.Parallel()
 	f := start(t)
 	topic := f.createTopic(t, "m", nil)
 	all := f.createQueue(t, "m-all", nil)
@@ -159,6 +160,7 @@ func TestSNSMetricsFanoutAndFilters(t *testing.T) {
 }
 
 func TestSNSMetricsHTTPAndDeliveryLogs(t *testing.T) {
+	t.Parallel()
 	f := start(t)
 	ctx := ctxT(t)
 	logged := map[string]string{
@@ -294,6 +296,7 @@ func TestSNSMetricsHTTPAndDeliveryLogs(t *testing.T) {
 }
 
 func TestSNSMetricsRedriveAndSQSDeliveryLogs(t *testing.T) {
+	t.Parallel()
 	dir := t.TempDir()
 	file := filepath.Join(dir, "delivery.log")
 	f := start(t, func(c *server.Config) { c.SNSDeliveryLog = file })
@@ -391,6 +394,7 @@ func TestSNSMetricsRedriveAndSQSDeliveryLogs(t *testing.T) {
 }
 
 func TestSNSDeliveryStatusAttributes(t *testing.T) {
+	t.Parallel()
 	f := start(t)
 	ctx := ctxT(t)
 	role := "arn:aws:iam::123456789012:role/service-role/SNSFeedback"
@@ -474,6 +478,7 @@ func TestSNSDeliveryStatusAttributes(t *testing.T) {
 // A raw copy with more attributes than SQS carries is refused at once:
 // failed, logged with SQS's own error.
 func TestSNSDeliveryLogRawTooManyAttributes(t *testing.T) {
+	t.Parallel()
 	f := start(t)
 	topic := f.createTopic(t, "many", map[string]string{"SQSFailureFeedbackRoleArn": "arn:aws:iam::000000000000:role/SNSFailureFeedback"})
 	q := f.createQueue(t, "many-raw", nil)

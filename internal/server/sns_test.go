@@ -28,6 +28,7 @@ import (
 	"github.com/aws/aws-sdk-go-v2/service/sqs/types"
 	"github.com/aws/smithy-go"
 
+	"github.com/ferrymq/ferry/internal/engine/embedded"
 	"github.com/ferrymq/ferry/internal/server"
 	"github.com/ferrymq/ferry/internal/sns/delivery"
 	"github.com/ferrymq/ferry/internal/sns/delivery/deliverytest"
@@ -79,6 +80,7 @@ func defaultPolicy(arn string) string {
 }
 
 func TestSNSTopicLifecycle(t *testing.T) {
+	t.Parallel()
 	f := start(t)
 	ctx := ctxT(t)
 	arn := f.createTopic(t, "orders", nil)
@@ -136,6 +138,7 @@ func TestSNSTopicLifecycle(t *testing.T) {
 }
 
 func TestSNSTopicValidation(t *testing.T) {
+	t.Parallel()
 	f := start(t)
 	ctx := ctxT(t)
 	long := strings.Repeat("a", 257)
@@ -175,6 +178,7 @@ func TestSNSTopicValidation(t *testing.T) {
 }
 
 func TestSNSListTopicsPages(t *testing.T) {
+	t.Parallel()
 	f := start(t)
 	ctx := ctxT(t)
 	want := map[string]bool{}
@@ -283,6 +287,7 @@ func (f *ferry) wantEmpty(t testing.TB, url string) {
 }
 
 func TestSNSFanoutToSQS(t *testing.T) {
+	t.Parallel()
 	f := start(t)
 	ctx := ctxT(t)
 	topic := f.createTopic(t, "events", nil)
@@ -384,6 +389,7 @@ func TestSNSFanoutToSQS(t *testing.T) {
 }
 
 func TestSNSSubscriptionAPI(t *testing.T) {
+	t.Parallel()
 	f := start(t)
 	ctx := ctxT(t)
 	topic := f.createTopic(t, "subs", nil)
@@ -554,6 +560,7 @@ func TestSNSSubscriptionAPI(t *testing.T) {
 }
 
 func TestSNSPublishValidation(t *testing.T) {
+	t.Parallel()
 	f := start(t)
 	ctx := ctxT(t)
 	topic := f.createTopic(t, "v", nil)
@@ -662,6 +669,7 @@ func TestSNSPublishValidation(t *testing.T) {
 }
 
 func TestSNSMessageStructure(t *testing.T) {
+	t.Parallel()
 	f := start(t)
 	topic := f.createTopic(t, "structured", nil)
 	q := f.createQueue(t, "sq", nil)
@@ -778,35 +786,38 @@ func (f *ferry) deliveriesDone(t testing.TB) {
 	})
 }
 
-// advanceUntil moves the fake clock a second at a time until cond holds,
-// giving the delivery workers time to act after every step, and returns
-// how far it moved. With max 0 it only waits (real time) for cond.
-func (f *ferry) advanceUntil(t testing.TB, max time.Duration, cond func() bool) time.Duration {
-	t.Helper()
-	if max == 0 {
-		testwait.Eventually(t, "the condition", cond)
-		return 0
-	}
-	var moved time.Duration
-	for !holdsWithin(50*time.Millisecond, cond) {
-		if moved >= max {
-			t.Fatalf("condition not met after advancing %v", moved)
-		}
-		f.clk.Advance(time.Second)
-		moved += time.Second
-	}
-	return moved
-}
-
-func holdsWithin(d time.Duration, cond func() bool) bool {
-	deadline := time.Now().Add(d)
-	for !cond() {
-		if time.Now().After(deadline) {
+// deliveriesSettled reports that no SNS delivery is due: each whose wait
+// on the clock has ended has made its attempt, so nothing more happens
+// before the clock moves again.
+func (f *ferry) deliveriesSettled() bool {
+	now := f.clk.Now()
+	for _, at := range f.srv.SNS().DeliveryWaits() {
+		if !at.After(now) {
 			return false
 		}
-		time.Sleep(time.Millisecond)
 	}
 	return true
+}
+
+// waitingDeliveries waits until n SNS deliveries wait on the clock for a
+// retry or their turn, none of them due: the attempts before those waits
+// have ended.
+func (f *ferry) waitingDeliveries(t testing.TB, n int) {
+	t.Helper()
+	testwait.Eventually(t, fmt.Sprintf("%d SNS deliveries to wait on the clock", n), func() bool {
+		return len(f.srv.SNS().DeliveryWaits()) == n && f.deliveriesSettled()
+	})
+}
+
+// advanceUntil moves the fake clock from one timer's deadline to the next
+// until cond holds, and returns how far it moved: exactly how long cond
+// took on the clock. Before each move it waits until no SNS delivery is
+// due, so that the clock never passes an attempt under way. An attempt
+// with no wait before it (the first of a message) must have ended before
+// the call: the test waits for what it did.
+func (f *ferry) advanceUntil(t testing.TB, max time.Duration, cond func() bool) time.Duration {
+	t.Helper()
+	return testwait.AdvanceUntil(t, f.clk, max, f.deliveriesSettled, cond)
 }
 
 // failedAtLeast: the subscription has counted n failed attempts, each
@@ -839,6 +850,7 @@ func (f *ferry) confirmHTTP(t testing.TB, topic string, e *endpoint, attrs map[s
 }
 
 func TestSNSHTTPSubscription(t *testing.T) {
+	t.Parallel()
 	f := start(t)
 	ctx := ctxT(t)
 	topic := f.createTopic(t, "web", nil)
@@ -961,6 +973,7 @@ func TestSNSHTTPSubscription(t *testing.T) {
 // "****" in every answer that shows the endpoint, and deliveries still
 // authenticate with it.
 func TestSNSHTTPEndpointPasswordMasked(t *testing.T) {
+	t.Parallel()
 	f := start(t)
 	ctx := ctxT(t)
 	topic := f.createTopic(t, "guarded", nil)
@@ -1014,6 +1027,7 @@ func TestSNSHTTPEndpointPasswordMasked(t *testing.T) {
 }
 
 func TestSNSHTTPRetriesAndDeadLetters(t *testing.T) {
+	t.Parallel()
 	f := start(t)
 	topic := f.createTopic(t, "flaky", nil)
 	dlqURL := f.createQueue(t, "sns-dlq", nil)
@@ -1033,7 +1047,7 @@ func TestSNSHTTPRetriesAndDeadLetters(t *testing.T) {
 		for n := 3; n <= 5; n++ {
 			testwait.Eventually(t, "the condition", f.failedAtLeast(sub, int64(n-2)))
 			waited := f.advanceUntil(t, time.Minute, func() bool { return e.count() >= n })
-			if waited < 18*time.Second || waited > 23*time.Second {
+			if waited < 18*time.Second || waited > 22*time.Second {
 				t.Errorf("retry %d came after %v, want 20 s ± 10%%", n-2, waited)
 			}
 			if got := e.get(n - 1).header.Get("X-Amz-Sns-Message-Id"); got != id {
@@ -1093,8 +1107,8 @@ func TestSNSHTTPRetriesAndDeadLetters(t *testing.T) {
 		e.waitHits(2)
 		f.clk.Advance(15 * time.Second)
 		testwait.Eventually(t, "the condition", f.failedAtLeast(sub, 1))
-		if w := f.advanceUntil(t, time.Minute, func() bool { return e.count() >= 3 }); w < 18*time.Second || w > 23*time.Second {
-			t.Errorf("retry after a timeout came after %v, want 20 s", w)
+		if w := f.advanceUntil(t, time.Minute, func() bool { return e.count() >= 3 }); w < 18*time.Second || w > 22*time.Second {
+			t.Errorf("retry after a timeout came after %v, want 20 s ± 10%%", w)
 		}
 		testwait.Eventually(t, "the condition", func() bool { c, _ := svc.SubscriptionCounters(sub); return c.Delivered == 1 && c.Failed == 1 })
 		f.sns.Unsubscribe(ctxT(t), &snssdk.UnsubscribeInput{SubscriptionArn: aws.String(sub)})
@@ -1119,12 +1133,12 @@ func TestSNSHTTPRetriesAndDeadLetters(t *testing.T) {
 		f.publish(t, &snssdk.PublishInput{TopicArn: aws.String(topic), Message: aws.String("unreachable"),
 			MessageAttributes: map[string]snstypes.MessageAttributeValue{"k": strAttr("v")}})
 		// Attempt 1, then an immediate retry, then 5 s, then 10 s.
-		f.advanceUntil(t, 0, failed(2))
-		if w := f.advanceUntil(t, time.Minute, failed(3)); w < 4*time.Second || w > 6*time.Second {
-			t.Errorf("pre-backoff retry after %v, want 5 s", w)
+		testwait.Eventually(t, "the immediate retry", failed(2))
+		if w := f.advanceUntil(t, time.Minute, failed(3)); w < 4500*time.Millisecond || w > 5500*time.Millisecond {
+			t.Errorf("pre-backoff retry after %v, want 5 s ± 10%%", w)
 		}
-		if w := f.advanceUntil(t, time.Minute, failed(4)); w < 9*time.Second || w > 12*time.Second {
-			t.Errorf("last retry after %v, want 10 s", w)
+		if w := f.advanceUntil(t, time.Minute, failed(4)); w < 9*time.Second || w > 11*time.Second {
+			t.Errorf("last retry after %v, want 10 s ± 10%%", w)
 		}
 		m := testwait.Some(t, "nothing arrived", func() []types.Message { return f.receiveAll(t, dlqURL, 1) })[0]
 		if aws.ToString(m.Body) != "unreachable" || aws.ToString(m.MessageAttributes["k"].StringValue) != "v" {
@@ -1137,6 +1151,7 @@ func TestSNSHTTPRetriesAndDeadLetters(t *testing.T) {
 			t.Fatal(err)
 		}
 		f.publish(t, &snssdk.PublishInput{TopicArn: aws.String(topic), Message: aws.String("lost")})
+		testwait.Eventually(t, "the first attempt", failed(5))
 		f.advanceUntil(t, time.Minute, func() bool { c, _ := svc.SubscriptionCounters(sub); return c.FailedToRedriveToDLQ == 1 })
 		tc, _ := svc.TopicCounters(topic)
 		if tc.RedrivenToDLQ != 2 || tc.FailedToRedriveToDLQ != 1 {
@@ -1157,6 +1172,7 @@ func (f *ferry) pendingToken(t testing.TB, sub string) string {
 }
 
 func TestSNSFIFOTopic(t *testing.T) {
+	t.Parallel()
 	f := start(t)
 	ctx := ctxT(t)
 	topic := f.createTopic(t, "orders.fifo", map[string]string{"FifoTopic": "true"})
@@ -1255,6 +1271,7 @@ func TestSNSFIFOTopic(t *testing.T) {
 }
 
 func TestSNSThrottleAndConcurrency(t *testing.T) {
+	t.Parallel()
 	f := start(t)
 	ctx := ctxT(t)
 	topic := f.createTopic(t, "busy", nil)
@@ -1292,11 +1309,10 @@ func TestSNSThrottleAndConcurrency(t *testing.T) {
 	}
 	slow.waitHits(4)
 	// The throttled endpoint gets one a second of the fake clock, its
-	// confirmation having taken the first second.
-	time.Sleep(50 * time.Millisecond)
-	if fast.count() != 1 {
-		t.Fatalf("throttled endpoint got %d at once", fast.count())
-	}
+	// confirmation having taken the first second: its three deliveries
+	// wait for their turns.
+	testwait.Never(t, "the throttled endpoint got a delivery at once", func() { f.waitingDeliveries(t, 3) },
+		func() bool { return fast.count() != 1 })
 	for n := 2; n <= 4; n++ {
 		if w := f.advanceUntil(t, 10*time.Second, func() bool { return fast.count() >= n }); w != time.Second {
 			t.Errorf("throttled delivery %d after %v, want 1 s", n-1, w)
@@ -1305,6 +1321,7 @@ func TestSNSThrottleAndConcurrency(t *testing.T) {
 }
 
 func TestSNSMissingQueueIsClientError(t *testing.T) {
+	t.Parallel()
 	f := start(t)
 	topic := f.createTopic(t, "t", nil)
 	dlq := f.createQueue(t, "dlq", nil)
@@ -1324,6 +1341,7 @@ func TestSNSMissingQueueIsClientError(t *testing.T) {
 }
 
 func TestSNSRestartKeepsTopicsSubscriptionsAndRetries(t *testing.T) {
+	t.Parallel()
 	dir := t.TempDir()
 	ctx := ctxT(t)
 	f := start(t, onDisk(dir))
@@ -1348,7 +1366,9 @@ func TestSNSRestartKeepsTopicsSubscriptionsAndRetries(t *testing.T) {
 	f.receiveOne(t, qURL)
 	stop(t, f)
 
-	f2 := start(t, onDisk(dir))
+	// Without the disk guard, whose checks run each second on the clock,
+	// no timer of the new server is due before the retry (see below).
+	f2 := start(t, storeWith(t, dir, func(o *embedded.Options) { o.DiskReserve = -1 }))
 	if a := f2.topicAttrs(t, topic); a["DisplayName"] != "D" || a["SignatureVersion"] != "2" || a["SubscriptionsConfirmed"] != "2" {
 		t.Errorf("topic after restart: %v", a)
 	}
@@ -1363,11 +1383,18 @@ func TestSNSRestartKeepsTopicsSubscriptionsAndRetries(t *testing.T) {
 	if err != nil || sa.Attributes["FilterPolicy"] != `{"pass":["yes"]}` || sa.Attributes["RawMessageDelivery"] != "true" {
 		t.Errorf("subscription after restart: %v %v", sa, err)
 	}
-	// The retry scheduled before the stop comes on the new clock.
-	f2.clk.Set(epoch)
-	if w := f2.advanceUntil(t, time.Minute, func() bool { return e.count() >= 3 }); w < 18*time.Second || w > 23*time.Second {
-		t.Errorf("retry after restart came after %v", w)
+	// The retry scheduled before the stop, 20 s ± 10 % after the failure
+	// at epoch, comes on the new clock: no timer of the new server fires
+	// before 18 s, the retry's included, and the retry has come once the
+	// clock reaches 22 s. (The new service does not know the retry's wait,
+	// which was set before the stop, so advanceUntil could overtake it.)
+	fired := f2.clk.Fired()
+	f2.clk.Set(epoch.Add(18*time.Second - time.Nanosecond))
+	if n := f2.clk.Fired() - fired; n != 0 {
+		t.Errorf("%d timers fired less than 18 s after the failure: the retry may have come early", n)
 	}
+	f2.clk.Set(epoch.Add(22 * time.Second))
+	e.waitHits(3)
 	n := parseEnvelope(t, e.get(2).body)
 	if n.str("MessageId") != id || n.str("Message") != "survive" || n.str("SignatureVersion") != "2" ||
 		!strings.HasPrefix(n.str("SigningCertURL"), f2.srv.URL()) {
@@ -1524,6 +1551,7 @@ func urlIn(text, prefix string) string {
 }
 
 func TestSNSEmail(t *testing.T) {
+	t.Parallel()
 	sink := newSMTPSink(t)
 	f := start(t, withSMTP(sink.ln.Addr().String()))
 	ctx := ctxT(t)
@@ -1592,6 +1620,7 @@ func TestSNSEmail(t *testing.T) {
 // TestSNSEmailRetries: a mail server that turns Ferry away is tried again
 // on the customer-managed policy (10 s, then 10 s, then backing off).
 func TestSNSEmailRetries(t *testing.T) {
+	t.Parallel()
 	sink := newSMTPSink(t)
 	f := start(t, withSMTP(sink.ln.Addr().String()))
 	topic := f.createTopic(t, "mail", nil)
@@ -1604,8 +1633,9 @@ func TestSNSEmailRetries(t *testing.T) {
 	f.publish(t, &snssdk.PublishInput{TopicArn: aws.String(topic), Message: aws.String("eventually")})
 	testwait.Eventually(t, "the condition", func() bool { return sink.conns.Load() == 2 })
 	for n := int32(3); n <= 4; n++ {
-		if w := f.advanceUntil(t, time.Minute, func() bool { return sink.conns.Load() >= n }); w < 9*time.Second || w > 12*time.Second {
-			t.Errorf("attempt %d after %v, want 10 s", n-1, w)
+		f.waitingDeliveries(t, 1) // the attempt turned away has ended
+		if w := f.advanceUntil(t, time.Minute, func() bool { return sink.conns.Load() >= n }); w < 9*time.Second || w > 11*time.Second {
+			t.Errorf("attempt %d after %v, want 10 s ± 10%%", n-1, w)
 		}
 	}
 	testwait.Eventually(t, "the condition", func() bool { return sink.count() == 2 })
@@ -1616,6 +1646,7 @@ func TestSNSEmailRetries(t *testing.T) {
 }
 
 func TestSNSEmailWithoutSMTPIsRecorded(t *testing.T) {
+	t.Parallel()
 	f := start(t)
 	topic := f.createTopic(t, "mail", nil)
 	sub := f.subscribe(t, topic, "email", "ops@example.com", nil)
@@ -1627,6 +1658,7 @@ func TestSNSEmailWithoutSMTPIsRecorded(t *testing.T) {
 }
 
 func TestSNSTagsAndPermissions(t *testing.T) {
+	t.Parallel()
 	f := start(t)
 	ctx := ctxT(t)
 	topic := f.createTopic(t, "tagged", nil)
@@ -1701,6 +1733,7 @@ func TestSNSTagsAndPermissions(t *testing.T) {
 }
 
 func TestSNSHTTPSWithCABundle(t *testing.T) {
+	t.Parallel()
 	var hits atomic.Int32
 	ts := httptest.NewUnstartedServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		if r.Header.Get("X-Amz-Sns-Message-Type") == "SubscriptionConfirmation" {
@@ -1723,10 +1756,8 @@ func TestSNSHTTPSWithCABundle(t *testing.T) {
 	g := start(t)
 	topic = g.createTopic(t, "secure", nil)
 	g.subscribe(t, topic, "https", ts.URL+"/hook", nil)
-	time.Sleep(200 * time.Millisecond)
-	if hits.Load() != 1 {
-		t.Errorf("untrusted endpoint was delivered to")
-	}
+	testwait.Never(t, "the untrusted endpoint was delivered to", func() { g.waitingDeliveries(t, 1) }, // for a retry
+		func() bool { return hits.Load() != 1 })
 	// A bundle that is no PEM stops the start.
 	bad := filepath.Join(t.TempDir(), "bad.pem")
 	os.WriteFile(bad, []byte("nope"), 0o600)
@@ -1738,6 +1769,7 @@ func TestSNSHTTPSWithCABundle(t *testing.T) {
 }
 
 func TestSNSPlatformAndSMS(t *testing.T) {
+	t.Parallel()
 	f := start(t)
 	ctx := ctxT(t)
 	app, err := f.sns.CreatePlatformApplication(ctx, &snssdk.CreatePlatformApplicationInput{Name: aws.String("app"), Platform: aws.String("GCM"),
@@ -1846,6 +1878,7 @@ func TestSNSPlatformAndSMS(t *testing.T) {
 // TestSNSBadInputNeverFails500 sends every SNS action empty and with
 // garbage parameters: each answers, and none with a server error.
 func TestSNSBadInputNeverFails500(t *testing.T) {
+	t.Parallel()
 	f := start(t)
 	topic := f.createTopic(t, "fuzz", nil)
 	garbage := []string{
@@ -1877,6 +1910,7 @@ func TestSNSBadInputNeverFails500(t *testing.T) {
 // AuthenticateOnUnsubscribe cannot be ended by an unsigned GET of its
 // UnsubscribeURL, only by a signed Unsubscribe.
 func TestSNSAuthenticatedUnsubscribe(t *testing.T) {
+	t.Parallel()
 	f := start(t)
 	ctx := ctxT(t)
 	topic := f.createTopic(t, "guarded", nil)

@@ -14,6 +14,7 @@ import (
 // subscriptions' delivery queues and records (it stops their workers
 // first: delivery.TestStopEndsTheWorker).
 func TestDeleteTopicStopsDeliveries(t *testing.T) {
+	t.Parallel()
 	ctx := context.Background()
 	clk := clock.NewFake(time.Date(2026, 3, 4, 5, 6, 7, 0, time.UTC))
 	eng, err := embedded.Open(ctx, embedded.Options{InMemory: true, Clock: clk})

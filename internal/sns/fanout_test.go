@@ -22,6 +22,7 @@ import (
 // subscription, the raw copies carry the message and its attributes, and
 // every digest matches.
 func TestFanoutCopies(t *testing.T) {
+	t.Parallel()
 	kind := "order"
 	attrs := map[string]messageAttributeValue{"kind": {DataType: "String", StringValue: &kind}}
 	for _, tt := range []struct {
@@ -33,6 +34,7 @@ func TestFanoutCopies(t *testing.T) {
 		{"v2 structured", "2", "json", `{"default":"d","sqs":"to sqs"}`, "to sqs"},
 	} {
 		t.Run(tt.name, func(t *testing.T) {
+			t.Parallel()
 			ctx := context.Background()
 			raw := map[string]string{"RawMessageDelivery": "true"}
 			s, eng, topicARN, subARNs := newFanoutFixture(t, []map[string]string{nil, raw, nil, raw, nil})
@@ -87,6 +89,7 @@ func TestFanoutCopies(t *testing.T) {
 // subscriptions than there are fan-out workers: every queue gets every
 // message exactly once.
 func TestFanoutConcurrentPublishes(t *testing.T) {
+	t.Parallel()
 	const (
 		queues     = fanoutWorkers + 6
 		publishers = 8
@@ -162,6 +165,7 @@ func certAt(t *testing.T, s *Service, url string) []byte {
 // region (unreachable). Each gets what it would get alone, and the
 // counters say so.
 func TestFanoutSubscriptionMix(t *testing.T) {
+	t.Parallel()
 	ctx := context.Background()
 	raw := func(more map[string]string) map[string]string {
 		m := map[string]string{"RawMessageDelivery": "true"}
@@ -252,6 +256,7 @@ func TestFanoutSubscriptionMix(t *testing.T) {
 // TestFanoutFIFOTopic publishes to a FIFO topic with two FIFO queues: both
 // get every message once, in order, with the topic's deduplication.
 func TestFanoutFIFOTopic(t *testing.T) {
+	t.Parallel()
 	ctx := context.Background()
 	s, eng, _, _ := newFanoutFixture(t, nil)
 	topic, err := s.createTopic(ctx, &createTopicInput{Name: "orders.fifo",
@@ -301,6 +306,7 @@ func TestFanoutFIFOTopic(t *testing.T) {
 
 // TestPassing keeps the messages a filter policy lets through, in order.
 func TestPassing(t *testing.T) {
+	t.Parallel()
 	fp, err := filterpolicy.Parse(`{"kind":["order"]}`, "")
 	if err != nil {
 		t.Fatal(err)

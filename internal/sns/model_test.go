@@ -9,6 +9,7 @@ import (
 // TestSubscriptionRecordForm: a subscription is stored in the form earlier
 // versions wrote (its grouped fields flattened), and reads back whole.
 func TestSubscriptionRecordForm(t *testing.T) {
+	t.Parallel()
 	at := time.Date(2026, 3, 4, 5, 6, 7, 0, time.UTC)
 	full := &subscription{ARN: "arn:aws:sns:us-east-1:000000000000:t:id", TopicARN: "arn:aws:sns:us-east-1:000000000000:t", Protocol: "https",
 		Endpoint: "https://example.com/", Owner: "000000000000", Attrs: map[string]string{"RawMessageDelivery": "true"},

@@ -16,6 +16,7 @@ import (
 	"log/slog"
 	"net/http"
 	"sync"
+	"time"
 
 	"github.com/ferrymq/ferry/internal/clock"
 	"github.com/ferrymq/ferry/internal/engine"
@@ -209,6 +210,10 @@ func (s *Service) Register(mux *http.ServeMux) {
 // Deliveries returns the recorded deliveries of a protocol ("" for all),
 // oldest first.
 func (s *Service) Deliveries(protocol string) []delivery.Record { return s.delivery.Records(protocol) }
+
+// DeliveryWaits reports when each delivery waiting on the clock is due
+// (delivery.Service.Waits), for tests that move a fake clock.
+func (s *Service) DeliveryWaits() []time.Time { return s.delivery.Waits() }
 
 func (s *Service) newProtocol() *protocol.Service {
 	actions := []protocol.Action{

@@ -31,6 +31,7 @@ func wantErr(t *testing.T, what string, err error, code, message string) {
 func sp(s string) *string { return &s }
 
 func TestCheckAttributes(t *testing.T) {
+	t.Parallel()
 	str := func(v string) messageAttributeValue {
 		return messageAttributeValue{DataType: "String", StringValue: sp(v)}
 	}
@@ -74,6 +75,7 @@ func TestCheckAttributes(t *testing.T) {
 }
 
 func TestCheckSubjectAndIDs(t *testing.T) {
+	t.Parallel()
 	for s, ok := range map[string]bool{"Hello": true, "": false, "a\nb": false, "\tx": false, " lead": false,
 		strings.Repeat("é", 99): true, strings.Repeat("x", 100): false, "bad\xff": false} {
 		if err := checkSubject(&s); (err == nil) != ok {
@@ -93,6 +95,7 @@ func TestCheckSubjectAndIDs(t *testing.T) {
 }
 
 func TestParseStructure(t *testing.T) {
+	t.Parallel()
 	m, err := parseStructure(`{"default":"d","sqs":"q","http":{"x":1},"email":3}`)
 	if err != nil || len(m) != 2 || m["sqs"] != "q" {
 		t.Errorf("parse: %v %v", m, err)
@@ -114,6 +117,7 @@ func testService() *Service {
 }
 
 func TestARNs(t *testing.T) {
+	t.Parallel()
 	s := testService()
 	for _, tt := range []struct {
 		arn, code, msg string
@@ -153,6 +157,7 @@ func TestARNs(t *testing.T) {
 }
 
 func TestTokens(t *testing.T) {
+	t.Parallel()
 	s := testService()
 	tok := s.newToken()
 	if len(tok) != 288 {
@@ -172,6 +177,7 @@ func TestTokens(t *testing.T) {
 }
 
 func TestPageAfter(t *testing.T) {
+	t.Parallel()
 	keys := make([]string, 250)
 	for i := range keys {
 		keys[i] = string(rune('a'+i/26)) + string(rune('a'+i%26))
@@ -198,6 +204,7 @@ func TestPageAfter(t *testing.T) {
 }
 
 func TestTopicNamesAndAttributes(t *testing.T) {
+	t.Parallel()
 	for _, tt := range []struct {
 		name string
 		fifo bool
@@ -232,6 +239,7 @@ func TestTopicNamesAndAttributes(t *testing.T) {
 }
 
 func TestPolicyDocument(t *testing.T) {
+	t.Parallel()
 	s := testService()
 	d, err := parsePolicy(s.defaultPolicy("arn:aws:sns:us-east-1:000000000000:t"))
 	if err != nil || len(d.statements) != 1 || statementSid(d.statements[0]) != "__default_statement_ID" {

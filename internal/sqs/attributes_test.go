@@ -9,6 +9,7 @@ import (
 )
 
 func TestApplyAttributes(t *testing.T) {
+	t.Parallel()
 	def := defaultAttributes()
 	with := func(kv ...string) map[string]string {
 		m := maps.Clone(def)
@@ -111,6 +112,7 @@ func TestApplyAttributes(t *testing.T) {
 }
 
 func TestSettingsOf(t *testing.T) {
+	t.Parallel()
 	attrs, err := applyAttributes(defaultAttributes(), map[string]string{"DelaySeconds": "5", "ReceiveMessageWaitTimeSeconds": "7", "MaximumMessageSize": "2048"})
 	if err != nil {
 		t.Fatal(err)
@@ -122,6 +124,7 @@ func TestSettingsOf(t *testing.T) {
 }
 
 func TestFirstDifference(t *testing.T) {
+	t.Parallel()
 	tests := []struct {
 		a, b map[string]string
 		want string
@@ -139,6 +142,7 @@ func TestFirstDifference(t *testing.T) {
 }
 
 func TestSelectAttributes(t *testing.T) {
+	t.Parallel()
 	if want, err := selectAttributes(nil); want != nil || err != nil {
 		t.Errorf("no names: %v, %v", want, err)
 	}
@@ -156,6 +160,7 @@ func TestSelectAttributes(t *testing.T) {
 }
 
 func TestApplyFifoAttributes(t *testing.T) {
+	t.Parallel()
 	def := fifoDefaultAttributes()
 	with := func(kv ...string) map[string]string {
 		m := maps.Clone(def)
@@ -234,6 +239,7 @@ func TestApplyFifoAttributes(t *testing.T) {
 }
 
 func TestFifoSettingsOf(t *testing.T) {
+	t.Parallel()
 	tests := []struct {
 		name  string
 		attrs map[string]string

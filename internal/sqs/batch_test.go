@@ -7,6 +7,7 @@ import (
 )
 
 func TestCheckBatch(t *testing.T) {
+	t.Parallel()
 	ids := func(ids ...string) []DeleteMessageBatchRequestEntry {
 		var es []DeleteMessageBatchRequestEntry
 		for _, id := range ids {
@@ -48,6 +49,7 @@ func TestCheckBatch(t *testing.T) {
 }
 
 func TestSendMessageBatch(t *testing.T) {
+	t.Parallel()
 	h := newHarness(t)
 	url := h.createQueue("q", map[string]string{"MaximumMessageSize": "1024"})
 	out := must[SendMessageBatchOutput](h, "SendMessageBatch", &SendMessageBatchInput{QueueUrl: url, Entries: []SendMessageBatchRequestEntry{
@@ -99,6 +101,7 @@ func TestSendMessageBatch(t *testing.T) {
 }
 
 func TestSendMessageBatchRequestErrors(t *testing.T) {
+	t.Parallel()
 	h := newHarness(t)
 	url := h.createQueue("q", nil)
 	entries := func(n int, body string) []SendMessageBatchRequestEntry {
@@ -123,6 +126,7 @@ func TestSendMessageBatchRequestErrors(t *testing.T) {
 }
 
 func TestDeleteMessageBatch(t *testing.T) {
+	t.Parallel()
 	h := newHarness(t)
 	url := h.createQueue("q", nil)
 	h.send(url, "a")
@@ -151,6 +155,7 @@ func TestDeleteMessageBatch(t *testing.T) {
 }
 
 func TestChangeMessageVisibilityBatch(t *testing.T) {
+	t.Parallel()
 	h := newHarness(t)
 	url := h.createQueue("q", nil)
 	h.send(url, "a")

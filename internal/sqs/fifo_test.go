@@ -58,6 +58,7 @@ func seq(t *testing.T, s string) *big.Int {
 }
 
 func TestCreateFifoQueue(t *testing.T) {
+	t.Parallel()
 	h := newHarness(t)
 	url := h.createQueue("jobs.fifo", map[string]string{"FifoQueue": "True"})
 	if url != testBase+"/"+testAccount+"/jobs.fifo" {
@@ -133,6 +134,7 @@ func TestCreateFifoQueue(t *testing.T) {
 }
 
 func TestSetFifoQueueAttributes(t *testing.T) {
+	t.Parallel()
 	h := newHarness(t)
 	url := h.createFifo("q.fifo")
 	set := func(kv ...string) *SetQueueAttributesInput {
@@ -194,6 +196,7 @@ func TestSetFifoQueueAttributes(t *testing.T) {
 }
 
 func TestFifoSendValidation(t *testing.T) {
+	t.Parallel()
 	h := newHarness(t)
 	url := h.createFifo("q.fifo")
 	g, d := ptr("g"), ptr("d")
@@ -234,6 +237,7 @@ func TestFifoSendValidation(t *testing.T) {
 }
 
 func TestFifoSendMessageBatchValidation(t *testing.T) {
+	t.Parallel()
 	h := newHarness(t)
 	url := h.createFifo("q.fifo")
 	entry := func(id string, group, dedup *string) SendMessageBatchRequestEntry {
@@ -312,6 +316,7 @@ func newRecordingHarness(t *testing.T) (*harness, *recorder) {
 // TestFifoWhatTheEngineGets checks the SQS layer's half of the seam:
 // deduplication ids, batch order and attempt ids as the engine sees them.
 func TestFifoWhatTheEngineGets(t *testing.T) {
+	t.Parallel()
 	h, rec := newRecordingHarness(t)
 	url := h.createFifo("q.fifo", "ContentBasedDeduplication", "true")
 	h.sendFifo(url, "hello", "g", "")
@@ -350,6 +355,7 @@ func TestFifoWhatTheEngineGets(t *testing.T) {
 }
 
 func TestFifoReceiveAttemptIDValidation(t *testing.T) {
+	t.Parallel()
 	h := newHarness(t)
 	url := h.createFifo("q.fifo")
 	for _, id := range []string{"has space", strings.Repeat("a", 129), "caf\u00e9"} {
@@ -360,6 +366,7 @@ func TestFifoReceiveAttemptIDValidation(t *testing.T) {
 }
 
 func TestFifoDeduplication(t *testing.T) {
+	t.Parallel()
 	h := newHarness(t)
 	url := h.createFifo("q.fifo", "ContentBasedDeduplication", "true")
 
@@ -422,6 +429,7 @@ func TestFifoDeduplication(t *testing.T) {
 }
 
 func TestFifoDeduplicationScope(t *testing.T) {
+	t.Parallel()
 	tests := []struct {
 		scope string
 		want  string // messages stored by the same id in two groups
@@ -431,6 +439,7 @@ func TestFifoDeduplicationScope(t *testing.T) {
 	}
 	for _, tt := range tests {
 		t.Run(tt.scope, func(t *testing.T) {
+			t.Parallel()
 			h := newHarness(t)
 			url := h.createFifo("q.fifo", "DeduplicationScope", tt.scope)
 			a := h.sendFifo(url, "m", "g1", "same")
@@ -450,6 +459,7 @@ func TestFifoDeduplicationScope(t *testing.T) {
 }
 
 func TestFifoOrderAndSystemAttributes(t *testing.T) {
+	t.Parallel()
 	h := newHarness(t)
 	url := h.createFifo("q.fifo")
 	type sent struct {
@@ -510,6 +520,7 @@ func TestFifoOrderAndSystemAttributes(t *testing.T) {
 }
 
 func TestFifoReceiveAttemptID(t *testing.T) {
+	t.Parallel()
 	h := newHarness(t)
 	url := h.createFifo("q.fifo", "ContentBasedDeduplication", "true")
 	for _, b := range []string{"one", "two", "three"} {
@@ -538,6 +549,7 @@ func TestFifoReceiveAttemptID(t *testing.T) {
 }
 
 func TestFifoExpiredReceiptHandle(t *testing.T) {
+	t.Parallel()
 	h := newHarness(t)
 	url := h.createFifo("q.fifo", "ContentBasedDeduplication", "true")
 	h.sendFifo(url, "one", "g", "")
@@ -579,6 +591,7 @@ func TestFifoExpiredReceiptHandle(t *testing.T) {
 // TestExpiredHandleMapping checks the error mapping alone, wrapped errors
 // included, for both handle actions.
 func TestExpiredHandleMapping(t *testing.T) {
+	t.Parallel()
 	const expired = "Value h1 for parameter ReceiptHandle is invalid. Reason: The receipt handle has expired."
 	tests := []struct {
 		name    string
@@ -616,6 +629,7 @@ func TestExpiredHandleMapping(t *testing.T) {
 }
 
 func TestFifoDeadLetterQueueTypes(t *testing.T) {
+	t.Parallel()
 	h := newHarness(t)
 	h.createQueue("dlq", nil)
 	h.createFifo("dlq.fifo")
@@ -670,6 +684,7 @@ func TestFifoDeadLetterQueueTypes(t *testing.T) {
 // TestFifoRedrive moves a FIFO message to its FIFO dead-letter queue, where
 // its system attributes show the move.
 func TestFifoRedrive(t *testing.T) {
+	t.Parallel()
 	h := newHarness(t)
 	dlq := h.createFifo("dlq.fifo")
 	src := h.createFifo("src.fifo", "RedrivePolicy", policy(testARN("dlq.fifo"), 1), "ContentBasedDeduplication", "true")

@@ -113,6 +113,7 @@ func (h *harness) attributes(url string, names ...string) map[string]string {
 }
 
 func TestCodecsAcceptEveryAction(t *testing.T) {
+	t.Parallel()
 	h := newHarness(t)
 	ph := &protocol.Handler{Services: []*protocol.Service{h.svc}}
 	if err := ph.Check(); err != nil {

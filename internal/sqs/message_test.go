@@ -9,6 +9,7 @@ import (
 )
 
 func TestValidText(t *testing.T) {
+	t.Parallel()
 	tests := []struct {
 		s  string
 		ok bool
@@ -35,6 +36,7 @@ func TestValidText(t *testing.T) {
 }
 
 func TestValidNumber(t *testing.T) {
+	t.Parallel()
 	tests := []struct {
 		s  string
 		ok bool
@@ -89,6 +91,7 @@ func TestValidNumber(t *testing.T) {
 func ptr[T any](v T) *T { return &v }
 
 func TestBuildMessageErrors(t *testing.T) {
+	t.Parallel()
 	many := map[string]MessageAttributeValue{}
 	for i := range 11 {
 		many["a"+strings.Repeat("x", i)] = MessageAttributeValue{DataType: "String", StringValue: "v"}
@@ -215,6 +218,7 @@ func TestBuildMessageErrors(t *testing.T) {
 }
 
 func TestBuildMessageAccepts(t *testing.T) {
+	t.Parallel()
 	m, err := buildMessage(messageRequest{
 		body:  "msg",
 		delay: ptr(0),
@@ -250,6 +254,7 @@ func TestBuildMessageAccepts(t *testing.T) {
 }
 
 func TestBuildFifoMessage(t *testing.T) {
+	t.Parallel()
 	const sha256OfHello = "2cf24dba5fb0a30e26e83b2ac5b9e29e1b161e5c1fa7425e73043362938b9824"
 	tests := []struct {
 		name      string

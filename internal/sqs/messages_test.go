@@ -15,6 +15,7 @@ import (
 )
 
 func TestSendReceiveDelete(t *testing.T) {
+	t.Parallel()
 	h := newHarness(t)
 	url := h.createQueue("q", nil)
 	sentAt := h.clk.Now()
@@ -96,6 +97,7 @@ func TestSendReceiveDelete(t *testing.T) {
 }
 
 func TestReceiveEmptyOmitsMessages(t *testing.T) {
+	t.Parallel()
 	h := newHarness(t)
 	url := h.createQueue("q", nil)
 	out := must[ReceiveMessageOutput](h, "ReceiveMessage", &ReceiveMessageInput{QueueUrl: url, WaitTimeSeconds: ptr(0)})
@@ -105,6 +107,7 @@ func TestReceiveEmptyOmitsMessages(t *testing.T) {
 }
 
 func TestReceiveValidation(t *testing.T) {
+	t.Parallel()
 	h := newHarness(t)
 	url := h.createQueue("q", nil)
 	tests := []struct {
@@ -124,6 +127,7 @@ func TestReceiveValidation(t *testing.T) {
 }
 
 func TestReceiveMaxAndVisibility(t *testing.T) {
+	t.Parallel()
 	h := newHarness(t)
 	url := h.createQueue("q", nil)
 	for i := range 12 {
@@ -145,6 +149,7 @@ func TestReceiveMaxAndVisibility(t *testing.T) {
 // With no WaitTimeSeconds, a receive waits the queue's
 // ReceiveMessageWaitTimeSeconds.
 func TestReceiveWaitsTheQueueDefault(t *testing.T) {
+	t.Parallel()
 	h := newHarness(t)
 	url := h.createQueue("q", map[string]string{"ReceiveMessageWaitTimeSeconds": "5"})
 	done := make(chan []Message, 1)
@@ -167,17 +172,13 @@ func TestReceiveWaitsTheQueueDefault(t *testing.T) {
 			}
 		})
 	h.clk.Advance(time.Second)
-	select {
-	case msgs := <-done:
-		if msgs != nil {
-			t.Errorf("messages = %v", msgs)
-		}
-	case <-time.After(5 * time.Second):
-		t.Fatal("receive did not end after the queue's wait time")
+	if msgs := testwait.Receive(t, "the receive to end after the queue's wait time", done); msgs != nil {
+		t.Errorf("messages = %v", msgs)
 	}
 }
 
 func TestSendMessageErrors(t *testing.T) {
+	t.Parallel()
 	h := newHarness(t)
 	url := h.createQueue("small", map[string]string{"MaximumMessageSize": "1024"})
 	fails(h, "SendMessage", &SendMessageInput{QueueUrl: url}, "MissingParameter", "The request must contain the parameter MessageBody.")
@@ -190,6 +191,7 @@ func TestSendMessageErrors(t *testing.T) {
 }
 
 func TestSendDelayAndGroup(t *testing.T) {
+	t.Parallel()
 	h := newHarness(t)
 	url := h.createQueue("q", map[string]string{"DelaySeconds": "10"})
 	h.send(url, "queue delay")
@@ -209,6 +211,7 @@ func TestSendDelayAndGroup(t *testing.T) {
 }
 
 func TestSenderIDIsTheAccessKey(t *testing.T) {
+	t.Parallel()
 	h := newHarness(t)
 	url := h.createQueue("q", nil)
 	ctx := protocol.WithInfo(h.ctx, &protocol.RequestInfo{AccessKey: "AKIDEXAMPLE"})
@@ -222,6 +225,7 @@ func TestSenderIDIsTheAccessKey(t *testing.T) {
 }
 
 func TestDeleteMessageErrors(t *testing.T) {
+	t.Parallel()
 	h := newHarness(t)
 	url := h.createQueue("q", nil)
 	other := h.createQueue("other", nil)
@@ -239,6 +243,7 @@ func TestDeleteMessageErrors(t *testing.T) {
 }
 
 func TestChangeMessageVisibility(t *testing.T) {
+	t.Parallel()
 	h := newHarness(t)
 	url := h.createQueue("q", nil)
 	h.send(url, "m")
@@ -276,6 +281,7 @@ func TestChangeMessageVisibility(t *testing.T) {
 
 // A client that goes away ends its long poll: the context reaches the engine.
 func TestReceiveEndsWithItsContext(t *testing.T) {
+	t.Parallel()
 	h := newHarness(t)
 	url := h.createQueue("q", nil)
 	ctx, cancel := context.WithCancel(h.ctx)
@@ -286,9 +292,5 @@ func TestReceiveEndsWithItsContext(t *testing.T) {
 	}()
 	testwait.Pending(t, h.clk, 1)
 	cancel()
-	select {
-	case <-done:
-	case <-time.After(5 * time.Second):
-		t.Fatal("receive outlived its context")
-	}
+	testwait.Receive(t, "the receive to end with its context", done)
 }

@@ -6,6 +6,7 @@ import (
 	"time"
 
 	"github.com/ferrymq/ferry/internal/metrics"
+	"github.com/ferrymq/ferry/internal/testwait"
 )
 
 // countingRecorder sums the recorded values by metric and queue.
@@ -24,6 +25,7 @@ func (r *countingRecorder) Record(ns, metric string, dim metrics.Dimension, v fl
 }
 
 func TestMetricsDeletes(t *testing.T) {
+	t.Parallel()
 	intp := func(n int) *int { return &n }
 	tests := []struct {
 		name  string
@@ -41,6 +43,7 @@ func TestMetricsDeletes(t *testing.T) {
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
+			t.Parallel()
 			h := newHarness(t)
 			rec := &countingRecorder{sums: map[string]float64{}}
 			h.svc = NewService(Config{Account: testAccount, Region: testRegion, Backend: h.eng, Clock: h.clk, QueueURLBase: testBase, Metrics: rec})
@@ -63,13 +66,7 @@ func TestMetricsDeletes(t *testing.T) {
 			handle := first.Messages[0].ReceiptHandle
 			if tt.deleteStale {
 				h.clk.Advance(5 * time.Second)
-				deadline := time.Now().Add(5 * time.Second)
-				for len(must[ReceiveMessageOutput](h, "ReceiveMessage", recv).Messages) == 0 {
-					if time.Now().After(deadline) {
-						t.Fatal("no second receive")
-					}
-					time.Sleep(2 * time.Millisecond)
-				}
+				testwait.Some(t, "a second receive", func() []Message { return must[ReceiveMessageOutput](h, "ReceiveMessage", recv).Messages })
 			}
 			for i := 0; i < 2; i++ {
 				_, perr := call[EmptyOutput](h, "DeleteMessage", &DeleteMessageInput{QueueUrl: url, ReceiptHandle: handle})

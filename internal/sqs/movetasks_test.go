@@ -17,6 +17,7 @@ import (
 )
 
 func TestListDeadLetterSourceQueues(t *testing.T) {
+	t.Parallel()
 	h := newHarness(t)
 	dlq := h.createQueue("dlq", nil)
 	other := h.createQueue("other-dlq", nil)
@@ -86,6 +87,7 @@ func TestListDeadLetterSourceQueues(t *testing.T) {
 }
 
 func TestMoveTaskValidation(t *testing.T) {
+	t.Parallel()
 	h := newHarness(t)
 	h.createQueue("dlq", nil)
 	h.createQueue("src", map[string]string{"RedrivePolicy": policy(testARN("dlq"), 3)})
@@ -144,6 +146,7 @@ func TestMoveTaskValidation(t *testing.T) {
 }
 
 func TestTaskHandle(t *testing.T) {
+	t.Parallel()
 	h := encodeTaskHandle("id-1", testARN("dlq"))
 	b, err := base64.StdEncoding.DecodeString(h)
 	if err != nil || string(b) != `{"taskId":"id-1","sourceArn":"`+testARN("dlq")+`"}` {
@@ -186,6 +189,7 @@ func (h *harness) visible(name string) int64 {
 }
 
 func TestMoveTaskLifecycle(t *testing.T) {
+	t.Parallel()
 	h := newHarness(t)
 	dlq := h.createQueue("dlq", nil)
 	h.createQueue("src", map[string]string{"RedrivePolicy": policy(testARN("dlq"), 3)})
@@ -313,6 +317,7 @@ func (b stubBackend) CancelMoveTask(context.Context, string, string, string) (en
 // TestMoveTaskFailureReasons: ListMessageMoveTasks words the engine's
 // failure reasons as SQS does.
 func TestMoveTaskFailureReasons(t *testing.T) {
+	t.Parallel()
 	tests := []struct {
 		reason engine.MoveTaskFailure
 		want   string
@@ -324,6 +329,7 @@ func TestMoveTaskFailureReasons(t *testing.T) {
 	}
 	for _, tt := range tests {
 		t.Run(string(tt.reason), func(t *testing.T) {
+			t.Parallel()
 			h := newHarness(t)
 			h.createQueue("dlq", nil)
 			stub := stubBackend{Backend: h.eng, tasks: []engine.MoveTask{{ID: "t", SourceAccount: testAccount, SourceName: "dlq",
@@ -337,6 +343,7 @@ func TestMoveTaskFailureReasons(t *testing.T) {
 }
 
 func TestMoveTaskEngineErrors(t *testing.T) {
+	t.Parallel()
 	tests := []struct {
 		name    string
 		stub    stubBackend
@@ -359,6 +366,7 @@ func TestMoveTaskEngineErrors(t *testing.T) {
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
+			t.Parallel()
 			h := newHarness(t)
 			h.createQueue("dlq", nil)
 			h.createQueue("src", map[string]string{"RedrivePolicy": policy(testARN("dlq"), 3)})

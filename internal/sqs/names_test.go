@@ -6,6 +6,7 @@ import (
 )
 
 func TestParseQueueRef(t *testing.T) {
+	t.Parallel()
 	tests := []struct {
 		ref           string
 		account, name string
@@ -38,6 +39,7 @@ func TestParseQueueRef(t *testing.T) {
 }
 
 func TestQueueNames(t *testing.T) {
+	t.Parallel()
 	tests := []struct {
 		name           string
 		standard, fifo bool
@@ -66,6 +68,7 @@ func TestQueueNames(t *testing.T) {
 }
 
 func TestIsPunctID(t *testing.T) {
+	t.Parallel()
 	tests := []struct {
 		id string
 		ok bool
@@ -87,6 +90,7 @@ func TestIsPunctID(t *testing.T) {
 }
 
 func TestQueueARN(t *testing.T) {
+	t.Parallel()
 	if got, want := queueARN("eu-west-1", "123456789012", "q"), "arn:aws:sqs:eu-west-1:123456789012:q"; got != want {
 		t.Errorf("queueARN = %q, want %q", got, want)
 	}

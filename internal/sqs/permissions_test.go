@@ -8,6 +8,7 @@ import (
 )
 
 func TestTags(t *testing.T) {
+	t.Parallel()
 	h := newHarness(t)
 	url := must[CreateQueueOutput](h, "CreateQueue", &CreateQueueInput{QueueName: "q", Tags: map[string]string{"team": "a"}}).QueueUrl
 	list := func() map[string]string {
@@ -64,6 +65,7 @@ func TestTags(t *testing.T) {
 }
 
 func TestPermissions(t *testing.T) {
+	t.Parallel()
 	h := newHarness(t)
 	url := h.createQueue("q", nil)
 	arn := "arn:aws:sqs:eu-west-1:123456789012:q"
@@ -126,6 +128,7 @@ func TestPermissions(t *testing.T) {
 // AddPermission keeps a policy set through SetQueueAttributes, even one
 // whose Statement is a single object.
 func TestAddPermissionExtendsAUserPolicy(t *testing.T) {
+	t.Parallel()
 	h := newHarness(t)
 	url := h.createQueue("q", map[string]string{"Policy": `{"Version":"2012-10-17","Statement":{"Sid":"mine","Effect":"Deny","Principal":"*","Action":"sqs:*","Resource":"*"}}`})
 	must[EmptyOutput](h, "AddPermission", &AddPermissionInput{QueueUrl: url, Label: "l", AWSAccountIds: []string{"111111111111"}, Actions: []string{"*"}})

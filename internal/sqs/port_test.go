@@ -47,6 +47,7 @@ func wantRefusal(t *testing.T, err error, code, message string) {
 // attributes, and that the port refuses what SQS's limits refuse, with
 // the message built all the same.
 func TestPortMessageAsSendMessage(t *testing.T) {
+	t.Parallel()
 	h, p, _ := newPortHarness(t)
 	url := h.createQueue("q", nil)
 	attrs := map[string]MessageAttributeValue{
@@ -83,6 +84,7 @@ func TestPortMessageAsSendMessage(t *testing.T) {
 // with SQS's answer to a service, drops deduplication ids for standard
 // queues and counts what it enqueues as SendMessage counts.
 func TestPortSend(t *testing.T) {
+	t.Parallel()
 	h, p, rec := newPortHarness(t)
 	h.createQueue("std", nil)
 	h.createQueue("q.fifo", map[string]string{"FifoQueue": "true"})
@@ -138,6 +140,7 @@ func TestPortSend(t *testing.T) {
 // TestPortSendMany checks that each part of a joint send is answered as
 // Send answers it alone and counted when it was written.
 func TestPortSendMany(t *testing.T) {
+	t.Parallel()
 	h, p, rec := newPortHarness(t)
 	h.createQueue("a", nil)
 	h.createQueue("b", nil)
@@ -173,6 +176,7 @@ func TestPortSendMany(t *testing.T) {
 }
 
 func TestPortMovedByTask(t *testing.T) {
+	t.Parallel()
 	_, p, rec := newPortHarness(t)
 	m := &engine.NewMessage{Body: "moved", Attributes: []engine.MessageAttribute{{Name: "n", DataType: "String", StringValue: "v"}}}
 	p.MovedByTask(testAccount, "dst", m)

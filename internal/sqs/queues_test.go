@@ -13,6 +13,7 @@ import (
 )
 
 func TestCreateQueue(t *testing.T) {
+	t.Parallel()
 	h := newHarness(t)
 	url := h.createQueue("orders", nil)
 	if url != testBase+"/"+testAccount+"/orders" {
@@ -72,6 +73,7 @@ func TestCreateQueue(t *testing.T) {
 }
 
 func TestCreateQueueIsIdempotent(t *testing.T) {
+	t.Parallel()
 	h := newHarness(t)
 	url := h.createQueue("q", map[string]string{"VisibilityTimeout": "60"})
 	// The same values, spelled differently, name the same queue.
@@ -86,6 +88,7 @@ func TestCreateQueueIsIdempotent(t *testing.T) {
 }
 
 func TestQueueURLFromRequestHost(t *testing.T) {
+	t.Parallel()
 	h := newHarness(t)
 	svc := NewService(Config{Backend: h.eng, Clock: h.clk})
 	h.svc = svc
@@ -106,6 +109,7 @@ func TestQueueURLFromRequestHost(t *testing.T) {
 }
 
 func TestGetQueueURL(t *testing.T) {
+	t.Parallel()
 	h := newHarness(t)
 	url := h.createQueue("q", nil)
 	if got := must[GetQueueUrlOutput](h, "GetQueueUrl", &GetQueueUrlInput{QueueName: "q"}).QueueUrl; got != url {
@@ -124,6 +128,7 @@ func TestGetQueueURL(t *testing.T) {
 }
 
 func TestListQueues(t *testing.T) {
+	t.Parallel()
 	h := newHarness(t)
 	var all []string
 	for i := range 5 {
@@ -161,6 +166,7 @@ func TestListQueues(t *testing.T) {
 }
 
 func TestListQueuesWithoutMaxResultsNeverPages(t *testing.T) {
+	t.Parallel()
 	h := newHarness(t)
 	for i := range 1001 {
 		h.createQueue("q"+strconv.Itoa(i), nil)
@@ -180,6 +186,7 @@ func TestListQueuesWithoutMaxResultsNeverPages(t *testing.T) {
 }
 
 func TestDeleteQueue(t *testing.T) {
+	t.Parallel()
 	h := newHarness(t)
 	url := h.createQueue("q", nil)
 	h.send(url, "m")
@@ -198,6 +205,7 @@ func TestDeleteQueue(t *testing.T) {
 }
 
 func TestQueueResolution(t *testing.T) {
+	t.Parallel()
 	h := newHarness(t)
 	h.createQueue("q", nil)
 	ok := []string{
@@ -228,6 +236,7 @@ func TestQueueResolution(t *testing.T) {
 }
 
 func TestGetQueueAttributes(t *testing.T) {
+	t.Parallel()
 	h := newHarness(t)
 	created := h.clk.Now().Unix()
 	url := h.createQueue("q", nil)
@@ -269,6 +278,7 @@ func TestGetQueueAttributes(t *testing.T) {
 }
 
 func TestSetQueueAttributes(t *testing.T) {
+	t.Parallel()
 	h := newHarness(t)
 	url := h.createQueue("q", nil)
 	h.clk.Advance(90 * time.Second)
@@ -307,6 +317,7 @@ func TestSetQueueAttributes(t *testing.T) {
 }
 
 func TestPurgeQueue(t *testing.T) {
+	t.Parallel()
 	h := newHarness(t)
 	url := h.createQueue("q", nil)
 	h.send(url, "a")

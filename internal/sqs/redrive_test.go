@@ -20,6 +20,7 @@ func policy(target string, max any) string {
 }
 
 func TestParseRedrivePolicy(t *testing.T) {
+	t.Parallel()
 	const notMap = "Invalid value for the parameter RedrivePolicy. Reason: Redrive policy is not a valid JSON map."
 	invalid := func(raw, reason string) string {
 		return "Value " + raw + " for parameter RedrivePolicy is invalid. Reason: " + reason
@@ -84,6 +85,7 @@ func TestParseRedrivePolicy(t *testing.T) {
 }
 
 func TestParseRedriveAllowPolicy(t *testing.T) {
+	t.Parallel()
 	const unsupported = "Invalid value for the parameter RedriveAllowPolicy. Reason: Amazon SQS can't create the redrive allow policy, as it’s in an unsupported format."
 	invalid := func(raw, reason string) string {
 		return "Value " + raw + " for parameter RedriveAllowPolicy is invalid. Reason: Amazon SQS can't create the redrive allow policy. " + reason
@@ -151,6 +153,7 @@ func TestParseRedriveAllowPolicy(t *testing.T) {
 }
 
 func TestRedriveAllowPolicyAllows(t *testing.T) {
+	t.Parallel()
 	tests := []struct {
 		policy string
 		source string
@@ -175,6 +178,7 @@ func TestRedriveAllowPolicyAllows(t *testing.T) {
 // TestRedriveTargetChecks sets policies whose target is wrong in each way
 // AWS refuses, through both CreateQueue and SetQueueAttributes.
 func TestRedriveTargetChecks(t *testing.T) {
+	t.Parallel()
 	h := newHarness(t)
 	h.createQueue("dlq", nil)
 	h.createQueue("closed", map[string]string{"RedriveAllowPolicy": `{"redrivePermission":"denyAll"}`})
@@ -243,6 +247,7 @@ func TestRedriveTargetChecks(t *testing.T) {
 }
 
 func TestRedrivePolicyLifecycle(t *testing.T) {
+	t.Parallel()
 	h := newHarness(t)
 	dlqURL := h.createQueue("dlq", nil)
 	spelled := `{"maxReceiveCount":"5", "deadLetterTargetArn":"` + testARN("dlq") + `"}`
@@ -308,6 +313,7 @@ func TestRedrivePolicyLifecycle(t *testing.T) {
 // count and gaining DeadLetterQueueSourceArn; a move task without a
 // destination sends it back as a new message.
 func TestRedriveOnReceive(t *testing.T) {
+	t.Parallel()
 	h := newHarness(t)
 	dlq := h.createQueue("dlq", nil)
 	src := h.createQueue("src", map[string]string{"RedrivePolicy": policy(testARN("dlq"), 1), "VisibilityTimeout": "5"})

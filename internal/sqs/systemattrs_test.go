@@ -14,6 +14,7 @@ func str(name, dataType, value string) engine.MessageAttribute {
 // The system attribute digest is the attribute digest of the one-entry map
 // {AWSTraceHeader: String}.
 func TestMD5OfSystemAttributes(t *testing.T) {
+	t.Parallel()
 	trace := "Root=1-5759e988-bd862e3fe1be46a994272793;Sampled=1"
 	got := digest.MD5OfAttributes(traceHeaderAttrs(trace))
 	want := digest.MD5OfAttributes([]engine.MessageAttribute{str("AWSTraceHeader", "String", trace)})
@@ -26,6 +27,7 @@ func TestMD5OfSystemAttributes(t *testing.T) {
 }
 
 func TestBuildAttributesSortsByName(t *testing.T) {
+	t.Parallel()
 	attrs, _, err := buildAttributes(map[string]MessageAttributeValue{
 		"attr2": {DataType: "Number", StringValue: "109.12"},
 		"attr1": {DataType: "Number", StringValue: "99.12"},

@@ -1,9 +1,11 @@
 // Package testwait lets tests wait on events rather than on time. Ferry's
 // goroutines (long polls, delivery workers, move tasks, alarm evaluation)
 // react to the fake clock in goroutines of their own, so a test either
-// waits for a state to be reached (Eventually, Some), waits for goroutines
-// to reach their wait on the clock (Pending), or checks that something did
-// not happen once the system has settled (Never).
+// waits for a state to be reached (Eventually, Some) or a value to arrive
+// (Receive), waits for goroutines to reach their wait on the clock
+// (Pending), moves the clock from deadline to deadline until something
+// happens (AdvanceUntil), or checks that something did not happen once the
+// system has settled (Never).
 //
 // Every wait is bounded by Deadline, which is generous: it only limits how
 // long a broken test hangs, it never paces a passing one.
@@ -68,6 +70,52 @@ func Never(t testing.TB, what string, settle func(), cond func() bool) {
 	settle()
 	if cond() {
 		t.Fatalf("%s, which must not happen", what)
+	}
+}
+
+// Receive waits for a value from ch and returns it, failing the test with
+// what after Deadline: for a goroutine's answer, or a channel it closes.
+func Receive[T any](t testing.TB, what string, ch <-chan T) T {
+	t.Helper()
+	ctx, cancel := context.WithTimeout(t.Context(), Deadline)
+	defer cancel()
+	select {
+	case v := <-ch:
+		return v
+	case <-ctx.Done():
+		t.Fatalf("waited %v for %s", Deadline, what)
+		var zero T
+		return zero
+	}
+}
+
+// AdvanceUntil moves c from one timer's deadline to the next until cond
+// holds, and returns how far the clock moved: how long cond took on the
+// clock, to the deadline. Moving to the next deadline and no further wakes
+// only the goroutines whose time has come, in their order; settled is the
+// barrier that says they have done what that woke them for, so that the
+// next move cannot overtake them. AdvanceUntil waits for settled before
+// each check of cond and each move. It fails the test if cond does not
+// hold once the clock has moved max, or if no timer is left to move to.
+func AdvanceUntil(t testing.TB, c *clock.Fake, max time.Duration, settled, cond func() bool) time.Duration {
+	t.Helper()
+	start := c.Now()
+	for {
+		Eventually(t, "the clock's goroutines to settle", settled)
+		moved := c.Now().Sub(start)
+		if cond() {
+			return moved
+		}
+		next, ok := c.Next()
+		switch {
+		case !ok:
+			t.Fatalf("condition not met after advancing %v, and no timer waits", moved)
+			return moved
+		case next.Sub(start) > max:
+			t.Fatalf("condition not met after advancing %v; the next timer is due %v later", moved, next.Sub(start)-moved)
+			return moved
+		}
+		c.Set(next)
 	}
 }
 

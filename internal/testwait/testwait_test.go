@@ -34,6 +34,7 @@ func newRecorder(t *testing.T, ended bool) *recorder {
 }
 
 func TestWaits(t *testing.T) {
+	t.Parallel()
 	for _, tc := range []struct {
 		name  string
 		ended bool // the test's context has ended: a wait gives up at once
@@ -80,6 +81,47 @@ func TestWaits(t *testing.T) {
 			c.AfterFunc(time.Second, func() {})
 			Pending(tb, c, 2)
 		}, fails: "1 timers pending, waiting for 2"},
+		{name: "receive gets the value", run: func(tb testing.TB) {
+			ch := make(chan int)
+			go func() { ch <- 7 }()
+			if got := Receive(tb, "a value", ch); got != 7 {
+				tb.Fatalf("Receive = %d", got)
+			}
+		}},
+		{name: "receive gets nothing", ended: true, run: func(tb testing.TB) {
+			Receive(tb, "the answer", make(chan int))
+		}, fails: "the answer"},
+		{name: "advance stops at the deadline that does it", run: func(tb testing.TB) {
+			// A worker wakes every 3 s and, at its second wake, is done; a
+			// timer at 5 s that does nothing lies in between. Settled once
+			// every callback that fired has ended (the worker's sets its
+			// next wake first): without that barrier the move to 5 s could
+			// overtake the wake at 3 s, and the next wake come at 8 s.
+			c := clock.NewFake(time.Unix(0, 0))
+			var wakes, ran atomic.Int32
+			var wake func()
+			wake = func() {
+				wakes.Add(1)
+				c.AfterFunc(3*time.Second, wake)
+				ran.Add(1)
+			}
+			c.AfterFunc(3*time.Second, wake)
+			c.AfterFunc(5*time.Second, func() { ran.Add(1) })
+			settled := func() bool { return int(ran.Load()) == c.Fired() }
+			if got := AdvanceUntil(tb, c, time.Minute, settled, func() bool { return wakes.Load() == 2 }); got != 6*time.Second {
+				tb.Fatalf("AdvanceUntil moved %v, want 6s", got)
+			}
+		}},
+		{name: "advance no further than max", run: func(tb testing.TB) {
+			c := clock.NewFake(time.Unix(0, 0))
+			c.AfterFunc(time.Second, func() {})
+			c.AfterFunc(time.Minute, func() {})
+			AdvanceUntil(tb, c, 30*time.Second, func() bool { return true }, func() bool { return false })
+		}, fails: "condition not met after advancing 1s; the next timer is due 59s later"},
+		{name: "advance runs out of timers", run: func(tb testing.TB) {
+			c := clock.NewFake(time.Unix(0, 0))
+			AdvanceUntil(tb, c, time.Minute, func() bool { return true }, func() bool { return false })
+		}, fails: "no timer waits"},
 		{name: "never after the barrier", run: func(tb testing.TB) {
 			// A worker counts once, then waits on the clock; once it waits,
 			// it cannot count again until the clock moves.

@@ -3,6 +3,7 @@ package xmlchar
 import "testing"
 
 func TestValid(t *testing.T) {
+	t.Parallel()
 	for s, want := range map[string]bool{
 		"":                   true,
 		"plain text":         true,

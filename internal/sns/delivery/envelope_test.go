@@ -23,6 +23,7 @@ const (
 var published = time.Date(2012, 5, 2, 0, 54, 6, 655_999_999, time.UTC)
 
 func TestNotificationGolden(t *testing.T) {
+	t.Parallel()
 	tests := []struct {
 		name string
 		n    Notification
@@ -101,6 +102,7 @@ func TestNotificationGolden(t *testing.T) {
 }
 
 func TestConfirmationGolden(t *testing.T) {
+	t.Parallel()
 	ts := time.Date(2012, 4, 26, 20, 45, 4, 751_000_000, time.UTC)
 	token := "2336412f37fb687f5d51e6e241d09c805a5a57b30d712f794cc5f6a988666d92768dd60a747ba6f3beb71854e285d6ad02428b09ceece29417f1f02d609c582afbacc99c583a916b9981dd2728f4ae6fdb82efd087cc3b7849e05798d2d2785c03b0879594eeac82c01f235d0e717736"
 	subscribeURL := "https://sns.us-west-2.amazonaws.com/?Action=ConfirmSubscription&TopicArn=" + topicARN + "&Token=" + token
@@ -155,6 +157,7 @@ func TestConfirmationGolden(t *testing.T) {
 
 // A signed envelope verifies from its own rendered fields.
 func TestEnvelopesVerify(t *testing.T) {
+	t.Parallel()
 	s := testSigner(t)
 	for _, version := range []string{"", "1", "2"} {
 		n := Notification{MessageID: "m", TopicARN: topicARN, Subject: "S\nj", Message: "line1\nline2 \"q\" é",
@@ -195,6 +198,7 @@ func TestEnvelopesVerify(t *testing.T) {
 }
 
 func TestEnvelopeMisuse(t *testing.T) {
+	t.Parallel()
 	if _, err := (&Notification{MessageID: "m"}).JSON(); err == nil {
 		t.Error("unsigned notification rendered")
 	}
@@ -221,6 +225,7 @@ func TestEnvelopeMisuse(t *testing.T) {
 }
 
 func TestHeaders(t *testing.T) {
+	t.Parallel()
 	base := http.Header{
 		"Content-Type":           {"text/plain; charset=UTF-8"},
 		"User-Agent":             {"Amazon Simple Notification Service Agent"},

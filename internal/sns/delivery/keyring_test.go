@@ -9,6 +9,7 @@ import (
 )
 
 func TestKeyringMakesTheKeyOnceOnFirstUse(t *testing.T) {
+	t.Parallel()
 	key, err := NewMemorySigner()
 	if err != nil {
 		t.Fatal(err)
@@ -59,6 +60,7 @@ func TestKeyringMakesTheKeyOnceOnFirstUse(t *testing.T) {
 }
 
 func TestKeyringRoutesAKeyMadeBeforeRegister(t *testing.T) {
+	t.Parallel()
 	key, err := NewMemorySigner()
 	if err != nil {
 		t.Fatal(err)

@@ -3,6 +3,7 @@ package delivery
 import "testing"
 
 func TestMaskEndpoint(t *testing.T) {
+	t.Parallel()
 	for _, tc := range []struct{ in, want string }{
 		{"http://user:secret@example.com/path", "http://user:****@example.com/path"},
 		{"https://user:secret@example.com:8443/p?q=1#f", "https://user:****@example.com:8443/p?q=1#f"},

@@ -7,6 +7,7 @@ import (
 )
 
 func TestScheduleDelays(t *testing.T) {
+	t.Parallel()
 	tests := []struct {
 		name string
 		p    schedule
@@ -43,6 +44,7 @@ func TestScheduleDelays(t *testing.T) {
 }
 
 func TestJitterStaysWithinTenPercent(t *testing.T) {
+	t.Parallel()
 	for range 1000 {
 		d := defaultJitter(20 * time.Second)
 		if d < 18*time.Second || d > 22*time.Second {
@@ -55,6 +57,7 @@ func TestJitterStaysWithinTenPercent(t *testing.T) {
 }
 
 func TestParseSubscriptionPolicy(t *testing.T) {
+	t.Parallel()
 	tests := []struct {
 		raw, stored, err string
 	}{
@@ -97,6 +100,7 @@ func TestParseSubscriptionPolicy(t *testing.T) {
 }
 
 func TestEffectivePolicies(t *testing.T) {
+	t.Parallel()
 	var none *topicPolicy
 	if got := none.effective().topicJSON(); got != `{"http":{"defaultHealthyRetryPolicy":{"minDelayTarget":20,"maxDelayTarget":20,"numRetries":3,"numMaxDelayRetries":0,"numNoDelayRetries":0,"numMinDelayRetries":0,"backoffFunction":"linear"},"disableSubscriptionOverrides":false,"defaultRequestPolicy":{"headerContentType":"text/plain; charset=UTF-8"}}}` {
 		t.Errorf("default topic policy: %s", got)

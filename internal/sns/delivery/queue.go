@@ -145,6 +145,12 @@ func (d *Service) DeleteQueue(ctx context.Context, queue string) error {
 // failure is tried again, a second apart, up to tries times. It reports
 // false when ctx ended first, the messages neither written nor dropped.
 func (d *Service) Redrive(ctx context.Context, sub *Subscription, msgs []engine.NewMessage, tries int, count func(Counter, int)) bool {
+	return d.redrive(ctx, sub, msgs, tries, count, nil)
+}
+
+// redrive is Redrive for the messages of delivery wk, if any, whose waits
+// between tries it records.
+func (d *Service) redrive(ctx context.Context, sub *Subscription, msgs []engine.NewMessage, tries int, count func(Counter, int), wk *waitKey) bool {
 	if sub.DeadLetter == "" {
 		return true
 	}
@@ -158,7 +164,7 @@ func (d *Service) Redrive(ctx context.Context, sub *Subscription, msgs []engine.
 			return false
 		case Refusal(err) != nil:
 			d.log.Warn("sns: dead-letter queue is missing; messages dropped", "subscription", sub.ARN, "queue", sub.DeadLetter, "messages", len(msgs), "err", err)
-		case try < tries && d.sleep(ctx, time.Second):
+		case try < tries && d.sleep(ctx, time.Second, wk):
 			continue
 		default:
 			d.log.Error("sns: write to dead-letter queue; messages dropped", "subscription", sub.ARN, "messages", len(msgs), "err", err)

@@ -11,6 +11,7 @@ import (
 // (each kept twice, as Message and as the Body around it) would otherwise
 // hold 5 GiB. The newest stay, the oldest go, and a clear empties it.
 func TestDeliveryLogBudget(t *testing.T) {
+	t.Parallel()
 	cases := []struct {
 		name      string
 		entries   int

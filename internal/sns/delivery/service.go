@@ -189,6 +189,7 @@ type Service struct {
 	records *recordLog
 	status  *statusLog
 	bg      background
+	waits   deliveryWaits
 }
 
 // background is the work deliveries do besides their callers: the
@@ -320,14 +321,23 @@ func (d *Service) Register(mux *http.ServeMux) {
 	})
 }
 
-// sleep waits d on the service's clock; false if ctx ended first.
-func (d *Service) sleep(ctx context.Context, wait time.Duration) bool {
+// sleep waits on the service's clock; false if ctx ended first. The wait
+// of delivery wk, if any, is recorded once its timer is set.
+func (d *Service) sleep(ctx context.Context, wait time.Duration, wk *waitKey) bool {
 	if wait <= 0 {
 		return ctx.Err() == nil
 	}
+	var hold uint64
+	if wk != nil {
+		hold = d.waits.hold(*wk)
+	}
+	at := d.clock.Now().Add(wait)
 	ch := make(chan struct{})
 	t := d.clock.AfterFunc(wait, func() { close(ch) })
 	defer t.Stop()
+	if wk != nil {
+		d.waits.until(*wk, hold, at)
+	}
 	select {
 	case <-ch:
 		return true

@@ -27,6 +27,7 @@ func testSigner(t *testing.T) *Signer {
 }
 
 func TestSignVerifies(t *testing.T) {
+	t.Parallel()
 	s := testSigner(t)
 	notification := map[string]string{
 		"Type": "Notification", "MessageId": "22b80b92-fdea-4c2c-8f9d-bdfb0c7bf324",
@@ -88,6 +89,7 @@ func TestSignVerifies(t *testing.T) {
 }
 
 func TestSignRejects(t *testing.T) {
+	t.Parallel()
 	s := testSigner(t)
 	good := map[string]string{"Type": "Notification", "MessageId": "m", "TopicArn": "t", "Message": "x", "Timestamp": "ts"}
 	if _, err := s.Sign(good, "3"); err == nil {
@@ -103,6 +105,7 @@ func TestSignRejects(t *testing.T) {
 }
 
 func TestSignerCertificate(t *testing.T) {
+	t.Parallel()
 	s := testSigner(t)
 	block, _ := pem.Decode(s.CertPEM())
 	cert, err := x509.ParseCertificate(block.Bytes)
@@ -129,6 +132,7 @@ func TestSignerCertificate(t *testing.T) {
 }
 
 func TestLoadOrCreateSigner(t *testing.T) {
+	t.Parallel()
 	dir := filepath.Join(t.TempDir(), "keys")
 	now := time.Date(2030, 1, 2, 3, 4, 5, 0, time.UTC)
 	first, err := LoadOrCreateSigner(dir, now)
@@ -180,6 +184,7 @@ func TestLoadOrCreateSigner(t *testing.T) {
 }
 
 func TestLoadOrCreateSignerBadState(t *testing.T) {
+	t.Parallel()
 	base := t.TempDir()
 	now := time.Now()
 	good := filepath.Join(base, "good")

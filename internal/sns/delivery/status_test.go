@@ -12,6 +12,7 @@ import (
 )
 
 func TestValidRoleARN(t *testing.T) {
+	t.Parallel()
 	for _, c := range []struct {
 		arn  string
 		want bool
@@ -37,6 +38,7 @@ func TestValidRoleARN(t *testing.T) {
 }
 
 func TestSampled(t *testing.T) {
+	t.Parallel()
 	const n = 10_000
 	for _, rate := range []int{0, 1, 25, 50, 99, 100} {
 		hits := 0
@@ -60,6 +62,7 @@ func TestSampled(t *testing.T) {
 }
 
 func TestParseFeedback(t *testing.T) {
+	t.Parallel()
 	role := "arn:aws:iam::123456789012:role/r"
 	for _, c := range []struct {
 		attrs map[string]string
@@ -94,6 +97,7 @@ func TestParseFeedback(t *testing.T) {
 }
 
 func TestCheckFeedbackAttribute(t *testing.T) {
+	t.Parallel()
 	role := "arn:aws:iam::123456789012:role/r"
 	for _, c := range []struct {
 		name, value  string
@@ -115,6 +119,7 @@ func TestCheckFeedbackAttribute(t *testing.T) {
 }
 
 func TestOpenStatusLog(t *testing.T) {
+	t.Parallel()
 	l, err := openStatusLog("-")
 	if err != nil || l.w != os.Stdout || l.close() != nil {
 		t.Errorf("stdout: %v %v", l, err)

@@ -60,6 +60,7 @@ func (d *Service) Stop(subARN string) {
 		w.cancel()
 		<-w.done
 	}
+	d.waits.endSubscription(subARN)
 }
 
 // throttle spaces deliveries at most perSecond apart.
@@ -68,8 +69,8 @@ type throttle struct {
 	next time.Time
 }
 
-// wait blocks until the next delivery may start.
-func (th *throttle) wait(ctx context.Context, d *Service, perSecond int) bool {
+// wait blocks delivery wk until the next delivery may start.
+func (th *throttle) wait(ctx context.Context, d *Service, perSecond int, wk waitKey) bool {
 	if perSecond <= 0 {
 		return true
 	}
@@ -82,7 +83,7 @@ func (th *throttle) wait(ctx context.Context, d *Service, perSecond int) bool {
 	}
 	th.next = at.Add(gap)
 	th.mu.Unlock()
-	return d.sleep(ctx, at.Sub(now))
+	return d.sleep(ctx, at.Sub(now), &wk)
 }
 
 // runWorker keeps up to workerBatch deliveries of the subscription in
@@ -128,7 +129,7 @@ func (d *Service) runWorker(ctx context.Context, subARN, queue string) {
 				}
 			}
 			d.log.Warn("sns: receive deliveries", "subscription", subARN, "err", err)
-			d.sleep(ctx, workerErrorWait)
+			d.sleep(ctx, workerErrorWait, nil)
 			continue
 		}
 		for i := range msgs {
@@ -160,16 +161,25 @@ const (
 
 // handle makes one delivery attempt of a queued message.
 func (d *Service) handle(ctx context.Context, subARN, queue string, msg *engine.Message, th *throttle) {
+	wk := waitKey{sub: subARN, msg: msg.MessageID}
+	retrying := false // the retry's wait outlives this attempt
+	defer func() {
+		if !retrying {
+			d.waits.end(wk)
+		}
+	}()
 	done := func() {
 		if _, err := d.backend.Delete(context.WithoutCancel(ctx), QueueAccount, queue, []string{msg.ReceiptHandle}); err != nil && !quietDeliveryError(err) {
 			d.log.Warn("sns: delete delivered message", "subscription", subARN, "err", err)
 		}
 	}
-	later := func(wait time.Duration) {
+	later := func(wait time.Duration) bool {
 		ch := []engine.VisibilityChange{{ReceiptHandle: msg.ReceiptHandle, Timeout: wait}}
-		if _, err := d.backend.ChangeVisibility(context.WithoutCancel(ctx), QueueAccount, queue, ch); err != nil && !quietDeliveryError(err) {
+		_, err := d.backend.ChangeVisibility(context.WithoutCancel(ctx), QueueAccount, queue, ch)
+		if err != nil && !quietDeliveryError(err) {
 			d.log.Warn("sns: schedule retry", "subscription", subARN, "err", err)
 		}
+		return err == nil
 	}
 	var j job
 	if err := json.Unmarshal([]byte(msg.Body), &j); err != nil {
@@ -193,7 +203,7 @@ func (d *Service) handle(ctx context.Context, subARN, queue string, msg *engine.
 	if isHTTP {
 		p := t.policyFor(sub.Policy)
 		policy = p.retry
-		if !th.wait(ctx, d, p.maxPerSecond) {
+		if !th.wait(ctx, d, p.maxPerSecond, wk) {
 			return // stopping: the message comes back after a restart
 		}
 	}
@@ -215,14 +225,25 @@ func (d *Service) handle(ctx context.Context, subARN, queue string, msg *engine.
 		return
 	}
 	// Failures are counted once the retry is scheduled, so that a count
-	// tells the retry's timer is set.
-	if notification && isHTTP {
-		defer count(Failed, 1)
+	// tells the retry's timer is set; the retry's wait shows its time only
+	// once the failure is counted, so that a wait not yet due tells both.
+	failed := func() {
+		if notification && isHTTP {
+			count(Failed, 1)
+		}
 	}
 	if res == retryable && msg.ReceiveCount <= policy.Retries {
-		later(policy.delay(msg.ReceiveCount, d.jitter))
+		wait := policy.delay(msg.ReceiveCount, d.jitter)
+		hold := d.waits.hold(wk)
+		at := d.clock.Now().Add(wait)
+		retrying = later(wait)
+		failed()
+		if retrying {
+			d.waits.until(wk, hold, at)
+		}
 		return
 	}
+	defer failed()
 	if !notification {
 		d.log.Warn("sns: confirmation not delivered", "subscription", sub.ARN, "endpoint", MaskEndpoint(sub.Endpoint))
 		done()
@@ -237,7 +258,7 @@ func (d *Service) handle(ctx context.Context, subARN, queue string, msg *engine.
 		done()
 		return
 	}
-	if d.Redrive(ctx, &sub, []engine.NewMessage{nm}, redriveTries, count) {
+	if d.redrive(ctx, &sub, []engine.NewMessage{nm}, redriveTries, count, &wk) {
 		done()
 	}
 }

@@ -92,6 +92,7 @@ func httpSubscription(t *testing.T, endpoint, policy string) Subscription {
 // TestRetryScheduleOnTheClock checks that retries come exactly at the
 // policy's delays (no jitter) and that the policy's end is the end.
 func TestRetryScheduleOnTheClock(t *testing.T) {
+	t.Parallel()
 	ctx := context.Background()
 	var (
 		mu    sync.Mutex
@@ -159,6 +160,7 @@ func TestRetryScheduleOnTheClock(t *testing.T) {
 // TestStopEndsTheWorker: Stop ends the subscription's worker, which no
 // longer takes deliveries, and Start after Stop starts a new one.
 func TestStopEndsTheWorker(t *testing.T) {
+	t.Parallel()
 	ctx := context.Background()
 	delivered := make(chan string, 4)
 	ep := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
@@ -176,7 +178,7 @@ func TestStopEndsTheWorker(t *testing.T) {
 	}
 	d.Start(&sub)
 	send("first")
-	if got := <-delivered; got != "first" {
+	if got := testwait.Receive(t, "the first delivery", delivered); got != "first" {
 		t.Fatalf("delivered %q", got)
 	}
 	d.Stop(sub.ARN)
@@ -193,7 +195,7 @@ func TestStopEndsTheWorker(t *testing.T) {
 		t.Fatalf("queue without a worker: %+v %v, %d delivered", st, err, len(delivered))
 	}
 	d.Start(&sub)
-	if got := <-delivered; got != "second" {
+	if got := testwait.Receive(t, "the second delivery", delivered); got != "second" {
 		t.Fatalf("delivered %q", got)
 	}
 }

@@ -16,6 +16,7 @@ func at(col string) string { return loc + col + "]" }
 // sent with Python's json.dumps spacing; AWS counts columns in its compact
 // rewrite, which the expected columns here are).
 func TestParseFilterPolicyRecordedErrors(t *testing.T) {
+	t.Parallel()
 	tests := []struct {
 		policy string
 		want   string // after "Invalid parameter: Attributes Reason: FilterPolicy: "
@@ -81,6 +82,7 @@ func TestParseFilterPolicyRecordedErrors(t *testing.T) {
 
 // SetSubscriptionAttributes words the same errors without "Attributes Reason: ".
 func TestParseFilterPolicySetForm(t *testing.T) {
+	t.Parallel()
 	tests := []struct {
 		policy, scope, want string
 	}{
@@ -102,6 +104,7 @@ func TestParseFilterPolicySetForm(t *testing.T) {
 // Errors the compiler raises that no recording covers; texts and columns
 // follow the library and the parser it uses.
 func TestParseFilterPolicyErrors(t *testing.T) {
+	t.Parallel()
 	big := `{"a":["` + strings.Repeat("x", maxPolicyBytes) + `"]}`
 	tests := []struct {
 		name, policy, want string // want follows "Invalid parameter: "
@@ -161,6 +164,7 @@ func TestParseFilterPolicyErrors(t *testing.T) {
 
 // Malformed JSON is reported with the parser's own words and position.
 func TestParseFilterPolicyJSONErrors(t *testing.T) {
+	t.Parallel()
 	const prefix = "Invalid parameter: FilterPolicy: failed to parse JSON. "
 	redacted := "[Source: REDACTED (`StreamReadFeature.INCLUDE_SOURCE_IN_LOCATION` disabled); line: 1, column: "
 	tests := []struct{ policy, want string }{
@@ -202,6 +206,7 @@ func TestParseFilterPolicyJSONErrors(t *testing.T) {
 }
 
 func TestParseFilterPolicyAccepts(t *testing.T) {
+	t.Parallel()
 	tests := []struct{ name, policy, scope string }{
 		{"empty", `{}`, ""},
 		{"empty with space", " { } ", ScopeMessageBody},
@@ -231,6 +236,7 @@ func arr(v string) Attribute {
 type attrs = map[string]Attribute
 
 func TestMatchAttributes(t *testing.T) {
+	t.Parallel()
 	type c = struct {
 		attrs attrs
 		want  bool
@@ -423,6 +429,7 @@ func TestMatchAttributes(t *testing.T) {
 }
 
 func TestMatchBody(t *testing.T) {
+	t.Parallel()
 	type c = struct {
 		body string
 		want bool
@@ -526,6 +533,7 @@ func TestMatchBody(t *testing.T) {
 }
 
 func TestMatchByScope(t *testing.T) {
+	t.Parallel()
 	var nilPolicy *Policy
 	if !nilPolicy.Match("x", nil) || nilPolicy.Scope() != ScopeMessageAttributes {
 		t.Error("a nil policy must let everything through")
@@ -547,6 +555,7 @@ func TestMatchByScope(t *testing.T) {
 }
 
 func TestJavaDouble(t *testing.T) {
+	t.Parallel()
 	tests := map[float64]string{
 		0: "0.0", 1: "1.0", 10: "10.0", 0.001: "0.001", 0.0001: "1.0E-4", 1234567: "1234567.0",
 		1e7: "1.0E7", 1.5e10: "1.5E10", -2.5e-5: "-2.5E-5", 301.5: "301.5", 6e9: "6.0E9",
@@ -642,6 +651,7 @@ func FuzzParseJSON(f *testing.F) {
 }
 
 func TestFilterEvaluateReasons(t *testing.T) {
+	t.Parallel()
 	str := func(v string) Attribute { return Attribute{DataType: "String", StringValue: v} }
 	for _, c := range []struct {
 		policy, scope string

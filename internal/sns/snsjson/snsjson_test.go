@@ -6,6 +6,7 @@ import (
 )
 
 func TestAppendString(t *testing.T) {
+	t.Parallel()
 	tests := []struct {
 		in, want string
 	}{
