@@ -58,13 +58,7 @@ func startNode(t *testing.T, env []string) (*exec.Cmd, string) {
 			}
 		}
 	}()
-	select {
-	case a := <-addr:
-		return cmd, "http://" + a
-	case <-time.After(30 * time.Second):
-		t.Fatal("a node did not start")
-		return nil, ""
-	}
+	return cmd, "http://" + testwait.Receive(t, "a node to start", addr)
 }
 
 // span is when a receive was asked for and when its answer came: the
