@@ -137,12 +137,7 @@ func TestTwoNodes(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	var got []engine.Message
-	select {
-	case got = <-ch:
-	case <-time.After(testwait.Deadline):
-		t.Fatal("the long poll on b was not woken by the send on a")
-	}
+	got := testwait.Receive(t, "the long poll on b to be woken by the send on a", ch)
 	if len(got) != 1 || got[0].MessageID != res[0].MessageID || got[0].Body != "hello" {
 		t.Fatalf("b received %+v", got)
 	}
@@ -301,13 +296,8 @@ func TestListenerReconnects(t *testing.T) {
 	if _, err := s.Send(ctx, enginetest.Account, "q", []engine.NewMessage{{Body: "a"}}); err != nil {
 		t.Fatal(err)
 	}
-	select {
-	case got := <-ch:
-		if len(got) != 1 || got[0].Body != "a" {
-			t.Fatalf("received %+v", got)
-		}
-	case <-time.After(testwait.Deadline):
-		t.Fatal("the long poll was not woken after the listening connection was lost")
+	if got := testwait.Receive(t, "the long poll to be woken after the listening connection was lost", ch); len(got) != 1 || got[0].Body != "a" {
+		t.Fatalf("received %+v", got)
 	}
 	testwait.Eventually(t, "the store to listen again", func() bool { return s.Refusing() == "" })
 }
