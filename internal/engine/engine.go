@@ -11,6 +11,7 @@ package engine
 import (
 	"context"
 	"errors"
+	"strconv"
 	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
@@ -171,6 +172,19 @@ type NewMessage struct {
 	MD5OfBody       string
 	MD5OfAttrs      string // empty when there are no attributes
 	MD5OfSysAttrs   string // empty when there is no trace header
+}
+
+// FormatSequenceNumber formats a FIFO sequence number as every store
+// hands it out: zero-padded to 20 digits (the most a uint64 has), so that
+// every number has the same length and the strings sort as the numbers do.
+func FormatSequenceNumber(seq uint64) string {
+	var b, d [20]byte
+	for i := range b {
+		b[i] = '0'
+	}
+	n := len(strconv.AppendUint(d[:0], seq, 10))
+	copy(b[20-n:], d[:n])
+	return string(b[:])
 }
 
 // SendResult answers one NewMessage.

@@ -27,16 +27,16 @@ func (e *Engine) Delete(ctx context.Context, account, name string, handles []str
 			if !q.ownReceipt(rs, errs, i) {
 				continue
 			}
-			m := q.msgs[r.seq]
-			if m != nil && m.status == statusDeleting && m.gen == r.gen {
+			m := q.msgs[r.Seq]
+			if m != nil && m.status == statusDeleting && m.gen == r.Gen {
 				stale = true // a retry of a delete still under way
 				continue
 			}
-			if q.fifo && m != nil && (m.gen != r.gen || m.status != statusInflight) {
+			if q.fifo && m != nil && (m.gen != r.Gen || m.status != statusInflight) {
 				errs[i] = engine.ErrReceiptHandleExpired
 				continue
 			}
-			if m == nil || m.gen != r.gen {
+			if m == nil || m.gen != r.Gen {
 				stale = true
 				continue
 			}

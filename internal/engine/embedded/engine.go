@@ -41,6 +41,7 @@ import (
 
 	"github.com/ferrymq/ferry/internal/clock"
 	"github.com/ferrymq/ferry/internal/engine"
+	"github.com/ferrymq/ferry/internal/engine/handle"
 )
 
 // Options configure Open.
@@ -85,7 +86,7 @@ type Engine struct {
 	clock  clock.Clock
 	log    *slog.Logger
 	sync   bool
-	signer *handleSigner
+	signer *handle.Signer
 	// firstID is the first id of this run's epoch.
 	firstID uint64
 
@@ -226,7 +227,7 @@ func (e *Engine) boot(ctx context.Context) error {
 	} else if len(key) < 16 {
 		return fmt.Errorf("embedded: handle key: %w", errCorrupt)
 	}
-	e.signer = newHandleSigner(key)
+	e.signer = handle.NewSigner(key)
 
 	var epoch uint64
 	v, err := e.get(keyEpoch)

@@ -1,7 +1,6 @@
 package embedded
 
 import (
-	"strconv"
 	"strings"
 	"time"
 
@@ -659,17 +658,4 @@ func (q *queue) redelayLocked(delay time.Duration) {
 		m.deadline = after(m.sentAt, max0(delay))
 		q.timers.fix(m)
 	}
-}
-
-// seqString formats a FIFO sequence number: a uint64 is at most 20 digits,
-// so zero-padding to 20 keeps every number the same length and their string
-// order that of the numbers.
-func seqString(seq uint64) string {
-	var b, d [20]byte
-	for i := range b {
-		b[i] = '0'
-	}
-	n := len(strconv.AppendUint(d[:0], seq, 10))
-	copy(b[20-n:], d[:n])
-	return string(b[:])
 }

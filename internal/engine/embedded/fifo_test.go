@@ -230,21 +230,6 @@ func TestFIFODedupPruned(t *testing.T) {
 	}
 }
 
-func TestSeqString(t *testing.T) {
-	for _, tc := range []struct {
-		seq  uint64
-		want string
-	}{
-		{0, "00000000000000000000"},
-		{1<<40 + 7, "00000001099511627783"},
-		{^uint64(0), "18446744073709551615"},
-	} {
-		if got := seqString(tc.seq); got != tc.want {
-			t.Errorf("seqString(%d) = %s, want %s", tc.seq, got, tc.want)
-		}
-	}
-}
-
 // A send without a deduplication id (the SQS layer always sets one) leaves
 // nothing to remember. (The conformance suite checks that nothing is a
 // duplicate.)

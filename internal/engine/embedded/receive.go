@@ -13,6 +13,7 @@ import (
 
 	"github.com/ferrymq/ferry/internal/clock"
 	"github.com/ferrymq/ferry/internal/engine"
+	"github.com/ferrymq/ferry/internal/engine/handle"
 )
 
 // Receive implements engine.Backend. Messages over the redrive policy's
@@ -203,7 +204,7 @@ func (e *Engine) fetch(q *queue, got []taken) ([]engine.Message, error) {
 			}
 		}
 		if raw == nil {
-			raw = make([]byte, 0, len(got)*(len(v)+handleLen))
+			raw = make([]byte, 0, len(got)*(len(v)+handle.Len))
 		}
 		p.start = len(raw)
 		raw = append(raw, v...)
@@ -224,7 +225,7 @@ func (e *Engine) fetch(q *queue, got []taken) ([]engine.Message, error) {
 	for _, p := range places {
 		if p.end > 0 {
 			t := got[p.i]
-			raw = e.signer.appendSigned(raw, receipt{qid: q.id, seq: t.seq, gen: t.gen})
+			raw = e.signer.AppendSigned(raw, handle.Receipt{Queue: q.id, Seq: t.seq, Gen: t.gen})
 		}
 	}
 	// raw is complete and never written again: its string view needs no
@@ -243,10 +244,10 @@ func (e *Engine) fetch(q *queue, got []taken) ([]engine.Message, error) {
 			return nil, fmt.Errorf("embedded: message %d of queue %d: %w", t.seq, q.id, err)
 		}
 		attrs.left--
-		m.ReceiptHandle = s[hs : hs+handleLen]
-		hs += handleLen
+		m.ReceiptHandle = s[hs : hs+handle.Len]
+		hs += handle.Len
 		if q.fifo {
-			m.SequenceNumber = seqString(t.seq)
+			m.SequenceNumber = engine.FormatSequenceNumber(t.seq)
 		}
 		m.ReceiveCount = int(t.receiveCount)
 		m.FirstReceiveAt = fromNanos(t.firstReceiveAt)

@@ -332,7 +332,7 @@ func (e *Engine) sendFIFO(q *queue, msgs []engine.NewMessage) ([]engine.SendResu
 		k := q.dedup.key(scope, &msgs[i])
 		if k.id != "" {
 			if en := q.dedup.lookup(k, now); en != nil {
-				res[i] = engine.SendResult{MessageID: en.messageID, SequenceNumber: seqString(en.seq), Duplicate: true}
+				res[i] = engine.SendResult{MessageID: en.messageID, SequenceNumber: engine.FormatSequenceNumber(en.seq), Duplicate: true}
 				if en.batch != nil && (waitFor == nil || en.batch.first > waitFor.first) {
 					waitFor = en.batch
 				}
@@ -340,7 +340,7 @@ func (e *Engine) sendFIFO(q *queue, msgs []engine.NewMessage) ([]engine.SendResu
 			}
 		}
 		seq := base + uint64(len(fresh))
-		res[i] = engine.SendResult{MessageID: messageID(ids, i), SequenceNumber: seqString(seq)}
+		res[i] = engine.SendResult{MessageID: messageID(ids, i), SequenceNumber: engine.FormatSequenceNumber(seq)}
 		var en *dedupEntry
 		if k.id != "" {
 			en = &dedupEntry{key: k, messageID: res[i].MessageID, seq: seq, sentAt: now}

@@ -24,16 +24,16 @@ func (e *Engine) ChangeVisibility(ctx context.Context, account, name string, cha
 			if !q.ownReceipt(rs, errs, i) {
 				continue
 			}
-			m := q.msgs[r.seq]
+			m := q.msgs[r.Seq]
 			if m != nil && m.status == statusDeleting {
 				errs[i] = engine.ErrMessageNotInflight
 				continue
 			}
-			if q.fifo && m != nil && (m.gen != r.gen || m.status != statusInflight) {
+			if q.fifo && m != nil && (m.gen != r.Gen || m.status != statusInflight) {
 				errs[i] = engine.ErrReceiptHandleExpired
 				continue
 			}
-			if m == nil || m.gen != r.gen {
+			if m == nil || m.gen != r.Gen {
 				errs[i] = engine.ErrMessageNotInflight
 				continue
 			}

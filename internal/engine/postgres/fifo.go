@@ -17,17 +17,6 @@ import (
 // therefore sees whatever the previous holder of a group's lock did with
 // it. Two receives never take from one group at once, on any nodes.
 
-// seqString formats a FIFO sequence number: zero-padded to 20 digits (the
-// most an int64 has), so that the strings sort as the numbers do.
-func seqString(seq int64) string {
-	s := strconv.FormatInt(seq, 10)
-	const zeros = "00000000000000000000"
-	if len(s) < len(zeros) {
-		s = zeros[len(s):] + s
-	}
-	return s
-}
-
 // dedupKey is a message's deduplication key in its queue's scope. A
 // message without a deduplication id is nobody's duplicate: its key is its
 // own, made of its new message id, so that it still takes its sequence
@@ -119,7 +108,7 @@ func (s *Store) sendFIFO(ctx context.Context, db querier, qid int64, scope strin
 		for i, k := range keys {
 			if seq, ok := claimed[k]; ok && first[k] == i {
 				fresh = append(fresh, i)
-				res[i] = engine.SendResult{MessageID: ids[i], SequenceNumber: seqString(seq)}
+				res[i] = engine.SendResult{MessageID: ids[i], SequenceNumber: engine.FormatSequenceNumber(uint64(seq))}
 			}
 		}
 		if len(fresh) < len(msgs) {
@@ -130,7 +119,7 @@ func (s *Store) sendFIFO(ctx context.Context, db querier, qid int64, scope strin
 			}
 			var id string
 			if _, err := pgx.ForEachRow(rows, []any{&key, &id, &seq}, func() error {
-				holders[key] = engine.SendResult{MessageID: id, SequenceNumber: seqString(seq), Duplicate: true}
+				holders[key] = engine.SendResult{MessageID: id, SequenceNumber: engine.FormatSequenceNumber(uint64(seq)), Duplicate: true}
 				return nil
 			}); err != nil {
 				return fmt.Errorf("read deduplication keys: %w", err)
@@ -140,7 +129,7 @@ func (s *Store) sendFIFO(ctx context.Context, db querier, qid int64, scope strin
 					continue
 				}
 				if seq, ok := claimed[k]; ok { // an earlier message of this call
-					res[i] = engine.SendResult{MessageID: ids[first[k]], SequenceNumber: seqString(seq), Duplicate: true}
+					res[i] = engine.SendResult{MessageID: ids[first[k]], SequenceNumber: engine.FormatSequenceNumber(uint64(seq)), Duplicate: true}
 					continue
 				}
 				h, ok := holders[k]

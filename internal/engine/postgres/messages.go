@@ -63,7 +63,7 @@ func (s *Store) Delete(ctx context.Context, account, name string, handles []stri
 		return nil, err
 	}
 	defer s.leave()
-	hb := s.signer.parseAll(len(handles), func(i int) string { return handles[i] })
+	hb := parseHandles(s.signer, len(handles), func(i int) string { return handles[i] })
 	var (
 		qid            int64
 		expired        []int64
@@ -127,7 +127,7 @@ func (s *Store) ChangeVisibility(ctx context.Context, account, name string, chan
 		return nil, err
 	}
 	defer s.leave()
-	hb := s.signer.parseAll(len(changes), func(i int) string { return changes[i].ReceiptHandle })
+	hb := parseHandles(s.signer, len(changes), func(i int) string { return changes[i].ReceiptHandle })
 	timeouts := make([]int64, len(changes))
 	for i, c := range changes {
 		timeouts[i] = durationNS(c.Timeout)

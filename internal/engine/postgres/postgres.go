@@ -26,6 +26,7 @@ import (
 
 	"github.com/ferrymq/ferry/internal/clock"
 	"github.com/ferrymq/ferry/internal/engine"
+	"github.com/ferrymq/ferry/internal/engine/handle"
 )
 
 // DefaultSchema is the schema Ferry keeps its tables in unless told otherwise.
@@ -64,7 +65,7 @@ type Store struct {
 	log     *slog.Logger
 	schema  string
 	channel string // the schema's notification channel
-	signer  *signer
+	signer  *handle.Signer
 	hub     *hub
 	views   *views
 	tasks   *runner
@@ -139,7 +140,7 @@ func (s *Store) open(ctx context.Context, ms []migration, cc *pgx.ConnConfig) er
 	if err != nil {
 		return err
 	}
-	s.signer = newSigner(key)
+	s.signer = handle.NewSigner(key)
 	s.hub, err = startHub(ctx, cc, s.channel, s.views, s.log)
 	return err
 }

@@ -11,6 +11,7 @@ import (
 
 	"github.com/ferrymq/ferry/internal/clock"
 	"github.com/ferrymq/ferry/internal/engine"
+	"github.com/ferrymq/ferry/internal/engine/handle"
 )
 
 // moveInsertSQL writes the state rows of the messages a statement's moved
@@ -124,7 +125,7 @@ func (s *Store) scanMessage(row pgx.Row, qid *int64, fifo bool, dst ...any) (m e
 	}
 	m = engine.Message{
 		MessageID:           *id,
-		ReceiptHandle:       s.signer.sign(receipt{qid: *qid, seq: *seq, gen: *gen}),
+		ReceiptHandle:       s.signer.Sign(handle.Receipt{Queue: uint64(*qid), Seq: uint64(*seq), Gen: uint64(*gen)}),
 		Body:                string(body),
 		TraceHeader:         *trace,
 		MessageGroupID:      *group,
@@ -137,7 +138,7 @@ func (s *Store) scanMessage(row pgx.Row, qid *int64, fifo bool, dst ...any) (m e
 		DeadLetterSourceARN: *dlqARN,
 	}
 	if fifo {
-		m.SequenceNumber, m.DeduplicationID = seqString(*seq), *dedup
+		m.SequenceNumber, m.DeduplicationID = engine.FormatSequenceNumber(uint64(*seq)), *dedup
 	}
 	if attrs != nil {
 		if err := json.Unmarshal(attrs, &m.Attributes); err != nil {

@@ -1,4 +1,4 @@
-package embedded
+package handle
 
 import (
 	"bytes"
@@ -7,13 +7,13 @@ import (
 )
 
 func TestHandleRoundTrip(t *testing.T) {
-	s := newHandleSigner(bytes.Repeat([]byte{7}, 32))
-	for _, r := range []receipt{{}, {qid: 1, seq: 2, gen: 3}, {qid: ^uint64(0), seq: 1 << 40, gen: ^uint64(0)}} {
-		h := s.sign(r)
-		if len(h) != handleLen || len(h) > 1024 {
+	s := NewSigner(bytes.Repeat([]byte{7}, 32))
+	for _, r := range []Receipt{{}, {Queue: 1, Seq: 2, Gen: 3}, {Queue: ^uint64(0), Seq: 1 << 40, Gen: ^uint64(0)}} {
+		h := s.Sign(r)
+		if len(h) != Len || len(h) > 1024 {
 			t.Fatalf("handle length %d", len(h))
 		}
-		got, ok := s.parse(h)
+		got, ok := s.Parse(h)
 		if !ok || got != r {
 			t.Fatalf("parse(sign(%+v)) = %+v, %v", r, got, ok)
 		}
@@ -21,11 +21,11 @@ func TestHandleRoundTrip(t *testing.T) {
 }
 
 func TestHandleTampered(t *testing.T) {
-	s := newHandleSigner(bytes.Repeat([]byte{7}, 32))
-	other := newHandleSigner(bytes.Repeat([]byte{8}, 32))
-	r := receipt{qid: 10, seq: 20, gen: 30}
-	h := s.sign(r)
-	if _, ok := other.parse(h); ok {
+	s := NewSigner(bytes.Repeat([]byte{7}, 32))
+	other := NewSigner(bytes.Repeat([]byte{8}, 32))
+	r := Receipt{Queue: 10, Seq: 20, Gen: 30}
+	h := s.Sign(r)
+	if _, ok := other.Parse(h); ok {
 		t.Fatal("a handle signed under another key parsed")
 	}
 	raw, err := base64.RawURLEncoding.DecodeString(h)
@@ -37,14 +37,20 @@ func TestHandleTampered(t *testing.T) {
 		for bit := range 8 {
 			bad := append([]byte(nil), raw...)
 			bad[i] ^= 1 << bit
-			if _, ok := s.parse(base64.RawURLEncoding.EncodeToString(bad)); ok {
+			if _, ok := s.Parse(base64.RawURLEncoding.EncodeToString(bad)); ok {
 				t.Fatalf("flipping bit %d of byte %d went unnoticed", bit, i)
 			}
 		}
 	}
 	for _, bad := range []string{"", "=", h[:len(h)-1], h + "A", h[:10] + "!" + h[11:], base64.StdEncoding.EncodeToString(raw)} {
-		if _, ok := s.parse(bad); ok {
+		if _, ok := s.Parse(bad); ok {
 			t.Fatalf("parse(%q) accepted", bad)
 		}
+	}
+}
+
+func TestLen(t *testing.T) {
+	if want := base64.RawURLEncoding.EncodedLen(handleRawLen); Len != want {
+		t.Fatalf("Len = %d, want %d", Len, want)
 	}
 }
