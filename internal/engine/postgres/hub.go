@@ -70,7 +70,10 @@ func (w *waiter) take() (int64, bool) {
 
 // reconnectDelay paces reconnection attempts of the listening connection
 // (network time, not broker time).
-const reconnectDelay = 500 * time.Millisecond
+const (
+	reconnectDelay   = 500 * time.Millisecond
+	reconnectTimeout = 10 * time.Second
+)
 
 // startHub connects the listening connection and returns once it listens.
 func startHub(ctx context.Context, cc *pgx.ConnConfig, channel string, views *views, log *slog.Logger) (*hub, error) {
@@ -130,7 +133,11 @@ func (h *hub) run(ctx context.Context, conn *pgx.Conn, cc *pgx.ConnConfig, chann
 				return
 			case <-time.After(reconnectDelay):
 			}
-			c, err := listen(ctx, cc, channel)
+			// Bounded, so that a database that does not answer at all is
+			// tried again rather than waited on until TCP gives up.
+			actx, cancel := context.WithTimeout(ctx, reconnectTimeout)
+			c, err := listen(actx, cc, channel)
+			cancel()
 			if err == nil {
 				conn = c
 				break
