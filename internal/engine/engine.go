@@ -49,6 +49,11 @@ var (
 	// writes are accepted again once space is freed. The services answer
 	// it with a 503 ServiceUnavailable, which SDKs retry.
 	ErrStoreFull = errors.New("engine: the store's disk is full; writes are refused until space is freed")
+	// ErrUnavailable: the store cannot be reached (a database that is
+	// down, failing over, or out of connections). Nothing of the call was
+	// acknowledged; the services answer 503 ServiceUnavailable, which SDKs
+	// retry, and the same call succeeds once the store is back.
+	ErrUnavailable = errors.New("engine: the store cannot be reached")
 )
 
 // DeduplicationWindow is how long a FIFO queue remembers a deduplication
@@ -415,6 +420,9 @@ type RecordStore interface {
 	DeleteRecord(ctx context.Context, kind, key string) error
 	// Records returns every record of a kind, sorted by key (byte order).
 	Records(ctx context.Context, kind string) ([]Record, error)
+	// GetRecord returns one record's value; found is false when there is
+	// none.
+	GetRecord(ctx context.Context, kind, key string) (value []byte, found bool, err error)
 }
 
 // MetricPoint is one minute of one metric series: the statistics of the
@@ -433,7 +441,10 @@ type MetricStore interface {
 	// PutMetricPoints stores points in one durable batch; a point replaces
 	// the stored one of its series and minute.
 	PutMetricPoints(ctx context.Context, points []MetricPoint) error
-	// MetricPoints returns the points of minute from on, by minute.
+	// MetricPoints returns the points of minute from on, by minute. On a
+	// store several nodes share, each node's points are its own, and this
+	// returns them merged per series and minute across every node (sums
+	// and counts added, the least minimum, the greatest maximum).
 	MetricPoints(ctx context.Context, from int64) ([]MetricPoint, error)
 	// DeleteMetricPointsBefore deletes the points of minutes before minute.
 	DeleteMetricPointsBefore(ctx context.Context, minute int64) error
@@ -449,6 +460,7 @@ type Store interface {
 	RecordStore
 	MetricStore
 	Monitor
+	Cluster
 
 	// OnMovedByTask sets fn to be told of every message a move task has
 	// written into its destination (a new message there, as a send makes),
@@ -472,4 +484,41 @@ type Monitor interface {
 	// Durable reports whether what is written survives a restart. A store
 	// that does not is not asked to keep the metric history.
 	Durable() bool
+}
+
+// Cluster is what the services need to act as one broker when several
+// nodes share one store (PostgreSQL): leases on background work, secrets
+// every node uses, news of records changed through other nodes, and the
+// other nodes' metric points. A store that one node has to itself
+// (embedded) answers as the only node: every lease is its own, nothing
+// changes behind its back, it has no peers.
+type Cluster interface {
+	// Shared reports whether other nodes may use the store at the same
+	// time.
+	Shared() bool
+	// TakeLease takes or renews the lease called name for d and reports
+	// whether this node holds it now. Background work that one node does
+	// for all (metric sampling, alarm evaluation) runs only under its
+	// lease, renewed more often than d, so that another node carries on
+	// within d when the holder dies. Leases run on the store's own time
+	// (the database's clock), not on the services' clock.
+	TakeLease(ctx context.Context, name string, d time.Duration) (bool, error)
+	// Secret returns the secret called name, which every node sharing the
+	// store reads the same: the first call by any node stores the value
+	// create makes, and every later call returns it.
+	Secret(ctx context.Context, name string, create func() ([]byte, error)) ([]byte, error)
+	// WatchRecords sets fn to be told, from the store's own goroutine, of
+	// every record another node put or deleted (kind and key, once the
+	// change is durable), so that a node keeps what it caches of records
+	// current. Kind and key "" mean that any record may have changed (the
+	// store lost news for a while) and every kind must be read again; a
+	// kind with key "" means any record of that kind. fn must not block. It is set once, before the node serves; a store
+	// only one node uses never calls it.
+	WatchRecords(fn func(kind, key string))
+	// PeerMetricPoints returns the points the other nodes stored for
+	// minutes from on, merged per series and minute as MetricPoints
+	// merges them; nil on a store only one node uses. A node adds them to
+	// what it has recorded itself, so that CloudWatch shows the cluster's
+	// figures.
+	PeerMetricPoints(ctx context.Context, from int64) ([]MetricPoint, error)
 }

@@ -17,6 +17,7 @@ import (
 //
 //	0x01 'k'                        receipt-handle MAC key
 //	0x01 'e'                        boot epoch (uint64)
+//	0x01 's' name                   secret (cluster.go)
 //	0x02 qid                        queue record
 //	0x03 qid seq 0x01               message record: written once, deleted once
 //	0x03 qid seq 0x02               message state: rewritten on receive/visibility change

@@ -87,6 +87,8 @@ type Engine struct {
 	log    *slog.Logger
 	sync   bool
 	signer *handle.Signer
+	// secretMu serialises the first creation of a secret (cluster.go).
+	secretMu sync.Mutex
 	// firstID is the first id of this run's epoch.
 	firstID uint64
 

@@ -2,6 +2,7 @@ package embedded
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"strings"
 
@@ -89,6 +90,26 @@ func (e *Engine) Records(ctx context.Context, kind string) ([]engine.Record, err
 		return nil, fmt.Errorf("embedded: records: %w", err)
 	}
 	return out, nil
+}
+
+// GetRecord implements engine.RecordStore.
+func (e *Engine) GetRecord(ctx context.Context, kind, key string) ([]byte, bool, error) {
+	if err := checkRecordNames(kind, key); err != nil {
+		return nil, false, err
+	}
+	if err := e.enter(); err != nil {
+		return nil, false, err
+	}
+	defer e.leave()
+	v, closer, err := e.db.Get(recordKey(kind, key))
+	if errors.Is(err, pebble.ErrNotFound) {
+		return nil, false, nil
+	}
+	if err != nil {
+		return nil, false, fmt.Errorf("embedded: get record: %w", err)
+	}
+	defer closer.Close()
+	return append([]byte{}, v...), true, nil
 }
 
 var _ engine.RecordStore = (*Engine)(nil)

@@ -9,6 +9,7 @@ import (
 	"strconv"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/jackc/pgx/v5"
@@ -20,12 +21,15 @@ import (
 // node; the hub hands it to this node's waiters on that queue. A waiter
 // told of a time still to come arms a timer on the clock instead. A
 // change to a queue sends "view:" + its key, which drops the node's view
-// of it (views.go).
+// of it (views.go); a change to a record sends "rec:" node/kind/key, which
+// the hub passes on to the services of the other nodes (cluster.go).
 
 // hub fans notifications out to the waiters of each queue.
 type hub struct {
 	log     *slog.Logger
+	node    string // this node: its own record notes are not passed on
 	views   *views // the queue views notifications drop
+	records atomic.Pointer[func(kind, key string)]
 	cancel  context.CancelFunc
 	stopped chan struct{}
 
@@ -76,13 +80,13 @@ const (
 )
 
 // startHub connects the listening connection and returns once it listens.
-func startHub(ctx context.Context, cc *pgx.ConnConfig, channel string, views *views, log *slog.Logger) (*hub, error) {
+func startHub(ctx context.Context, cc *pgx.ConnConfig, channel, node string, views *views, log *slog.Logger) (*hub, error) {
 	conn, err := listen(ctx, cc, channel)
 	if err != nil {
 		return nil, err
 	}
 	runCtx, cancel := context.WithCancel(context.Background())
-	h := &hub{log: log, views: views, cancel: cancel, stopped: make(chan struct{}), waiters: map[int64]map[*waiter]struct{}{}}
+	h := &hub{log: log, node: node, views: views, cancel: cancel, stopped: make(chan struct{}), waiters: map[int64]map[*waiter]struct{}{}}
 	go h.run(runCtx, conn, cc, channel)
 	return h, nil
 }
@@ -120,6 +124,10 @@ func (h *hub) run(ctx context.Context, conn *pgx.Conn, cc *pgx.ConnConfig, chann
 				h.views.drop(key)
 				continue
 			}
+			if rec, ok := strings.CutPrefix(n.Payload, "rec:"); ok {
+				h.recordChanged(rec)
+				continue
+			}
 			qid, at, ok := parseNote(n.Payload)
 			if !ok {
 				h.log.Warn("postgres: unknown notification", "payload", n.Payload)
@@ -147,6 +155,24 @@ func (h *hub) run(ctx context.Context, conn *pgx.Conn, cc *pgx.ConnConfig, chann
 		h.setLost(nil)
 		h.views.dropAll()
 		h.wakeAll()
+		if fn := h.records.Load(); fn != nil {
+			(*fn)("", "")
+		}
+	}
+}
+
+// watchRecords sets the function told of other nodes' record changes.
+func (h *hub) watchRecords(fn func(kind, key string)) { h.records.Store(&fn) }
+
+// recordChanged passes a record note of another node on.
+func (h *hub) recordChanged(p string) {
+	node, kind, key, ok := parseRecordNote(p)
+	if !ok {
+		h.log.Warn("postgres: unknown notification", "payload", "rec:"+p)
+		return
+	}
+	if fn := h.records.Load(); fn != nil && node != h.node {
+		(*fn)(kind, key)
 	}
 }
 

@@ -53,7 +53,7 @@ func (s *Store) takeLease(ctx context.Context, name string, d time.Duration) (bo
 			WHERE leases.owner = excluded.owner OR leases.until < clock_timestamp()
 			RETURNING owner
 		)
-		SELECT EXISTS (SELECT 1 FROM l)`, name, s.tasks.node, d).Scan(&held)
+		SELECT EXISTS (SELECT 1 FROM l)`, name, s.node, d).Scan(&held)
 	if err != nil {
 		return false, fmt.Errorf("lease %s: %w", name, err)
 	}

@@ -80,7 +80,7 @@ func (p prefixRow) Scan(dest ...any) error { return p.row.Scan(append(p.dst, des
 // runner runs the move tasks this node holds.
 type runner struct {
 	s      *Store
-	node   string // this node's lease owner name
+	node   string // this node's lease owner name (Store.node)
 	leases leaseTimes
 	log    *slog.Logger
 	ctx    context.Context
@@ -105,12 +105,8 @@ func startRunner(s *Store, hold bool, leases leaseTimes) *runner {
 	if leases.renew <= 0 {
 		leases.renew = defaultLeaseRenew
 	}
-	var id [16]byte
-	_, _ = rand.Read(id[:])
-	var node [uuidv4.Len]byte
-	uuidv4.Encode(&node, id)
 	ctx, cancel := context.WithCancel(context.Background())
-	r := &runner{s: s, node: string(node[:]), leases: leases, log: s.log, ctx: ctx, cancel: cancel,
+	r := &runner{s: s, node: s.node, leases: leases, log: s.log, ctx: ctx, cancel: cancel,
 		kick: make(chan struct{}, 1), held: hold, running: map[string]bool{}}
 	r.wg.Add(1)
 	go r.loop()

@@ -13,8 +13,6 @@ package postgres
 
 import (
 	"context"
-	"crypto/rand"
-	"errors"
 	"fmt"
 	"log/slog"
 	"sync"
@@ -65,10 +63,13 @@ type Store struct {
 	log     *slog.Logger
 	schema  string
 	channel string // the schema's notification channel
-	signer  *handle.Signer
-	hub     *hub
-	views   *views
-	tasks   *runner
+	// node names this node (while it runs) in leases, in the
+	// notifications it sends and in its metric points.
+	node   string
+	signer *handle.Signer
+	hub    *hub
+	views  *views
+	tasks  *runner
 
 	mu      sync.Mutex
 	closing bool
@@ -113,6 +114,7 @@ func Open(ctx context.Context, opts Options) (*Store, error) {
 		log:     opts.Logger,
 		schema:  opts.Schema,
 		channel: "ferry:" + opts.Schema,
+		node:    newNodeName(),
 		views:   newViews(),
 		done:    make(chan struct{}),
 	}
@@ -136,43 +138,13 @@ func (s *Store) open(ctx context.Context, ms []migration, cc *pgx.ConnConfig) er
 	if err := migrate(ctx, s.pool, s.schema, ms); err != nil {
 		return err
 	}
-	key, err := s.secret(ctx, "receipt-handle-key")
+	key, err := s.secret(ctx, "receipt-handle-key", randomSecret)
 	if err != nil {
 		return err
 	}
 	s.signer = handle.NewSigner(key)
-	s.hub, err = startHub(ctx, cc, s.channel, s.views, s.log)
+	s.hub, err = startHub(ctx, cc, s.channel, s.node, s.views, s.log)
 	return err
-}
-
-// secret returns the shared secret of that name, creating it (32 random
-// bytes) if no node has yet; every node then reads the same value.
-func (s *Store) secret(ctx context.Context, name string) ([]byte, error) {
-	fresh := make([]byte, 32)
-	if _, err := rand.Read(fresh); err != nil {
-		return nil, fmt.Errorf("postgres: secret %s: %w", name, err)
-	}
-	var (
-		v   []byte
-		err error
-	)
-	// A node creating it at the same moment makes this statement's insert
-	// wait and do nothing, and its snapshot miss that node's row: the next
-	// statement sees it.
-	for range 2 {
-		err = s.pool.QueryRow(ctx, `
-			WITH ins AS (
-				INSERT INTO secrets (name, value) VALUES ($1, $2)
-				ON CONFLICT (name) DO NOTHING RETURNING value)
-			SELECT value FROM ins UNION ALL SELECT value FROM secrets WHERE name = $1`, name, fresh).Scan(&v)
-		if !errors.Is(err, pgx.ErrNoRows) {
-			break
-		}
-	}
-	if err != nil {
-		return nil, fmt.Errorf("postgres: secret %s: %w", name, err)
-	}
-	return v, nil
 }
 
 // enter starts a call; every call that returns leaves.

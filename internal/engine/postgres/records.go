@@ -2,6 +2,7 @@ package postgres
 
 import (
 	"context"
+	"errors"
 	"fmt"
 
 	"github.com/jackc/pgx/v5"
@@ -18,8 +19,12 @@ func (s *Store) PutRecord(ctx context.Context, kind, key string, value []byte) e
 	if value == nil {
 		value = []byte{}
 	}
-	_, err := s.pool.Exec(ctx, `INSERT INTO records (kind, key, value) VALUES ($1, $2, $3)
-		ON CONFLICT (kind, key) DO UPDATE SET value = excluded.value`, kind, key, value)
+	// The notification goes out with the commit of the same statement.
+	_, err := s.pool.Exec(ctx, `
+		WITH w AS (
+			INSERT INTO records (kind, key, value) VALUES ($1, $2, $3)
+			ON CONFLICT (kind, key) DO UPDATE SET value = excluded.value RETURNING 1)
+		SELECT pg_notify($4, $5) FROM w`, kind, key, value, s.channel, s.recordNote(kind, key))
 	if err != nil {
 		return fmt.Errorf("postgres: put record %s/%s: %w", kind, key, err)
 	}
@@ -32,7 +37,9 @@ func (s *Store) DeleteRecord(ctx context.Context, kind, key string) error {
 		return err
 	}
 	defer s.leave()
-	if _, err := s.pool.Exec(ctx, `DELETE FROM records WHERE kind = $1 AND key = $2`, kind, key); err != nil {
+	if _, err := s.pool.Exec(ctx, `
+		WITH d AS (DELETE FROM records WHERE kind = $1 AND key = $2 RETURNING 1)
+		SELECT pg_notify($3, $4) FROM d`, kind, key, s.channel, s.recordNote(kind, key)); err != nil {
 		return fmt.Errorf("postgres: delete record %s/%s: %w", kind, key, err)
 	}
 	return nil
@@ -59,7 +66,25 @@ func (s *Store) Records(ctx context.Context, kind string) ([]engine.Record, erro
 	return recs, nil
 }
 
-// PutMetricPoints implements engine.MetricStore, in one statement.
+// GetRecord implements engine.RecordStore.
+func (s *Store) GetRecord(ctx context.Context, kind, key string) ([]byte, bool, error) {
+	if err := s.enter(); err != nil {
+		return nil, false, err
+	}
+	defer s.leave()
+	var v []byte
+	err := s.pool.QueryRow(ctx, `SELECT value FROM records WHERE kind = $1 AND key = $2`, kind, key).Scan(&v)
+	switch {
+	case errors.Is(err, pgx.ErrNoRows):
+		return nil, false, nil
+	case err != nil:
+		return nil, false, fmt.Errorf("postgres: get record %s/%s: %w", kind, key, err)
+	}
+	return v, true, nil
+}
+
+// PutMetricPoints implements engine.MetricStore, in one statement: the
+// points are this node's (engine.Cluster).
 func (s *Store) PutMetricPoints(ctx context.Context, points []engine.MetricPoint) error {
 	if err := s.enter(); err != nil {
 		return err
@@ -81,31 +106,39 @@ func (s *Store) PutMetricPoints(ctx context.Context, points []engine.MetricPoint
 	// DISTINCT ON keeps the last of a series' minute when the batch names
 	// it twice, as applying the points in order would.
 	_, err := s.pool.Exec(ctx, `
-		INSERT INTO metric_points (minute, namespace, metric, dim_name, dim_value, sum, count, min, max)
+		INSERT INTO metric_points (node, minute, namespace, metric, dim_name, dim_value, sum, count, min, max)
 		SELECT DISTINCT ON (minute, namespace, metric, dim_name, dim_value)
-			minute, namespace, metric, dim_name, dim_value, sum, count, min, max
+			$10, minute, namespace, metric, dim_name, dim_value, sum, count, min, max
 		FROM unnest($1::int8[], $2::text[], $3::text[], $4::text[], $5::text[],
 			$6::float8[], $7::float8[], $8::float8[], $9::float8[])
 			WITH ORDINALITY AS u(minute, namespace, metric, dim_name, dim_value, sum, count, min, max, i)
 		ORDER BY minute, namespace, metric, dim_name, dim_value, i DESC
-		ON CONFLICT (minute, namespace, metric, dim_name, dim_value) DO UPDATE SET
+		ON CONFLICT (minute, namespace, metric, dim_name, dim_value, node) DO UPDATE SET
 			sum = excluded.sum, count = excluded.count, min = excluded.min, max = excluded.max`,
-		minutes, ns, ms, dns, dvs, sums, counts, mins, maxes)
+		minutes, ns, ms, dns, dvs, sums, counts, mins, maxes, s.node)
 	if err != nil {
 		return fmt.Errorf("postgres: put metric points: %w", err)
 	}
 	return nil
 }
 
-// MetricPoints implements engine.MetricStore.
+// MetricPoints implements engine.MetricStore: every node's points, merged.
 func (s *Store) MetricPoints(ctx context.Context, from int64) ([]engine.MetricPoint, error) {
 	if err := s.enter(); err != nil {
 		return nil, err
 	}
 	defer s.leave()
-	rows, err := s.pool.Query(ctx, `SELECT minute, namespace, metric, dim_name, dim_value, sum, count, min, max
-		FROM metric_points WHERE minute >= $1
-		ORDER BY minute, namespace COLLATE "C", metric COLLATE "C", dim_name COLLATE "C", dim_value COLLATE "C"`, from)
+	return s.metricPoints(ctx, from, nil)
+}
+
+// metricPoints reads the points of minute from on of every node but
+// except (nil: every node), merged per series and minute.
+func (s *Store) metricPoints(ctx context.Context, from int64, except *string) ([]engine.MetricPoint, error) {
+	rows, err := s.pool.Query(ctx, `SELECT minute, namespace, metric, dim_name, dim_value,
+			sum(sum), sum(count), min(min), max(max)
+		FROM metric_points WHERE minute >= $1 AND ($2::text IS NULL OR node <> $2)
+		GROUP BY minute, namespace, metric, dim_name, dim_value
+		ORDER BY minute, namespace COLLATE "C", metric COLLATE "C", dim_name COLLATE "C", dim_value COLLATE "C"`, from, except)
 	if err != nil {
 		return nil, fmt.Errorf("postgres: metric points: %w", err)
 	}
