@@ -33,8 +33,16 @@ const (
 // test waits for) after Deadline. cond runs in the test's goroutine.
 func Eventually(t testing.TB, what string, cond func() bool) {
 	t.Helper()
-	if !poll(t.Context(), cond) {
-		t.Fatalf("waited %v for %s", Deadline, what)
+	EventuallyWithin(t, what, 0, cond)
+}
+
+// EventuallyWithin is Eventually for an event that comes only after a span
+// of real time the test cannot move (a lease on the database's clock
+// running out): it waits up to that span plus Deadline.
+func EventuallyWithin(t testing.TB, what string, span time.Duration, cond func() bool) {
+	t.Helper()
+	if !poll(t.Context(), span+Deadline, cond) {
+		t.Fatalf("waited %v for %s", span+Deadline, what)
 	}
 }
 
@@ -119,10 +127,10 @@ func AdvanceUntil(t testing.TB, c *clock.Fake, max time.Duration, settled, cond 
 	}
 }
 
-// poll checks cond with a growing backoff until it holds, Deadline passes
-// or ctx ends.
-func poll(ctx context.Context, cond func() bool) bool {
-	ctx, cancel := context.WithTimeout(ctx, Deadline)
+// poll checks cond with a growing backoff until it holds, limit passes or
+// ctx ends.
+func poll(ctx context.Context, limit time.Duration, cond func() bool) bool {
+	ctx, cancel := context.WithTimeout(ctx, limit)
 	defer cancel()
 	backoff := firstBackoff
 	for !cond() {
