@@ -268,8 +268,9 @@ func (s *Service) rereadHistory(ctx context.Context, key string) error {
 
 // lead reports whether this node is to evaluate the alarms now: always
 // when it is alone; on a shared store while it holds the alarm lease,
-// taken or renewed here. Before a node evaluates it reads the other
-// nodes' latest points, so that it judges the cluster's figures.
+// taken or renewed here. Before a node evaluates it reads the alarms and
+// the other nodes' latest points, so that it judges the stored alarms on
+// the cluster's figures.
 func (s *Service) lead(ctx context.Context) bool {
 	if s.cluster == nil {
 		return true
@@ -289,6 +290,14 @@ func (s *Service) lead(ctx context.Context) bool {
 	}
 	if !held {
 		return false
+	}
+	// The alarms as they are stored, whatever news was lost or is still
+	// on its way: one read a minute, on one node.
+	s.mu.Lock()
+	err = s.loadAlarms(ctx)
+	s.mu.Unlock()
+	if err != nil {
+		s.log.WarnContext(ctx, "cloudwatch: read the alarms", "err", err)
 	}
 	if err := s.metrics.RefreshPeers(ctx, s.cluster); err != nil {
 		s.log.WarnContext(ctx, "cloudwatch: read other nodes' datapoints", "err", err)
