@@ -201,7 +201,10 @@ func TestClusterEvaluation(t *testing.T) {
 	if _, err := a.putMetricAlarm(ctx, input("x")); err != nil {
 		t.Fatal(err)
 	}
-	testwait.Eventually(t, "b to know x", func() bool { out, _ := b.describeAlarms(ctx, &DescribeAlarmsInput{}); return len(out.MetricAlarms) == 1 })
+	testwait.Eventually(t, "b to know x", func() bool {
+		out, _ := b.describeAlarms(ctx, &DescribeAlarmsInput{})
+		return len(out.MetricAlarms) == 1
+	})
 	c.leases[AlarmLease] = "a"
 
 	// Minute 0 breaches; a evaluates 20 s after minute 1 begins, b does not.
