@@ -19,7 +19,11 @@ func (s *Service) putMetricAlarm(ctx context.Context, in *PutMetricAlarmInput) (
 	}
 	now := s.now()
 	s.mu.Lock()
-	old := s.alarms[a.Name]
+	old, err := s.current(ctx, a.Name)
+	if err != nil {
+		s.mu.Unlock()
+		return nil, s.internal(ctx, "read alarm", err)
+	}
 	if old == nil && len(s.alarms) >= maxAlarms {
 		s.mu.Unlock()
 		return nil, errLimitExceeded.WithMessage("The maximum allowed number of alarms (%d) has been reached.", maxAlarms)
@@ -87,6 +91,13 @@ func (s *Service) describeAlarms(ctx context.Context, in *DescribeAlarmsInput) (
 	}
 	s.mu.Lock()
 	defer s.mu.Unlock()
+	for _, n := range in.AlarmNames {
+		// On a shared store an alarm made through another node a moment
+		// ago may not be in memory yet.
+		if _, err := s.find(ctx, n); err != nil {
+			return nil, s.internal(ctx, "read alarm", err)
+		}
+	}
 	for _, a := range s.sorted() {
 		if a.Name <= after && after != "" {
 			continue
@@ -202,7 +213,11 @@ func (s *Service) deleteAlarms(ctx context.Context, in *AlarmNamesInput) (*Empty
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	for _, n := range in.AlarmNames {
-		if s.alarms[n] == nil {
+		a, err := s.current(ctx, n)
+		if err != nil {
+			return nil, s.internal(ctx, "read alarm", err)
+		}
+		if a == nil {
 			return nil, errResourceNotFound
 		}
 	}
@@ -238,7 +253,10 @@ func (s *Service) setActionsEnabled(ctx context.Context, in *AlarmNamesInput, on
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	for _, n := range in.AlarmNames {
-		a := s.alarms[n]
+		a, err := s.current(ctx, n)
+		if err != nil {
+			return nil, s.internal(ctx, "read alarm", err)
+		}
 		if a == nil || a.ActionsEnabled == on {
 			continue
 		}
@@ -276,7 +294,11 @@ func (s *Service) setAlarmState(ctx context.Context, in *SetAlarmStateInput) (*E
 	}
 	now := s.now()
 	s.mu.Lock()
-	a := s.alarms[in.AlarmName]
+	a, err := s.current(ctx, in.AlarmName)
+	if err != nil {
+		s.mu.Unlock()
+		return nil, s.internal(ctx, "read alarm", err)
+	}
 	if a == nil {
 		s.mu.Unlock()
 		return nil, errResourceNotFound

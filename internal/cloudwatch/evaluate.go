@@ -23,8 +23,10 @@ func (s *Service) arm() {
 	s.gen++
 	gen := s.gen
 	s.armed = true
+	// On a shared store the tick comes s.after past the minute (zero
+	// otherwise), once every node has saved the minute that ended.
 	now := s.clock.Now()
-	next := now.Truncate(time.Minute).Add(time.Minute)
+	next := now.Add(-s.after).Truncate(time.Minute).Add(time.Minute + s.after)
 	s.wg.Add(1)
 	s.timer = s.clock.AfterFunc(next.Sub(now), func() { s.tick(gen) })
 }
@@ -51,10 +53,13 @@ func (s *Service) tick(gen uint64) {
 	if !current {
 		return
 	}
-	s.evaluate(s.ctx, nil, s.now())
+	if s.lead(s.ctx) {
+		s.evaluate(s.ctx, nil, s.now())
+	}
 	s.mu.Lock()
 	s.arm()
 	s.mu.Unlock()
+	s.ticks.Add(1)
 }
 
 // change is a state transition whose actions are to run.
@@ -82,6 +87,22 @@ func (s *Service) evaluate(ctx context.Context, names []string, now time.Time) {
 		r := s.assess(a, now)
 		if r.keep || r.state == a.State {
 			continue
+		}
+		if s.cluster != nil {
+			// Another node may have changed the alarm since this node
+			// heard of it: decide on the stored one.
+			fresh, err := s.reread(ctx, a.Name)
+			if err != nil {
+				s.log.ErrorContext(ctx, "cloudwatch: evaluate alarm", "alarm", a.Name, "err", err)
+				continue
+			}
+			if fresh == nil {
+				continue // deleted meanwhile
+			}
+			a, r = fresh, s.assess(fresh, now)
+			if r.keep || r.state == a.State {
+				continue
+			}
 		}
 		ch, err := s.transition(ctx, a, r.state, r.reason, r.data, now)
 		if err != nil {

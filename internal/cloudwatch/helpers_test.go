@@ -55,6 +55,13 @@ func (r *memRecords) Records(_ context.Context, kind string) ([]engine.Record, e
 	return out, nil
 }
 
+func (r *memRecords) GetRecord(_ context.Context, kind, key string) ([]byte, bool, error) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	v, ok := r.m[kind][key]
+	return append([]byte(nil), v...), ok, nil
+}
+
 func (r *memRecords) count(kind string) int {
 	r.mu.Lock()
 	defer r.mu.Unlock()

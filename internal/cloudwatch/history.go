@@ -6,6 +6,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"slices"
+	"sort"
 	"strconv"
 	"time"
 )
@@ -32,6 +33,10 @@ type historyItem struct {
 func (s *Service) addHistory(ctx context.Context, h historyItem) {
 	s.seq++
 	h.key = fmt.Sprintf("%020d-%010d", h.Timestamp.UnixNano(), s.seq%1e10)
+	if s.node != "" {
+		// Nodes sharing a store count apart: the node tells their keys apart.
+		h.key += "-" + s.node
+	}
 	b, err := json.Marshal(h)
 	if err == nil {
 		err = s.records.PutRecord(ctx, kindHistory, h.key, b)
@@ -39,7 +44,16 @@ func (s *Service) addHistory(ctx context.Context, h historyItem) {
 	if err != nil {
 		s.log.ErrorContext(ctx, "cloudwatch: record alarm history", "alarm", h.AlarmName, "err", err)
 	}
-	s.history = append(s.history, h)
+	if n := len(s.history); s.cluster != nil && n > 0 && s.history[n-1].key > h.key {
+		// Items other nodes made may be newer: the history stays in key
+		// order, which rereadHistory searches.
+		i := sort.Search(n, func(i int) bool { return s.history[i].key > h.key })
+		s.history = append(s.history, historyItem{})
+		copy(s.history[i+1:], s.history[i:])
+		s.history[i] = h
+	} else {
+		s.history = append(s.history, h)
+	}
 	if err := s.pruneHistory(ctx, h.Timestamp); err != nil {
 		s.log.ErrorContext(ctx, "cloudwatch: prune alarm history", "err", err)
 	}

@@ -14,7 +14,7 @@ const activeFor = 6 * time.Hour
 
 // sqsCounters are the SQS metrics that count API activity; while a queue
 // is active, a minute without samples reads as zero.
-var sqsCounters = []string{metrics.MessagesSent, metrics.MessagesReceived, metrics.EmptyReceives, metrics.MessagesDeleted}
+var sqsCounters = metrics.ActivityCounters
 
 // datapoints returns a series' minutes that start in [from, to), oldest
 // first, as CloudWatch reports them at now. Ferry's store keeps only

@@ -13,6 +13,7 @@ import (
 	"io"
 	"log/slog"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/ferrymq/ferry/internal/clock"
@@ -37,6 +38,16 @@ type Config struct {
 	Notifier Notifier
 	Clock    clock.Clock // clock.Real when nil
 	Logger   *slog.Logger
+
+	// Cluster, when it is Shared, makes the service one node of several
+	// on one store (cluster.go): alarms are evaluated only by the holder
+	// of AlarmLease, taken for LeaseTime (DefaultAlarmLease if zero) at
+	// every minute's evaluation, EvaluateAfter (DefaultEvaluateAfter if
+	// zero) after the minute, on the cluster's figures; what other nodes
+	// change comes in through RecordChanged.
+	Cluster       metrics.Cluster
+	LeaseTime     time.Duration
+	EvaluateAfter time.Duration
 }
 
 // Record kinds in the engine's record store.
@@ -68,7 +79,16 @@ type Service struct {
 
 	ctx    context.Context // ends when the service closes
 	cancel context.CancelFunc
-	wg     sync.WaitGroup // evaluation ticks and notifications under way
+	wg     sync.WaitGroup // evaluation ticks, notifications and the follower
+
+	cluster metrics.Cluster // nil unless Shared
+	node    string          // tells this node's history keys from others'
+	lease   time.Duration
+	after   time.Duration // how long after a minute its evaluation runs
+	news    news          // other nodes' record changes, to apply
+	holding atomic.Bool   // held AlarmLease at the latest tick
+	ticks   atomic.Uint64
+	applied atomic.Uint64
 }
 
 // New loads the alarms and their history and starts evaluating them each
@@ -99,11 +119,18 @@ func New(ctx context.Context, cfg Config) (*Service, error) {
 	if s.log == nil {
 		s.log = slog.New(slog.NewTextHandler(io.Discard, nil))
 	}
+	if cfg.Cluster != nil && cfg.Cluster.Shared() {
+		s.joinCluster(cfg)
+	}
 	if err := s.load(ctx); err != nil {
 		return nil, err
 	}
 	s.ctx, s.cancel = context.WithCancel(context.Background())
 	s.proto = s.newProtocol()
+	if s.cluster != nil {
+		s.wg.Add(1)
+		go s.follow()
+	}
 	s.mu.Lock()
 	s.arm()
 	s.mu.Unlock()
@@ -111,36 +138,60 @@ func New(ctx context.Context, cfg Config) (*Service, error) {
 }
 
 func (s *Service) load(ctx context.Context) error {
+	if err := s.loadAlarms(ctx); err != nil {
+		return err
+	}
+	if err := s.loadHistory(ctx); err != nil {
+		return err
+	}
+	return s.pruneHistory(ctx, s.clock.Now())
+}
+
+// loadAlarms reads every alarm, replacing those in memory. The caller
+// holds mu (or is New).
+func (s *Service) loadAlarms(ctx context.Context) error {
 	recs, err := s.records.Records(ctx, kindAlarm)
 	if err != nil {
 		return fmt.Errorf("cloudwatch: load alarms: %w", err)
 	}
+	alarms := make(map[string]*alarm, len(recs))
 	for _, r := range recs {
 		a := new(alarm)
 		if err := json.Unmarshal(r.Value, a); err != nil {
 			return fmt.Errorf("cloudwatch: alarm %q: %w", r.Key, err)
 		}
-		s.alarms[a.Name] = a
+		alarms[a.Name] = a
 	}
-	recs, err = s.records.Records(ctx, kindHistory)
+	s.alarms = alarms
+	return nil
+}
+
+// loadHistory reads the whole history, replacing what is in memory. The
+// caller holds mu (or is New).
+func (s *Service) loadHistory(ctx context.Context) error {
+	recs, err := s.records.Records(ctx, kindHistory)
 	if err != nil {
 		return fmt.Errorf("cloudwatch: load alarm history: %w", err)
 	}
+	history := make([]historyItem, 0, len(recs))
 	for _, r := range recs {
 		var h historyItem
 		if err := json.Unmarshal(r.Value, &h); err != nil {
 			return fmt.Errorf("cloudwatch: history item %q: %w", r.Key, err)
 		}
 		h.key = r.Key
-		s.history = append(s.history, h)
+		history = append(history, h)
 	}
-	return s.pruneHistory(ctx, s.clock.Now())
+	s.history = history
+	return nil
 }
 
 // Protocol is the service's description for the protocol handler.
 func (s *Service) Protocol() *protocol.Service { return s.proto }
 
-// Close stops the evaluations and waits for one under way.
+// Close stops the evaluations and waits for one under way; on a shared
+// store it then gives the alarm lease up, so that another node evaluates
+// from its next minute on.
 func (s *Service) Close() error {
 	s.mu.Lock()
 	s.closed = true
@@ -148,7 +199,7 @@ func (s *Service) Close() error {
 	s.mu.Unlock()
 	s.cancel()
 	s.wg.Wait()
-	return nil
+	return s.leaveCluster()
 }
 
 func (s *Service) newProtocol() *protocol.Service {

@@ -6,9 +6,10 @@ import (
 	"strings"
 )
 
-// alarmByARN finds the alarm an ARN of this account and region names.
-// The caller holds mu.
-func (s *Service) alarmByARN(arn string) (*alarm, error) {
+// alarmByARN finds the alarm an ARN of this account and region names: as
+// a change starts from it (Service.current) if change, else as a read
+// finds it (Service.find). The caller holds mu.
+func (s *Service) alarmByARN(ctx context.Context, arn string, change bool) (*alarm, error) {
 	name, ok := strings.CutPrefix(arn, s.alarmARN(""))
 	if !ok || name == "" {
 		if strings.HasPrefix(arn, "arn:") {
@@ -16,7 +17,14 @@ func (s *Service) alarmByARN(arn string) (*alarm, error) {
 		}
 		return nil, invalidValue("Invalid ARN: %s", arn)
 	}
-	a := s.alarms[name]
+	lookup := s.find
+	if change {
+		lookup = s.current
+	}
+	a, err := lookup(ctx, name)
+	if err != nil {
+		return nil, s.internal(ctx, "read alarm", err)
+	}
 	if a == nil {
 		return nil, errTagResourceNotFound.WithMessage("%s not found", arn)
 	}
@@ -36,7 +44,7 @@ func (s *Service) listTagsForResource(ctx context.Context, in *ResourceARNInput)
 	}
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	a, err := s.alarmByARN(in.ResourceARN)
+	a, err := s.alarmByARN(ctx, in.ResourceARN, false)
 	if err != nil {
 		return nil, err
 	}
@@ -54,7 +62,7 @@ func (s *Service) tagResource(ctx context.Context, in *TagResourceInput) (*Empty
 	}
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	a, err := s.alarmByARN(in.ResourceARN)
+	a, err := s.alarmByARN(ctx, in.ResourceARN, true)
 	if err != nil {
 		return nil, err
 	}
@@ -88,7 +96,7 @@ func (s *Service) untagResource(ctx context.Context, in *UntagResourceInput) (*E
 	}
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	a, err := s.alarmByARN(in.ResourceARN)
+	a, err := s.alarmByARN(ctx, in.ResourceARN, true)
 	if err != nil {
 		return nil, err
 	}

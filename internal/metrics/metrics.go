@@ -118,6 +118,13 @@ type Store struct {
 	// flushMu orders flushes; flushed is the last minute saved for good.
 	flushMu sync.Mutex
 	flushed int64
+
+	// peers holds the other nodes' minutes on a shared store (peers.go),
+	// nil until LoadPeers; refreshMu orders the reads that replace them.
+	// Lock order: refreshMu, then peerMu; peerMu is never held with mu.
+	refreshMu sync.Mutex
+	peerMu    sync.RWMutex
+	peers     map[SeriesKey][]bucket
 }
 
 // bucket is one minute; minute counts minutes since the Unix epoch.
@@ -269,13 +276,13 @@ func (se *series) evict(now, retention int64) {
 
 // Datapoints returns the series' minutes that start in [from, to), oldest
 // first, within the retention window. Minutes without samples are absent.
+// With the other nodes' points loaded (LoadPeers), a minute is the
+// cluster's: this node's and theirs, merged.
 func (s *Store) Datapoints(ns, metric string, dim Dimension, from, to time.Time) []Datapoint {
+	k := SeriesKey{ns, metric, dim}
 	s.mu.RLock()
-	se := s.series[SeriesKey{ns, metric, dim}]
+	se := s.series[k]
 	s.mu.RUnlock()
-	if se == nil {
-		return nil
-	}
 	lo, hi := minuteOf(from), minuteOf(to)
 	if from.After(time.Unix(lo*60, 0)) {
 		lo++ // a minute starting before from is not in the range
@@ -284,16 +291,18 @@ func (s *Store) Datapoints(ns, metric string, dim Dimension, from, to time.Time)
 		lo = cut + 1
 	}
 	var out []Datapoint
-	se.mu.Lock()
-	defer se.mu.Unlock()
-	for _, b := range se.buckets[se.head:] {
-		if b.minute < lo || b.minute >= hi {
-			continue
+	if se != nil {
+		se.mu.Lock()
+		for _, b := range se.buckets[se.head:] {
+			if b.minute < lo || b.minute >= hi {
+				continue
+			}
+			out = append(out, Datapoint{Timestamp: time.Unix(b.minute*60, 0).UTC(),
+				Sum: b.sum, SampleCount: b.count, Minimum: b.min, Maximum: b.max})
 		}
-		out = append(out, Datapoint{Timestamp: time.Unix(b.minute*60, 0).UTC(),
-			Sum: b.sum, SampleCount: b.count, Minimum: b.min, Maximum: b.max})
+		se.mu.Unlock()
 	}
-	return out
+	return s.peerDatapoints(k, lo, hi, out)
 }
 
 // Totals returns the series' statistics since the store started (or since
@@ -310,7 +319,8 @@ func (s *Store) Totals(ns, metric string, dim Dimension) (Totals, bool) {
 	return se.totals, true
 }
 
-// Series lists the keys of every series, sorted.
+// Series lists the keys of every series, sorted: this node's and, once
+// loaded, the other nodes' (which have no Totals here).
 func (s *Store) Series() []SeriesKey {
 	s.mu.RLock()
 	out := make([]SeriesKey, 0, len(s.series))
@@ -318,6 +328,7 @@ func (s *Store) Series() []SeriesKey {
 		out = append(out, k)
 	}
 	s.mu.RUnlock()
+	out = s.peerSeries(out)
 	sort.Slice(out, func(i, j int) bool {
 		a, b := out[i], out[j]
 		if a.Namespace != b.Namespace {

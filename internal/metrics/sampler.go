@@ -2,6 +2,8 @@ package metrics
 
 import (
 	"context"
+	"errors"
+	"fmt"
 	"log/slog"
 	"sync"
 	"sync/atomic"
@@ -28,6 +30,19 @@ const (
 	sampleTimeout = 30 * time.Second
 )
 
+// ActivityCounters are the SQS metrics that count API activity on a
+// queue: one moving keeps the queue active.
+var ActivityCounters = []string{MessagesSent, MessagesReceived, EmptyReceives, MessagesDeleted}
+
+// On a store several nodes share, each node saves its points every
+// SaveEvery and reads the others', and one node at a time samples the
+// gauges: the holder of the SamplerLease, renewed at every save.
+const (
+	SamplerLease        = "metrics-sampler"
+	DefaultSaveEvery    = 10 * time.Second
+	DefaultSamplerLease = 3 * DefaultSaveEvery
+)
+
 // SamplerOptions configure a Sampler.
 type SamplerOptions struct {
 	Store   *Store
@@ -40,6 +55,17 @@ type SamplerOptions struct {
 	// Persist, when set, receives the completed minutes at every tick and
 	// everything at Close (Store.Flush).
 	Persist engine.MetricStore
+	// Cluster, when it is Shared, makes this node one of several on one
+	// store: every SaveEvery (DefaultSaveEvery if zero) the sampler saves
+	// every minute, the current one too, into Persist and reads the other
+	// nodes' points (Store.RefreshPeers); it samples the gauges only while
+	// it holds SamplerLease, taken for LeaseTime (DefaultSamplerLease if
+	// zero) at every save, so that each gauge gets one sample a minute in
+	// the cluster and another node carries on within LeaseTime when the
+	// holder dies.
+	Cluster   Cluster
+	SaveEvery time.Duration
+	LeaseTime time.Duration
 }
 
 // Sampler records the SQS gauges of every active queue into a Store once
@@ -64,6 +90,10 @@ type Sampler struct {
 	closed  bool
 	running sync.WaitGroup
 	ticks   atomic.Uint64
+
+	shared  bool        // Cluster is Shared: tick every SaveEvery
+	holding atomic.Bool // held SamplerLease at the latest tick
+	samples atomic.Uint64
 }
 
 // NewSampler starts sampling; Close stops it.
@@ -74,6 +104,15 @@ func NewSampler(o SamplerOptions) *Sampler {
 	s := &Sampler{o: o, log: o.Logger, touched: make(map[string]*atomic.Int64)}
 	if s.log == nil {
 		s.log = slog.New(slog.DiscardHandler)
+	}
+	if o.Cluster != nil && o.Cluster.Shared() {
+		s.shared = true
+		if s.o.SaveEvery <= 0 {
+			s.o.SaveEvery = DefaultSaveEvery
+		}
+		if s.o.LeaseTime <= 0 {
+			s.o.LeaseTime = DefaultSamplerLease
+		}
 	}
 	s.ctx, s.cancel = context.WithCancel(context.Background())
 	s.mu.Lock()
@@ -92,10 +131,15 @@ func (s *Sampler) Touch(queue string) {
 	}
 }
 
-// armLocked schedules the next tick at the start of the next minute.
+// armLocked schedules the next tick at the start of the next minute, or
+// of the next SaveEvery on a shared store.
 func (s *Sampler) armLocked() {
+	every := time.Minute
+	if s.shared {
+		every = s.o.SaveEvery
+	}
 	now := s.o.Clock.Now()
-	next := now.Truncate(time.Minute).Add(time.Minute)
+	next := now.Truncate(every).Add(every)
 	s.timer = s.o.Clock.AfterFunc(next.Sub(now), s.tick)
 }
 
@@ -111,10 +155,14 @@ func (s *Sampler) tick() {
 
 	ctx, cancel := context.WithTimeout(s.ctx, sampleTimeout)
 	defer cancel()
-	s.Sample(ctx)
-	if s.o.Persist != nil {
-		if err := s.o.Store.Flush(ctx, s.o.Persist, false); err != nil {
-			s.log.Warn("metrics: save datapoints", "err", err)
+	if s.shared {
+		s.sharedTick(ctx)
+	} else {
+		s.Sample(ctx)
+		if s.o.Persist != nil {
+			if err := s.o.Store.Flush(ctx, s.o.Persist, false); err != nil {
+				s.log.Warn("metrics: save datapoints", "err", err)
+			}
 		}
 	}
 	s.mu.Lock()
@@ -125,9 +173,42 @@ func (s *Sampler) tick() {
 	s.ticks.Add(1)
 }
 
+// sharedTick is a tick on a shared store: renew or take the lease, sample
+// if this is the tick that opens a minute and the lease is this node's,
+// save every minute so far and read the other nodes' points.
+func (s *Sampler) sharedTick(ctx context.Context) {
+	now := s.o.Clock.Now()
+	held, err := s.o.Cluster.TakeLease(ctx, SamplerLease, s.o.LeaseTime)
+	if err != nil {
+		s.log.Warn("metrics: take the sampling lease", "err", err)
+		held = false
+	}
+	s.holding.Store(held)
+	// Only the tick opening a minute samples: a node that takes the lease
+	// over later in the minute must not sample it a second time.
+	if held && now.Sub(now.Truncate(time.Minute)) < s.o.SaveEvery {
+		s.Sample(ctx)
+	}
+	if s.o.Persist != nil {
+		if err := s.o.Store.Flush(ctx, s.o.Persist, true); err != nil {
+			s.log.Warn("metrics: save datapoints", "err", err)
+		}
+	}
+	if err := s.o.Store.RefreshPeers(ctx, s.o.Cluster); err != nil {
+		s.log.Warn("metrics: read the other nodes' datapoints", "err", err)
+	}
+}
+
 // Ticks counts the completed ticks (samples and flushes), so that a test
 // on a fake clock knows when the tick it caused is over.
 func (s *Sampler) Ticks() uint64 { return s.ticks.Load() }
+
+// Samples counts the samplings of the gauges this node made.
+func (s *Sampler) Samples() uint64 { return s.samples.Load() }
+
+// Holding reports whether this node held the sampling lease at its latest
+// tick (always false on a store no other node shares).
+func (s *Sampler) Holding() bool { return s.holding.Load() }
 
 // Sample records one sample of every gauge of every active queue now.
 func (s *Sampler) Sample(ctx context.Context) {
@@ -138,6 +219,7 @@ func (s *Sampler) Sample(ctx context.Context) {
 	}
 	now := s.o.Clock.Now()
 	s.syncTouched(queues)
+	defer s.samples.Add(1)
 	for _, q := range queues {
 		st, err := s.o.Backend.Stats(ctx, s.o.Account, q.Name)
 		if err != nil {
@@ -178,7 +260,23 @@ func (s *Sampler) active(q engine.Queue, st engine.Stats, now time.Time) bool {
 	s.tmu.RLock()
 	at := s.touched[q.Name]
 	s.tmu.RUnlock()
-	return at != nil && at.Load() > since.UnixNano()
+	if at != nil && at.Load() > since.UnixNano() {
+		return true
+	}
+	// On a shared store the actions on the queue may have gone to other
+	// nodes: the counters they recorded, the cluster's, say so.
+	return s.shared && s.countersMoved(q.Name, since, now)
+}
+
+// countersMoved reports whether an activity counter of queue has a
+// datapoint between since and now.
+func (s *Sampler) countersMoved(queue string, since, now time.Time) bool {
+	for _, m := range ActivityCounters {
+		if len(s.o.Store.Datapoints(NamespaceSQS, m, Queue(queue), since, now.Add(time.Minute))) > 0 {
+			return true
+		}
+	}
+	return false
 }
 
 // syncTouched adds the listed queues to the touch map and drops the rest.
@@ -200,7 +298,9 @@ func (s *Sampler) syncTouched(queues []engine.Queue) {
 }
 
 // Close stops the ticks, waits for one under way and saves every minute,
-// the current one included, so that a restart goes on from there.
+// the current one included, so that a restart goes on from there. On a
+// shared store it then gives the sampling lease up, so that another node
+// samples from its next minute on rather than after LeaseTime.
 func (s *Sampler) Close(ctx context.Context) error {
 	s.mu.Lock()
 	if s.closed {
@@ -214,8 +314,15 @@ func (s *Sampler) Close(ctx context.Context) error {
 	s.mu.Unlock()
 	s.cancel()
 	s.running.Wait()
-	if s.o.Persist == nil {
-		return nil
+	var err error
+	if s.o.Persist != nil {
+		err = s.o.Store.Flush(ctx, s.o.Persist, true)
 	}
-	return s.o.Store.Flush(ctx, s.o.Persist, true)
+	if s.holding.Load() {
+		// A lease taken for no time ends at once.
+		if _, lerr := s.o.Cluster.TakeLease(ctx, SamplerLease, 0); lerr != nil {
+			err = errors.Join(err, fmt.Errorf("metrics: give the sampling lease up: %w", lerr))
+		}
+	}
+	return err
 }

@@ -78,6 +78,12 @@ type Config struct {
 	// <P>SuccessFeedbackRoleArn and the like): a file path, or "-" for
 	// stdout; "" keeps them only at GET /_ferry/sns/delivery-logs.
 	SNSDeliveryLog string
+
+	// SamplerLease and AlarmLease are, on a store other nodes share, how
+	// long the leases on metric sampling and alarm evaluation last
+	// unrenewed: how soon another node carries on when the holder dies
+	// (0: metrics.DefaultSamplerLease, cloudwatch.DefaultAlarmLease).
+	SamplerLease, AlarmLease time.Duration
 }
 
 // Defaults for an unset Config field.
@@ -182,6 +188,11 @@ func Start(ctx context.Context, cfg Config) (*Server, error) {
 		baseURL = "http://" + ln.Addr().String()
 	}
 	s.metrics = datapoints
+	// Other nodes' record changes are watched from before the services
+	// read their records; news that comes before they are up makes them
+	// read everything again.
+	watch := &recordWatch{}
+	eng.WatchRecords(watch.changed)
 	signerDir := ""
 	if cfg.DataDir != "" {
 		signerDir = filepath.Join(cfg.DataDir, "sns")
@@ -212,9 +223,18 @@ func Start(ctx context.Context, cfg Config) (*Server, error) {
 	s.sns = snsSvc
 
 	// Datapoints survive restarts of a durable store; a store that cannot
-	// be read costs the history, not the broker.
+	// be read costs the history, not the broker. On a shared store the
+	// node's own series start empty, and what is stored, every node's,
+	// is read as the other nodes' (a restarted node is a new node):
+	// loading it into its own series would save it again as its own.
 	var persist engine.MetricStore
-	if eng.Durable() {
+	switch {
+	case eng.Shared():
+		persist = eng
+		if err := s.metrics.LoadPeers(ctx, eng); err != nil {
+			cfg.Logger.Error("metrics: load datapoints", "err", err)
+		}
+	case eng.Durable():
 		persist = eng
 		if err := s.metrics.Load(ctx, eng); err != nil {
 			cfg.Logger.Error("metrics: load datapoints", "err", err)
@@ -243,13 +263,15 @@ func Start(ctx context.Context, cfg Config) (*Server, error) {
 		}
 	}
 	cwSvc, err := cloudwatch.New(ctx, cloudwatch.Config{
-		Account:  cfg.Account,
-		Region:   cfg.Region,
-		Metrics:  s.metrics,
-		Records:  eng,
-		Notifier: snsSvc,
-		Clock:    cfg.Clock,
-		Logger:   cfg.Logger,
+		Account:   cfg.Account,
+		Region:    cfg.Region,
+		Metrics:   s.metrics,
+		Records:   eng,
+		Notifier:  snsSvc,
+		Clock:     cfg.Clock,
+		Logger:    cfg.Logger,
+		Cluster:   eng,
+		LeaseTime: cfg.AlarmLease,
 	})
 	if err != nil {
 		snsSvc.Close()
@@ -258,10 +280,12 @@ func Start(ctx context.Context, cfg Config) (*Server, error) {
 		return nil, fmt.Errorf("start cloudwatch: %w", err)
 	}
 	s.cw = cwSvc
+	watch.deliver(s.recordChanged)
 	// Only the API account's queues are sampled: the hidden SNS delivery
 	// queues (delivery.QueueAccount) are never reported.
 	s.sampler = metrics.NewSampler(metrics.SamplerOptions{
 		Store: s.metrics, Backend: eng, Account: cfg.Account, Clock: cfg.Clock, Logger: cfg.Logger, Persist: persist,
+		Cluster: eng, LeaseTime: cfg.SamplerLease,
 	})
 
 	sqsCfg.Activity = s.sampler
@@ -332,6 +356,49 @@ func (s *Server) Sampler() *metrics.Sampler { return s.sampler }
 
 // SNS exposes the SNS service (its counters and recorded deliveries).
 func (s *Server) SNS() *sns.Service { return s.sns }
+
+// CloudWatch exposes the CloudWatch service (its ticks and lease, for
+// tests).
+func (s *Server) CloudWatch() *cloudwatch.Service { return s.cw }
+
+// recordChanged tells every service that keeps records in memory that
+// another node changed one (engine.Cluster.WatchRecords). It runs on the
+// store's goroutine: each service only queues the news.
+func (s *Server) recordChanged(kind, key string) {
+	s.cw.RecordChanged(kind, key)
+}
+
+// recordWatch holds news of other nodes' record changes until the
+// services are up to take it.
+type recordWatch struct {
+	mu     sync.Mutex
+	fn     func(kind, key string)
+	missed bool // news came before fn
+}
+
+func (w *recordWatch) changed(kind, key string) {
+	w.mu.Lock()
+	fn := w.fn
+	if fn == nil {
+		w.missed = true
+	}
+	w.mu.Unlock()
+	if fn != nil {
+		fn(kind, key)
+	}
+}
+
+// deliver hands the news to fn from now on; news that came before makes
+// fn read everything again.
+func (w *recordWatch) deliver(fn func(kind, key string)) {
+	w.mu.Lock()
+	w.fn = fn
+	missed := w.missed
+	w.mu.Unlock()
+	if missed {
+		fn("", "")
+	}
+}
 
 // health answers in LocalStack's shape ("status", "services"), plus the
 // store's condition. A full disk keeps HTTP 200 and the services

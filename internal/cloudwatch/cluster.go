@@ -1,0 +1,306 @@
+package cloudwatch
+
+import (
+	"context"
+	"crypto/rand"
+	"encoding/hex"
+	"encoding/json"
+	"fmt"
+	"sort"
+	"sync"
+	"time"
+
+	"github.com/ferrymq/ferry/internal/metrics"
+)
+
+// Several nodes on one store. Alarms and their history are records every
+// node keeps in memory: a node changing one writes the record first, and
+// the others hear of it through RecordChanged and read it again. Reads
+// answer from memory, except that a named alarm missing there is looked
+// up in the store, and every change of an alarm starts from the stored
+// alarm, not from memory, so that a node does not undo a change another
+// made a moment before (the write itself is not conditional: two changes
+// of one alarm within a round trip of each other may still cross).
+// Evaluation, with the notifications it sends, runs on one node at a
+// time: the holder of AlarmLease.
+
+// AlarmLease is the lease under which one node evaluates the alarms.
+const AlarmLease = "cloudwatch-alarms"
+
+const (
+	// DefaultAlarmLease outlasts two missed evaluations, so that a slow
+	// tick does not hand the work over, and another node takes over
+	// within it when the holder dies.
+	DefaultAlarmLease = 150 * time.Second
+	// DefaultEvaluateAfter leaves every node two saves of its points
+	// (metrics.DefaultSaveEvery) after a minute ends before that minute is
+	// evaluated, so that the minute is the whole cluster's.
+	DefaultEvaluateAfter = 2 * metrics.DefaultSaveEvery
+	// applyTimeout bounds the store reads that apply one batch of news.
+	applyTimeout = 30 * time.Second
+	// maxNews bounds the record keys waiting to be read again; past it the
+	// kind is read again whole.
+	maxNews = 10000
+)
+
+// news is what other nodes changed and this node has still to read.
+type news struct {
+	mu     sync.Mutex
+	keys   map[recordRef]bool
+	reload map[string]bool // kinds to read again whole
+	wake   chan struct{}   // one pending wake-up of the follower
+}
+
+type recordRef struct{ kind, key string }
+
+// joinCluster sets the service up as one node of several.
+func (s *Service) joinCluster(cfg Config) {
+	s.cluster = cfg.Cluster
+	s.lease, s.after = cfg.LeaseTime, cfg.EvaluateAfter
+	if s.lease <= 0 {
+		s.lease = DefaultAlarmLease
+	}
+	if s.after <= 0 {
+		s.after = DefaultEvaluateAfter
+	}
+	var b [4]byte
+	_, _ = rand.Read(b[:])
+	s.node = hex.EncodeToString(b[:])
+	s.news = news{keys: map[recordRef]bool{}, reload: map[string]bool{}, wake: make(chan struct{}, 1)}
+}
+
+// leaveCluster gives the alarm lease up if this node holds it.
+func (s *Service) leaveCluster() error {
+	if s.cluster == nil || !s.holding.Load() {
+		return nil
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), applyTimeout)
+	defer cancel()
+	// A lease taken for no time ends at once.
+	if _, err := s.cluster.TakeLease(ctx, AlarmLease, 0); err != nil {
+		return fmt.Errorf("cloudwatch: give the alarm lease up: %w", err)
+	}
+	s.holding.Store(false)
+	return nil
+}
+
+// RecordChanged tells the service that another node changed a record
+// (engine.Cluster.WatchRecords): kind and key "" mean any record, a key ""
+// any record of the kind. It does not block: the change is read from the
+// store on the service's own goroutine. Only a service on a shared store
+// acts on it.
+func (s *Service) RecordChanged(kind, key string) {
+	if s.cluster == nil || kind != "" && kind != kindAlarm && kind != kindHistory {
+		return
+	}
+	n := &s.news
+	n.mu.Lock()
+	switch {
+	case kind == "":
+		n.reload[kindAlarm], n.reload[kindHistory] = true, true
+	case key == "" || len(n.keys) >= maxNews:
+		n.reload[kind] = true
+	default:
+		n.keys[recordRef{kind, key}] = true
+	}
+	n.mu.Unlock()
+	s.wakeFollower()
+}
+
+func (s *Service) wakeFollower() {
+	select {
+	case s.news.wake <- struct{}{}:
+	default:
+	}
+}
+
+// Applied counts the batches of other nodes' changes the service has
+// read, so that a test knows when news it caused has been applied.
+func (s *Service) Applied() uint64 { return s.applied.Load() }
+
+// Ticks counts the completed evaluation ticks, whether or not this node
+// held the lease.
+func (s *Service) Ticks() uint64 { return s.ticks.Load() }
+
+// Evaluating reports whether this node held the alarm lease at its latest
+// tick (always false on a store no other node shares).
+func (s *Service) Evaluating() bool { return s.holding.Load() }
+
+// follow applies other nodes' changes as they are reported.
+func (s *Service) follow() {
+	defer s.wg.Done()
+	for {
+		select {
+		case <-s.ctx.Done():
+			return
+		case <-s.news.wake:
+		}
+		n := &s.news
+		n.mu.Lock()
+		keys, reload := n.keys, n.reload
+		n.keys, n.reload = map[recordRef]bool{}, map[string]bool{}
+		n.mu.Unlock()
+		ctx, cancel := context.WithTimeout(s.ctx, applyTimeout)
+		failed := s.apply(ctx, keys, reload)
+		cancel()
+		if len(failed) > 0 {
+			// Read again with the next news, or at the next tick.
+			n.mu.Lock()
+			for kind := range failed {
+				n.reload[kind] = true
+			}
+			n.mu.Unlock()
+		}
+		s.applied.Add(1)
+	}
+}
+
+// apply reads the changed records again and returns the kinds it could
+// not read.
+func (s *Service) apply(ctx context.Context, keys map[recordRef]bool, reload map[string]bool) map[string]bool {
+	failed := map[string]bool{}
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	// The reads run under mu, so that no change this node makes meanwhile
+	// is replaced by an older value.
+	for kind := range reload {
+		var err error
+		if kind == kindAlarm {
+			err = s.loadAlarms(ctx)
+		} else {
+			err = s.loadHistory(ctx)
+		}
+		if err != nil {
+			s.log.WarnContext(ctx, "cloudwatch: read other nodes' changes", "err", err)
+			failed[kind] = true
+		}
+	}
+	for ref := range keys {
+		if reload[ref.kind] {
+			continue
+		}
+		var err error
+		if ref.kind == kindAlarm {
+			_, err = s.reread(ctx, ref.key)
+		} else {
+			err = s.rereadHistory(ctx, ref.key)
+		}
+		if err != nil {
+			s.log.WarnContext(ctx, "cloudwatch: read other nodes' changes", "kind", ref.kind, "key", ref.key, "err", err)
+			failed[ref.kind] = true
+		}
+	}
+	if len(s.alarms) == 0 {
+		s.disarm()
+	} else {
+		s.arm()
+	}
+	return failed
+}
+
+// reread reads the alarm called name from the store into memory and
+// returns it, nil when there is none. The caller holds mu.
+func (s *Service) reread(ctx context.Context, name string) (*alarm, error) {
+	v, found, err := s.records.GetRecord(ctx, kindAlarm, name)
+	if err != nil {
+		return nil, fmt.Errorf("cloudwatch: read alarm %q: %w", name, err)
+	}
+	if !found {
+		delete(s.alarms, name)
+		return nil, nil
+	}
+	a := new(alarm)
+	if err := json.Unmarshal(v, a); err != nil {
+		return nil, fmt.Errorf("cloudwatch: alarm %q: %w", name, err)
+	}
+	s.alarms[name] = a
+	return a, nil
+}
+
+// current is the alarm a change starts from: on a shared store the stored
+// one, which another node may have changed, else the one in memory; nil
+// when there is none. The caller holds mu.
+func (s *Service) current(ctx context.Context, name string) (*alarm, error) {
+	if s.cluster == nil {
+		return s.alarms[name], nil
+	}
+	return s.reread(ctx, name)
+}
+
+// find is the alarm a read names: the one in memory, or on a shared store
+// the stored one if memory has none yet (made through another node a
+// moment ago). The caller holds mu.
+func (s *Service) find(ctx context.Context, name string) (*alarm, error) {
+	if a := s.alarms[name]; a != nil || s.cluster == nil {
+		return a, nil
+	}
+	return s.reread(ctx, name)
+}
+
+// rereadHistory reads one history item from the store into memory, or
+// drops it from memory when it is gone. The caller holds mu.
+func (s *Service) rereadHistory(ctx context.Context, key string) error {
+	v, found, err := s.records.GetRecord(ctx, kindHistory, key)
+	if err != nil {
+		return fmt.Errorf("cloudwatch: read history item %q: %w", key, err)
+	}
+	i := sort.Search(len(s.history), func(i int) bool { return s.history[i].key >= key })
+	present := i < len(s.history) && s.history[i].key == key
+	switch {
+	case !found && present:
+		s.history = append(s.history[:i], s.history[i+1:]...)
+	case found:
+		var h historyItem
+		if err := json.Unmarshal(v, &h); err != nil {
+			return fmt.Errorf("cloudwatch: history item %q: %w", key, err)
+		}
+		h.key = key
+		if present {
+			s.history[i] = h
+			return nil
+		}
+		s.history = append(s.history, historyItem{})
+		copy(s.history[i+1:], s.history[i:])
+		s.history[i] = h
+	}
+	return nil
+}
+
+// lead reports whether this node is to evaluate the alarms now: always
+// when it is alone; on a shared store while it holds the alarm lease,
+// taken or renewed here. Before a node evaluates it reads the alarms and
+// the other nodes' latest points, so that it judges the stored alarms on
+// the cluster's figures.
+func (s *Service) lead(ctx context.Context) bool {
+	if s.cluster == nil {
+		return true
+	}
+	held, err := s.cluster.TakeLease(ctx, AlarmLease, s.lease)
+	if err != nil {
+		s.log.WarnContext(ctx, "cloudwatch: take the alarm lease", "err", err)
+		held = false
+	}
+	s.holding.Store(held)
+	// News that could not be read before is tried again now.
+	s.news.mu.Lock()
+	retry := len(s.news.reload) > 0
+	s.news.mu.Unlock()
+	if retry {
+		s.wakeFollower()
+	}
+	if !held {
+		return false
+	}
+	// The alarms as they are stored, whatever news was lost or is still
+	// on its way: one read a minute, on one node.
+	s.mu.Lock()
+	err = s.loadAlarms(ctx)
+	s.mu.Unlock()
+	if err != nil {
+		s.log.WarnContext(ctx, "cloudwatch: read the alarms", "err", err)
+	}
+	if err := s.metrics.RefreshPeers(ctx, s.cluster); err != nil {
+		s.log.WarnContext(ctx, "cloudwatch: read other nodes' datapoints", "err", err)
+	}
+	return true
+}
