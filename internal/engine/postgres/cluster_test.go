@@ -126,28 +126,31 @@ func TestSecretConcurrentNodes(t *testing.T) {
 	}
 }
 
+// news is one thing WatchRecords told.
+type news struct{ kind, key string }
+
 // watch sets s's WatchRecords and returns what it was told so far.
-func watch(s *Store) func() []string {
+func watch(s *Store) func() []news {
 	var (
 		mu   sync.Mutex
-		news []string
+		told []news
 	)
 	s.WatchRecords(func(kind, key string) {
 		mu.Lock()
 		defer mu.Unlock()
-		news = append(news, kind+"/"+key)
+		told = append(told, news{kind, key})
 	})
-	return func() []string {
+	return func() []news {
 		mu.Lock()
 		defer mu.Unlock()
-		return slices.Clone(news)
+		return slices.Clone(told)
 	}
 }
 
-// waitNews waits until told holds want, and checks it holds nothing else:
-// notifications arrive in commit order, so once the last of want arrived,
-// anything else would have too.
-func waitNews(t *testing.T, who string, told func() []string, want ...string) {
+// waitNews waits until told holds as many as want, and checks it holds
+// want: notifications arrive in commit order, so once the last of want
+// arrived, anything else would have too.
+func waitNews(t *testing.T, who string, told func() []news, want ...news) {
 	t.Helper()
 	testwait.Eventually(t, fmt.Sprintf("%s to be told %q", who, want), func() bool { return len(told()) >= len(want) })
 	if got := told(); !slices.Equal(got, want) {
@@ -174,26 +177,34 @@ func TestWatchRecords(t *testing.T) {
 			t.Fatal(err)
 		}
 	}
+	const arn = "arn:aws:sns:us-east-1:123456789012:t/1"
 	put(b, "topic", "b's own")
-	put(a, "topic", "arn:aws:sns:us-east-1:123456789012:t/1")
-	put(a, "topic", "arn:aws:sns:us-east-1:123456789012:t/1") // the same again is a change too
-	del(a, "topic", "arn:aws:sns:us-east-1:123456789012:t/1")
+	put(a, "topic", arn)
+	put(a, "topic", arn) // the same again is a change too
+	del(a, "topic", arn)
 	del(a, "topic", "missing") // deletes nothing, tells nothing
 	del(b, "topic", "b's own")
+	put(a, "sns/topic", "a/b") // slashes in the kind and the key
+	put(a, "sub", "")
 	put(a, "sub", "last")
-	waitNews(t, "b", toldB, "topic/arn:aws:sns:us-east-1:123456789012:t/1", "topic/arn:aws:sns:us-east-1:123456789012:t/1",
-		"topic/arn:aws:sns:us-east-1:123456789012:t/1", "sub/last")
+	toB := []news{{"topic", arn}, {"topic", arn}, {"topic", arn}, {"sns/topic", "a/b"}, {"sub", ""}, {"sub", "last"}}
+	waitNews(t, "b", toldB, toB...)
 	put(b, "sub", "b's last")
-	waitNews(t, "a", toldA, "topic/b's own", "topic/b's own", "sub/b's last")
+	waitNews(t, "a", toldA, news{"topic", "b's own"}, news{"topic", "b's own"}, news{"sub", "b's last"})
 
 	// The longest payload a notification takes carries its key; a longer
 	// one names the kind only.
-	fits := strings.Repeat("k", maxNotePayload-len("rec:"+a.node+"/sub/"))
-	put(a, "sub", fits)
-	put(a, "sub", fits+"k")
-	del(a, "sub", fits+"k")
-	waitNews(t, "b", toldB, "topic/arn:aws:sns:us-east-1:123456789012:t/1", "topic/arn:aws:sns:us-east-1:123456789012:t/1",
-		"topic/arn:aws:sns:us-east-1:123456789012:t/1", "sub/last", "sub/"+fits, "sub/", "sub/")
+	fits := ""
+	for len(a.recordNote("sns/sub", fits)) < maxNotePayload {
+		fits += "k"
+	}
+	if got := a.recordNote("sns/sub", fits); len(got) != maxNotePayload {
+		t.Fatalf("no key makes a note of %d bytes: %d", maxNotePayload, len(got))
+	}
+	put(a, "sns/sub", fits)
+	put(a, "sns/sub", fits+"k")
+	del(a, "sns/sub", fits+"k")
+	waitNews(t, "b", toldB, append(toB, news{"sns/sub", fits}, news{"sns/sub", ""}, news{"sns/sub", ""})...)
 }
 
 // A node that lost its listening connection may have missed news: once it
@@ -211,14 +222,14 @@ func TestWatchRecordsReconnect(t *testing.T) {
 	if err := a.PutRecord(ctx, "topic", "meanwhile", nil); err != nil {
 		t.Fatal(err)
 	}
-	testwait.Eventually(t, "b to listen again and say so", func() bool { return slices.Contains(toldB(), "/") })
+	testwait.Eventually(t, "b to listen again and say so", func() bool { return slices.Contains(toldB(), news{}) })
 	if err := a.PutRecord(ctx, "topic", "after", nil); err != nil {
 		t.Fatal(err)
 	}
 	testwait.Eventually(t, "b to hear of the put after it listens again",
-		func() bool { return slices.Contains(toldB(), "topic/after") })
-	got := slices.DeleteFunc(toldB(), func(n string) bool { return n == "topic/meanwhile" })
-	if want := []string{"/", "topic/after"}; !slices.Equal(got, want) {
+		func() bool { return slices.Contains(toldB(), news{"topic", "after"}) })
+	got := slices.DeleteFunc(toldB(), func(n news) bool { return n == news{"topic", "meanwhile"} })
+	if want := []news{{}, {"topic", "after"}}; !slices.Equal(got, want) {
 		t.Fatalf("b was told %q, want %q (and perhaps topic/meanwhile)", toldB(), want)
 	}
 	if b.Refusing() != "" {
@@ -228,7 +239,7 @@ func TestWatchRecordsReconnect(t *testing.T) {
 	if err := b.PutRecord(ctx, "topic", "from b", nil); err != nil {
 		t.Fatal(err)
 	}
-	waitNews(t, "a", toldA, "topic/from b")
+	waitNews(t, "a", toldA, news{"topic", "from b"})
 }
 
 // mp is a point of series s (one of a few) with the given statistics.
@@ -327,4 +338,28 @@ func TestMigrationKeepsMetricPoints(t *testing.T) {
 	wantMerged(t, "the points after the migration", got, err, mp(10, "Sent", 8, 3, 1, 5), mp(11, "Sent", 1, 1, 1, 1))
 	got, err = a.PeerMetricPoints(ctx, 0)
 	wantMerged(t, "a's peers' points after the migration", got, err, mp(10, "Sent", 3, 2, 1, 2), mp(11, "Sent", 1, 1, 1, 1))
+}
+
+// A record note names the node, kind and key whatever characters they
+// hold; a malformed one is refused.
+func TestRecordNote(t *testing.T) {
+	s := &Store{node: newNodeName()}
+	for _, tc := range []struct{ kind, key string }{
+		{"topic", "arn:aws:sns:us-east-1:123456789012:t"},
+		{"sns/topic", "a/b"},
+		{"12/", "/3"},
+		{"k", ""},
+		{"é", "ü"},
+	} {
+		note, ok := strings.CutPrefix(s.recordNote(tc.kind, tc.key), "rec:")
+		node, kind, key, parsed := parseRecordNote(note)
+		if !ok || !parsed || node != s.node || kind != tc.kind || key != tc.key {
+			t.Errorf("recordNote(%q, %q) = %q, read back as %q %q %q %v", tc.kind, tc.key, note, node, kind, key, parsed)
+		}
+	}
+	for _, bad := range []string{"", "node", "node/", "node/x/kind", "node/0/key", "node/-1/k", "node/6/kind", "node//kind"} {
+		if node, kind, key, ok := parseRecordNote(bad); ok {
+			t.Errorf("parseRecordNote(%q) = %q %q %q, want refused", bad, node, kind, key)
+		}
+	}
 }
