@@ -1,6 +1,7 @@
 package enginetest
 
 import (
+	"bytes"
 	"fmt"
 	"maps"
 	"reflect"
@@ -514,21 +515,36 @@ func testRestartMoveTaskCancelling(h *H) {
 	h.CloseMoved("dst", 5)
 }
 
-// testRestartRecords: records and metric points survive a restart.
+// testRestartRecords: records, secrets and metric points survive a
+// restart.
 func testRestartRecords(h *H) {
 	h.NeedDurable()
 	records := putTestRecords(h)
 	points := putTestPoints(h)
+	secret := putTestSecret(h)
 	h.Restart(0)
 	for kind, want := range records {
 		h.WantRecords(kind, want...)
 	}
+	wantTestRecords(h)
 	h.WantPoints(0, points...)
+	h.WantSecret("key", secret)
+}
+
+// putTestSecret makes the secret "key" and returns its value.
+func putTestSecret(h *H) []byte {
+	h.Helper()
+	c := &creator{value: []byte("kept across restarts")}
+	v, err := h.B.Secret(h.Ctx, "key", c.create)
+	if err != nil || !bytes.Equal(v, c.value) {
+		h.Fatalf("Secret(key) = %q, %v", v, err)
+	}
+	return v
 }
 
 // testCrashAcknowledged: after a crash, every acknowledged write is
 // there: queues and their changes, deletes, sends (also by SendMany),
-// deletes of messages, deduplication entries, records and metric points.
+// deletes of messages, deduplication entries, records, secrets and metric points.
 // Receives may be undone (receive bookkeeping may reach the store later):
 // a message received before the crash may be visible again, never with a
 // higher receive count.
@@ -550,6 +566,7 @@ func testCrashAcknowledged(h *H) {
 	deleted := map[string]bool{got[0].MessageID: true, got[1].MessageID: true}
 	records := putTestRecords(h)
 	points := putTestPoints(h)
+	secret := putTestSecret(h)
 
 	h.Crash()
 	// Within the window still.
@@ -583,7 +600,9 @@ func testCrashAcknowledged(h *H) {
 	for kind, want := range records {
 		h.WantRecords(kind, want...)
 	}
+	wantTestRecords(h)
 	h.WantPoints(0, points...)
+	h.WantSecret("key", secret)
 }
 
 // testCrashMoveTask: a task crashed mid-run has moved exactly what its

@@ -5,6 +5,7 @@ import (
 	"crypto/rand"
 	"errors"
 	"fmt"
+	"strconv"
 	"strings"
 	"time"
 
@@ -16,8 +17,8 @@ import (
 
 // What several nodes on one database share (engine.Cluster): leases in the
 // leases table, secrets in the secrets table, news of changed records as
-// notifications ("rec:" node "/" kind "/" key, sent in the changing
-// statement), and metric points kept per node.
+// notifications (recordNote, sent in the changing statement), and metric
+// points kept per node.
 
 // newNodeName names a node for as long as it runs: a random UUID.
 func newNodeName() string {
@@ -100,20 +101,26 @@ func (s *Store) WatchRecords(fn func(kind, key string)) { s.hub.watchRecords(fn)
 // a notification's payload; a longer key is sent as "" (the whole kind).
 const maxNotePayload = 7900
 
-// recordNote is the payload telling the other nodes that kind/key changed.
+// recordNote is the payload telling the other nodes that kind/key changed:
+// "rec:" node "/" the length of kind "/" kind key. The length, not a
+// separator, ends the kind, since kinds and keys may hold any character.
 func (s *Store) recordNote(kind, key string) string {
-	p := "rec:" + s.node + "/" + kind + "/" + key
-	if len(p) > maxNotePayload {
-		p = "rec:" + s.node + "/" + kind + "/"
+	p := "rec:" + s.node + "/" + strconv.Itoa(len(kind)) + "/" + kind
+	if len(p)+len(key) > maxNotePayload {
+		return p
 	}
-	return p
+	return p + key
 }
 
 // parseRecordNote splits a record note's payload (without "rec:").
 func parseRecordNote(p string) (node, kind, key string, ok bool) {
 	node, rest, ok1 := strings.Cut(p, "/")
-	kind, key, ok2 := strings.Cut(rest, "/")
-	return node, kind, key, ok1 && ok2 && kind != ""
+	n, rest, ok2 := strings.Cut(rest, "/")
+	kl, err := strconv.Atoi(n)
+	if !ok1 || !ok2 || err != nil || kl <= 0 || kl > len(rest) {
+		return "", "", "", false
+	}
+	return node, rest[:kl], rest[kl:], true
 }
 
 // PeerMetricPoints implements engine.Cluster.

@@ -21,7 +21,7 @@ import (
 // node; the hub hands it to this node's waiters on that queue. A waiter
 // told of a time still to come arms a timer on the clock instead. A
 // change to a queue sends "view:" + its key, which drops the node's view
-// of it (views.go); a change to a record sends "rec:" node/kind/key, which
+// of it (views.go); a change to a record sends a "rec:" note (recordNote), which
 // the hub passes on to the services of the other nodes (cluster.go).
 
 // hub fans notifications out to the waiters of each queue.

@@ -160,24 +160,41 @@ func (s *Store) enter() error {
 
 func (s *Store) leave() { s.active.Done() }
 
-// Close ends long polls, waits for the calls in progress and closes the
-// connections. A second Close does nothing.
+// Close ends long polls, waits for the calls in progress, gives this
+// node's move tasks up for another node to take over at once, and closes
+// the connections. A second Close does nothing.
 func (s *Store) Close() error {
+	if s.halt() {
+		s.shutdown(true)
+	}
+	return nil
+}
+
+// halt refuses calls from now on, ends the long polls and tells the
+// background work to stop, without waiting for anything; false if the
+// store was stopped already. The tests crash a store between halt and
+// shutdown.
+func (s *Store) halt() bool {
 	s.mu.Lock()
+	defer s.mu.Unlock()
 	if s.closing {
-		s.mu.Unlock()
-		return nil
+		return false
 	}
 	s.closing = true
 	close(s.done)
-	s.mu.Unlock()
 	s.stopBackground()
+	s.tasks.cancel()
+	return true
+}
+
+// shutdown waits for what halt stopped and closes the connections; release
+// gives the move-task leases up.
+func (s *Store) shutdown(release bool) {
 	s.background.Wait()
-	s.tasks.stop(true)
+	s.tasks.stop(release)
 	s.active.Wait()
 	s.hub.stop()
 	s.pool.Close()
-	return nil
 }
 
 // now is the clock's time in the store's unit.
