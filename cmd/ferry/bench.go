@@ -9,6 +9,7 @@ import (
 	"os"
 	"os/signal"
 	"runtime/debug"
+	"strconv"
 	"strings"
 	"syscall"
 
@@ -22,10 +23,14 @@ func benchCmd(ctx context.Context, args []string, getenv func(string) string, st
 	fs := flag.NewFlagSet("ferry bench", flag.ContinueOnError)
 	fs.SetOutput(stderr)
 	fs.Usage = func() {
-		fmt.Fprintf(stderr, "Usage: ferry bench --endpoint URL [flags]\n\nScenarios: %s\n\n", strings.Join(bench.Scenarios(), ", "))
+		fmt.Fprintf(stderr, "Usage: ferry bench --endpoint URL[,URL...] [flags]\n\nScenarios: %s\n\n", strings.Join(bench.Scenarios(), ", "))
 		fs.PrintDefaults()
 	}
-	endpoint := fs.String("endpoint", "", "base URL of the SQS/SNS endpoint, e.g. http://127.0.0.1:4566 (required)")
+	var endpoints, dbPIDs listFlag
+	fs.Var(&endpoints, "endpoint", "base `URL` of the SQS/SNS endpoint, e.g. http://127.0.0.1:4566 (required); repeated or\n"+
+		"comma-separated, the nodes of one broker: each client is given the next node in turn, as a load balancer would")
+	fs.Var(&dbPIDs, "db-pid", "`PID` of the database's server on this machine (PostgreSQL's postmaster; repeatable): its CPU and\n"+
+		"its children's per message is reported beside the nodes'")
 	scenarios := fs.String("scenarios", "all", "comma-separated scenarios to run, or all")
 	duration := fs.Duration("duration", bench.DefaultDuration, "measured time of each scenario")
 	concurrency := fs.Int("concurrency", bench.DefaultConcurrency, "concurrent clients")
@@ -43,15 +48,24 @@ func benchCmd(ctx context.Context, args []string, getenv func(string) string, st
 		fmt.Fprintf(stderr, "ferry bench: unexpected argument %q\n", fs.Arg(0))
 		return 2
 	}
-	if *endpoint == "" {
+	if len(endpoints) == 0 {
 		fmt.Fprintln(stderr, "ferry bench: --endpoint is required")
 		return 2
+	}
+	pids := make([]int, len(dbPIDs))
+	for i, p := range dbPIDs {
+		n, err := strconv.Atoi(p)
+		if err != nil || n <= 0 {
+			fmt.Fprintf(stderr, "ferry bench: --db-pid %q is not a process id\n", p)
+			return 2
+		}
+		pids[i] = n
 	}
 	if *duration <= 0 || *concurrency <= 0 || *prefill <= 0 || *maxMessages <= 0 {
 		fmt.Fprintln(stderr, "ferry bench: --duration, --concurrency, --prefill and --max-messages must be positive")
 		return 2
 	}
-	cfg := bench.Config{Endpoint: *endpoint, Duration: *duration, Concurrency: *concurrency, Prefill: *prefill, MaxMessages: *maxMessages}
+	cfg := bench.Config{Endpoints: endpoints, DBPIDs: pids, Duration: *duration, Concurrency: *concurrency, Prefill: *prefill, MaxMessages: *maxMessages}
 	if *scenarios != "all" {
 		for _, s := range strings.Split(*scenarios, ",") {
 			if s = strings.TrimSpace(s); s != "" {
@@ -93,4 +107,19 @@ func benchCmd(ctx context.Context, args []string, getenv func(string) string, st
 		return 1
 	}
 	return 0
+}
+
+// listFlag is a flag given several times, or once with comma-separated
+// values, or both.
+type listFlag []string
+
+func (l *listFlag) String() string { return strings.Join(*l, ",") }
+
+func (l *listFlag) Set(v string) error {
+	for _, s := range strings.Split(v, ",") {
+		if s = strings.TrimSpace(s); s != "" {
+			*l = append(*l, s)
+		}
+	}
+	return nil
 }

@@ -22,9 +22,16 @@ func TestBenchFlags(t *testing.T) {
 		{[]string{"bench", "--endpoint", "127.0.0.1:1"}, 2, "not an http(s) URL"},
 		{[]string{"bench", "--endpoint", "http://127.0.0.1:1", "--duration", "0s"}, 2, "must be positive"},
 		{[]string{"bench", "--endpoint", "http://127.0.0.1:1", "extra"}, 2, "unexpected argument"},
+		{[]string{"bench", "--endpoint", "http://127.0.0.1:1,127.0.0.1:2"}, 2, `endpoint "127.0.0.1:2" is not an http(s) URL`},
+		{[]string{"bench", "--endpoint", "http://127.0.0.1:1", "--endpoint", "ftp://127.0.0.1:2"}, 2, `endpoint "ftp://127.0.0.1:2" is not`},
+		{[]string{"bench", "--endpoint", ",", "--duration", "50ms"}, 2, "--endpoint is required"},
+		{[]string{"bench", "--endpoint", "http://127.0.0.1:1", "--db-pid", "postgres"}, 2, `--db-pid "postgres" is not a process id`},
+		{[]string{"bench", "--endpoint", "http://127.0.0.1:1", "--db-pid", "0"}, 2, `--db-pid "0" is not a process id`},
+		{[]string{"bench", "-h"}, 0, "-endpoint URL"},
 		{[]string{"help"}, 0, "ferry bench"},
 		// Nothing listens there: every scenario reports an error, and the exit code says so.
 		{[]string{"bench", "--endpoint", "http://127.0.0.1:1", "--duration", "50ms", "--scenarios", "send,sns-fanout"}, 1, "sns-fanout            error"},
+		{[]string{"bench", "--endpoint", "http://127.0.0.1:1,http://127.0.0.1:2", "--duration", "50ms", "--scenarios", "send"}, 1, "send                  error"},
 	}
 	for _, tc := range cases {
 		var out, errOut bytes.Buffer

@@ -39,8 +39,16 @@ const (
 // Config says what to run against which endpoint.
 type Config struct {
 	// Endpoint is the broker's base URL, e.g. http://127.0.0.1:4566. Every
-	// request goes there and nowhere else.
+	// request goes there and nowhere else, unless Endpoints names more.
 	Endpoint string
+	// Endpoints, when set, are the nodes of one broker (Endpoint becomes
+	// the first): each client of a scenario is given the next node in turn
+	// and sends every request there, as behind a load balancer, while the
+	// calls that set up, count and tear down go to the first.
+	Endpoints []string
+	// DBPIDs are processes on this machine, with their children, whose CPU
+	// is the database's (PostgreSQL's postmaster), for Result.DBCPU.
+	DBPIDs []int
 	// Scenarios to run, in this order; empty means all (see Scenarios).
 	Scenarios []string
 	// Duration is how long each scenario's measured phase runs; filling a
@@ -57,11 +65,15 @@ type Config struct {
 	Progress func(Result)
 	// HTTPClient overrides the client built for Endpoint (tests).
 	HTTPClient *http.Client
+
+	nodes []url.URL // Endpoints, parsed by fill
 }
 
 // Report is the outcome of a run.
 type Report struct {
-	Endpoint    string    `json:"endpoint"`
+	Endpoint string `json:"endpoint"`
+	// Endpoints lists every node driven, when there were several.
+	Endpoints   []string  `json:"endpoints,omitempty"`
 	Started     time.Time `json:"started"`
 	Duration    string    `json:"duration"`
 	Concurrency int       `json:"concurrency"`
@@ -99,8 +111,16 @@ type Result struct {
 	Unverified int64 `json:"unverified,omitempty"`
 	// Verified counts the distinct copies that arrived and were checked,
 	// in the measured window or after it (Messages counts only the window).
-	Verified int64  `json:"verified"`
-	Note     string `json:"note,omitempty"`
+	Verified int64 `json:"verified"`
+	// ServerCPU is the CPU, in microseconds, that the broker's processes
+	// (every node's, from their process_cpu_seconds_total) spent per
+	// verified message, from the scenario's start to its end (the teardown
+	// excepted): each message's whole life, sent, received and deleted.
+	// Absent when an endpoint does not publish the figure.
+	ServerCPU *float64 `json:"server_cpu_us_per_msg,omitempty"`
+	// DBCPU is the same for the processes of Config.DBPIDs.
+	DBCPU *float64 `json:"db_cpu_us_per_msg,omitempty"`
+	Note  string   `json:"note,omitempty"`
 }
 
 // Failed reports whether r counts against the endpoint.
@@ -165,9 +185,17 @@ func Scenarios() []string {
 }
 
 func (c *Config) fill() error {
-	u, err := url.Parse(c.Endpoint)
-	if err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" {
-		return fmt.Errorf("bench: endpoint %q is not an http(s) URL", c.Endpoint)
+	if len(c.Endpoints) == 0 {
+		c.Endpoints = []string{c.Endpoint}
+	}
+	c.Endpoint = c.Endpoints[0]
+	c.nodes = c.nodes[:0]
+	for _, ep := range c.Endpoints {
+		u, err := url.Parse(ep)
+		if err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" {
+			return fmt.Errorf("bench: endpoint %q is not an http(s) URL", ep)
+		}
+		c.nodes = append(c.nodes, *u)
 	}
 	if c.Duration <= 0 {
 		c.Duration = DefaultDuration
@@ -242,8 +270,11 @@ func Run(ctx context.Context, cfg Config) (*Report, error) {
 	if err := cfg.fill(); err != nil {
 		return nil, err
 	}
-	sqsClient, snsClient := clients(cfg.Endpoint, cfg.HTTPClient)
+	sqsClient, snsClient := clients(cfg.Endpoint, cfg.HTTPClient, cfg.nodes...)
 	rep := &Report{Endpoint: cfg.Endpoint, Started: time.Now().UTC(), Duration: cfg.Duration.String(), Concurrency: cfg.Concurrency}
+	if len(cfg.Endpoints) > 1 {
+		rep.Endpoints = cfg.Endpoints
+	}
 	for _, name := range cfg.Scenarios {
 		i := slices.IndexFunc(catalogue, func(s scenario) bool { return s.name == name })
 		if ctx.Err() != nil {
@@ -259,26 +290,31 @@ func Run(ctx context.Context, cfg Config) (*Report, error) {
 	return rep, nil
 }
 
-// clients are the SQS and SNS clients of a run against endpoint. No
-// retries: a retried send could turn one error into a silent duplicate,
-// and every error must be counted.
-func clients(endpoint string, hc *http.Client) (*sqs.Client, *sns.Client) {
+// clients are the SQS and SNS clients of a run against endpoint, or,
+// given several nodes, against the node of each request's client (see
+// env.client). No retries: a retried send could turn one error into a
+// silent duplicate, and every error must be counted.
+func clients(endpoint string, hc *http.Client, nodes ...url.URL) (*sqs.Client, *sns.Client) {
 	creds := credentials.NewStaticCredentialsProvider("ferrybench", "ferrybench", "")
-	sqsClient := sqs.New(sqs.Options{
+	sqsOpts := sqs.Options{
 		Region:       Region,
 		BaseEndpoint: aws.String(endpoint),
 		Credentials:  creds,
 		HTTPClient:   hc,
 		Retryer:      aws.NopRetryer{},
-	})
-	snsClient := sns.New(sns.Options{
+	}
+	snsOpts := sns.Options{
 		Region:       Region,
 		BaseEndpoint: aws.String(endpoint),
 		Credentials:  creds,
 		HTTPClient:   hc,
 		Retryer:      aws.NopRetryer{},
-	})
-	return sqsClient, snsClient
+	}
+	if len(nodes) > 1 {
+		sqsOpts.EndpointResolverV2 = spread[sqs.EndpointParameters](nodes)
+		snsOpts.EndpointResolverV2 = spread[sns.EndpointParameters](nodes)
+	}
+	return sqs.New(sqsOpts), sns.New(snsOpts)
 }
 
 func newRunID() string {
@@ -295,6 +331,7 @@ type env struct {
 	run string // unique per scenario run; in every name and body
 
 	res      Result
+	turn     atomic.Int64 // clients given a node so far
 	errs     atomic.Int64
 	mu       sync.Mutex
 	firstErr string
@@ -307,7 +344,9 @@ type env struct {
 // cleans up whatever it created and settles the status.
 func (e *env) execute(ctx context.Context, fn func(context.Context, *env) error) Result {
 	ctx, cancel := context.WithTimeout(ctx, 2*setupLimit+2*e.cfg.Duration+2*e.drainLimit())
+	cpu := e.cpuFrom(ctx)
 	err := fn(ctx, e)
+	e.res.ServerCPU, e.res.DBCPU = cpu.perMessage(ctx, e.res.Verified)
 	cancel()
 	e.teardown()
 	return e.settleStatus(err)

@@ -57,26 +57,36 @@ func Thousands(v float64) string {
 	return b.String()
 }
 
+// Page says what a comparison's Markdown page is about.
+type Page struct {
+	Title  string   // the heading
+	Script string   // the command that reproduces the page
+	Image  string   // the chart's file name, beside the page
+	Facts  []string // lines about the machine and the run
+	// Ratios adds a table of each broker's figures against the first's.
+	Ratios bool
+}
+
 // WriteMarkdown writes a comparison: the facts of the machine, one row per
 // scenario and one column per broker, and the notes of every result that
 // was not plainly ok.
-func WriteMarkdown(w io.Writer, facts []string, cols []Column) error {
+func WriteMarkdown(w io.Writer, page Page, cols []Column) error {
 	bw := bufio.NewWriter(w)
 	p := func(format string, args ...any) { fmt.Fprintf(bw, format, args...) }
-	p("# Ferry benchmark: Ferry and its peers\n\n")
+	p("# %s\n\n", page.Title)
 	p("Every figure comes from `ferry bench` driving the broker through aws-sdk-go-v2 on the same machine, ")
 	p("over loopback. Each scenario checks every message it sends (unique bodies, each accounted for ")
 	p("exactly once, FIFO order within each group): a wrong answer reads FAIL, whatever its speed. ")
-	p("`scripts/compare-peers` reproduces the page (its settings are at its top).\n\n")
-	if len(facts) > 0 {
+	p("`%s` reproduces the page (its settings are at its top).\n\n", page.Script)
+	if len(page.Facts) > 0 {
 		p("## Machine and run\n\n")
-		for _, f := range facts {
+		for _, f := range page.Facts {
 			p("- %s\n", f)
 		}
 		p("\n")
 	}
 	p("## Results\n\n")
-	p("![results](results.svg)\n\n")
+	p("![results](%s)\n\n", page.Image)
 	p("| Scenario | Latency measured |")
 	for _, c := range cols {
 		p(" %s |", mdEscape(c.Broker))
@@ -104,6 +114,9 @@ func WriteMarkdown(w io.Writer, facts []string, cols []Column) error {
 			p(" %s |", cell(r))
 		}
 		p("\n")
+	}
+	if page.Ratios && len(cols) > 1 {
+		writeRatios(p, cols)
 	}
 	p("\n## Scenarios\n\n")
 	for _, name := range scenarioRows(cols) {
@@ -141,6 +154,9 @@ func cell(r Result) string {
 	if r.P50ms != nil && r.P99ms != nil {
 		fmt.Fprintf(&b, "<br>p50 %s, p99 %s", FormatMillis(*r.P50ms), FormatMillis(*r.P99ms))
 	}
+	if cpu := cpuCell(r); cpu != "" {
+		b.WriteString("<br>" + cpu)
+	}
 	if r.Status == StatusFail {
 		fmt.Fprintf(&b, "<br>lost %d, dup %d, out of order %d, errors %d", r.Lost, r.Duplicated, r.OutOfOrder, r.Errors)
 	}
@@ -148,6 +164,83 @@ func cell(r Result) string {
 		fmt.Fprintf(&b, "<br>%s not received in time, still queued", Thousands(float64(r.Unverified)))
 	}
 	return b.String()
+}
+
+// cpuCell is r's CPU per message, the broker's and the database's;
+// empty without figures.
+func cpuCell(r Result) string {
+	switch {
+	case r.ServerCPU != nil && r.DBCPU != nil:
+		return fmt.Sprintf("CPU %s + db %s µs/msg", Thousands(*r.ServerCPU), Thousands(*r.DBCPU))
+	case r.ServerCPU != nil:
+		return fmt.Sprintf("CPU %s µs/msg", Thousands(*r.ServerCPU))
+	}
+	return ""
+}
+
+// totalCPU is the CPU per message of the broker and its database.
+func totalCPU(r Result) (float64, bool) {
+	if r.ServerCPU == nil {
+		return 0, false
+	}
+	v := *r.ServerCPU
+	if r.DBCPU != nil {
+		v += *r.DBCPU
+	}
+	return v, true
+}
+
+// writeRatios writes each broker's rate, median latency and CPU per
+// message (its own and its database's) as multiples of the first
+// broker's, for the scenarios both ran correctly.
+func writeRatios(p func(string, ...any), cols []Column) {
+	base := cols[0]
+	p("\n### Against %s\n\n", mdEscape(base.Broker))
+	p("Each figure divided by %s's in the same run: rate (higher is better), p50 latency and CPU per ", mdEscape(base.Broker))
+	p("message, the broker's and its database's together (lower is better).\n\n| Scenario |")
+	for _, c := range cols[1:] {
+		p(" %s ÷ %s |", mdEscape(c.Broker), mdEscape(base.Broker))
+	}
+	p("\n|---|")
+	for range cols[1:] {
+		p("---|")
+	}
+	p("\n")
+	ratio := func(v, of float64) string {
+		if of <= 0 {
+			return "–"
+		}
+		return strconv.FormatFloat(v/of, 'f', 2, 64) + "×"
+	}
+	for _, name := range scenarioRows(cols) {
+		b, ok := base.result(name)
+		if !ok || b.Status != StatusOK {
+			continue
+		}
+		p("| %s |", name)
+		for _, c := range cols[1:] {
+			r, ok := c.result(name)
+			switch {
+			case !ok:
+				p(" – |")
+				continue
+			case r.Status != StatusOK:
+				p(" %s |", r.Status)
+				continue
+			}
+			parts := []string{"rate " + ratio(r.Rate, b.Rate)}
+			if r.P50ms != nil && b.P50ms != nil {
+				parts = append(parts, "p50 "+ratio(*r.P50ms, *b.P50ms))
+			}
+			rc, rok := totalCPU(r)
+			bc, bok := totalCPU(b)
+			if rok && bok {
+				parts = append(parts, "CPU "+ratio(rc, bc))
+			}
+			p(" %s |", strings.Join(parts, ", "))
+		}
+		p("\n")
+	}
 }
 
 func mdEscape(s string) string {

@@ -24,6 +24,12 @@ func (r Result) Line() string {
 	if r.Unverified > 0 {
 		fmt.Fprintf(&b, " unverified=%d", r.Unverified)
 	}
+	if r.ServerCPU != nil {
+		fmt.Fprintf(&b, " cpu=%.1fµs/msg", *r.ServerCPU)
+	}
+	if r.DBCPU != nil {
+		fmt.Fprintf(&b, " db-cpu=%.1fµs/msg", *r.DBCPU)
+	}
 	if r.Note != "" {
 		b.WriteString("  [" + r.Note + "]")
 	}

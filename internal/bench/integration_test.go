@@ -8,7 +8,9 @@ import (
 	"net/http/httptest"
 	"net/http/httputil"
 	"net/url"
+	"os"
 	"strings"
+	"sync"
 	"sync/atomic"
 	"testing"
 	"time"
@@ -71,6 +73,9 @@ func TestScenariosAgainstFerry(t *testing.T) {
 			// within the short window, and the scenario is still right.
 			if r.Verified == 0 {
 				t.Errorf("%s: ok with no message verified", r.Name)
+			}
+			if r.ServerCPU == nil {
+				t.Errorf("%s: no server CPU per message, though Ferry publishes it", r.Name)
 			}
 		case bench.StatusUnsupported:
 			t.Logf("%s: unsupported by this Ferry: %s", r.Name, r.Note)
@@ -154,12 +159,106 @@ func TestFanoutBatchWithoutPublishBatch(t *testing.T) {
 	assertNoQueues(ctx, t, srv.URL())
 }
 
+// nodeProxies puts n counting proxies in front of the Ferry at target, as
+// if they were n nodes of one broker; calls[i] counts the SQS calls that
+// proxy i passed on, by operation.
+func nodeProxies(t *testing.T, target string, n int) (urls []string, calls []map[string]int, mu *sync.Mutex) {
+	t.Helper()
+	u, err := url.Parse(target)
+	if err != nil {
+		t.Fatal(err)
+	}
+	mu = &sync.Mutex{}
+	for i := range n {
+		calls = append(calls, map[string]int{})
+		ferry := httputil.NewSingleHostReverseProxy(u)
+		ferry.ErrorHandler = func(w http.ResponseWriter, _ *http.Request, _ error) { w.WriteHeader(http.StatusBadGateway) }
+		proxy := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+			if op, ok := strings.CutPrefix(r.Header.Get("X-Amz-Target"), "AmazonSQS."); ok {
+				mu.Lock()
+				calls[i][op]++
+				mu.Unlock()
+			}
+			ferry.ServeHTTP(w, r)
+		}))
+		t.Cleanup(proxy.Close)
+		urls = append(urls, proxy.URL)
+	}
+	return urls, calls, mu
+}
+
+// TestSpreadOverNodes drives one Ferry through three proxies standing for
+// three nodes: every client keeps to the node it was given in turn, so the
+// senders of a scenario reach every node, and long-poll-wakeup's sender and
+// receiver are on two different ones. The server's CPU is read
+// from every node (here three times the same Ferry) and the database's from
+// the processes given.
+func TestSpreadOverNodes(t *testing.T) {
+	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
+	defer cancel()
+	srv, err := startFerry(ctx, t)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer srv.Shutdown(context.Background())
+
+	run := func(scenario string) ([]map[string]int, bench.Result) {
+		nodes, calls, mu := nodeProxies(t, srv.URL(), 3)
+		rep, err := bench.Run(ctx, bench.Config{Endpoints: nodes, DBPIDs: []int{os.Getpid()}, Scenarios: []string{scenario},
+			Duration: 300 * time.Millisecond, Concurrency: 4, Prefill: 500})
+		if err != nil {
+			t.Fatal(err)
+		}
+		r := rep.Results[0]
+		if r.Status != bench.StatusOK || r.Verified == 0 {
+			t.Errorf("%s: %s", scenario, r.Line())
+		}
+		if rep.Endpoint != nodes[0] || len(rep.Endpoints) != 3 {
+			t.Errorf("%s: report names %q and %v, want the three nodes", scenario, rep.Endpoint, rep.Endpoints)
+		}
+		if r.ServerCPU == nil || *r.ServerCPU <= 0 || r.DBCPU == nil {
+			t.Errorf("%s: no CPU figures: %s", scenario, r.Line())
+		}
+		mu.Lock()
+		defer mu.Unlock()
+		return calls, r
+	}
+
+	// Four senders on three nodes: each node has one at least. (Which
+	// drainers find messages depends on the machine's load.)
+	calls, _ := run("send")
+	for i, c := range calls {
+		if c["SendMessage"] == 0 {
+			t.Errorf("send: node %d passed on %v; every node should carry sends", i, c)
+		}
+	}
+	if calls[0]["CreateQueue"] != 1 || calls[1]["CreateQueue"]+calls[2]["CreateQueue"] != 0 {
+		t.Errorf("send: setup went to %v, want the first node", calls)
+	}
+
+	calls, _ = run("long-poll-wakeup")
+	var senders, receivers []int
+	for i, c := range calls {
+		if c["SendMessage"] > 0 {
+			senders = append(senders, i)
+		}
+		if c["ReceiveMessage"] > 0 {
+			receivers = append(receivers, i)
+		}
+	}
+	if len(senders) != 1 || len(receivers) != 1 || senders[0] == receivers[0] {
+		t.Errorf("long-poll-wakeup: sends through nodes %v, receives through %v; want one node each, not the same", senders, receivers)
+	}
+	assertNoQueues(ctx, t, srv.URL())
+}
+
 func TestConfigRejected(t *testing.T) {
 	for _, cfg := range []bench.Config{
 		{Endpoint: ""},
 		{Endpoint: "127.0.0.1:4566"},
 		{Endpoint: "ftp://127.0.0.1"},
 		{Endpoint: "http://127.0.0.1:1", Scenarios: []string{"send", "nope"}},
+		{Endpoints: []string{"http://127.0.0.1:1", "127.0.0.1:2"}},
 	} {
 		if _, err := bench.Run(context.Background(), cfg); err == nil {
 			t.Errorf("%+v: no error", cfg)

@@ -79,7 +79,8 @@ func f(v float64) *float64 { return &v }
 func sampleColumns() []Column {
 	return []Column{
 		{Broker: "ferry", Report: &Report{Results: []Result{
-			{Name: "send", Status: StatusOK, Rate: 12345.6, Unit: "msgs/s", Messages: 123456, Latency: "request", P50ms: f(0.4), P99ms: f(3.2)},
+			{Name: "send", Status: StatusOK, Rate: 12345.6, Unit: "msgs/s", Messages: 123456, Latency: "request", P50ms: f(0.4), P99ms: f(3.2),
+				ServerCPU: f(80)},
 			{Name: "long-poll-wakeup", Status: StatusOK, Rate: 19.9, Unit: "msgs/s", Latency: "wake-up", P50ms: f(0.1), P99ms: f(0.3)},
 			{Name: "sns-fanout", Status: StatusOK, Rate: 2000, Unit: "publishes/s", Unverified: 1234},
 		}}},
@@ -91,16 +92,36 @@ func sampleColumns() []Column {
 	}
 }
 
+// nodeColumns are one broker alone and on three nodes with a database.
+func nodeColumns() []Column {
+	return []Column{
+		{Broker: "embedded", Report: &Report{Results: []Result{
+			{Name: "send", Status: StatusOK, Rate: 8000, Unit: "msgs/s", Latency: "request", P50ms: f(2), P99ms: f(6), ServerCPU: f(200)},
+			{Name: "send-batch", Status: StatusOK, Rate: 40000, Unit: "msgs/s", ServerCPU: f(40)},
+			{Name: "receive-delete", Status: StatusFail, Rate: 1, Unit: "msgs/s"},
+		}}},
+		{Broker: "3 nodes", Report: &Report{Results: []Result{
+			{Name: "send", Status: StatusOK, Rate: 2000, Unit: "msgs/s", Latency: "request", P50ms: f(5), P99ms: f(20), ServerCPU: f(150), DBCPU: f(250)},
+			{Name: "send-batch", Status: StatusError, Note: "no"},
+			{Name: "receive-delete", Status: StatusOK, Rate: 1, Unit: "msgs/s"},
+		}}},
+	}
+}
+
 func TestWriteMarkdown(t *testing.T) {
 	var b bytes.Buffer
-	if err := WriteMarkdown(&b, []string{"CPU: test"}, sampleColumns()); err != nil {
+	if err := WriteMarkdown(&b, Page{Title: "Peers", Script: "scripts/compare-peers", Image: "results.svg", Facts: []string{"CPU: test"}},
+		sampleColumns()); err != nil {
 		t.Fatal(err)
 	}
 	md := b.String()
 	for _, want := range []string{
+		"# Peers\n",
+		"`scripts/compare-peers` reproduces the page",
+		"![results](results.svg)",
 		"- CPU: test",
 		"| Scenario | Latency measured | ferry | peer &lt;x> |",
-		"| send | request | 12,346 msgs/s<br>p50 0.400ms, p99 3.2ms | **FAIL** 99,999 msgs/s<br>lost 3, dup 0, out of order 0, errors 2 |",
+		"| send | request | 12,346 msgs/s<br>p50 0.400ms, p99 3.2ms<br>CPU 80.0 µs/msg | **FAIL** 99,999 msgs/s<br>lost 3, dup 0, out of order 0, errors 2 |",
 		"| sns-fanout |  | 2,000 publishes/s<br>1,234 not received in time, still queued | unsupported |",
 		`first error: a\|b`,
 	} {
@@ -111,6 +132,40 @@ func TestWriteMarkdown(t *testing.T) {
 	// Rows follow the catalogue, not the reports.
 	if strings.Index(md, "| send |") > strings.Index(md, "| long-poll-wakeup |") {
 		t.Error("rows out of catalogue order")
+	}
+}
+
+// TestWriteMarkdownRatios: each broker against the first, for the
+// scenarios both ran correctly; the database's CPU counts with the nodes'.
+func TestWriteMarkdownRatios(t *testing.T) {
+	var b bytes.Buffer
+	if err := WriteMarkdown(&b, Page{Title: "Nodes", Script: "scripts/bench-postgres", Image: "postgres.svg", Ratios: true},
+		nodeColumns()); err != nil {
+		t.Fatal(err)
+	}
+	md := b.String()
+	for _, want := range []string{
+		"![results](postgres.svg)",
+		"| send | request | 8,000 msgs/s<br>p50 2.0ms, p99 6.0ms<br>CPU 200 µs/msg | 2,000 msgs/s<br>p50 5.0ms, p99 20.0ms<br>CPU 150 + db 250 µs/msg |",
+		"### Against embedded",
+		"| Scenario | 3 nodes ÷ embedded |",
+		"| send | rate 0.25×, p50 2.50×, CPU 2.00× |",
+		"| send-batch | error |",
+	} {
+		if !strings.Contains(md, want) {
+			t.Errorf("markdown lacks %q:\n%s", want, md)
+		}
+	}
+	// A scenario the first broker failed has nothing to be compared with.
+	if strings.Contains(md, "| receive-delete | rate") {
+		t.Errorf("ratio against a failed result:\n%s", md)
+	}
+	b.Reset()
+	if err := WriteMarkdown(&b, Page{Title: "Peers"}, sampleColumns()); err != nil {
+		t.Fatal(err)
+	}
+	if strings.Contains(b.String(), "### Against") {
+		t.Error("ratios written though not asked for")
 	}
 }
 
@@ -148,6 +203,8 @@ func TestLine(t *testing.T) {
 			[]string{"send", "ok", "1,234 msgs/s", "p50    1.0ms", "(request)", "lost=0 dup=0 ooo=0 err=0"}},
 		{Result{Name: "send", Status: StatusFail, Rate: 1, Unit: "msgs/s", Lost: 1, Unverified: 4, Note: "why"},
 			[]string{"FAIL", "lost=1", "unverified=4", "[why]"}},
+		{Result{Name: "send", Status: StatusOK, Rate: 1, Unit: "msgs/s", ServerCPU: f(123.45), DBCPU: f(6)},
+			[]string{"cpu=123.5µs/msg db-cpu=6.0µs/msg"}},
 		{Result{Name: "sns-fanout", Status: StatusUnsupported, Note: "CreateTopic: no"},
 			[]string{"unsupported", "CreateTopic: no"}},
 	}

@@ -25,7 +25,7 @@ func runSends(batch bool) func(context.Context, *env) error {
 		}
 		l := NewLedger(1)
 		var lat Latencies
-		elapsed := loop(ctx, e.cfg.Concurrency, e.cfg.Duration, func(int) bool {
+		elapsed := e.loop(ctx, e.cfg.Concurrency, e.cfg.Duration, func(ctx context.Context, _ int) bool {
 			switch {
 			case l.Issued() >= e.cfg.MaxMessages:
 				return false
@@ -88,7 +88,7 @@ func (w *window) arrive(at time.Time) {
 // url, then lets the consumers finish the backlog within the drain limit.
 // The rate is what arrived while producers ran; latencies are end to end,
 // from the start of the send to the return of the receive.
-func (e *env) produceConsume(ctx context.Context, url string, l *Ledger, producers int, produce func(worker int), onFirst func(Stamp)) {
+func (e *env) produceConsume(ctx context.Context, url string, l *Ledger, producers int, produce func(ctx context.Context, worker int), onFirst func(Stamp)) {
 	var lat Latencies
 	start := time.Now()
 	win := newWindow(start, e.cfg.Duration)
@@ -107,11 +107,11 @@ func (e *env) produceConsume(ctx context.Context, url string, l *Ledger, produce
 				}
 			}})
 	})
-	sendElapsed := loop(ctx, producers, e.cfg.Duration, func(w int) bool {
+	sendElapsed := e.loop(ctx, producers, e.cfg.Duration, func(ctx context.Context, w int) bool {
 		if l.Issued() >= e.cfg.MaxMessages {
 			return false
 		}
-		produce(w)
+		produce(ctx, w)
 		return true
 	})
 	win.end.Store(min(win.end.Load(), start.Add(sendElapsed).UnixNano()))
@@ -134,9 +134,9 @@ func runProduceConsume(batch bool) func(context.Context, *env) error {
 			return err
 		}
 		l := NewLedger(1)
-		produce := func(int) { e.send(ctx, url, l, nil) }
+		produce := func(ctx context.Context, _ int) { e.send(ctx, url, l, nil) }
 		if batch {
-			produce = func(int) { e.failN(e.sendBatch(ctx, url, l, e.stamps(l, 10), nil)) }
+			produce = func(ctx context.Context, _ int) { e.failN(e.sendBatch(ctx, url, l, e.stamps(l, 10), nil)) }
 		}
 		e.produceConsume(ctx, url, l, max(1, e.cfg.Concurrency/2), produce, nil)
 		return nil
@@ -161,6 +161,9 @@ func runLongPollWakeup(ctx context.Context, e *env) error {
 	sentAt := map[uint64]time.Time{}
 	c := newCrew(ctx, e.cfg.Duration+e.drainLimit(), l, true)
 	defer c.cancel()
+	// The sender is a client too: with several nodes, the receiver's
+	// wake-up crosses from one node to another.
+	sender := e.client(ctx)
 	var consumer sync.WaitGroup
 	consumer.Go(func() {
 		e.receive(c, receiver{url: url, workers: 1, wait: 20, async: true,
@@ -183,7 +186,7 @@ func runLongPollWakeup(ctx context.Context, e *env) error {
 			mu.Lock()
 			sentAt[st.Seq] = st.Sent
 			mu.Unlock()
-			if _, err := e.sqs.SendMessage(ctx, &sqs.SendMessageInput{QueueUrl: aws.String(url), MessageBody: aws.String(st.Body())}); err != nil {
+			if _, err := e.sqs.SendMessage(sender, &sqs.SendMessageInput{QueueUrl: aws.String(url), MessageBody: aws.String(st.Body())}); err != nil {
 				if ctx.Err() == nil {
 					e.fail(fmt.Errorf("SendMessage: %w", err))
 				}
@@ -381,7 +384,7 @@ func runFIFO(groups int) func(context.Context, *env) error {
 		producers := min(groups, max(1, e.cfg.Concurrency/2))
 		next := make([]uint64, groups) // each index touched by its owner only
 		turns := make([]int, producers)
-		produce := func(w int) {
+		produce := func(ctx context.Context, w int) {
 			owned := (groups - w + producers - 1) / producers // groups w, w+producers, ...
 			g := w + turns[w]%owned*producers
 			turns[w]++
@@ -445,7 +448,7 @@ func runFanout(batch bool) func(context.Context, *env) error {
 					}})
 			})
 		}
-		publish := func() {
+		publish := func(ctx context.Context) {
 			st := e.stamps(l, 1)[0]
 			if _, err := e.sns.Publish(ctx, &sns.PublishInput{TopicArn: aws.String(topicArn), Message: aws.String(st.Body())}); err != nil {
 				if ctx.Err() == nil {
@@ -467,13 +470,13 @@ func runFanout(batch bool) func(context.Context, *env) error {
 				return feature("PublishBatch", err)
 			}
 			e.failN(publishAnswer(l, stamps, out))
-			publish = func() { e.failN(e.publishBatch(ctx, topicArn, l, e.stamps(l, 10))) }
+			publish = func(ctx context.Context) { e.failN(e.publishBatch(ctx, topicArn, l, e.stamps(l, 10))) }
 		}
-		loop(ctx, max(1, e.cfg.Concurrency/2), e.cfg.Duration-time.Since(start), func(int) bool {
+		e.loop(ctx, max(1, e.cfg.Concurrency/2), e.cfg.Duration-time.Since(start), func(ctx context.Context, _ int) bool {
 			if l.Issued() >= e.cfg.MaxMessages {
 				return false
 			}
-			publish()
+			publish(ctx)
 			return true
 		})
 		elapsed := time.Since(start)

@@ -81,16 +81,18 @@ func (e *env) latency(what string, s Summary) {
 
 func ms(d time.Duration) float64 { return float64(d) / float64(time.Millisecond) }
 
-// loop runs n workers that call step until d has passed, ctx ends or step
+// loop runs n workers, each a client of its own (see env.client), that
+// call step with the client's context until d has passed, ctx ends or step
 // returns false, and returns how long they ran. A request in flight at the
 // deadline is left to finish, so that no send ends in doubt.
-func loop(ctx context.Context, n int, d time.Duration, step func(worker int) bool) time.Duration {
+func (e *env) loop(ctx context.Context, n int, d time.Duration, step func(ctx context.Context, worker int) bool) time.Duration {
 	start := time.Now()
 	end := start.Add(d)
 	var wg sync.WaitGroup
 	for w := range n {
+		wctx := e.client(ctx)
 		wg.Go(func() {
-			for ctx.Err() == nil && time.Now().Before(end) && step(w) {
+			for ctx.Err() == nil && time.Now().Before(end) && step(wctx, w) {
 			}
 		})
 	}
@@ -261,7 +263,7 @@ func (e *env) prefill(ctx context.Context, url string, l *Ledger) int {
 		batches = false
 		e.note("SendMessageBatch failed (%s), so pre-filled with SendMessage", shorten(err.Error(), 200))
 	}
-	elapsed := loop(ctx, e.cfg.Concurrency, e.cfg.Duration, func(int) bool {
+	elapsed := e.loop(ctx, e.cfg.Concurrency, e.cfg.Duration, func(ctx context.Context, _ int) bool {
 		n := min(10, target-l.Issued())
 		if n <= 0 {
 			return false
@@ -327,13 +329,14 @@ func (c *crew) producersDone() {
 	c.check()
 }
 
-// receive runs r's workers, up to 10 messages a call, each batch handed
-// to r.handle (before it is deleted, so that a FIFO group's next messages
-// cannot be handled first), until the crew is done or its time is up.
+// receive runs r's workers, each a client of its own, up to 10 messages a
+// call, each batch handed to r.handle (before it is deleted, so that a
+// FIFO group's next messages cannot be handled first), until the crew is
+// done or its time is up.
 func (e *env) receive(c *crew, r receiver) {
-	ctx := c.ctx
 	var workers, deletes sync.WaitGroup
 	for range max(r.workers, 1) {
+		ctx := e.client(c.ctx)
 		workers.Go(func() {
 			for ctx.Err() == nil && !c.check() {
 				t0 := time.Now()

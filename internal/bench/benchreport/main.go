@@ -3,6 +3,9 @@
 //
 //	go run ./internal/bench/benchreport -out docs/bench \
 //	    -fact "CPU: ..." ferry=ferry.json goaws=goaws.json
+//
+// -name, -title and -script make another page of the same kind (the
+// PostgreSQL comparison), -ratios adds each broker against the first.
 package main
 
 import (
@@ -22,7 +25,11 @@ func (f *facts) String() string     { return strings.Join(*f, "; ") }
 func (f *facts) Set(v string) error { *f = append(*f, v); return nil }
 
 func main() {
-	out := flag.String("out", ".", "directory for results.md and results.svg")
+	out := flag.String("out", ".", "directory for NAME.md and NAME.svg")
+	name := flag.String("name", "results", "the pages' file name, without extension")
+	title := flag.String("title", "Ferry benchmark: Ferry and its peers", "the page's heading")
+	script := flag.String("script", "scripts/compare-peers", "the command that reproduces the page")
+	ratios := flag.Bool("ratios", false, "add a table of every broker's figures against the first's")
 	var fs facts
 	flag.Var(&fs, "fact", "a line about the machine or the run (repeatable)")
 	flag.Usage = func() {
@@ -34,13 +41,14 @@ func main() {
 		flag.Usage()
 		os.Exit(2)
 	}
-	if err := run(*out, fs, flag.Args()); err != nil {
+	page := bench.Page{Title: *title, Script: *script, Image: *name + ".svg", Facts: fs, Ratios: *ratios}
+	if err := run(*out, *name, page, flag.Args()); err != nil {
 		fmt.Fprintln(os.Stderr, "benchreport:", err)
 		os.Exit(1)
 	}
 }
 
-func run(out string, fs []string, args []string) error {
+func run(out, name string, page bench.Page, args []string) error {
 	var cols []bench.Column
 	for _, a := range args {
 		broker, path, ok := strings.Cut(a, "=")
@@ -71,8 +79,8 @@ func run(out string, fs []string, args []string) error {
 		}
 		return f.Close()
 	}
-	if err := write("results.md", func(f *os.File) error { return bench.WriteMarkdown(f, fs, cols) }); err != nil {
+	if err := write(name+".md", func(f *os.File) error { return bench.WriteMarkdown(f, page, cols) }); err != nil {
 		return err
 	}
-	return write("results.svg", func(f *os.File) error { return bench.WriteSVG(f, cols) })
+	return write(name+".svg", func(f *os.File) error { return bench.WriteSVG(f, cols) })
 }
