@@ -70,6 +70,8 @@ type Store struct {
 	hub    *hub
 	views  *views
 	tasks  *runner
+	// waiting are this node's long-poll registrations (waiters.go).
+	waiting registrations
 
 	mu      sync.Mutex
 	closing bool
@@ -175,6 +177,7 @@ func (s *Store) Close() error {
 	s.background.Wait()
 	s.tasks.stop(true)
 	s.active.Wait()
+	s.unregister()
 	s.hub.stop()
 	s.pool.Close()
 	return nil
