@@ -85,7 +85,7 @@ var refreshSQL = `
 WITH q AS (
 	SELECT id FROM queues WHERE account = $1 AND name = $2 AND deleted_ns IS NULL
 ), s AS (
-	SELECT g.group_id, h.seq AS head, greatest(h.visible_ns, i.vis) AS ready
+	SELECT q.id AS qid, g.group_id, h.seq AS head, greatest(h.visible_ns, i.vis) AS ready
 	FROM q CROSS JOIN unnest(` + lockedGroups + `) AS g(group_id)
 	LEFT JOIN LATERAL (
 		SELECT m.seq, m.visible_ns FROM messages m
@@ -96,19 +96,19 @@ WITH q AS (
 		WHERE m.queue_id = q.id AND m.group_id = g.group_id AND m.group_id <> '' AND m.gen > 0) i ON true
 ), u AS (
 	UPDATE fifo_groups f SET head_seq = s.head, ready_ns = s.ready
-	FROM q, s
-	WHERE f.queue_id = q.id AND f.group_id = s.group_id AND s.head IS NOT NULL
+	FROM s
+	WHERE f.queue_id = s.qid AND f.group_id = s.group_id AND s.head IS NOT NULL
 		AND (f.head_seq, f.ready_ns) IS DISTINCT FROM (s.head, s.ready)
 	RETURNING f.ready_ns
 ), d AS (
-	DELETE FROM fifo_groups f USING q, s
-	WHERE f.queue_id = q.id AND f.group_id = s.group_id AND s.head IS NULL
+	DELETE FROM fifo_groups f USING s
+	WHERE f.queue_id = s.qid AND f.group_id = s.group_id AND s.head IS NULL
 ), n AS (
 	SELECT notify_waiters($3, q.id, min(u.ready_ns)) FROM q, u
 	GROUP BY q.id HAVING min(u.ready_ns) < $4::int8 + $5::int8
 )
 SELECT (SELECT count(*) FROM n),
-	coalesce((SELECT min(m.visible_ns) FROM q, messages m WHERE m.queue_id = q.id AND m.visible_ns > $4), 0)`
+	coalesce((SELECT (SELECT min(m.visible_ns) FROM messages m WHERE m.queue_id = q.id AND m.visible_ns > $4) FROM q), 0)`
 
 // upsertGroups gives the FIFO messages a statement inserted, the rows of
 // its CTE src (queue_id, group_id, seq, visible_ns), their groups' rows:
