@@ -2,7 +2,6 @@ package postgres
 
 import (
 	"context"
-	"errors"
 	"fmt"
 	"strconv"
 
@@ -45,10 +44,10 @@ ON CONFLICT (queue_id, key) DO UPDATE
 RETURNING key, seq`
 
 // fifoInsertSQL writes the fresh messages of a FIFO send, with the seqs
-// their claims took ($16) and their deduplication ids ($17), makes sure
-// their groups have rows, sweeps the queue's expired deduplication keys
-// and tells the waiters.
-const fifoInsertSQL = `
+// their claims took ($16) and their deduplication ids ($17), gives their
+// groups rows, sweeps the queue's expired deduplication keys and tells the
+// waiters, last, once it holds the group rows.
+var fifoInsertSQL = `
 WITH q AS (
 	SELECT id, delay_ns FROM queues WHERE id = $1
 ), m AS (
@@ -57,18 +56,17 @@ WITH q AS (
 ), b AS (
 	INSERT INTO message_bodies (id, body, attributes, trace_header, group_id, sender_id, md5_body, md5_attrs, md5_sys)
 	SELECT seq, body, attributes, trace_header, group_id, sender_id, md5_body, md5_attrs, md5_sys FROM m
-), g AS (
-	INSERT INTO fifo_groups (queue_id, group_id) SELECT DISTINCT $1::int8, group_id FROM m
-	ON CONFLICT DO NOTHING
 ), st AS (
 	INSERT INTO messages (queue_id, seq, body_id, message_id, sent_ns, entered_ns, visible_ns, dedup_id, group_id)
 	SELECT q.id, m.seq, m.seq, m.message_id, $13, $13, $13 + coalesce(m.delay_ns, q.delay_ns), m.dedup_id, m.group_id
 	FROM q, m
-	RETURNING visible_ns
+	RETURNING queue_id, group_id, seq, visible_ns
+), g AS (` + upsertGroups("st") + `
 ), sweep AS (
 	DELETE FROM fifo_dedup d WHERE d.queue_id = $1 AND d.sent_ns <= $13::int8 - $2::int8
 ), n AS (
-	SELECT pg_notify($14, q.id::text || ':' || min(st.visible_ns)::text) FROM q, st
+	SELECT notify_waiters($14, q.id, min(st.visible_ns)) FROM q, st
+	WHERE (SELECT count(*) FROM g) > 0
 	GROUP BY q.id HAVING min(st.visible_ns) < $13 + $15
 )
 SELECT count(*) FROM n`
@@ -184,278 +182,210 @@ func pick[T any](xs []T, idx []int) []T {
 	return out
 }
 
-// fifoQueueSQL reads what a FIFO receive needs of its queue, and the next
-// time one of its messages becomes visible.
-const fifoQueueSQL = `
-SELECT q.arn, q.visibility_ns, q.retention_ns, q.redrive_max, d.id, coalesce(d.fifo, false),
-	(SELECT min(m.visible_ns) FROM messages m WHERE m.queue_id = q.id AND m.visible_ns > $2)
-FROM queues q LEFT JOIN queues d ON q.redrive_max > 0 AND d.account = q.redrive_account
-	AND d.name = q.redrive_name AND d.deleted_ns IS NULL AND d.id <> q.id
-WHERE q.id = $1 AND q.deleted_ns IS NULL`
+// fifoReadAhead bounds how many messages of each locked group a receive
+// reads: a run is at most engine.MaxMessages long, and what it moves to
+// the dead-letter queue beyond that is left to the next look.
+const fifoReadAhead = "20"
 
-// lockGroupsSQL locks up to $4 groups that can hand out a message (none
-// in flight, the head visible), oldest head first, skipping those another
-// receive holds. It first gives rows to the candidate groups that have
-// none; those are locked by the next run.
-const lockGroupsSQL = `
-WITH g AS (
-	SELECT group_id, min(seq) AS head, bool_or(gen > 0 AND visible_ns > $2) AS busy
-	FROM messages WHERE queue_id = $1 AND group_id <> '' AND sent_ns > $2::int8 - $3::int8
-	GROUP BY group_id
-), h AS (
-	SELECT g.group_id, g.head FROM g JOIN messages m ON m.queue_id = $1 AND m.seq = g.head
-	WHERE NOT g.busy AND m.visible_ns <= $2
-), ins AS (
-	INSERT INTO fifo_groups (queue_id, group_id) SELECT $1, group_id FROM h
-	ON CONFLICT DO NOTHING RETURNING 1
-), l AS (
-	SELECT f.group_id, h.head FROM fifo_groups f JOIN h ON h.group_id = f.group_id
-	WHERE f.queue_id = $1 ORDER BY h.head LIMIT $4
-	FOR UPDATE OF f SKIP LOCKED
-)
-SELECT (SELECT count(*) FROM ins), coalesce((SELECT array_agg(group_id ORDER BY head) FROM l), '{}')`
+// fifoRunCTEs choose what a FIFO receive takes from the groups its batch
+// locked, after a CTE q (id, retention_ns, dlq_id, redrive_max), $3 being
+// now and $4 the most to take: each group's visible run from its head, in
+// the order of the groups (oldest head first) and of the messages, those
+// at or over the redrive policy's count to move (they do not count), the
+// others to hand out, $4 at most. A group with a message in flight gives
+// nothing (its row says so already; this is the check).
+const fifoRunCTEs = `
+lg AS (
+	SELECT f.group_id, f.head_seq FROM q JOIN fifo_groups f ON f.queue_id = q.id
+	WHERE f.group_id = ANY(` + lockedGroups + `)
+), r AS (
+	SELECT lg.group_id, lg.head_seq AS g_head, m.seq, m.visible_ns, m.gen, m.receive_count
+	FROM q CROSS JOIN lg CROSS JOIN LATERAL (
+		SELECT m.seq, m.visible_ns, m.gen, m.receive_count FROM messages m
+		WHERE m.queue_id = q.id AND m.group_id = lg.group_id AND m.group_id <> ''
+			AND m.sent_ns > $3::int8 - q.retention_ns
+		ORDER BY m.seq LIMIT ` + fifoReadAhead + `) m
+), w AS (
+	SELECT r.*,
+		bool_and(r.visible_ns <= $3) OVER (PARTITION BY r.group_id ORDER BY r.seq) AS in_run,
+		bool_or(r.gen > 0 AND r.visible_ns > $3) OVER (PARTITION BY r.group_id) AS busy,
+		q.dlq_id IS NOT NULL AND r.receive_count >= q.redrive_max AS poison
+	FROM q, r
+), c AS (
+	SELECT * FROM (
+		SELECT w.*, coalesce(count(*) FILTER (WHERE NOT w.poison) OVER (ORDER BY w.g_head, w.group_id, w.seq
+			ROWS BETWEEN UNBOUNDED PRECEDING AND 1 PRECEDING), 0) AS before
+		FROM w WHERE w.in_run AND NOT w.busy) x
+	WHERE x.before < $4
+)`
 
-// fifoMoveSQL moves the messages $2 of queue $1 to its dead-letter queue.
-const fifoMoveSQL = `
+// fifoTakeSQL is a FIFO receive's second statement, after lockReadySQL:
+// it deletes what retention has expired, moves the chosen messages over
+// the redrive policy's count to the dead-letter queue, hands out the
+// others for the visibility ($5, or the queue's) and remembers them under
+// the receive attempt id $6, if any. Each row is one message handed out,
+// after the queue id, whether the queue is FIFO (if not, it did nothing:
+// the view that sent the receive here was stale) and the number moved; a
+// queue with nothing to hand out answers one row of those.
+var fifoTakeSQL = `
 WITH q AS (
-	SELECT $1::int8 AS id, $4::text AS arn, $5::int8 AS dlq_id, $6::bool AS dlq_fifo
-), moved AS (
-	DELETE FROM messages m WHERE m.queue_id = $1 AND m.seq = ANY($2) RETURNING m.*
+	SELECT q.id, q.arn, q.fifo, coalesce($5::int8, q.visibility_ns) AS vis, q.retention_ns, q.redrive_max,
+		d.id AS dlq_id, coalesce(d.fifo, false) AS dlq_fifo
+	FROM queues q LEFT JOIN queues d ON q.redrive_max > 0 AND d.account = q.redrive_account
+		AND d.name = q.redrive_name AND d.deleted_ns IS NULL AND d.id <> q.id
+	WHERE q.account = $1 AND q.name = $2 AND q.deleted_ns IS NULL
+), expired AS (
+	DELETE FROM messages m
+	WHERE m.queue_id = (SELECT id FROM q WHERE fifo) AND m.sent_ns <= $3::int8 - (SELECT retention_ns FROM q)
+	RETURNING m.body_id
+), expired_bodies AS (
+	DELETE FROM message_bodies b USING expired e WHERE b.id = e.body_id
+), ` + fifoRunCTEs + `, moved AS (
+	DELETE FROM messages m USING q, c WHERE c.poison AND m.queue_id = q.id AND m.seq = c.seq
+	RETURNING m.*
 ), moved_in AS (` + moveInsertSQL + `
-), dg AS (
-	INSERT INTO fifo_groups (queue_id, group_id) SELECT DISTINCT queue_id, group_id FROM moved_in
-	WHERE group_id <> '' ON CONFLICT DO NOTHING
-), n AS (
-	SELECT pg_notify($7, $5::text || ':' || $3::text) WHERE EXISTS (SELECT 1 FROM moved_in)
-)
-SELECT (SELECT count(*) FROM moved_in), (SELECT count(*) FROM n)`
-
-// fifoTakeSQL hands out the messages $2 of queue $1, in that order, for
-// the visibility $4 from now ($3), and tells the waiters if that is soon.
-const fifoTakeSQL = `
-WITH k AS (
-	SELECT * FROM unnest($2::int8[]) WITH ORDINALITY AS k(seq, i)
+), dg AS (` + upsertGroups("moved_in") + `
 ), got AS (
 	UPDATE messages m SET
-		visible_ns = $3::int8 + $4::int8,
+		visible_ns = $3::int8 + q.vis,
 		gen = m.gen + 1,
 		receive_count = m.receive_count + 1,
 		first_receive_ns = CASE WHEN m.first_receive_ns = 0 THEN $3 ELSE m.first_receive_ns END,
 		received_ns = $3
-	FROM k WHERE m.queue_id = $1 AND m.seq = k.seq
+	FROM q, c WHERE NOT c.poison AND m.queue_id = q.id AND m.seq = c.seq
 	RETURNING m.*
+), att AS (
+	INSERT INTO fifo_attempts (queue_id, attempt_id, created_ns, seqs, gens)
+	SELECT q.id, $6, $3, array_agg(g.seq ORDER BY c.g_head, c.group_id, c.seq),
+		array_agg(g.gen ORDER BY c.g_head, c.group_id, c.seq)
+	FROM q, got g JOIN c ON c.seq = g.seq WHERE $6 <> '' GROUP BY q.id
+	ON CONFLICT (queue_id, attempt_id) DO UPDATE
+		SET created_ns = excluded.created_ns, seqs = excluded.seqs, gens = excluded.gens
+	RETURNING 1
 ), n AS (
-	SELECT pg_notify($5, $1::text || ':' || ($3::int8 + $4::int8)::text) WHERE $4::int8 < $6::int8 AND EXISTS (SELECT 1 FROM got)
+	SELECT notify_waiters($7, q.dlq_id, $3) FROM q
+	WHERE EXISTS (SELECT 1 FROM moved_in) AND (SELECT count(*) FROM dg) >= 0
 )
-SELECT (SELECT count(*) FROM n), ` + messageColumns + `
-FROM got g JOIN k ON k.seq = g.seq JOIN message_bodies b ON b.id = g.body_id
-ORDER BY k.i`
+SELECT q.id, q.fifo, (SELECT count(*) FROM moved_in), (SELECT count(*) FROM n) + (SELECT count(*) FROM att),
+	` + messageColumns + `
+FROM q LEFT JOIN (got g JOIN c ON c.seq = g.seq JOIN message_bodies b ON b.id = g.body_id) ON true
+ORDER BY c.g_head, c.group_id, c.seq`
 
-// fifoRetrySQL repeats the receive attempt $2 of queue $1 when every
-// message it handed out is as it left them: same generation, not deleted
-// (a visibility change forgets the attempt). It restarts their visibility
-// and answers them in the attempt's order, after the attempt's size.
+// lockAttemptSQL locks the groups of what the receive attempt $3 handed out.
+var lockAttemptSQL = keepLocked(`
+	SELECT f.group_id FROM fifo_groups f
+	WHERE f.queue_id = ` + namedQueue + ` AND f.group_id IN (
+		SELECT m.group_id FROM fifo_attempts a CROSS JOIN unnest(a.seqs) AS u(seq)
+		JOIN messages m ON m.queue_id = a.queue_id AND m.seq = u.seq
+		WHERE a.queue_id = ` + namedQueue + ` AND a.attempt_id = $3 AND m.group_id <> '')
+	ORDER BY f.group_id
+	FOR UPDATE`)
+
+// fifoRetrySQL repeats the receive attempt $3 when every message it handed
+// out is as it left them: same generation, not deleted, not expired (a
+// visibility change forgets the attempt). It restarts their visibility ($5,
+// or the queue's, from now $4) and answers them in the attempt's order,
+// after the queue id. Otherwise it forgets the attempt, and the queue's
+// attempts older than the window ($6), and answers no message.
 const fifoRetrySQL = `
-WITH a AS (
-	SELECT seqs, gens FROM fifo_attempts WHERE queue_id = $1 AND attempt_id = $2 AND created_ns > $3::int8 - $5::int8
+WITH q AS (
+	SELECT id, coalesce($5::int8, visibility_ns) AS vis, retention_ns
+	FROM queues WHERE account = $1 AND name = $2 AND deleted_ns IS NULL
 ), k AS (
-	SELECT u.* FROM a, unnest(a.seqs, a.gens) WITH ORDINALITY AS u(seq, gen, i)
+	SELECT u.* FROM q JOIN fifo_attempts a ON a.queue_id = q.id AND a.attempt_id = $3 AND a.created_ns > $4::int8 - $6::int8,
+		unnest(a.seqs, a.gens) WITH ORDINALITY AS u(seq, gen, i)
+), ok AS (
+	SELECT count(*) > 0 AND count(*) = count(m.seq) AS ok
+	FROM q CROSS JOIN k LEFT JOIN messages m ON m.queue_id = q.id AND m.seq = k.seq AND m.gen = k.gen
+		AND m.sent_ns > $4::int8 - q.retention_ns
 ), got AS (
-	UPDATE messages m SET visible_ns = $3::int8 + $4::int8, received_ns = $3
-	FROM k WHERE m.queue_id = $1 AND m.seq = k.seq AND m.gen = k.gen AND m.sent_ns > $3::int8 - $6::int8
+	UPDATE messages m SET visible_ns = $4::int8 + q.vis, received_ns = $4
+	FROM q, k, ok WHERE ok.ok AND m.queue_id = q.id AND m.seq = k.seq
 	RETURNING m.*
+), forget AS (
+	DELETE FROM fifo_attempts a USING q, ok
+	WHERE NOT ok.ok AND a.queue_id = q.id AND (a.attempt_id = $3 OR a.created_ns <= $4::int8 - $6::int8)
 )
-SELECT (SELECT count(*) FROM k), ` + messageColumns + `
-FROM got g JOIN k ON k.seq = g.seq JOIN message_bodies b ON b.id = g.body_id
+SELECT q.id, ` + messageColumns + `
+FROM q LEFT JOIN (got g JOIN k ON k.seq = g.seq JOIN message_bodies b ON b.id = g.body_id) ON true
 ORDER BY k.i`
 
-// takeFIFO receives up to n messages of FIFO queue qid in one
-// transaction: a retry of attemptID, or: lock groups, read their
-// messages, move those over the redrive policy's count, hand out the rest
-// (as many as it can from each group in turn), remember the attempt.
-func (s *Store) takeFIFO(ctx context.Context, qid int64, n int, vis *int64, attemptID string) (take, error) {
-	t := take{qid: qid, fifo: true}
+// takeFIFO receives up to n messages of FIFO queue account/name in one
+// round trip: a batch that locks the ready groups (lockReadySQL), takes
+// from them (fifoTakeSQL) and sets their rows again (refreshSQL). With a
+// receive attempt id, a batch that repeats the attempt comes first.
+func (s *Store) takeFIFO(ctx context.Context, account, name string, n int, vis *int64, attemptID string) (take, error) {
 	now := s.now()
-	err := pgx.BeginFunc(ctx, s.pool, func(tx pgx.Tx) error {
-		var (
-			arn              string
-			visNS, retention int64
-			redriveMax       int
-			dlqID, next      *int64
-			dlqFIFO          bool
-		)
-		err := tx.QueryRow(ctx, fifoQueueSQL, qid, now).Scan(&arn, &visNS, &retention, &redriveMax, &dlqID, &dlqFIFO, &next)
-		if errors.Is(err, pgx.ErrNoRows) {
-			return engine.ErrQueueNotFound
+	if attemptID != "" {
+		t, err := s.retryAttempt(ctx, account, name, attemptID, now, vis)
+		if err != nil || len(t.msgs) > 0 {
+			return t, err
 		}
-		if err != nil {
-			return err
-		}
-		if next != nil {
-			t.next = *next
-		}
-		if vis != nil {
-			visNS = *vis
-		}
-		if attemptID != "" {
-			msgs, err := s.retryAttempt(ctx, tx, qid, attemptID, now, visNS, retention)
-			if err != nil || len(msgs) > 0 {
-				t.msgs = msgs
-				return err
-			}
-		}
-		groups, err := lockGroups(ctx, tx, qid, now, retention, n)
-		if err != nil || len(groups) == 0 {
-			return err
-		}
-		takeSeqs, moveSeqs, err := planFIFO(ctx, tx, qid, groups, now, retention, n, redriveMax, dlqID != nil)
-		if err != nil {
-			return err
-		}
-		if len(moveSeqs) > 0 {
-			var noted int64
-			if err := tx.QueryRow(ctx, fifoMoveSQL, qid, moveSeqs, now, arn, *dlqID, dlqFIFO, s.channel).Scan(&t.moved, &noted); err != nil {
-				return fmt.Errorf("move to the dead-letter queue: %w", err)
-			}
-		}
-		if len(takeSeqs) == 0 {
-			return nil
-		}
-		rows, err := tx.Query(ctx, fifoTakeSQL, qid, takeSeqs, now, visNS, s.channel, int64(maxLongPoll))
-		if err != nil {
-			return err
-		}
-		t.msgs, err = s.collectMessages(rows, qid)
-		if err != nil || attemptID == "" {
-			return err
-		}
-		_, err = tx.Exec(ctx, `
-			INSERT INTO fifo_attempts (queue_id, attempt_id, created_ns, seqs, gens)
-			SELECT $1, $2, $3, array_agg(m.seq ORDER BY k.i), array_agg(m.gen ORDER BY k.i)
-			FROM unnest($4::int8[]) WITH ORDINALITY AS k(seq, i) JOIN messages m ON m.queue_id = $1 AND m.seq = k.seq
-			ON CONFLICT (queue_id, attempt_id) DO UPDATE
-				SET created_ns = excluded.created_ns, seqs = excluded.seqs, gens = excluded.gens`,
-			qid, attemptID, now, takeSeqs)
-		return err
+	}
+	b := &pgx.Batch{}
+	b.Queue(lockReadySQL, account, name, now, n)
+	b.Queue(fifoTakeSQL, account, name, now, n, vis, attemptID, s.channel)
+	b.Queue(refreshSQL, s.refreshArgs(account, name, now)...)
+	return s.runTake(ctx, b, func(rows pgx.Rows, t *take) (engine.Message, bool, error) {
+		var noted int64
+		return s.scanMessage(rows, &t.qid, true, &t.qid, &t.fifo, &t.moved, &noted)
 	})
-	return t, err
 }
 
-// retryAttempt hands out again what attempt handed out, if it may (see
-// fifoRetrySQL); otherwise it forgets the attempt and returns nothing.
-func (s *Store) retryAttempt(ctx context.Context, tx pgx.Tx, qid int64, attempt string, now, vis, retention int64) ([]engine.Message, error) {
-	var msgs []engine.Message
-	err := pgx.BeginFunc(ctx, tx, func(sp pgx.Tx) error {
-		rows, err := sp.Query(ctx, fifoRetrySQL, qid, attempt, now, vis, int64(engine.DeduplicationWindow), retention)
+// retryAttempt hands out again what the receive attempt handed out, if it
+// may (see fifoRetrySQL); otherwise it forgets the attempt and returns
+// nothing.
+func (s *Store) retryAttempt(ctx context.Context, account, name, attempt string, now int64, vis *int64) (take, error) {
+	b := &pgx.Batch{}
+	b.Queue(lockAttemptSQL, account, name, attempt)
+	b.Queue(fifoRetrySQL, account, name, attempt, now, vis, int64(engine.DeduplicationWindow))
+	b.Queue(refreshSQL, s.refreshArgs(account, name, now)...)
+	return s.runTake(ctx, b, func(rows pgx.Rows, t *take) (engine.Message, bool, error) {
+		t.fifo = true
+		return s.scanMessage(rows, &t.qid, true, &t.qid)
+	})
+}
+
+// runTake sends a FIFO receive's batch (lock, take, refresh) and reads its
+// answers, each row of the take with scan.
+func (s *Store) runTake(ctx context.Context, b *pgx.Batch, scan func(pgx.Rows, *take) (engine.Message, bool, error)) (take, error) {
+	var t take
+	br := s.pool.SendBatch(ctx, b)
+	err := func() error {
+		if _, err := br.Exec(); err != nil {
+			return fmt.Errorf("lock groups: %w", err)
+		}
+		rows, err := br.Query()
 		if err != nil {
 			return err
 		}
-		defer rows.Close()
-		var size int64
+		found := false
 		for rows.Next() {
-			m, _, err := s.scanMessage(rows, &qid, true, &size)
+			found = true
+			m, ok, err := scan(rows, &t)
 			if err != nil {
+				rows.Close()
 				return err
 			}
-			msgs = append(msgs, m)
+			if ok {
+				t.msgs = append(t.msgs, m)
+			}
 		}
+		rows.Close()
 		if err := rows.Err(); err != nil {
 			return err
 		}
-		if len(msgs) == 0 || int64(len(msgs)) != size {
-			msgs = nil
-			return errRetryStale
+		if !found {
+			return engine.ErrQueueNotFound
 		}
-		return nil
-	})
-	if errors.Is(err, errRetryStale) {
-		_, err = tx.Exec(ctx, `DELETE FROM fifo_attempts WHERE queue_id = $1 AND (attempt_id = $2 OR created_ns <= $3)`,
-			qid, attempt, now-int64(engine.DeduplicationWindow))
-	}
-	return msgs, err
-}
-
-// errRetryStale rolls back a retry that cannot be served as it was.
-var errRetryStale = errors.New("receive attempt no longer as it was")
-
-// lockGroups runs lockGroupsSQL, twice if the first run gave rows to
-// groups that had none.
-func lockGroups(ctx context.Context, tx pgx.Tx, qid, now, retention int64, n int) ([]string, error) {
-	var groups []string
-	for range 2 {
-		var inserted int64
-		if err := tx.QueryRow(ctx, lockGroupsSQL, qid, now, retention, n).Scan(&inserted, &groups); err != nil {
-			return nil, fmt.Errorf("lock groups: %w", err)
-		}
-		if inserted == 0 || len(groups) == n {
-			break
-		}
-	}
-	return groups, nil
-}
-
-// planFIFO reads the locked groups' messages (a snapshot taken after the
-// locks) and chooses, group by group in lock order, the run of visible
-// messages from the head: those over the redrive policy's count to move,
-// the others to hand out, n at most.
-func planFIFO(ctx context.Context, tx pgx.Tx, qid int64, groups []string, now, retention int64, n, redriveMax int, redrive bool) (take, move []int64, err error) {
-	rows, err := tx.Query(ctx, `SELECT group_id, seq, visible_ns, gen, receive_count FROM messages
-		WHERE queue_id = $1 AND group_id = ANY($2) AND sent_ns > $3::int8 - $4::int8 ORDER BY seq`, qid, groups, now, retention)
-	if err != nil {
-		return nil, nil, fmt.Errorf("read groups: %w", err)
-	}
-	type msg struct {
-		seq, visible int64
-		gen, count   int32
-	}
-	byGroup := map[string][]msg{}
-	var (
-		g string
-		m msg
-	)
-	if _, err := pgx.ForEachRow(rows, []any{&g, &m.seq, &m.visible, &m.gen, &m.count}, func() error {
-		byGroup[g] = append(byGroup[g], m)
-		return nil
-	}); err != nil {
-		return nil, nil, fmt.Errorf("read groups: %w", err)
-	}
-	for _, g := range groups {
-		ms := byGroup[g]
-		busy := false
-		for _, m := range ms {
-			busy = busy || (m.gen > 0 && m.visible > now)
-		}
-		if busy {
-			continue
-		}
-		for _, m := range ms {
-			if m.visible > now || len(take) == n {
-				break
-			}
-			if redrive && int(m.count) >= redriveMax {
-				move = append(move, m.seq)
-				continue
-			}
-			take = append(take, m.seq)
-		}
-		if len(take) == n {
-			break
-		}
-	}
-	return take, move, nil
-}
-
-// collectMessages reads fifoTakeSQL's rows.
-func (s *Store) collectMessages(rows pgx.Rows, qid int64) ([]engine.Message, error) {
-	defer rows.Close()
-	var msgs []engine.Message
-	for rows.Next() {
-		var noted int64
-		m, _, err := s.scanMessage(rows, &qid, true, &noted)
+		t.next, err = refreshed(br.QueryRow())
 		if err != nil {
-			return nil, err
+			return fmt.Errorf("refresh groups: %w", err)
 		}
-		msgs = append(msgs, m)
+		return nil
+	}()
+	if cerr := br.Close(); err == nil {
+		err = cerr
 	}
-	return msgs, rows.Err()
+	return t, err
 }

@@ -5,6 +5,9 @@ import (
 	"fmt"
 	"time"
 
+	"github.com/jackc/pgx/v5"
+	"github.com/jackc/pgx/v5/pgconn"
+
 	"github.com/ferrymq/ferry/internal/engine"
 )
 
@@ -61,13 +64,16 @@ func (s *Store) takeLease(ctx context.Context, name string, d time.Duration) (bo
 }
 
 // sweeps are the janitor's statements, each deleting at most janitorBatch
-// rows: $1 is the batch, and $2 now for those that are timed.
+// rows: $1 is the batch, and $2 now for those that are timed. A sweep
+// with a lock statement runs it first, in the same transaction, with the
+// arguments; the statement then takes none.
 var sweeps = []struct {
 	what  string
 	timed bool
+	lock  string
 	sql   string
 }{
-	{"expired messages", true, `
+	{what: "expired messages", timed: true, sql: `
 		WITH gone AS (
 			DELETE FROM messages m WHERE (m.queue_id, m.seq) IN (
 				SELECT m.queue_id, m.seq FROM queues q JOIN messages m ON m.queue_id = q.id
@@ -76,7 +82,7 @@ var sweeps = []struct {
 		)
 		DELETE FROM message_bodies b USING gone WHERE b.id = gone.body_id`},
 	// A send that raced its queue's delete may have left messages behind.
-	{"messages of deleted queues", false, `
+	{what: "messages of deleted queues", timed: false, sql: `
 		WITH gone AS (
 			DELETE FROM messages m WHERE (m.queue_id, m.seq) IN (
 				SELECT m.queue_id, m.seq FROM queues q JOIN messages m ON m.queue_id = q.id
@@ -84,24 +90,33 @@ var sweeps = []struct {
 			RETURNING m.body_id
 		)
 		DELETE FROM message_bodies b USING gone WHERE b.id = gone.body_id`},
-	{"deleted queues", true, `
+	{what: "deleted queues", timed: true, sql: `
 		DELETE FROM queues q WHERE q.id IN (
 			SELECT id FROM queues WHERE deleted_ns <= $2::int8 - ` + fmt.Sprint(int64(engine.RecreateDelay)) + ` LIMIT $1)
 			AND NOT EXISTS (SELECT 1 FROM messages m WHERE m.queue_id = q.id)`},
-	{"deduplication keys", true, `
+	{what: "deduplication keys", timed: true, sql: `
 		DELETE FROM fifo_dedup WHERE (queue_id, key) IN (
 			SELECT queue_id, key FROM fifo_dedup WHERE sent_ns <= $2::int8 - ` + fmt.Sprint(int64(engine.DeduplicationWindow)) + ` LIMIT $1)`},
-	{"receive attempts", true, `
+	{what: "receive attempts", timed: true, sql: `
 		DELETE FROM fifo_attempts WHERE (queue_id, attempt_id) IN (
 			SELECT queue_id, attempt_id FROM fifo_attempts
 			WHERE created_ns <= $2::int8 - ` + fmt.Sprint(int64(engine.DeduplicationWindow)) + ` LIMIT $1)`},
-	// A group row wrongly dropped is given back by the next receive.
-	{"empty groups", false, `
-		DELETE FROM fifo_groups WHERE (queue_id, group_id) IN (
+	// Groups whose messages left without them (retention): their rows
+	// are locked first, and deleted by a statement whose snapshot sees
+	// what a send that held one committed.
+	{what: "empty groups", lock: `
+		SELECT set_config('ferry.empty', coalesce((SELECT json_agg(json_build_array(l.queue_id, l.group_id))::text FROM (
 			SELECT g.queue_id, g.group_id FROM fifo_groups g
-			WHERE NOT EXISTS (SELECT 1 FROM messages m WHERE m.queue_id = g.queue_id AND m.group_id = g.group_id)
-			LIMIT $1 FOR UPDATE SKIP LOCKED)`},
-	{"tasks of deleted queues", false, `
+			WHERE NOT EXISTS (SELECT 1 FROM messages m WHERE m.queue_id = g.queue_id AND m.group_id = g.group_id AND m.group_id <> '')
+			LIMIT $1 FOR UPDATE SKIP LOCKED) l), '[]'), true)`, sql: `
+		DELETE FROM fifo_groups g USING json_array_elements(current_setting('ferry.empty')::json) e
+		WHERE g.queue_id = (e->>0)::int8 AND g.group_id = e->>1
+			AND NOT EXISTS (SELECT 1 FROM messages m WHERE m.queue_id = g.queue_id AND m.group_id = g.group_id AND m.group_id <> '')`},
+	// Long-poll registrations of nodes that died (waiters.go).
+	{what: "lapsed long-poll registrations", sql: `
+		DELETE FROM waiters WHERE (queue_id, node) IN (
+			SELECT queue_id, node FROM waiters WHERE until < now() LIMIT $1)`},
+	{what: "tasks of deleted queues", timed: false, sql: `
 		DELETE FROM move_tasks t WHERE t.n IN (
 			SELECT t.n FROM move_tasks t WHERE NOT EXISTS (
 				SELECT 1 FROM queues q WHERE q.id = t.source_queue_id AND q.deleted_ns IS NULL)
@@ -116,7 +131,21 @@ func (s *Store) sweep(ctx context.Context) error {
 			if sw.timed {
 				args = append(args, s.now())
 			}
-			tag, err := s.pool.Exec(ctx, sw.sql, args...)
+			var (
+				tag pgconn.CommandTag
+				err error
+			)
+			if sw.lock == "" {
+				tag, err = s.pool.Exec(ctx, sw.sql, args...)
+			} else {
+				err = pgx.BeginFunc(ctx, s.pool, func(tx pgx.Tx) error {
+					if _, err := tx.Exec(ctx, sw.lock, args...); err != nil {
+						return err
+					}
+					tag, err = tx.Exec(ctx, sw.sql)
+					return err
+				})
+			}
 			if err != nil {
 				return fmt.Errorf("sweep %s: %w", sw.what, err)
 			}

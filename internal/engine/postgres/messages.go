@@ -38,23 +38,9 @@ WITH q AS (
 	RETURNING m.body_id, m.seq, m.group_id
 ), db AS (
 	DELETE FROM message_bodies b USING d WHERE b.id = d.body_id
-), emptied AS (
-	-- A group that looks empty loses its row; should it not be (a send
-	-- committing meanwhile), the next receive gives it one again. A row a
-	-- receive holds is left to the janitor: waiting for it while holding
-	-- the deleted rows could deadlock with that receive.
-	DELETE FROM fifo_groups WHERE (queue_id, group_id) IN (
-		SELECT g.queue_id, g.group_id FROM q, fifo_groups g
-		WHERE q.fifo AND g.queue_id = q.id AND g.group_id IN (SELECT group_id FROM d)
-			AND NOT EXISTS (SELECT 1 FROM messages m WHERE m.queue_id = q.id AND m.group_id = g.group_id
-				AND m.seq NOT IN (SELECT seq FROM d))
-		FOR UPDATE OF g SKIP LOCKED)
-), n AS (
-	-- On a FIFO queue a delete may unblock a group.
-	SELECT pg_notify($7, q.id::text || ':' || $6::text) FROM q WHERE q.fifo AND EXISTS (SELECT 1 FROM d)
 )
 SELECT q.id, coalesce((SELECT array_agg(h.i) FROM h JOIN messages m ON m.queue_id = q.id AND m.seq = h.seq
-	WHERE q.fifo AND NOT EXISTS (SELECT 1 FROM d WHERE d.seq = h.seq)), '{}'), (SELECT count(*) FROM d), (SELECT count(*) FROM n)
+	WHERE q.fifo AND NOT EXISTS (SELECT 1 FROM d WHERE d.seq = h.seq)), '{}'), (SELECT count(*) FROM d)
 FROM q`
 
 // Delete implements engine.Backend.
@@ -65,12 +51,13 @@ func (s *Store) Delete(ctx context.Context, account, name string, handles []stri
 	defer s.leave()
 	hb := parseHandles(s.signer, len(handles), func(i int) string { return handles[i] })
 	var (
-		qid            int64
-		expired        []int64
-		deleted, noted int64
+		qid     int64
+		expired []int64
+		deleted int64
 	)
-	err := s.pool.QueryRow(ctx, deleteSQL, account, name, hb.qids, hb.seqs, hb.gens, s.now(), s.channel).
-		Scan(&qid, &expired, &deleted, &noted)
+	now := s.now()
+	err := s.withGroups(ctx, account, name, lockHandledSQL, []any{account, name, hb.qids, hb.seqs}, now,
+		deleteSQL, []any{account, name, hb.qids, hb.seqs, hb.gens, now}, &qid, &expired, &deleted)
 	if isNoRows(err) {
 		return nil, engine.ErrQueueNotFound
 	}
@@ -106,7 +93,8 @@ WITH q AS (
 	DELETE FROM fifo_attempts a USING q
 	WHERE q.fifo AND a.queue_id = q.id AND a.seqs && (SELECT array_agg(u.seq) FROM u)
 ), n AS (
-	SELECT pg_notify($9, q.id::text || ':' || min(u.visible_ns)::text) FROM q, u
+	-- A FIFO queue's groups tell their waiters (refreshSQL).
+	SELECT notify_waiters($9, q.id, min(u.visible_ns)) FROM q, u WHERE NOT q.fifo
 	GROUP BY q.id HAVING min(u.visible_ns) < $7 + $10
 )
 SELECT q.id, coalesce((SELECT array_agg(h.i ORDER BY h.i) FROM h), '{}'), coalesce((SELECT array_agg(
@@ -138,8 +126,10 @@ func (s *Store) ChangeVisibility(ctx context.Context, account, name string, chan
 		outcomes []int32
 		noted    int64
 	)
-	err := s.pool.QueryRow(ctx, changeSQL, account, name, hb.qids, hb.seqs, hb.gens, timeouts, s.now(),
-		int64(engine.MaxVisibility), s.channel, int64(maxLongPoll)).Scan(&qid, &idx, &outcomes, &noted)
+	now := s.now()
+	err := s.withGroups(ctx, account, name, lockHandledSQL, []any{account, name, hb.qids, hb.seqs}, now,
+		changeSQL, []any{account, name, hb.qids, hb.seqs, hb.gens, timeouts, now, int64(engine.MaxVisibility), s.channel, int64(maxLongPoll)},
+		&qid, &idx, &outcomes, &noted)
 	if isNoRows(err) {
 		return nil, engine.ErrQueueNotFound
 	}
@@ -167,7 +157,8 @@ func (s *Store) Purge(ctx context.Context, account, name string) error {
 	}
 	defer s.leave()
 	var qid, purged, noted int64
-	err := s.pool.QueryRow(ctx, `
+	now := s.now()
+	err := s.withGroups(ctx, account, name, lockAllSQL, []any{account, name}, now, `
 		WITH q AS (
 			SELECT id, last_purge_ns FROM queues WHERE account = $1 AND name = $2 AND deleted_ns IS NULL
 		), p AS (
@@ -180,13 +171,15 @@ func (s *Store) Purge(ctx context.Context, account, name string) error {
 			DELETE FROM message_bodies b USING gone WHERE b.id = gone.body_id
 		), attempts AS (
 			DELETE FROM fifo_attempts a USING p WHERE a.queue_id = p.id
+		), groups AS (
+			DELETE FROM fifo_groups g USING p WHERE g.queue_id = p.id
 		), n AS (
 			-- LastPurge is part of the queue's view.
 			SELECT pg_notify($5, $6) FROM p
 		)
 		SELECT q.id, (SELECT count(*) FROM p), (SELECT count(*) FROM n) FROM q`,
-		account, name, s.now(), int64(engine.PurgeInterval), s.channel, viewNote(viewKey(account, name))).
-		Scan(&qid, &purged, &noted)
+		[]any{account, name, now, int64(engine.PurgeInterval), s.channel, viewNote(viewKey(account, name))},
+		&qid, &purged, &noted)
 	s.views.drop(viewKey(account, name))
 	if isNoRows(err) {
 		return engine.ErrQueueNotFound

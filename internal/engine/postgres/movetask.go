@@ -283,7 +283,7 @@ type moved struct {
 // stepMoveSQL moves the messages $2 of source $1 to the queues $3 (as new
 // messages $4, in order, $5 being now), adds them to task $6's Moved, and
 // tells the destinations' waiters. It answers what it moved.
-const stepMoveSQL = `
+var stepMoveSQL = `
 WITH k AS (
 	SELECT * FROM unnest($2::int8[], $3::int8[], $4::text[]) WITH ORDINALITY AS k(seq, dest, new_id, i)
 ), mv AS (
@@ -294,12 +294,11 @@ WITH k AS (
 	SELECT d.id, nextval('message_seq'), mv.body_id, mv.new_id, $5, $5, $5 + d.delay_ns,
 		CASE WHEN d.fifo THEN mv.dedup_id ELSE '' END, CASE WHEN d.fifo THEN mv.group_id ELSE '' END
 	FROM (SELECT * FROM mv ORDER BY i) mv JOIN queues d ON d.id = mv.dest
-	RETURNING queue_id, group_id, visible_ns
-), g AS (
-	INSERT INTO fifo_groups (queue_id, group_id) SELECT DISTINCT queue_id, group_id FROM ins
-	WHERE group_id <> '' ON CONFLICT DO NOTHING
+	RETURNING queue_id, group_id, seq, visible_ns
+), g AS (` + upsertGroups("ins") + `
 ), n AS (
-	SELECT pg_notify($7, queue_id::text || ':' || min(visible_ns)::text) FROM ins
+	SELECT notify_waiters($7, queue_id, min(visible_ns)) FROM ins
+	WHERE (SELECT count(*) FROM g) >= 0
 	GROUP BY queue_id HAVING min(visible_ns) < $5::int8 + $8::int8
 ), t AS (
 	UPDATE move_tasks SET moved = moved + (SELECT count(*) FROM mv) WHERE id = $6
@@ -365,7 +364,7 @@ func (r *runner) step(t runTask, limit int) (int, bool, error) {
 		if limit <= 0 {
 			return nil
 		}
-		seqs, arns, err := moveCandidates(ctx, tx, t.sourceID, fifo, now, retention, int(min(int64(limit), left)))
+		seqs, arns, err := moveCandidates(ctx, tx, t.sourceID, t.SourceAccount, t.SourceName, fifo, now, retention, int(min(int64(limit), left)))
 		if err != nil {
 			return err
 		}
@@ -439,7 +438,12 @@ func (r *runner) step(t runTask, limit int) (int, bool, error) {
 			d := dests[arns[i-1]]
 			out = append(out, moved{account: d.account, queue: d.name, msg: m})
 		}
-		return rows.Err()
+		rows.Close()
+		if err := rows.Err(); err != nil || !fifo {
+			return err
+		}
+		_, err = refreshed(tx.QueryRow(ctx, refreshSQL, r.s.refreshArgs(t.SourceAccount, t.SourceName, now)...))
+		return err
 	})
 	if err != nil {
 		return 0, false, err
@@ -457,17 +461,25 @@ func (r *runner) step(t runTask, limit int) (int, bool, error) {
 
 // moveCandidates chooses up to n visible messages of source to move,
 // oldest first, with the queue each came from (DeadLetterSourceARN). On a
-// FIFO source it takes them as a receive would: it locks the groups first
-// and takes each one's visible run from its head, so that a group leaves
-// in order and a receive never takes from it meanwhile.
-func moveCandidates(ctx context.Context, tx pgx.Tx, source int64, fifo bool, now, retention int64, n int) ([]int64, []string, error) {
+// FIFO source it takes them as a receive would: it locks the ready groups
+// first and takes each one's visible run from its head, so that a group
+// leaves in order and a receive never takes from it meanwhile; the step
+// sets the groups' rows again once they have moved.
+func moveCandidates(ctx context.Context, tx pgx.Tx, source int64, account, name string, fifo bool, now, retention int64, n int) ([]int64, []string, error) {
 	var seqs []int64
 	if fifo {
-		groups, err := lockGroups(ctx, tx, source, now, retention, n)
-		if err != nil || len(groups) == 0 {
+		if _, err := tx.Exec(ctx, lockReadySQL, account, name, now, n); err != nil {
+			return nil, nil, fmt.Errorf("lock groups: %w", err)
+		}
+		rows, err := tx.Query(ctx, `WITH q AS (
+				SELECT id, retention_ns, NULL::int8 AS dlq_id, 0 AS redrive_max
+				FROM queues WHERE account = $1 AND name = $2 AND deleted_ns IS NULL
+			), `+fifoRunCTEs+`
+			SELECT seq FROM c ORDER BY g_head, group_id, seq`, account, name, now, n)
+		if err != nil {
 			return nil, nil, err
 		}
-		if seqs, _, err = planFIFO(ctx, tx, source, groups, now, retention, n, 0, false); err != nil || len(seqs) == 0 {
+		if seqs, err = pgx.CollectRows(rows, pgx.RowTo[int64]); err != nil || len(seqs) == 0 {
 			return nil, nil, err
 		}
 	}

@@ -70,6 +70,8 @@ type Store struct {
 	hub    *hub
 	views  *views
 	tasks  *runner
+	// waiting are this node's long-poll registrations (waiters.go).
+	waiting registrations
 
 	mu      sync.Mutex
 	closing bool
@@ -193,6 +195,7 @@ func (s *Store) shutdown(release bool) {
 	s.background.Wait()
 	s.tasks.stop(release)
 	s.active.Wait()
+	s.unregister()
 	s.hub.stop()
 	s.pool.Close()
 }

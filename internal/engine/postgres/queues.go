@@ -208,6 +208,11 @@ func (s *Store) UpdateQueue(ctx context.Context, account, name string, fn func(*
 	defer s.leave()
 	var fnErr error
 	err := pgx.BeginFunc(ctx, s.pool, func(tx pgx.Tx) error {
+		// A FIFO queue's groups are locked before its row, as a delete of
+		// the queue locks them.
+		if _, err := tx.Exec(ctx, lockAllSQL, account, name); err != nil {
+			return err
+		}
 		id, q, err := scanQueue(tx.QueryRow(ctx, "SELECT "+queueColumns+
 			" FROM queues WHERE account = $1 AND name = $2 AND deleted_ns IS NULL FOR UPDATE", account, name))
 		if err != nil {
@@ -236,17 +241,15 @@ func (s *Store) UpdateQueue(ctx context.Context, account, name string, fn func(*
 		}
 		if q.Settings.FIFO {
 			// A FIFO queue's delay is retroactive: the messages still
-			// delayed are visible at their send plus the new delay.
-			_, err = tx.Exec(ctx, `
-				WITH r AS (
-					UPDATE messages SET visible_ns = sent_ns + $2
-					WHERE queue_id = $1 AND gen = 0 AND visible_ns > $3
-					RETURNING visible_ns
-				)
-				SELECT pg_notify($4, $1::text || ':' || min(visible_ns)::text) FROM r
-				HAVING min(visible_ns) < $3 + $5`,
-				id, durationNS(q.Settings.Delay), s.now(), s.channel, int64(maxLongPoll))
+			// delayed are visible at their send plus the new delay; their
+			// groups' rows follow, and tell the waiters.
+			now := s.now()
+			_, err = tx.Exec(ctx, `UPDATE messages SET visible_ns = sent_ns + $2
+				WHERE queue_id = $1 AND gen = 0 AND visible_ns > $3`, id, durationNS(q.Settings.Delay), now)
 			if err != nil {
+				return err
+			}
+			if _, err := refreshed(tx.QueryRow(ctx, refreshSQL, s.refreshArgs(account, name, now)...)); err != nil {
 				return err
 			}
 		}
@@ -279,7 +282,8 @@ func (s *Store) DeleteQueue(ctx context.Context, account, name string) error {
 	}
 	defer s.leave()
 	var id int64
-	err := s.pool.QueryRow(ctx, `
+	now := s.now()
+	err := s.withGroups(ctx, account, name, lockAllSQL, []any{account, name}, now, `
 		WITH q AS (
 			UPDATE queues SET deleted_ns = $3 WHERE account = $1 AND name = $2 AND deleted_ns IS NULL RETURNING id
 		), gone AS (
@@ -293,11 +297,11 @@ func (s *Store) DeleteQueue(ctx context.Context, account, name string) error {
 		), attempts AS (
 			DELETE FROM fifo_attempts a USING q WHERE a.queue_id = q.id
 		), n AS (
-			SELECT pg_notify($4, q.id::text || ':' || $3::text) FROM q
-			UNION ALL
+			SELECT notify_waiters($4, q.id, $3) FROM q
+		), v AS (
 			SELECT pg_notify($4, $5) FROM q
 		)
-		SELECT q.id FROM q, (SELECT count(*) FROM n) n`, account, name, s.now(), s.channel, viewNote(viewKey(account, name))).Scan(&id)
+		SELECT q.id FROM q, (SELECT count(*) FROM n) n, (SELECT count(*) FROM v) v`, []any{account, name, now, s.channel, viewNote(viewKey(account, name))}, &id)
 	s.views.drop(viewKey(account, name))
 	if errors.Is(err, pgx.ErrNoRows) {
 		return engine.ErrQueueNotFound

@@ -29,7 +29,7 @@ const moveInsertSQL = `
 		CASE WHEN q.dlq_fifo THEN mv.message_id ELSE mv.dedup_id END,
 		CASE WHEN q.dlq_fifo THEN mv.group_id ELSE '' END, q.arn
 	FROM q, (SELECT * FROM moved ORDER BY seq) mv
-	RETURNING queue_id, group_id`
+	RETURNING queue_id, group_id, seq, visible_ns`
 
 // messageColumns are the columns scanMessage reads, from got g (the state
 // rows a receive updated) and message_bodies b.
@@ -85,9 +85,9 @@ WITH q AS (
 	FROM q, c WHERE NOT c.poison AND m.queue_id = q.id AND m.seq = c.seq
 	RETURNING m.*
 ), n AS (
-	SELECT pg_notify($6, q.dlq_id::text || ':' || $3::text) FROM q WHERE EXISTS (SELECT 1 FROM moved_in)
+	SELECT notify_waiters($6, q.dlq_id, $3) FROM q WHERE EXISTS (SELECT 1 FROM moved_in)
 	UNION ALL
-	SELECT pg_notify($6, q.id::text || ':' || min(got.visible_ns)::text) FROM q, got
+	SELECT notify_waiters($6, q.id, min(got.visible_ns)) FROM q, got
 	GROUP BY q.id HAVING min(got.visible_ns) < $3 + $7
 )
 SELECT q.id, q.fifo, (SELECT count(*) FROM moved_in), (SELECT count(*) FROM n),
@@ -184,26 +184,39 @@ func (s *Store) takeOnce(ctx context.Context, account, name string, n int, vis *
 
 // takeAll takes up to n messages: while a statement moved messages to the
 // dead-letter queue instead of handing them out, it looks again for the
-// places they left. A FIFO queue is takeFIFO's.
+// places they left. A FIFO queue is takeFIFO's: the node's view of the
+// queue says which, and a view that was wrong costs one more statement.
+// A receive attempt takes once, so that the attempt is what it answered.
 func (s *Store) takeAll(ctx context.Context, account, name string, n int, req engine.ReceiveRequest) (take, error) {
 	var vis *int64
 	if req.Visibility != nil {
 		v := durationNS(*req.Visibility)
 		vis = &v
 	}
+	q, _, known := s.views.get(viewKey(account, name))
+	fifo := known && q.Settings.FIFO
 	var all take
 	for {
-		t, err := s.takeOnce(ctx, account, name, n-len(all.msgs), vis)
+		var (
+			t   take
+			err error
+		)
+		if fifo {
+			t, err = s.takeFIFO(ctx, account, name, n-len(all.msgs), vis, req.AttemptID)
+		} else {
+			t, err = s.takeOnce(ctx, account, name, n-len(all.msgs), vis)
+		}
 		if err != nil {
 			return all, err
 		}
-		if t.fifo {
-			return s.takeFIFO(ctx, t.qid, n, vis, req.AttemptID)
+		if t.fifo != fifo { // it took nothing: the other kind's turn
+			fifo = t.fifo
+			continue
 		}
-		all.qid, all.next = t.qid, t.next
+		all.qid, all.next, all.fifo = t.qid, t.next, t.fifo
 		all.msgs = append(all.msgs, t.msgs...)
 		all.moved += t.moved
-		if t.moved == 0 || len(all.msgs) == n {
+		if t.moved == 0 || len(all.msgs) == n || req.AttemptID != "" {
 			return all, nil
 		}
 	}
@@ -231,9 +244,14 @@ func (s *Store) Receive(ctx context.Context, account, name string, req engine.Re
 		s.leave()
 		return t.msgs, receiveErr(name, err)
 	}
-	// Listen first, then look again: what commits after this look is told.
+	// Listen and register first, then look again: what commits after
+	// this look is told.
 	w := s.hub.subscribe(t.qid)
 	defer s.hub.unsubscribe(w)
+	if err := s.register(stmtCtx, t.qid); err != nil {
+		s.leave()
+		return nil, receiveErr(name, err)
+	}
 	t, err = s.takeAll(stmtCtx, account, name, n, req)
 	s.leave() // Close must not wait for a long poll
 	if err != nil || len(t.msgs) > 0 {

@@ -41,7 +41,7 @@ WITH q AS (
 	SELECT q.id, m.seq, m.seq, m.message_id, $13, $13, $13 + coalesce(m.delay_ns, q.delay_ns) FROM q, m
 	RETURNING visible_ns
 ), n AS (
-	SELECT pg_notify($14, q.id::text || ':' || min(st.visible_ns)::text) FROM q, st
+	SELECT notify_waiters($14, q.id, min(st.visible_ns)) FROM q, st
 	GROUP BY q.id HAVING min(st.visible_ns) < $13 + $15
 )
 SELECT q.id, q.fifo, q.dedup_scope, coalesce((SELECT array_agg(seq ORDER BY ord) FROM m), '{}'),

@@ -1,0 +1,136 @@
+package postgres
+
+import (
+	"context"
+	"errors"
+	"strings"
+	"testing"
+
+	"github.com/jackc/pgx/v5"
+
+	"github.com/ferrymq/ferry/internal/clock"
+	"github.com/ferrymq/ferry/internal/engine"
+	"github.com/ferrymq/ferry/internal/engine/enginetest"
+)
+
+// The statements of a FIFO receive, a delete and a send walk indexes, on a
+// FIFO queue of 20,000 groups of 2 messages (beside another queue's 40,000
+// messages) whose 500 oldest groups have a message in flight. The plans
+// are logged (go test -v -run TestFIFOPlans) for docs/postgres.md. (The
+// queues table of two rows is read whole, as PostgreSQL should.)
+func TestFIFOPlans(t *testing.T) {
+	clk := clock.NewFake(enginetest.Start)
+	s := openFresh(t, clk)
+	ctx := context.Background()
+	createQueue(t, s, "other")
+	createFIFOQueue(t, s, "q.fifo")
+	now := s.now()
+	var other, qid int64
+	if err := s.pool.QueryRow(ctx, `SELECT (SELECT id FROM queues WHERE name = 'other'), (SELECT id FROM queues WHERE name = 'q.fifo')`).
+		Scan(&other, &qid); err != nil {
+		t.Fatal(err)
+	}
+	const groups, per, busy = 20000, 2, 500
+	// Messages in send order: message i is the (i / groups)th of group i % groups.
+	_, err := s.pool.Exec(ctx, `
+		WITH b AS (
+			INSERT INTO message_bodies (id, body, trace_header, group_id, sender_id, md5_body, md5_attrs, md5_sys)
+			SELECT nextval('message_seq'), 'x', '', CASE WHEN q = $3 THEN 'g' || (i % $4::int8) ELSE '' END, '', '', '', ''
+			FROM (SELECT $3::int8 AS q, i FROM generate_series(0, $4::int8 * $5::int8 - 1) i
+				UNION ALL SELECT $6::int8, i FROM generate_series(0, 40000) i ORDER BY 1, 2) g
+			RETURNING id, group_id
+		)
+		INSERT INTO messages (queue_id, seq, body_id, message_id, sent_ns, entered_ns, visible_ns, group_id, dedup_id)
+		SELECT CASE WHEN group_id = '' THEN $6 ELSE $3 END, id, id, 'm' || id, $1::int8, $2::int8, $1::int8, group_id, 'd' || id FROM b`,
+		now, now, qid, groups, per, other)
+	if err != nil {
+		t.Fatal(err)
+	}
+	_, err = s.pool.Exec(ctx, `
+		UPDATE messages m SET gen = 1, receive_count = 1, visible_ns = $1::int8 + 30000000000, received_ns = $1
+		FROM (SELECT DISTINCT ON (group_id) seq FROM messages WHERE queue_id = $2 ORDER BY group_id, seq) h
+		WHERE m.queue_id = $2 AND m.seq = h.seq AND m.group_id IN (SELECT 'g' || i FROM generate_series(0, $3 - 1) i)`, now, qid, busy)
+	if err != nil {
+		t.Fatal(err)
+	}
+	_, err = s.pool.Exec(ctx, `
+		INSERT INTO fifo_groups (queue_id, group_id, head_seq, ready_ns)
+		SELECT queue_id, group_id, min(seq), greatest(min(visible_ns), max(visible_ns) FILTER (WHERE gen > 0))
+		FROM messages WHERE queue_id = $1 GROUP BY queue_id, group_id`, qid)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := s.pool.Exec(ctx, "ANALYZE"); err != nil {
+		t.Fatal(err)
+	}
+
+	acct, name := enginetest.Account, "q.fifo"
+	var handle []int64
+	if err := s.pool.QueryRow(ctx, `SELECT array[$1::int8, min(seq)] FROM messages WHERE queue_id = $1 AND gen = 1`, qid).
+		Scan(&handle); err != nil {
+		t.Fatal(err)
+	}
+	var vis *int64
+	steps := []struct {
+		what string
+		sql  string
+		args []any
+	}{
+		{"lock the ready groups", lockReadySQL, []any{acct, name, now, 10}},
+		{"take", fifoTakeSQL, []any{acct, name, now, 10, vis, "", s.channel}},
+		{"refresh the groups", refreshSQL, s.refreshArgs(acct, name, now)},
+		{"lock a delete's groups", lockHandledSQL, []any{acct, name, []int64{handle[0]}, []int64{handle[1]}}},
+		{"delete", deleteSQL, []any{acct, name, []int64{handle[0]}, []int64{handle[1]}, []int32{1}, now}},
+		{"refresh the delete's groups", refreshSQL, s.refreshArgs(acct, name, now)},
+	}
+	err = pgx.BeginFunc(ctx, s.pool, func(tx pgx.Tx) error {
+		for _, st := range steps {
+			rows, err := tx.Query(ctx, "EXPLAIN (ANALYZE, COSTS OFF, TIMING OFF, SUMMARY OFF) "+st.sql, st.args...)
+			if err != nil {
+				t.Fatalf("%s: %v", st.what, err)
+			}
+			lines, err := pgx.CollectRows(rows, pgx.RowTo[string])
+			if err != nil {
+				t.Fatalf("%s: %v", st.what, err)
+			}
+			plan := strings.Join(lines, "\n")
+			t.Logf("%s:\n%s", st.what, plan)
+			for _, table := range []string{"messages", "fifo_groups"} {
+				if strings.Contains(plan, "Seq Scan on "+table) {
+					t.Errorf("%s scans %s:\n%s", st.what, table, plan)
+				}
+			}
+		}
+		return errRollback
+	})
+	if err != errRollback {
+		t.Fatal(err)
+	}
+
+	// The real receive takes the oldest ready groups' runs.
+	got, err := s.Receive(ctx, acct, name, engine.ReceiveRequest{Max: 10})
+	if err != nil || len(got) != 10 || got[0].MessageGroupID != "g500" || got[1].MessageGroupID != "g500" ||
+		got[9].MessageGroupID != "g504" {
+		t.Fatalf("receive = %d messages of %v, %v", len(got), groupsOf(got), err)
+	}
+}
+
+func createFIFOQueue(t *testing.T, s *Store, name string) {
+	t.Helper()
+	q := engine.Queue{Account: enginetest.Account, Name: name, ARN: enginetest.ARN(name), Settings: enginetest.Settings()}
+	enginetest.FIFO(&q.Settings)
+	if _, _, err := s.CreateQueue(context.Background(), q); err != nil {
+		t.Fatalf("CreateQueue(%s): %v", name, err)
+	}
+}
+
+// errRollback ends a transaction that only looked.
+var errRollback = errors.New("roll back")
+
+func groupsOf(ms []engine.Message) []string {
+	var gs []string
+	for _, m := range ms {
+		gs = append(gs, m.MessageGroupID)
+	}
+	return gs
+}
