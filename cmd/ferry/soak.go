@@ -37,6 +37,7 @@ func soakCmd(ctx context.Context, args []string, getenv func(string) string, std
 	asJSON := fs.Bool("json", false, "print a JSON document on stdout (the table goes to stderr)")
 	pgURL := fs.String("postgres", "", "also watch the broker's tables in this PostgreSQL database (a postgres:// URL): live and dead tuples, size, autovacuum")
 	pgSchema := fs.String("postgres-schema", postgres.DefaultSchema, "the schema of the broker's tables (its --postgres-schema)")
+	backlog := fs.Int("backlog", 0, "messages left waiting, for the whole run, in a queue nobody receives from (filled before the load starts)")
 	hold := fs.Bool("hold-snapshot", false, "hold a REPEATABLE READ transaction open on its own connection for the whole run (needs --postgres)")
 	if err := fs.Parse(args); err != nil {
 		if errors.Is(err, flag.ErrHelp) {
@@ -50,6 +51,10 @@ func soakCmd(ctx context.Context, args []string, getenv func(string) string, std
 	}
 	if *endpoint == "" {
 		fmt.Fprintln(stderr, "ferry soak: --endpoint is required")
+		return 2
+	}
+	if *backlog < 0 {
+		fmt.Fprintln(stderr, "ferry soak: --backlog must not be negative")
 		return 2
 	}
 	if *duration <= 0 || *rate <= 0 || *sample <= 0 {
@@ -74,7 +79,7 @@ func soakCmd(ctx context.Context, args []string, getenv func(string) string, std
 	ctx, stop := signal.NotifyContext(ctx, os.Interrupt, syscall.SIGTERM)
 	defer stop()
 	rep, err := bench.Soak(ctx, bench.SoakConfig{Endpoint: *endpoint, Duration: *duration, Rate: *rate, Sample: *sample,
-		Postgres: watch,
+		Postgres: watch, Backlog: *backlog,
 		Progress: func(s bench.SoakSample) { fmt.Fprintln(lines, s.Text()) }})
 	if err != nil {
 		fmt.Fprintf(stderr, "ferry soak: %v\n", err)

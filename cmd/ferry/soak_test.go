@@ -22,6 +22,7 @@ func TestSoakFlags(t *testing.T) {
 		{[]string{"soak", "--endpoint", "http://127.0.0.1:1", "extra"}, 2, "unexpected argument"},
 		{[]string{"soak", "--endpoint", "http://127.0.0.1:1", "--hold-snapshot"}, 2, "--hold-snapshot needs --postgres"},
 		{[]string{"soak", "-h"}, 0, "-postgres-schema string"},
+		{[]string{"soak", "--endpoint", "http://127.0.0.1:1", "--backlog", "-1"}, 2, "--backlog must not be negative"},
 		{[]string{"help"}, 0, "ferry soak"},
 		// The broker is asked first: without one, the database is not.
 		{[]string{"soak", "--endpoint", "http://127.0.0.1:1", "--duration", "50ms", "--postgres", "postgres://127.0.0.1:1/x"}, 2, "soak setup"},

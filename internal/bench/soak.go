@@ -50,6 +50,10 @@ type SoakConfig struct {
 	HTTPClient *http.Client
 	// Postgres, when set, has each sample read the broker's tables too.
 	Postgres *PostgresWatch
+	// Backlog is how many messages wait, for the whole run, in a queue
+	// nobody receives from: what a consumer that fell behind leaves, and
+	// the live rows PostgreSQL's autovacuum scale factor multiplies.
+	Backlog int
 }
 
 // SoakSample is one scrape of the broker's figures and the load so far.
@@ -233,6 +237,8 @@ const (
 	// soakChurnEvery spaces the creation and deletion of a short-lived queue.
 	soakChurnEvery = 10 * time.Second
 	soakDrain      = 40 * time.Second
+	// soakBacklogLimit bounds the filling of the backlog.
+	soakBacklogLimit = 15 * time.Minute
 )
 
 // Soak runs the mixed load of cfg for its duration and samples the
@@ -259,6 +265,11 @@ func Soak(ctx context.Context, cfg SoakConfig) (*SoakReport, error) {
 	s, err := e.soakSetup(ctx)
 	if err != nil {
 		return nil, fmt.Errorf("bench: soak setup: %w", err)
+	}
+	if cfg.Backlog > 0 {
+		if err := s.fillBacklog(ctx, cfg.Backlog); err != nil {
+			return nil, fmt.Errorf("bench: soak backlog: %w", err)
+		}
 	}
 	if cfg.Postgres != nil {
 		rep.PostgresSchema, rep.HeldSnapshot = cfg.Postgres.Schema, cfg.Postgres.HoldSnapshot
@@ -318,6 +329,23 @@ func (e *env) soakSetup(ctx context.Context) (*soak, error) {
 		return nil, err
 	}
 	return s, nil
+}
+
+// fillBacklog fills a queue of its own with n messages that stay there
+// until the queue is deleted at the end.
+func (s *soak) fillBacklog(ctx context.Context, n int) error {
+	e := s.e
+	url, err := e.createQueue(ctx, "soak-backlog", nil)
+	if err != nil {
+		return err
+	}
+	saved := e.cfg
+	defer func() { e.cfg = saved }()
+	e.cfg.Prefill, e.cfg.MaxMessages, e.cfg.Duration = n, n, soakBacklogLimit
+	if got := e.prefill(ctx, url, NewLedger(1)); got < n {
+		return fmt.Errorf("%d of %d messages taken", got, n)
+	}
+	return nil
 }
 
 // ledgers are every book of the soak, for its throughput.

@@ -67,10 +67,10 @@ SELECT relname, n_live_tup, n_dead_tup, pg_total_relation_size(relid),
 FROM pg_stat_user_tables WHERE schemaname = $1 ORDER BY relname`
 
 // xminAgeSQL is the age of the oldest snapshot held in this database, the
-// watch's own left out.
+// watch's own left out, and autovacuum's too: other vacuums ignore it.
 const xminAgeSQL = `
 SELECT coalesce(max(age(backend_xmin)), 0) FROM pg_stat_activity
-WHERE datname = current_database() AND pid <> pg_backend_pid()`
+WHERE datname = current_database() AND pid <> pg_backend_pid() AND backend_type <> 'autovacuum worker'`
 
 // pgWatcher samples a schema's tables on a connection of its own, and
 // holds the long transaction on another when asked to.

@@ -57,15 +57,20 @@ func TestSoakWatchesPostgres(t *testing.T) {
 
 	for _, hold := range []bool{false, true} {
 		heldSeen := 0
+		backlog := map[bool]int{false: 0, true: 200}[hold] // the held run has a backlog too
 		rep, err := bench.Soak(ctx, bench.SoakConfig{Endpoint: srv.URL(), Duration: 1500 * time.Millisecond, Rate: 300,
-			Sample: 300 * time.Millisecond, Postgres: &bench.PostgresWatch{URL: url, Schema: schema, HoldSnapshot: hold},
+			Sample: 300 * time.Millisecond, Backlog: backlog, Postgres: &bench.PostgresWatch{URL: url, Schema: schema, HoldSnapshot: hold},
 			Progress: func(bench.SoakSample) { heldSeen = max(heldSeen, held()) }})
 		if err != nil {
 			t.Fatal(err)
 		}
 		t.Logf("hold %v:\n%s", hold, rep.Summary())
-		if r := rep.Result; r.Status != bench.StatusOK || r.Lost+r.Duplicated+r.Errors != 0 {
+		r := rep.Result
+		if r.Status != bench.StatusOK || r.Lost+r.Duplicated+r.Errors != 0 {
 			t.Errorf("hold %v: load: %s", hold, r.Line())
+		}
+		if filled := strings.Contains(r.Line(), "pre-filled 200 "); filled != (backlog > 0) {
+			t.Errorf("backlog %d, result %s", backlog, r.Line())
 		}
 		if rep.PostgresSchema != schema || rep.HeldSnapshot != hold {
 			t.Errorf("report names schema %q, held %v", rep.PostgresSchema, rep.HeldSnapshot)
