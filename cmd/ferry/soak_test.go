@@ -20,7 +20,12 @@ func TestSoakFlags(t *testing.T) {
 		{[]string{"soak", "--endpoint", "http://127.0.0.1:1", "--sample", "0s"}, 2, "must be positive"},
 		{[]string{"soak", "--endpoint", "127.0.0.1:1"}, 2, "not an http(s) URL"},
 		{[]string{"soak", "--endpoint", "http://127.0.0.1:1", "extra"}, 2, "unexpected argument"},
+		{[]string{"soak", "--endpoint", "http://127.0.0.1:1", "--hold-snapshot"}, 2, "--hold-snapshot needs --postgres"},
+		{[]string{"soak", "-h"}, 0, "-postgres-schema string"},
+		{[]string{"soak", "--endpoint", "http://127.0.0.1:1", "--backlog", "-1"}, 2, "--backlog must not be negative"},
 		{[]string{"help"}, 0, "ferry soak"},
+		// The broker is asked first: without one, the database is not.
+		{[]string{"soak", "--endpoint", "http://127.0.0.1:1", "--duration", "50ms", "--postgres", "postgres://127.0.0.1:1/x"}, 2, "soak setup"},
 		// Nothing listens there: the setup fails, and says so.
 		{[]string{"soak", "--endpoint", "http://127.0.0.1:1", "--duration", "50ms"}, 2, "soak setup"},
 	}

@@ -48,6 +48,12 @@ type SoakConfig struct {
 	Progress func(SoakSample)
 	// HTTPClient overrides the client built for Endpoint (tests).
 	HTTPClient *http.Client
+	// Postgres, when set, has each sample read the broker's tables too.
+	Postgres *PostgresWatch
+	// Backlog is how many messages wait, for the whole run, in a queue
+	// nobody receives from: what a consumer that fell behind leaves, and
+	// the live rows PostgreSQL's autovacuum scale factor multiplies.
+	Backlog int
 }
 
 // SoakSample is one scrape of the broker's figures and the load so far.
@@ -69,6 +75,8 @@ type SoakSample struct {
 	SendRate   float64 `json:"send_rate"`       // per second since the previous sample
 	RecvRate   float64 `json:"receive_rate"`
 	Errors     int64   `json:"errors"`
+	// Postgres is the database's part, with SoakConfig.Postgres.
+	Postgres *PostgresSample `json:"postgres,omitempty"`
 }
 
 // Line renders s as one row of the soak's table.
@@ -76,6 +84,15 @@ func (s SoakSample) Line() string {
 	return fmt.Sprintf("%7.0fs  rss %7s  go %7s  heap %7s  gc-goal %7s  goroutines %5.0f  memtable %7s  cache %6s  stored %6.0f  sent %6s/s  recv %6s/s  err %d",
 		s.Seconds, MiB(s.RSS), MiB(s.GoSys), MiB(s.HeapInuse), MiB(s.GCGoal), s.Goroutines, MiB(s.Memtable), MiB(s.BlockCache), s.Stored,
 		Thousands(s.SendRate), Thousands(s.RecvRate), s.Errors)
+}
+
+// Text renders s as its line and, with the database watched, the
+// database's lines under it.
+func (s SoakSample) Text() string {
+	if s.Postgres == nil {
+		return s.Line()
+	}
+	return strings.Join(append([]string{s.Line()}, s.Postgres.Lines()...), "\n")
 }
 
 // MiB prints bytes in mebibytes with one decimal.
@@ -153,6 +170,13 @@ type SoakReport struct {
 	Rate     int          `json:"rate"`
 	Samples  []SoakSample `json:"samples"`
 	Trends   []Trend      `json:"trends"`
+	// PostgresSchema is the watched schema, HeldSnapshot whether a
+	// REPEATABLE READ transaction stayed open beside the load, and
+	// PostgresTrends the verdicts on each table's dead tuples and size:
+	// reported, not part of Plateau (a held snapshot makes them grow).
+	PostgresSchema string  `json:"postgres_schema,omitempty"`
+	HeldSnapshot   bool    `json:"held_snapshot,omitempty"`
+	PostgresTrends []Trend `json:"postgres_trends,omitempty"`
 	// Judged says every figure had samples enough for a verdict; a soak
 	// too short for one is neither levelled off nor growing.
 	Judged bool `json:"judged"`
@@ -170,7 +194,7 @@ func (r *SoakReport) Failed() bool { return r.Result.Failed() || r.Judged && !r.
 // Summary renders the verdicts as lines of text.
 func (r *SoakReport) Summary() string {
 	var b strings.Builder
-	for _, tr := range r.Trends {
+	for _, tr := range slices.Concat(r.Trends, r.PostgresTrends) {
 		verdict := "GROWING"
 		if tr.Plateau {
 			verdict = "plateau"
@@ -178,15 +202,9 @@ func (r *SoakReport) Summary() string {
 		if tr.Note != "" {
 			verdict = tr.Note
 		}
-		f := func(v float64) string {
-			if tr.Figure == "goroutines" {
-				return strconv.FormatFloat(v, 'f', 0, 64)
-			}
-			return MiB(v)
-		}
-		slopeUnit := f(tr.LastSlope)
-		fmt.Fprintf(&b, "%-10s thirds' medians %8s %8s %8s  last third %8s/min  %s\n",
-			tr.Figure, f(tr.Medians[0]), f(tr.Medians[1]), f(tr.Medians[2]), slopeUnit, verdict)
+		f := func(v float64) string { return trendValue(tr.Figure, v) }
+		fmt.Fprintf(&b, "%-24s thirds' medians %8s %8s %8s  last third %8s/min  %s\n",
+			tr.Figure, f(tr.Medians[0]), f(tr.Medians[1]), f(tr.Medians[2]), f(tr.LastSlope), verdict)
 	}
 	verdict := "memory levelled off"
 	switch {
@@ -219,6 +237,8 @@ const (
 	// soakChurnEvery spaces the creation and deletion of a short-lived queue.
 	soakChurnEvery = 10 * time.Second
 	soakDrain      = 40 * time.Second
+	// soakBacklogLimit bounds the filling of the backlog.
+	soakBacklogLimit = 15 * time.Minute
 )
 
 // Soak runs the mixed load of cfg for its duration and samples the
@@ -246,6 +266,18 @@ func Soak(ctx context.Context, cfg SoakConfig) (*SoakReport, error) {
 	if err != nil {
 		return nil, fmt.Errorf("bench: soak setup: %w", err)
 	}
+	if cfg.Backlog > 0 {
+		if err := s.fillBacklog(ctx, cfg.Backlog); err != nil {
+			return nil, fmt.Errorf("bench: soak backlog: %w", err)
+		}
+	}
+	if cfg.Postgres != nil {
+		rep.PostgresSchema, rep.HeldSnapshot = cfg.Postgres.Schema, cfg.Postgres.HoldSnapshot
+		if s.pg, err = watchPostgres(ctx, *cfg.Postgres); err != nil {
+			return nil, err
+		}
+		defer s.pg.close(context.WithoutCancel(ctx))
+	}
 	s.run(ctx, cfg, rep)
 	e.teardown()
 	rep.Result = e.settleStatus(nil)
@@ -262,6 +294,7 @@ type soak struct {
 	lSNS                      *Ledger
 	order                     *Order
 	churned                   atomic.Int64
+	pg                        *pgWatcher // nil: the database is not watched
 }
 
 func (e *env) soakSetup(ctx context.Context) (*soak, error) {
@@ -296,6 +329,23 @@ func (e *env) soakSetup(ctx context.Context) (*soak, error) {
 		return nil, err
 	}
 	return s, nil
+}
+
+// fillBacklog fills a queue of its own with n messages that stay there
+// until the queue is deleted at the end.
+func (s *soak) fillBacklog(ctx context.Context, n int) error {
+	e := s.e
+	url, err := e.createQueue(ctx, "soak-backlog", nil)
+	if err != nil {
+		return err
+	}
+	saved := e.cfg
+	defer func() { e.cfg = saved }()
+	e.cfg.Prefill, e.cfg.MaxMessages, e.cfg.Duration = n, n, soakBacklogLimit
+	if got := e.prefill(ctx, url, NewLedger(1)); got < n {
+		return fmt.Errorf("%d of %d messages taken", got, n)
+	}
+	return nil
 }
 
 // ledgers are every book of the soak, for its throughput.
@@ -392,6 +442,12 @@ func (s *soak) run(ctx context.Context, cfg SoakConfig, rep *SoakReport) {
 		smp.GCGoal, smp.GoSys = fig["go_memstats_next_gc_bytes"], fig["go_memstats_sys_bytes"]
 		smp.Memtable, smp.BlockCache = fig["ferry_store_memtable_size_bytes"], fig["ferry_store_block_cache_size_bytes"]
 		smp.Stored = fig["ferry_sqs_messages_stored"]
+		if s.pg != nil {
+			if smp.Postgres, err = s.pg.sample(sctx); err != nil {
+				e.fail(err)
+				return
+			}
+		}
 		rep.Samples = append(rep.Samples, smp)
 		if cfg.Progress != nil {
 			cfg.Progress(smp)
@@ -443,6 +499,7 @@ func (s *soak) run(ctx context.Context, cfg SoakConfig, rep *SoakReport) {
 		rep.Plateau = rep.Plateau && tr.Plateau
 		rep.Judged = rep.Judged && tr.Note == ""
 	}
+	rep.PostgresTrends = pgTrends(rep.Samples)
 }
 
 // paced runs workers that share one ticker, so that call runs at most once
