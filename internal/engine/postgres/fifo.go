@@ -239,7 +239,9 @@ WITH q AS (
 	WHERE m.queue_id = (SELECT id FROM q WHERE fifo) AND m.sent_ns <= $3::int8 - (SELECT retention_ns FROM q)
 	RETURNING m.body_id
 ), expired_bodies AS (
-	DELETE FROM message_bodies b USING expired e WHERE b.id = e.body_id
+	-- By key: the planner cannot tell how many rows retention expires and
+	-- would otherwise join them to a scan of every body.
+	DELETE FROM message_bodies b WHERE b.id = ANY (ARRAY(SELECT body_id FROM expired))
 ), ` + fifoRunCTEs + `, moved AS (
 	DELETE FROM messages m USING q, c WHERE c.poison AND m.queue_id = q.id AND m.seq = c.seq
 	RETURNING m.*

@@ -89,9 +89,10 @@ WITH q AS (
 	RETURNING h.i, m.seq, m.visible_ns
 ), forget AS (
 	-- A receive attempt whose message had its visibility changed is not
-	-- repeated.
-	DELETE FROM fifo_attempts a USING q
-	WHERE q.fifo AND a.queue_id = q.id AND a.seqs && (SELECT array_agg(u.seq) FROM u)
+	-- repeated. The queue's id as a scalar, so that only its attempts are
+	-- read (fifo_attempts_pkey), not every FIFO queue's.
+	DELETE FROM fifo_attempts a
+	WHERE a.queue_id = (SELECT id FROM q WHERE fifo) AND a.seqs && (SELECT array_agg(u.seq) FROM u)
 ), n AS (
 	-- A FIFO queue's groups tell their waiters (refreshSQL).
 	SELECT notify_waiters($9, q.id, min(u.visible_ns)) FROM q, u WHERE NOT q.fifo

@@ -71,11 +71,7 @@ func TestFIFOPlans(t *testing.T) {
 		t.Fatal(err)
 	}
 	var vis *int64
-	steps := []struct {
-		what string
-		sql  string
-		args []any
-	}{
+	steps := []planStep{
 		{"lock the ready groups", lockReadySQL, []any{acct, name, now, 10}},
 		{"take", fifoTakeSQL, []any{acct, name, now, 10, vis, "", s.channel}},
 		{"refresh the groups", refreshSQL, s.refreshArgs(acct, name, now)},
@@ -83,29 +79,7 @@ func TestFIFOPlans(t *testing.T) {
 		{"delete", deleteSQL, []any{acct, name, []int64{handle[0]}, []int64{handle[1]}, []int32{1}, now}},
 		{"refresh the delete's groups", refreshSQL, s.refreshArgs(acct, name, now)},
 	}
-	err = pgx.BeginFunc(ctx, s.pool, func(tx pgx.Tx) error {
-		for _, st := range steps {
-			rows, err := tx.Query(ctx, "EXPLAIN (ANALYZE, COSTS OFF, TIMING OFF, SUMMARY OFF) "+st.sql, st.args...)
-			if err != nil {
-				t.Fatalf("%s: %v", st.what, err)
-			}
-			lines, err := pgx.CollectRows(rows, pgx.RowTo[string])
-			if err != nil {
-				t.Fatalf("%s: %v", st.what, err)
-			}
-			plan := strings.Join(lines, "\n")
-			t.Logf("%s:\n%s", st.what, plan)
-			for _, table := range []string{"messages", "fifo_groups"} {
-				if strings.Contains(plan, "Seq Scan on "+table) {
-					t.Errorf("%s scans %s:\n%s", st.what, table, plan)
-				}
-			}
-		}
-		return errRollback
-	})
-	if err != errRollback {
-		t.Fatal(err)
-	}
+	checkPlans(t, s, steps, "messages", "fifo_groups")
 
 	// The real receive takes the oldest ready groups' runs.
 	got, err := s.Receive(ctx, acct, name, engine.ReceiveRequest{Max: 10})
@@ -133,4 +107,95 @@ func groupsOf(ms []engine.Message) []string {
 		gs = append(gs, m.MessageGroupID)
 	}
 	return gs
+}
+
+// planStep is a statement whose plan a test checks, with its arguments.
+type planStep struct {
+	what string
+	sql  string
+	args []any
+}
+
+// checkPlans runs each step under EXPLAIN ANALYZE in one transaction that
+// it rolls back, logs the plans, and fails the test for a plan that scans
+// one of tables whole.
+func checkPlans(t *testing.T, s *Store, steps []planStep, tables ...string) {
+	t.Helper()
+	ctx := context.Background()
+	err := pgx.BeginFunc(ctx, s.pool, func(tx pgx.Tx) error {
+		for _, st := range steps {
+			rows, err := tx.Query(ctx, "EXPLAIN (ANALYZE, COSTS OFF, TIMING OFF, SUMMARY OFF) "+st.sql, st.args...)
+			if err != nil {
+				t.Fatalf("%s: %v", st.what, err)
+			}
+			lines, err := pgx.CollectRows(rows, pgx.RowTo[string])
+			if err != nil {
+				t.Fatalf("%s: %v", st.what, err)
+			}
+			plan := strings.Join(lines, "\n")
+			t.Logf("%s:\n%s", st.what, plan)
+			for _, table := range tables {
+				if strings.Contains(plan, "Seq Scan on "+table) {
+					t.Errorf("%s scans %s:\n%s", st.what, table, plan)
+				}
+			}
+		}
+		return errRollback
+	})
+	if err != errRollback {
+		t.Fatal(err)
+	}
+}
+
+// A receive on a queue whose messages retention has expired deletes their
+// bodies by key, however many there are, and a visibility change on a FIFO
+// queue reads only that queue's receive attempts: neither scans a table
+// whole (40,000 bodies of another queue, 5,000 attempts of 50 other FIFO
+// queues).
+func TestExpiryAndAttemptPlans(t *testing.T) {
+	clk := clock.NewFake(enginetest.Start)
+	s := openFresh(t, clk)
+	ctx := context.Background()
+	createQueue(t, s, "old")
+	createQueue(t, s, "other")
+	createFIFOQueue(t, s, "q.fifo")
+	createFIFOQueue(t, s, "busy.fifo")
+	now := s.now()
+	ids := map[string]int64{}
+	for _, name := range []string{"old", "other", "q.fifo", "busy.fifo"} {
+		var id int64
+		if err := s.pool.QueryRow(ctx, `SELECT id FROM queues WHERE name = $1`, name).Scan(&id); err != nil {
+			t.Fatal(err)
+		}
+		ids[name] = id
+	}
+	// 10,000 messages of "old" sent five days ago (its retention is four),
+	// 40,000 fresh ones of "other".
+	_, err := s.pool.Exec(ctx, `
+		WITH b AS (
+			INSERT INTO message_bodies (id, body, trace_header, group_id, sender_id, md5_body, md5_attrs, md5_sys)
+			SELECT nextval('message_seq'), 'x', '', '', '', '', '', '' FROM generate_series(1, 50000)
+			RETURNING id
+		)
+		INSERT INTO messages (queue_id, seq, body_id, message_id, sent_ns, entered_ns, visible_ns)
+		SELECT CASE WHEN id % 5 = 0 THEN $1::int8 ELSE $2::int8 END, id, id, 'm' || id,
+			CASE WHEN id % 5 = 0 THEN $3::int8 - 5 * 86400000000000 ELSE $3::int8 END, $3::int8, $3::int8 FROM b`,
+		ids["old"], ids["other"], now)
+	if err != nil {
+		t.Fatal(err)
+	}
+	_, err = s.pool.Exec(ctx, `
+		INSERT INTO fifo_attempts (queue_id, attempt_id, created_ns, seqs, gens)
+		SELECT $1::int8 + i % 50, 'a' || i, $2, ARRAY[i], ARRAY[1] FROM generate_series(1, 5000) i`, ids["busy.fifo"], now)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := s.pool.Exec(ctx, "ANALYZE"); err != nil {
+		t.Fatal(err)
+	}
+	checkPlans(t, s, []planStep{
+		{"receive where retention expired 10,000", receiveSQL, []any{enginetest.Account, "old", now, 10, nil, s.channel, int64(maxLongPoll)}},
+		{"change visibility on a FIFO queue", changeSQL, []any{enginetest.Account, "q.fifo", []int64{ids["q.fifo"]}, []int64{1}, []int32{1},
+			[]int64{0}, now, int64(engine.MaxVisibility), s.channel, int64(maxLongPoll)}},
+	}, "messages", "message_bodies", "fifo_attempts")
 }

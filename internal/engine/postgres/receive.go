@@ -59,7 +59,9 @@ WITH q AS (
 	DELETE FROM messages m USING q WHERE m.queue_id = q.id AND m.sent_ns <= $3 - q.retention_ns
 	RETURNING m.body_id
 ), expired_bodies AS (
-	DELETE FROM message_bodies b USING expired e WHERE b.id = e.body_id
+	-- By key: the planner cannot tell how many rows retention expires and
+	-- would otherwise join them to a scan of every body.
+	DELETE FROM message_bodies b WHERE b.id = ANY (ARRAY(SELECT body_id FROM expired))
 ), c AS (
 	-- The queue's id and settings as scalars, so that the plan walks
 	-- messages_next from the queue's head in order and stops at the limit.
