@@ -167,6 +167,10 @@ func Start(ctx context.Context, cfg Config) (*Server, error) {
 	// Before anything serves: tasks the store resumed may be held until
 	// now, so that every move they make is counted.
 	eng.OnMovedByTask(queues.MovedByTask)
+	// Watching begins before the services read their records, so that a
+	// change another node makes meanwhile is not missed.
+	news := &recordNews{}
+	eng.WatchRecords(news.changed)
 	ln, err := net.Listen("tcp", cfg.Listen)
 	if err != nil {
 		eng.Close()
@@ -192,6 +196,7 @@ func Start(ctx context.Context, cfg Config) (*Server, error) {
 		Backend: eng,
 		SQS:     queues,
 		Records: eng,
+		Cluster: eng,
 		Clock:   cfg.Clock,
 		Logger:  cfg.Logger,
 		Metrics: s.metrics,
@@ -210,6 +215,7 @@ func Start(ctx context.Context, cfg Config) (*Server, error) {
 		return nil, fmt.Errorf("start sns: %w", err)
 	}
 	s.sns = snsSvc
+	news.attach(snsSvc)
 
 	// Datapoints survive restarts of a durable store; a store that cannot
 	// be read costs the history, not the broker.
@@ -397,4 +403,43 @@ func Run(ctx context.Context, cfg Config, grace time.Duration) error {
 	sctx, cancel := context.WithTimeout(context.Background(), grace)
 	defer cancel()
 	return s.Shutdown(sctx)
+}
+
+// recordNews passes news of other nodes' record changes
+// (engine.Cluster.WatchRecords) to the services that keep records in
+// memory. It watches from before they read their records: news that comes
+// before they are attached has them reread everything once they are.
+type recordNews struct {
+	mu     sync.Mutex
+	sns    *sns.Service
+	missed bool
+}
+
+// changed is the store's callback; it must not block, nor do the
+// services' RecordChanged.
+func (n *recordNews) changed(kind, key string) {
+	n.mu.Lock()
+	defer n.mu.Unlock()
+	if n.sns == nil {
+		n.missed = true
+		return
+	}
+	n.tell(kind, key)
+}
+
+// tell passes one change to every service that keeps records. The caller
+// holds mu.
+func (n *recordNews) tell(kind, key string) {
+	n.sns.RecordChanged(kind, key)
+}
+
+// attach starts passing news on, after whatever came while the services
+// were reading their records.
+func (n *recordNews) attach(snsSvc *sns.Service) {
+	n.mu.Lock()
+	defer n.mu.Unlock()
+	n.sns = snsSvc
+	if n.missed {
+		n.tell("", "")
+	}
 }

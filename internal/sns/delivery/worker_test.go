@@ -24,12 +24,23 @@ type fakeSubscriptions struct {
 	sub    Subscription
 	topic  *Topic
 	counts map[Counter]int
+	// removed: another node removed the subscription, which Live does not
+	// show yet.
+	removed bool
 }
 
 func (f *fakeSubscriptions) Live(arn string) (Subscription, *Topic, bool) {
 	f.mu.Lock()
 	defer f.mu.Unlock()
 	return f.sub, f.topic, arn == f.sub.ARN
+}
+
+// Stored is Live unless the test has removed the subscription from the
+// store behind the service's back (removed).
+func (f *fakeSubscriptions) Stored(ctx context.Context, arn string) (Subscription, bool, error) {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	return f.sub, arn == f.sub.ARN && !f.removed, nil
 }
 
 func (f *fakeSubscriptions) Count(arn string, c Counter, n int) {
