@@ -210,3 +210,47 @@ func TestStopEndsTheWorker(t *testing.T) {
 		t.Fatalf("delivered %q", got)
 	}
 }
+
+// TestWorkerRemakesOnlyAStoredSubscriptionsQueue: a worker whose delivery
+// queue is gone makes it again only while the store still has the
+// subscription with that queue; once another node has removed the
+// subscription (which this node has not heard of yet) the worker ends,
+// leaving no queue behind.
+func TestWorkerRemakesOnlyAStoredSubscriptionsQueue(t *testing.T) {
+	t.Parallel()
+	for _, tt := range []struct {
+		name    string
+		removed bool
+	}{
+		{"stored", false},
+		{"removed through another node", true},
+	} {
+		t.Run(tt.name, func(t *testing.T) {
+			t.Parallel()
+			ctx := context.Background()
+			sub := httpSubscription(t, "http://127.0.0.1:1/", `{}`)
+			d, subs, eng, _ := newTestService(t, sub, nil)
+			subs.mu.Lock()
+			subs.removed = tt.removed
+			subs.mu.Unlock()
+			if err := d.DeleteQueue(ctx, sub.Queue); err != nil {
+				t.Fatal(err)
+			}
+			d.Start(&sub)
+			if !tt.removed {
+				testwait.Eventually(t, "the queue to be made again", func() bool {
+					_, err := eng.GetQueue(ctx, QueueAccount, sub.Queue)
+					return err == nil
+				})
+				return
+			}
+			d.bg.mu.Lock()
+			done := d.bg.workers[sub.ARN].done
+			d.bg.mu.Unlock()
+			testwait.Receive(t, "the worker to end", done)
+			if _, err := eng.GetQueue(ctx, QueueAccount, sub.Queue); err == nil {
+				t.Error("the queue of a removed subscription was made again")
+			}
+		})
+	}
+}
