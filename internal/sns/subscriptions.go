@@ -248,7 +248,8 @@ func (s *Service) newToken(subARN string) string {
 // newToken wrote into token; ok is false for a token without one.
 func tokenSubscription(topicARN, token string) (arn string, ok bool) {
 	const idLen = 32 // a UUID's hex digits
-	_, rest, found := strings.Cut(token, "2f") // "/"
+	// The region ends at the first "/" (hex 2f), as in tokenRegion.
+	_, rest, found := strings.Cut(token, "2f")
 	if !found || len(rest) < idLen {
 		return "", false
 	}

@@ -233,9 +233,12 @@ func TestWorkerRemakesOnlyAStoredSubscriptionsQueue(t *testing.T) {
 			subs.mu.Lock()
 			subs.removed = tt.removed
 			subs.mu.Unlock()
-			if err := d.DeleteQueue(ctx, sub.Queue); err != nil {
-				t.Fatal(err)
-			}
+			// A queue that does not exist (a deleted one's name stays
+			// taken for a minute).
+			sub.Queue = NewQueueName(sub.ARN)
+			subs.mu.Lock()
+			subs.sub = sub
+			subs.mu.Unlock()
 			d.Start(&sub)
 			if !tt.removed {
 				testwait.Eventually(t, "the queue to be made again", func() bool {
