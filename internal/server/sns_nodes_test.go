@@ -105,9 +105,11 @@ func TestSNSNodesFanout(t *testing.T) {
 		AttributeName: aws.String("FilterPolicy"), AttributeValue: aws.String(policy)}); err != nil {
 		t.Fatal(err)
 	}
+	began := time.Now()
 	testwait.Eventually(t, "the filter policy to reach the node that publishes", func() bool {
 		return b.subscriptionAttr(t, sub, "FilterPolicy") == policy
 	})
+	t.Logf("the filter policy's news reached the other node within %v", time.Since(began))
 	for _, kind := range []string{"unwanted", "wanted"} {
 		b.publish(t, &snssdk.PublishInput{TopicArn: aws.String(topic), Message: aws.String(kind),
 			MessageAttributes: map[string]snstypes.MessageAttributeValue{"kind": strAttr(kind)}})
