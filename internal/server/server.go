@@ -203,6 +203,7 @@ func Start(ctx context.Context, cfg Config) (*Server, error) {
 		Backend: eng,
 		SQS:     queues,
 		Records: eng,
+		Cluster: eng,
 		Clock:   cfg.Clock,
 		Logger:  cfg.Logger,
 		Metrics: s.metrics,
@@ -365,6 +366,7 @@ func (s *Server) CloudWatch() *cloudwatch.Service { return s.cw }
 // another node changed one (engine.Cluster.WatchRecords). It runs on the
 // store's goroutine: each service only queues the news.
 func (s *Server) recordChanged(kind, key string) {
+	s.sns.RecordChanged(kind, key)
 	s.cw.RecordChanged(kind, key)
 }
 

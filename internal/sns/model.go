@@ -157,57 +157,116 @@ func (s *Service) load(ctx context.Context) error {
 		return fmt.Errorf("sns: load topics: %w", err)
 	}
 	for _, r := range trecs {
-		t := &topic{}
-		if err := json.Unmarshal(r.Value, t); err != nil {
+		t, err := s.decodeTopic(r.Value)
+		if err != nil {
 			return fmt.Errorf("sns: topic record %s: %w", r.Key, err)
 		}
-		if t.Attrs == nil {
-			t.Attrs = map[string]string{}
-		}
-		if err := t.prepare(); err != nil {
-			s.log.Warn("sns: stored topic delivery policy no longer parses; ignoring it", "topic", t.ARN, "err", err)
-		}
-		t.state = newTopicState()
-		s.topics[t.ARN] = t
-		s.topicSubs[t.ARN] = map[string]*subscription{}
+		s.installTopic(t)
 	}
 	srecs, err := s.records.Records(ctx, kindSubscription)
 	if err != nil {
 		return fmt.Errorf("sns: load subscriptions: %w", err)
 	}
 	for _, r := range srecs {
-		sub := &subscription{}
-		if err := json.Unmarshal(r.Value, sub); err != nil {
+		sub, err := s.decodeSubscription(r.Value)
+		if err != nil {
 			return fmt.Errorf("sns: subscription record %s: %w", r.Key, err)
 		}
 		if _, ok := s.topics[sub.TopicARN]; !ok {
-			// The topic's delete did not finish removing it.
-			if err := s.delivery.DeleteQueue(ctx, sub.Queue); err != nil {
-				return fmt.Errorf("sns: drop orphan subscription: %w", err)
-			}
-			if err := s.records.DeleteRecord(ctx, kindSubscription, sub.ARN); err != nil {
-				return fmt.Errorf("sns: drop orphan subscription: %w", err)
+			if err := s.dropOrphan(ctx, sub); err != nil {
+				return err
 			}
 			continue
 		}
-		if err := sub.prepare(); err != nil {
-			s.log.Warn("sns: stored subscription attribute no longer parses; ignoring it", "subscription", sub.ARN, "err", err)
-		}
-		sub.state = &subState{}
 		s.install(sub)
 	}
 	return nil
 }
 
-// install puts sub into the in-memory maps; the caller holds mu (or is
-// loading, alone).
+// decodeTopic reads a topic record. A DeliveryPolicy that no longer parses
+// is logged, and the topic goes without it.
+func (s *Service) decodeTopic(b []byte) (*topic, error) {
+	t := &topic{}
+	if err := json.Unmarshal(b, t); err != nil {
+		return nil, err
+	}
+	if t.Attrs == nil {
+		t.Attrs = map[string]string{}
+	}
+	if err := t.prepare(); err != nil {
+		s.log.Warn("sns: stored topic delivery policy no longer parses; ignoring it", "topic", t.ARN, "err", err)
+	}
+	return t, nil
+}
+
+// decodeSubscription reads a subscription record. An attribute that no
+// longer parses is logged, and the subscription goes without it.
+func (s *Service) decodeSubscription(b []byte) (*subscription, error) {
+	sub := &subscription{}
+	if err := json.Unmarshal(b, sub); err != nil {
+		return nil, err
+	}
+	if err := sub.prepare(); err != nil {
+		s.log.Warn("sns: stored subscription attribute no longer parses; ignoring it", "subscription", sub.ARN, "err", err)
+	}
+	return sub, nil
+}
+
+// dropOrphan removes a subscription whose topic is gone: the topic's
+// delete did not finish removing it (a crash), or, on a store several
+// nodes share, the node that deleted the topic did not know of it yet.
+func (s *Service) dropOrphan(ctx context.Context, sub *subscription) error {
+	if err := s.delivery.DeleteQueue(ctx, sub.Queue); err != nil {
+		return fmt.Errorf("sns: drop orphan subscription: %w", err)
+	}
+	if err := s.records.DeleteRecord(ctx, kindSubscription, sub.ARN); err != nil {
+		return fmt.Errorf("sns: drop orphan subscription: %w", err)
+	}
+	return nil
+}
+
+// installTopic puts t into the maps in place of the copy it replaces,
+// whose state it keeps. The caller holds mu (or is loading, alone).
+func (s *Service) installTopic(t *topic) {
+	if old := s.topics[t.ARN]; old != nil {
+		t.state = old.state
+	} else if t.state == nil {
+		t.state = newTopicState()
+	}
+	s.topics[t.ARN] = t
+	if s.topicSubs[t.ARN] == nil {
+		s.topicSubs[t.ARN] = map[string]*subscription{}
+	}
+}
+
+// install puts sub into the maps in place of the copy it replaces, whose
+// state it keeps. The caller holds mu (or is loading, alone).
 func (s *Service) install(sub *subscription) {
+	if old := s.subs[sub.ARN]; old != nil {
+		sub.state = old.state
+		if old.Token != sub.Token && s.tokens[old.Token] == sub.ARN {
+			delete(s.tokens, old.Token)
+		}
+	} else if sub.state == nil {
+		sub.state = &subState{}
+	}
 	s.subs[sub.ARN] = sub
 	if m := s.topicSubs[sub.TopicARN]; m != nil {
 		m[sub.ARN] = sub
 	}
 	if sub.Token != "" {
 		s.tokens[sub.Token] = sub.ARN
+	}
+}
+
+// forget removes sub from the maps. The caller holds mu.
+func (s *Service) forget(sub *subscription) {
+	delete(s.subs, sub.ARN)
+	if m := s.topicSubs[sub.TopicARN]; m != nil {
+		delete(m, sub.ARN)
+	}
+	if sub.Token != "" && s.tokens[sub.Token] == sub.ARN {
+		delete(s.tokens, sub.Token)
 	}
 }
 
@@ -221,10 +280,7 @@ func (s *Service) saveTopic(ctx context.Context, t *topic) error {
 		return fmt.Errorf("store topic: %w", err)
 	}
 	s.mu.Lock()
-	s.topics[t.ARN] = t
-	if s.topicSubs[t.ARN] == nil {
-		s.topicSubs[t.ARN] = map[string]*subscription{}
-	}
+	s.installTopic(t)
 	s.mu.Unlock()
 	return nil
 }
@@ -240,9 +296,6 @@ func (s *Service) saveSubscription(ctx context.Context, sub *subscription) error
 		return fmt.Errorf("store subscription: %w", err)
 	}
 	s.mu.Lock()
-	if old := s.subs[sub.ARN]; old != nil && old.Token != sub.Token {
-		delete(s.tokens, old.Token)
-	}
 	s.install(sub)
 	s.mu.Unlock()
 	return nil
@@ -254,19 +307,32 @@ func (s *Service) removeSubscription(ctx context.Context, sub *subscription) err
 		return fmt.Errorf("delete subscription: %w", err)
 	}
 	s.mu.Lock()
-	delete(s.subs, sub.ARN)
-	if m := s.topicSubs[sub.TopicARN]; m != nil {
-		delete(m, sub.ARN)
-	}
-	if sub.Token != "" && s.tokens[sub.Token] == sub.ARN {
-		delete(s.tokens, sub.Token)
-	}
+	s.forget(sub)
 	s.mu.Unlock()
 	return nil
 }
 
-// lookupTopic returns the topic named by a TopicArn parameter.
-func (s *Service) lookupTopic(arn, param string) (*topic, error) {
+// lookupTopic returns the topic named by a TopicArn parameter. On a store
+// other nodes share, a topic this node does not know is looked for in the
+// store before the answer is NotFound: one made through another node a
+// moment ago, whose news has not come yet. The caller must not hold
+// writeMu (cachedTopic is for those who do).
+func (s *Service) lookupTopic(ctx context.Context, arn, param string) (*topic, error) {
+	t, err := s.cachedTopic(arn, param)
+	if err == errTopicNotFound && s.shared {
+		if _, cerr := s.checkTopicARN(arn, param); cerr != nil {
+			return nil, cerr // another account's: no need to look
+		}
+		if rerr := s.reread(ctx, kindTopic, arn); rerr != nil {
+			return nil, s.internal(ctx, "read topic", rerr)
+		}
+		t, err = s.cachedTopic(arn, param)
+	}
+	return t, err
+}
+
+// cachedTopic is lookupTopic without the store: what this node knows.
+func (s *Service) cachedTopic(arn, param string) (*topic, error) {
 	if _, err := s.checkTopicARN(arn, param); err != nil {
 		return nil, err
 	}
@@ -279,8 +345,22 @@ func (s *Service) lookupTopic(arn, param string) (*topic, error) {
 	return t, nil
 }
 
-// lookupSubscription returns the live subscription named by arn.
-func (s *Service) lookupSubscription(arn string) (*subscription, error) {
+// lookupSubscription returns the live subscription named by arn, read
+// from the store on a miss as lookupTopic does. The caller must not hold
+// writeMu.
+func (s *Service) lookupSubscription(ctx context.Context, arn string) (*subscription, error) {
+	sub, err := s.cachedSubscription(arn)
+	if err == errSubscriptionNotFound && s.shared {
+		if rerr := s.reread(ctx, kindSubscription, arn); rerr != nil {
+			return nil, s.internal(ctx, "read subscription", rerr)
+		}
+		sub, err = s.cachedSubscription(arn)
+	}
+	return sub, err
+}
+
+// cachedSubscription is lookupSubscription without the store.
+func (s *Service) cachedSubscription(arn string) (*subscription, error) {
 	if _, err := s.checkSubscriptionARN(arn); err != nil {
 		return nil, err
 	}

@@ -211,39 +211,60 @@ func (s *Service) platformActions() []protocol.Action {
 // loadPlatform reads the platform resources and SMS settings back.
 func (s *Service) loadPlatform(ctx context.Context) error {
 	s.platform = platformStore{apps: map[string]*platformApp{}, endpoints: map[string]*platformEndpoint{}, sms: smsState{Attributes: map[string]string{}}}
-	for kind, into := range map[string]func([]byte) error{
-		kindPlatformApp: func(b []byte) error {
-			a := &platformApp{}
-			if err := json.Unmarshal(b, a); err != nil {
-				return err
-			}
-			s.platform.apps[a.ARN] = a
-			return nil
-		},
-		kindPlatformEndpoint: func(b []byte) error {
-			e := &platformEndpoint{}
-			if err := json.Unmarshal(b, e); err != nil {
-				return err
-			}
-			s.platform.endpoints[e.ARN] = e
-			return nil
-		},
-		kindSMS: func(b []byte) error { return json.Unmarshal(b, &s.platform.sms) },
-	} {
+	for _, kind := range []string{kindPlatformApp, kindPlatformEndpoint, kindSMS} {
 		recs, err := s.records.Records(ctx, kind)
 		if err != nil {
 			return fmt.Errorf("sns: load %s: %w", kind, err)
 		}
 		for _, r := range recs {
-			if err := into(r.Value); err != nil {
+			if err := s.putPlatform(kind, r.Value); err != nil {
 				return fmt.Errorf("sns: %s record %s: %w", kind, r.Key, err)
 			}
 		}
 	}
-	if s.platform.sms.Attributes == nil {
-		s.platform.sms.Attributes = map[string]string{}
+	return nil
+}
+
+// putPlatform installs a platform record of kind. The caller holds mu (or
+// is loading, alone).
+func (s *Service) putPlatform(kind string, b []byte) error {
+	switch kind {
+	case kindPlatformApp:
+		a := &platformApp{}
+		if err := json.Unmarshal(b, a); err != nil {
+			return err
+		}
+		s.platform.apps[a.ARN] = a
+	case kindPlatformEndpoint:
+		e := &platformEndpoint{}
+		if err := json.Unmarshal(b, e); err != nil {
+			return err
+		}
+		s.platform.endpoints[e.ARN] = e
+	case kindSMS:
+		var st smsState
+		if err := json.Unmarshal(b, &st); err != nil {
+			return err
+		}
+		if st.Attributes == nil {
+			st.Attributes = map[string]string{}
+		}
+		s.platform.sms = st
 	}
 	return nil
+}
+
+// removePlatform forgets the platform record kind/key, deleted through
+// another node. The caller holds mu.
+func (s *Service) removePlatform(kind, key string) {
+	switch kind {
+	case kindPlatformApp:
+		delete(s.platform.apps, key)
+	case kindPlatformEndpoint:
+		delete(s.platform.endpoints, key)
+	case kindSMS:
+		s.platform.sms = smsState{Attributes: map[string]string{}}
+	}
 }
 
 func (s *Service) putRecord(ctx context.Context, kind, key string, v any) error {

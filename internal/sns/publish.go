@@ -43,7 +43,7 @@ func (s *Service) publish(ctx context.Context, in *publishInput) (*publishOutput
 			return &publishOutput{MessageId: m.ID}, nil
 		}
 	}
-	t, err := s.lookupTopic(arn, param)
+	t, err := s.lookupTopic(ctx, arn, param)
 	if err != nil {
 		return nil, err
 	}
@@ -146,7 +146,7 @@ func (s *Service) publishBatch(ctx context.Context, in *publishBatchInput) (*pub
 	case len(entries) > maxBatchEntries:
 		return nil, errTooManyEntries
 	}
-	t, err := s.lookupTopic(in.TopicArn, "TopicArn")
+	t, err := s.lookupTopic(ctx, in.TopicArn, "TopicArn")
 	if err != nil {
 		return nil, err
 	}

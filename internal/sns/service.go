@@ -37,6 +37,12 @@ type Config struct {
 	SQS SQS
 	// Records keeps topics and subscriptions.
 	Records engine.RecordStore
+	// Cluster is the store's side of the nodes that share it: with a
+	// Shared store the service keeps its records current with the other
+	// nodes' changes (RecordChanged, which the caller wires to
+	// WatchRecords) and signs with the key every node reads. Nil is a
+	// node alone.
+	Cluster engine.Cluster
 	Clock   clock.Clock // clock.Real when nil
 	Logger  *slog.Logger
 	// Delivery sets up deliveries: links, signing key, endpoints, logs.
@@ -79,6 +85,9 @@ type Service struct {
 	metrics         Recorder
 	proto           *protocol.Service
 	delivery        *delivery.Service
+	cluster         engine.Cluster
+	shared          bool // other nodes share the store (cluster.Shared)
+	news            news
 	catalog
 	fan fanPool
 }
@@ -112,6 +121,8 @@ func New(ctx context.Context, cfg Config) (*Service, error) {
 		clock:   cfg.Clock,
 		log:     cfg.Logger,
 		metrics: cfg.Metrics,
+		cluster: cfg.Cluster,
+		shared:  cfg.Cluster != nil && cfg.Cluster.Shared(),
 		catalog: catalog{
 			topics:    map[string]*topic{},
 			subs:      map[string]*subscription{},
@@ -131,8 +142,12 @@ func New(ctx context.Context, cfg Config) (*Service, error) {
 	if s.log == nil {
 		s.log = slog.New(slog.NewTextHandler(io.Discard, nil))
 	}
+	opts := cfg.Delivery
+	if s.shared {
+		opts.SharedKey = s.sharedKey
+	}
 	d, err := delivery.New(delivery.Config{Account: s.account, Region: s.region, Backend: cfg.Backend, SQS: cfg.SQS,
-		Subscriptions: (*deliveryHooks)(s), Clock: s.clock, Logger: s.log, Options: cfg.Delivery})
+		Subscriptions: (*deliveryHooks)(s), Clock: s.clock, Logger: s.log, Options: opts})
 	if err != nil {
 		return nil, err
 	}
@@ -146,6 +161,10 @@ func New(ctx context.Context, cfg Config) (*Service, error) {
 		d.Close()
 		return nil, err
 	}
+	if err := d.LoadSharedKey(ctx); err != nil {
+		d.Close()
+		return nil, err
+	}
 	s.fan.ctx, s.fan.cancel = context.WithCancel(context.Background())
 	s.fan.q = make(chan fanJob)
 	for _, sub := range s.subs {
@@ -154,6 +173,7 @@ func New(ctx context.Context, cfg Config) (*Service, error) {
 		}
 	}
 	s.pruneTombstones(ctx)
+	s.startNews()
 	return s, nil
 }
 
@@ -194,6 +214,7 @@ func (s *Service) Protocol() *protocol.Service { return s.proto }
 // Messages they were delivering stay in their queues and are delivered
 // again after a restart.
 func (s *Service) Close() error {
+	s.stopNews()
 	s.fan.cancel()
 	return s.delivery.Close()
 }

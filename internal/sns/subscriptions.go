@@ -232,15 +232,34 @@ func (s *Service) needsConfirmation(protocol, endpoint string) bool {
 	return false
 }
 
-// newToken makes a confirmation token: the region, hex-encoded, so that
-// ConfirmSubscription can tell a token of another region, then random hex
-// to AWS's length.
-func (s *Service) newToken() string {
+// newToken makes a confirmation token of the subscription subARN: the
+// region, hex-encoded, so that ConfirmSubscription can tell a token of
+// another region; the subscription's id, so that any node can find it in
+// the store (tokenSubscription); then random hex to AWS's length.
+func (s *Service) newToken(subARN string) string {
 	const tokenLen = 288
-	prefix := hex.EncodeToString([]byte(s.region + "/"))
+	prefix := hex.EncodeToString([]byte(s.region+"/")) + strings.ReplaceAll(subARN[strings.LastIndexByte(subARN, ':')+1:], "-", "")
 	b := make([]byte, (tokenLen-len(prefix)+1)/2)
 	_, _ = rand.Read(b)
 	return (prefix + hex.EncodeToString(b))[:tokenLen]
+}
+
+// tokenSubscription is the ARN of the subscription of topicARN whose id
+// newToken wrote into token; ok is false for a token without one.
+func tokenSubscription(topicARN, token string) (arn string, ok bool) {
+	const idLen = 32 // a UUID's hex digits
+	// The region ends at the first "/" (hex 2f), as in tokenRegion.
+	_, rest, found := strings.Cut(token, "2f")
+	if !found || len(rest) < idLen {
+		return "", false
+	}
+	id := rest[:idLen]
+	for i := 0; i < idLen; i++ {
+		if c := id[i]; !(c >= '0' && c <= '9' || c >= 'a' && c <= 'f') {
+			return "", false
+		}
+	}
+	return topicARN + ":" + id[:8] + "-" + id[8:12] + "-" + id[12:16] + "-" + id[16:20] + "-" + id[20:], true
 }
 
 // tokenRegion reads the region back out of a token.
@@ -284,7 +303,7 @@ func subscribeAttributes(in map[string]string, sc subContext) (map[string]string
 }
 
 func (s *Service) subscribe(ctx context.Context, in *subscribeInput) (*subscriptionArnOutput, error) {
-	t, err := s.lookupTopic(in.TopicArn, "TopicArn")
+	t, err := s.lookupTopic(ctx, in.TopicArn, "TopicArn")
 	if err != nil {
 		return nil, err
 	}
@@ -301,7 +320,7 @@ func (s *Service) subscribe(ctx context.Context, in *subscribeInput) (*subscript
 
 	s.writeMu.Lock()
 	defer s.writeMu.Unlock()
-	if t, err = s.lookupTopic(in.TopicArn, "TopicArn"); err != nil {
+	if t, err = s.cachedTopic(in.TopicArn, "TopicArn"); err != nil {
 		return nil, err
 	}
 	for _, sub := range s.subscriptionsOf(t.ARN) {
@@ -343,7 +362,7 @@ func (s *Service) subscribe(ctx context.Context, in *subscribeInput) (*subscript
 	}
 	if s.needsConfirmation(in.Protocol, in.Endpoint) {
 		sub.Pending = true
-		sub.Token, sub.TokenIssued = s.newToken(), now
+		sub.Token, sub.TokenIssued = s.newToken(sub.ARN), now
 	} else {
 		sub.Authenticated = true
 	}
@@ -415,6 +434,13 @@ func (s *Service) confirmSubscription(ctx context.Context, in *confirmSubscripti
 	if region != topic.Region || topic.Region != s.region {
 		return nil, invalidParameter("Topic")
 	}
+	// The token names its subscription, which another node may have made
+	// (or changed) a moment ago.
+	if arn, ok := tokenSubscription(in.TopicArn, in.Token); ok {
+		if err := s.fresh(ctx, kindSubscription, arn); err != nil {
+			return nil, s.internal(ctx, "read subscription", err)
+		}
+	}
 	s.writeMu.Lock()
 	defer s.writeMu.Unlock()
 	s.mu.RLock()
@@ -458,6 +484,9 @@ func (s *Service) unsubscribe(ctx context.Context, in *subscriptionArnInput) (*e
 	if _, err := s.checkSubscriptionARN(in.SubscriptionArn); err != nil {
 		return nil, err
 	}
+	if err := s.fresh(ctx, kindSubscription, in.SubscriptionArn); err != nil {
+		return nil, s.internal(ctx, "read subscription", err)
+	}
 	s.writeMu.Lock()
 	defer s.writeMu.Unlock()
 	s.mu.RLock()
@@ -477,14 +506,17 @@ func (s *Service) unsubscribe(ctx context.Context, in *subscriptionArnInput) (*e
 	}
 	// An HTTP/S subscription is kept as a tombstone whose token the
 	// UnsubscribeConfirmation carries, so that its owner can restore it.
+	// The tombstone is stored before the queue goes, so that a worker of
+	// another node that finds the queue gone finds the subscription gone
+	// too (delivery.Subscriptions.Stored) and does not make it again.
 	s.delivery.Stop(sub.ARN)
-	if err := s.delivery.DeleteQueue(ctx, sub.Queue); err != nil {
-		return nil, s.internal(ctx, "unsubscribe", err)
-	}
 	c := sub.clone()
 	c.Deleted, c.DeletedAt = true, s.clock.Now().UTC()
-	c.Token, c.TokenIssued = s.newToken(), c.DeletedAt
+	c.Token, c.TokenIssued = s.newToken(c.ARN), c.DeletedAt
 	if err := s.saveSubscription(ctx, c); err != nil {
+		return nil, s.internal(ctx, "unsubscribe", err)
+	}
+	if err := s.delivery.DeleteQueue(ctx, sub.Queue); err != nil {
 		return nil, s.internal(ctx, "unsubscribe", err)
 	}
 	s.mu.RLock()
@@ -497,13 +529,14 @@ func (s *Service) unsubscribe(ctx context.Context, in *subscriptionArnInput) (*e
 }
 
 // dropSubscription stops a subscription's deliveries and forgets it. The
-// caller holds writeMu.
+// record goes before the queue, as in unsubscribe. The caller holds
+// writeMu.
 func (s *Service) dropSubscription(ctx context.Context, sub *subscription) error {
 	s.delivery.Stop(sub.ARN)
-	if err := s.delivery.DeleteQueue(ctx, sub.Queue); err != nil {
+	if err := s.removeSubscription(ctx, sub); err != nil {
 		return err
 	}
-	return s.removeSubscription(ctx, sub)
+	return s.delivery.DeleteQueue(ctx, sub.Queue)
 }
 
 // pruneTombstones forgets unsubscribed subscriptions whose restore token
@@ -521,7 +554,13 @@ func (s *Service) pruneTombstones(ctx context.Context) {
 	}
 	s.mu.RUnlock()
 	for _, sub := range old {
-		if err := s.removeSubscription(ctx, sub); err != nil {
+		// Its queue is normally gone already; not if the node that
+		// unsubscribed it stopped in between.
+		err := s.delivery.DeleteQueue(ctx, sub.Queue)
+		if err == nil {
+			err = s.removeSubscription(ctx, sub)
+		}
+		if err != nil {
 			s.log.Warn("sns: forget unsubscribed subscription", "subscription", sub.ARN, "err", err)
 		}
 	}
@@ -565,7 +604,7 @@ func (s *Service) listSubscriptions(ctx context.Context, in *listInput) (*listSu
 }
 
 func (s *Service) listSubscriptionsByTopic(ctx context.Context, in *listSubscriptionsByTopicInput) (*listSubscriptionsOutput, error) {
-	t, err := s.lookupTopic(in.TopicArn, "TopicArn")
+	t, err := s.lookupTopic(ctx, in.TopicArn, "TopicArn")
 	if err != nil {
 		return nil, err
 	}
@@ -573,7 +612,7 @@ func (s *Service) listSubscriptionsByTopic(ctx context.Context, in *listSubscrip
 }
 
 func (s *Service) getSubscriptionAttributes(ctx context.Context, in *subscriptionArnInput) (*attributesOutput, error) {
-	sub, err := s.lookupSubscription(in.SubscriptionArn)
+	sub, err := s.lookupSubscription(ctx, in.SubscriptionArn)
 	if err != nil {
 		return nil, err
 	}
@@ -626,9 +665,12 @@ func (s *Service) setSubscriptionAttributes(ctx context.Context, in *setSubscrip
 	if in.AttributeValue != nil {
 		value = *in.AttributeValue
 	}
+	if err := s.fresh(ctx, kindSubscription, in.SubscriptionArn); err != nil {
+		return nil, s.internal(ctx, "read subscription", err)
+	}
 	s.writeMu.Lock()
 	defer s.writeMu.Unlock()
-	sub, err := s.lookupSubscription(in.SubscriptionArn)
+	sub, err := s.cachedSubscription(in.SubscriptionArn)
 	if err != nil {
 		return nil, err
 	}

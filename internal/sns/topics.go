@@ -247,6 +247,10 @@ func (s *Service) createTopic(ctx context.Context, in *createTopicInput) (*creat
 		}
 	}
 	arn := s.topicARN(in.Name)
+	// A topic made through another node a moment ago is this one.
+	if err := s.fresh(ctx, kindTopic, arn); err != nil {
+		return nil, s.internal(ctx, "read topic", err)
+	}
 
 	s.writeMu.Lock()
 	defer s.writeMu.Unlock()
@@ -329,6 +333,9 @@ func (s *Service) deleteTopic(ctx context.Context, in *topicArnInput) (*emptyOut
 		}
 		return nil, err
 	}
+	if err := s.fresh(ctx, kindTopic, in.TopicArn); err != nil {
+		return nil, s.internal(ctx, "read topic", err)
+	}
 	s.writeMu.Lock()
 	defer s.writeMu.Unlock()
 	s.mu.RLock()
@@ -395,7 +402,7 @@ func (s *Service) listTopics(ctx context.Context, in *listInput) (*listTopicsOut
 }
 
 func (s *Service) getTopicAttributes(ctx context.Context, in *topicArnInput) (*attributesOutput, error) {
-	t, err := s.lookupTopic(in.TopicArn, "TopicArn")
+	t, err := s.lookupTopic(ctx, in.TopicArn, "TopicArn")
 	if err != nil {
 		return nil, err
 	}
@@ -433,9 +440,15 @@ func (s *Service) getTopicAttributes(ctx context.Context, in *topicArnInput) (*a
 // the copy. fn may refuse with an error, which is returned as it is, or
 // report that nothing changed.
 func (s *Service) updateTopic(ctx context.Context, arn, param, op string, fn func(c *topic) (changed bool, err error)) error {
+	if _, err := s.checkTopicARN(arn, param); err != nil {
+		return err
+	}
+	if err := s.fresh(ctx, kindTopic, arn); err != nil {
+		return s.internal(ctx, op, err)
+	}
 	s.writeMu.Lock()
 	defer s.writeMu.Unlock()
-	t, err := s.lookupTopic(arn, param)
+	t, err := s.cachedTopic(arn, param)
 	if err != nil {
 		return err
 	}
@@ -486,8 +499,8 @@ func (s *Service) setTopicAttributes(ctx context.Context, in *setTopicAttributes
 }
 
 // tagTarget resolves a ResourceArn to its topic: tags live on topics only.
-func (s *Service) tagTarget(arn string) (*topic, error) {
-	t, err := s.lookupTopic(arn, "ResourceArn")
+func (s *Service) tagTarget(ctx context.Context, arn string) (*topic, error) {
+	t, err := s.lookupTopic(ctx, arn, "ResourceArn")
 	if err == errTopicNotFound {
 		return nil, errResourceNotFound
 	}
@@ -547,7 +560,7 @@ func (s *Service) untagResource(ctx context.Context, in *untagResourceInput) (*e
 }
 
 func (s *Service) listTagsForResource(ctx context.Context, in *resourceArnInput) (*listTagsOutput, error) {
-	t, err := s.tagTarget(in.ResourceArn)
+	t, err := s.tagTarget(ctx, in.ResourceArn)
 	if err != nil {
 		return nil, err
 	}
@@ -715,7 +728,7 @@ func (s *Service) removePermission(ctx context.Context, in *removePermissionInpu
 }
 
 func (s *Service) getDataProtectionPolicy(ctx context.Context, in *resourceArnInput) (*dataProtectionPolicyOutput, error) {
-	t, err := s.lookupTopic(in.ResourceArn, "ResourceArn")
+	t, err := s.lookupTopic(ctx, in.ResourceArn, "ResourceArn")
 	if err != nil {
 		return nil, err
 	}

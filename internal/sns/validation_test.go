@@ -159,19 +159,29 @@ func TestARNs(t *testing.T) {
 func TestTokens(t *testing.T) {
 	t.Parallel()
 	s := testService()
-	tok := s.newToken()
+	const topic = "arn:aws:sns:us-east-1:000000000000:t"
+	sub := topic + ":0b5d3c2f-2f6e-4a1b-9c8d-7e6f5a4b3c2d"
+	tok := s.newToken(sub)
 	if len(tok) != 288 {
 		t.Errorf("token length %d", len(tok))
 	}
 	if r, ok := tokenRegion(tok); !ok || r != "us-east-1" {
 		t.Errorf("tokenRegion = %q %v", r, ok)
 	}
+	if got, ok := tokenSubscription(topic, tok); !ok || got != sub {
+		t.Errorf("tokenSubscription = %q %v, want %q", got, ok, sub)
+	}
 	for _, bad := range []string{"", "garbage", "zz2f00", "2f00", strings.Repeat("0", 288)} {
 		if _, ok := tokenRegion(bad); ok {
 			t.Errorf("tokenRegion(%q) accepted", bad)
 		}
 	}
-	if s.newToken() == tok {
+	for _, bad := range []string{"", "garbage", "75732f" + strings.Repeat("0", 31), "75732f" + strings.Repeat("g", 40)} {
+		if got, ok := tokenSubscription(topic, bad); ok {
+			t.Errorf("tokenSubscription(%q) = %q", bad, got)
+		}
+	}
+	if s.newToken(sub) == tok {
 		t.Error("tokens repeat")
 	}
 }

@@ -42,6 +42,16 @@ func (k *keyring) get() (*Signer, error) {
 	return s, nil
 }
 
+// set installs s, read elsewhere, unless a signer is there already.
+func (k *keyring) set(s *Signer) {
+	k.mu.Lock()
+	defer k.mu.Unlock()
+	if k.signer.Load() == nil {
+		k.signer.Store(s)
+		k.route(s)
+	}
+}
+
 // register keeps mux for the certificate routes, adding them now if the
 // key exists.
 func (k *keyring) register(mux *http.ServeMux) {

@@ -72,6 +72,11 @@ type Options struct {
 	// SignerDir keeps the message signing key and certificate; "" keeps
 	// them in memory (signatures then change with every start).
 	SignerDir string
+	// SharedKey, when set, keeps them instead where every node sharing
+	// the store reads the same ones (engine.Cluster.Secret): it returns
+	// the stored value, first storing what create makes if there is none.
+	// SignerDir is then not used.
+	SharedKey func(ctx context.Context, create func() ([]byte, error)) ([]byte, error)
 	// HTTPClient delivers to HTTP/S endpoints; when nil one is built that
 	// trusts the system roots plus CABundle (a PEM file), if set. Its
 	// Timeout is not used: the 15 s delivery timeout runs on Clock.
@@ -101,6 +106,12 @@ type Subscriptions interface {
 	// Live is the subscription arn and its topic as they are now; ok is
 	// false once either is gone.
 	Live(arn string) (sub Subscription, t *Topic, ok bool)
+	// Stored is the subscription as the store has it at this moment (ok
+	// false once it is gone or unsubscribed), for a worker whose delivery
+	// queue has gone: another node may have removed the subscription an
+	// instant ago, which this node's Live does not show yet, and the queue
+	// must not come back for a subscription that is gone.
+	Stored(ctx context.Context, arn string) (sub Subscription, ok bool, err error)
 	// Count adds n to one of the subscription's counters.
 	Count(arn string, c Counter, n int)
 }
@@ -188,8 +199,10 @@ type Service struct {
 	jitter  func(time.Duration) time.Duration
 	records *recordLog
 	status  *statusLog
-	bg      background
-	waits   deliveryWaits
+	// sharedKey is Options.SharedKey.
+	sharedKey func(ctx context.Context, create func() ([]byte, error)) ([]byte, error)
+	bg        background
+	waits     deliveryWaits
 }
 
 // background is the work deliveries do besides their callers: the
@@ -223,6 +236,8 @@ func New(cfg Config) (_ *Service, err error) {
 		mail:    mailer{addr: cfg.SMTPAddr, from: cfg.SMTPFrom},
 		jitter:  defaultJitter,
 		records: newRecordLog(recordLogSize, recordLogBytes),
+
+		sharedKey: cfg.SharedKey,
 	}
 	if d.env.base == "" {
 		d.env.base = "http://localhost"
@@ -240,7 +255,17 @@ func New(cfg Config) (_ *Service, err error) {
 		}
 	}()
 	d.env.keys = &keyring{make: NewMemorySigner}
-	if dir := cfg.SignerDir; dir != "" {
+	if shared := cfg.SharedKey; shared != nil {
+		d.env.keys.make = func() (*Signer, error) {
+			ctx, cancel := context.WithTimeout(d.bg.ctx, sharedKeyTimeout)
+			defer cancel()
+			v, err := shared(ctx, func() ([]byte, error) { return newSharedSigner(d.clock.Now()) })
+			if err != nil {
+				return nil, fmt.Errorf("sns: signing key: %w", err)
+			}
+			return sharedSigner(v, d.clock.Now())
+		}
+	} else if dir := cfg.SignerDir; dir != "" {
 		d.env.keys.make = func() (*Signer, error) { return LoadOrCreateSigner(dir, d.clock.Now()) }
 		var exists bool
 		if exists, err = signerExists(dir); err != nil {
@@ -260,6 +285,36 @@ func New(cfg Config) (_ *Service, err error) {
 	d.bg.ctx, d.bg.cancel = context.WithCancel(context.Background())
 	d.bg.workers = map[string]*worker{}
 	return d, nil
+}
+
+// sharedKeyTimeout bounds reading (or storing) the shared signing key for
+// a signature, whose callers carry no context of their own.
+const sharedKeyTimeout = 30 * time.Second
+
+// errNoSharedKey: LoadSharedKey found no key stored yet.
+var errNoSharedKey = errors.New("no shared signing key yet")
+
+// LoadSharedKey reads the signing key that another node made and stored
+// (Options.SharedKey), so that this node serves its certificate before it
+// signs anything itself. A key not made yet is left to the first
+// signature, as making one is slow. Without SharedKey it does nothing.
+func (d *Service) LoadSharedKey(ctx context.Context) error {
+	if d.sharedKey == nil || d.env.keys.signer.Load() != nil {
+		return nil
+	}
+	v, err := d.sharedKey(ctx, func() ([]byte, error) { return nil, errNoSharedKey })
+	switch {
+	case errors.Is(err, errNoSharedKey):
+		return nil
+	case err != nil:
+		return fmt.Errorf("sns: read signing key: %w", err)
+	}
+	s, err := sharedSigner(v, d.clock.Now())
+	if err != nil {
+		return err
+	}
+	d.env.keys.set(s)
+	return nil
 }
 
 // newHTTPClient builds the client of HTTP/S deliveries. Redirects are not

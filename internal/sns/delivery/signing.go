@@ -86,20 +86,83 @@ func LoadOrCreateSigner(dir string, now time.Time) (*Signer, error) {
 	if err != nil {
 		return nil, fmt.Errorf("sns: %s: %w", certPath, err)
 	}
-	if pub, ok := cert.PublicKey.(*rsa.PublicKey); !ok || !pub.Equal(&key.PublicKey) {
+	s, reissued, err := pairSigner(key, cert, certPEM, now)
+	switch {
+	case errors.Is(err, errOtherKey):
 		return nil, fmt.Errorf("sns: %s does not certify the key in %s", certPath, keyPath)
+	case err != nil:
+		return nil, err
+	}
+	if reissued {
+		if err := writeFileAtomic(certPath, s.certPEM, 0o644); err != nil {
+			return nil, err
+		}
+	}
+	return s, nil
+}
+
+var errOtherKey = errors.New("the certificate certifies another key")
+
+// pairSigner makes the signer of a stored key and certificate. A
+// certificate that has expired by now is reissued for the same key
+// (reissued), so subscribers that pinned the key keep verifying; one of
+// another key is an error rather than a reason to replace the key.
+func pairSigner(key *rsa.PrivateKey, cert *x509.Certificate, certPEM []byte, now time.Time) (s *Signer, reissued bool, err error) {
+	if pub, ok := cert.PublicKey.(*rsa.PublicKey); !ok || !pub.Equal(&key.PublicKey) {
+		return nil, false, errOtherKey
 	}
 	if now.Before(cert.NotAfter) {
-		return &Signer{key: key, cert: cert, certPEM: certPEM}, nil
+		return &Signer{key: key, cert: cert, certPEM: certPEM}, false, nil
+	}
+	s, err = newSigner(key, now)
+	return s, err == nil, err
+}
+
+// newSharedSigner makes a key and its certificate as one value, the key's
+// PEM block then the certificate's, which a store keeps for every node
+// (Options.SharedKey).
+func newSharedSigner(now time.Time) ([]byte, error) {
+	key, err := rsa.GenerateKey(rand.Reader, signingKeyBits)
+	if err != nil {
+		return nil, fmt.Errorf("sns: generate signing key: %w", err)
 	}
 	s, err := newSigner(key, now)
 	if err != nil {
 		return nil, err
 	}
-	if err := writeFileAtomic(certPath, s.certPEM, 0o644); err != nil {
+	kp, err := keyPEM(key)
+	if err != nil {
 		return nil, err
 	}
+	return append(kp, s.certPEM...), nil
+}
+
+// sharedSigner reads a value newSharedSigner made. An expired certificate
+// is reissued in memory only: the stored value never changes.
+func sharedSigner(v []byte, now time.Time) (*Signer, error) {
+	key, err := parseKeyPEM(v)
+	if err != nil {
+		return nil, fmt.Errorf("sns: shared signing key: %w", err)
+	}
+	_, rest := pem.Decode(v)
+	cert, err := parseCertPEM(rest)
+	if err != nil {
+		return nil, fmt.Errorf("sns: shared signing certificate: %w", err)
+	}
+	s, _, err := pairSigner(key, cert, bytes.TrimSpace(rest), now)
+	if err != nil {
+		return nil, fmt.Errorf("sns: shared signing key: %w", err)
+	}
 	return s, nil
+}
+
+// keyPEM encodes key as a PKCS #8 PEM block.
+func keyPEM(key *rsa.PrivateKey) ([]byte, error) {
+	der, err := x509.MarshalPKCS8PrivateKey(key)
+	if err != nil {
+		return nil, fmt.Errorf("sns: encode signing key: %w", err)
+	}
+	return pem.EncodeToMemory(&pem.Block{Type: "PRIVATE KEY", Bytes: der}), nil
 }
 
 func createSigner(dir, keyPath, certPath string, now time.Time) (*Signer, error) {
@@ -111,16 +174,16 @@ func createSigner(dir, keyPath, certPath string, now time.Time) (*Signer, error)
 	if err != nil {
 		return nil, err
 	}
-	der, err := x509.MarshalPKCS8PrivateKey(key)
+	kp, err := keyPEM(key)
 	if err != nil {
-		return nil, fmt.Errorf("sns: encode signing key: %w", err)
+		return nil, err
 	}
 	if err := os.MkdirAll(dir, 0o700); err != nil {
 		return nil, fmt.Errorf("sns: create signing directory: %w", err)
 	}
 	// The certificate goes last: a crash in between leaves a key alone,
 	// which the next start reports instead of silently replacing.
-	if err := writeFileAtomic(keyPath, pem.EncodeToMemory(&pem.Block{Type: "PRIVATE KEY", Bytes: der}), 0o600); err != nil {
+	if err := writeFileAtomic(keyPath, kp, 0o600); err != nil {
 		return nil, err
 	}
 	if err := writeFileAtomic(certPath, s.certPEM, 0o644); err != nil {

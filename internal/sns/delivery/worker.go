@@ -120,12 +120,15 @@ func (d *Service) runWorker(ctx context.Context, subARN, queue string) {
 				return
 			}
 			if errors.Is(err, engine.ErrQueueNotFound) {
-				sub, _, ok := d.subs.Live(subARN)
-				if !ok || sub.Queue != queue {
-					return
-				}
-				if err = d.CreateQueue(ctx, queue); err == nil {
-					continue
+				var sub Subscription
+				ok := false
+				if sub, ok, err = d.subs.Stored(ctx, subARN); err == nil {
+					if !ok || sub.Queue != queue {
+						return
+					}
+					if err = d.CreateQueue(ctx, queue); err == nil {
+						continue
+					}
 				}
 			}
 			d.log.Warn("sns: receive deliveries", "subscription", subARN, "err", err)

@@ -24,12 +24,23 @@ type fakeSubscriptions struct {
 	sub    Subscription
 	topic  *Topic
 	counts map[Counter]int
+	// removed: another node removed the subscription, which Live does not
+	// show yet.
+	removed bool
 }
 
 func (f *fakeSubscriptions) Live(arn string) (Subscription, *Topic, bool) {
 	f.mu.Lock()
 	defer f.mu.Unlock()
 	return f.sub, f.topic, arn == f.sub.ARN
+}
+
+// Stored is Live unless the test has removed the subscription from the
+// store behind the service's back (removed).
+func (f *fakeSubscriptions) Stored(ctx context.Context, arn string) (Subscription, bool, error) {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	return f.sub, arn == f.sub.ARN && !f.removed, nil
 }
 
 func (f *fakeSubscriptions) Count(arn string, c Counter, n int) {
@@ -197,5 +208,52 @@ func TestStopEndsTheWorker(t *testing.T) {
 	d.Start(&sub)
 	if got := testwait.Receive(t, "the second delivery", delivered); got != "second" {
 		t.Fatalf("delivered %q", got)
+	}
+}
+
+// TestWorkerRemakesOnlyAStoredSubscriptionsQueue: a worker whose delivery
+// queue is gone makes it again only while the store still has the
+// subscription with that queue; once another node has removed the
+// subscription (which this node has not heard of yet) the worker ends,
+// leaving no queue behind.
+func TestWorkerRemakesOnlyAStoredSubscriptionsQueue(t *testing.T) {
+	t.Parallel()
+	for _, tt := range []struct {
+		name    string
+		removed bool
+	}{
+		{"stored", false},
+		{"removed through another node", true},
+	} {
+		t.Run(tt.name, func(t *testing.T) {
+			t.Parallel()
+			ctx := context.Background()
+			sub := httpSubscription(t, "http://127.0.0.1:1/", `{}`)
+			d, subs, eng, _ := newTestService(t, sub, nil)
+			subs.mu.Lock()
+			subs.removed = tt.removed
+			subs.mu.Unlock()
+			// A queue that does not exist (a deleted one's name stays
+			// taken for a minute).
+			sub.Queue = NewQueueName(sub.ARN)
+			subs.mu.Lock()
+			subs.sub = sub
+			subs.mu.Unlock()
+			d.Start(&sub)
+			if !tt.removed {
+				testwait.Eventually(t, "the queue to be made again", func() bool {
+					_, err := eng.GetQueue(ctx, QueueAccount, sub.Queue)
+					return err == nil
+				})
+				return
+			}
+			d.bg.mu.Lock()
+			done := d.bg.workers[sub.ARN].done
+			d.bg.mu.Unlock()
+			testwait.Receive(t, "the worker to end", done)
+			if _, err := eng.GetQueue(ctx, QueueAccount, sub.Queue); err == nil {
+				t.Error("the queue of a removed subscription was made again")
+			}
+		})
 	}
 }
