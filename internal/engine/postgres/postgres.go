@@ -149,6 +149,10 @@ func (s *Store) open(ctx context.Context, ms []migration, cc *pgx.ConnConfig) er
 		return err
 	}
 	s.signer = handle.NewSigner(key)
+	var commit string
+	if err := s.pool.QueryRow(ctx, "SHOW synchronous_commit").Scan(&commit); err == nil && commit == "off" {
+		s.log.Warn("postgres: synchronous_commit is off: a crash of the database loses the sends and deletes acknowledged last")
+	}
 	s.hub, err = startHub(ctx, cc, s.channel, s.node, s.views, s.log)
 	return err
 }

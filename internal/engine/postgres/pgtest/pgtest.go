@@ -59,7 +59,9 @@ func dropSchema(t testing.TB, url, schema string) {
 // Server is a PostgreSQL server of one test's own, which the test may stop
 // as a crash does and start again; the server the other tests share must
 // stay up. It is started with the repository's .ci/postgres, so it runs
-// where FERRY_TEST_POSTGRES_URL is set (PostgreSQL is installed there).
+// where FERRY_TEST_POSTGRES_URL is set (PostgreSQL is installed there). A
+// commit returns once its WAL is written, so that a kill loses nothing
+// committed, as on a production server.
 type Server struct {
 	t      testing.TB
 	script string
@@ -88,7 +90,7 @@ func StartServer(t testing.TB) *Server {
 		_ = exec.Command(script, "stop", dir).Run()
 		_ = os.RemoveAll(dir)
 	})
-	s.URL = strings.TrimSpace(s.run("start"))
+	s.URL = strings.TrimSpace(s.run("start", "durable"))
 	return s
 }
 
@@ -99,10 +101,10 @@ func (s *Server) Kill() { s.t.Helper(); s.run("kill") }
 // Restart starts the killed server again, on the same data and address.
 func (s *Server) Restart() { s.t.Helper(); s.run("restart") }
 
-func (s *Server) run(cmd string) string {
+func (s *Server) run(cmd string, args ...string) string {
 	s.t.Helper()
 	var stderr strings.Builder
-	c := exec.Command(s.script, cmd, s.dir)
+	c := exec.Command(s.script, append([]string{cmd, s.dir}, args...)...)
 	c.Stderr = &stderr
 	out, err := c.Output()
 	if err != nil {
