@@ -146,13 +146,17 @@ func TestDatabaseFailover(t *testing.T) {
 
 	testwait.Eventually(t, "sends acknowledged before the database goes", func() bool { return acked.Load() >= 50 })
 	db.Kill()
+	killed := time.Now()
 	testwait.Eventually(t, "calls answered ServiceUnavailable", func() bool { return unavailable.Load() >= 20 })
 	testwait.Eventually(t, "health to say the store is unreachable", func() bool {
 		return strings.Contains(health(t, base), `"store":"unreachable: `)
 	})
 
 	db.Restart()
-	before := acked.Load()
+	restarted, before := time.Now(), acked.Load()
+	testwait.Eventually(t, "a send acknowledged again", func() bool { return acked.Load() > before })
+	t.Logf("the database was down %v; the first send was acknowledged %v after it was back",
+		restarted.Sub(killed).Round(time.Millisecond), time.Since(restarted).Round(time.Millisecond))
 	testwait.Eventually(t, "sends acknowledged again", func() bool { return acked.Load() >= before+50 })
 	testwait.Eventually(t, "health to say the store is back", func() bool {
 		return strings.Contains(health(t, base), `"store":"ok"`)
@@ -176,7 +180,7 @@ func TestDatabaseFailover(t *testing.T) {
 		"the database can be reached again": 1,
 	} {
 		if n := strings.Count(logs.String(), line); n != want {
-			t.Errorf("the log says %q %d times, want %d", line, n, want)
+			t.Errorf("the log says %q %d times, want %d:\n%s", line, n, want, logs.String())
 		}
 	}
 }

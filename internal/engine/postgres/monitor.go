@@ -23,7 +23,7 @@ func (s *Store) Unreachable(ctx context.Context) string {
 	if s.out.reason() == "" {
 		return ""
 	}
-	_ = s.out.check(ctx, s.pool.Ping(ctx))
+	_ = s.pool.Ping(ctx)
 	return s.out.reason()
 }
 

@@ -68,39 +68,54 @@ func unreachableState(code string) bool {
 
 // outage tracks whether the database is unreachable, so that an outage is
 // logged once when calls start failing and once when they succeed again,
-// not once per call, and so that the health endpoint can say why.
+// not once per call, and so that the health endpoint can say why. Only a
+// call begun after the last change of state changes it again: a call in
+// flight when the database went away may still succeed, and one begun
+// during the outage may fail after it ended; neither is news.
 type outage struct {
 	log  *slog.Logger
 	down atomic.Bool // read on every call: the common case takes no lock
+	// changes counts the outages begun and ended; a call takes it when it
+	// begins (begin).
+	changes atomic.Uint64
 
 	mu    sync.Mutex
 	why   string
 	since time.Time
 }
 
-// failed records a call that found the database unreachable.
-func (o *outage) failed(err error) {
+// begin is what a call takes when it begins, for check.
+func (o *outage) begin() uint64 { return o.changes.Load() }
+
+// failed records a call begun at start that found the database
+// unreachable.
+func (o *outage) failed(start uint64, err error) {
 	o.mu.Lock()
 	defer o.mu.Unlock()
-	o.why = err.Error()
 	if o.down.Load() {
+		o.why = err.Error()
 		return
 	}
-	o.since = time.Now()
+	if start != o.changes.Load() {
+		return // begun before the last outage ended
+	}
+	o.why, o.since = err.Error(), time.Now()
+	o.changes.Add(1)
 	o.down.Store(true)
 	o.log.Error("postgres: the database cannot be reached; calls are answered ServiceUnavailable until it can", "err", err)
 }
 
-// answered records a call the database answered.
-func (o *outage) answered() {
+// answered records a call begun at start that the database answered.
+func (o *outage) answered(start uint64) {
 	if !o.down.Load() {
 		return
 	}
 	o.mu.Lock()
 	defer o.mu.Unlock()
-	if !o.down.Load() {
-		return
+	if !o.down.Load() || start != o.changes.Load() {
+		return // begun before the outage began
 	}
+	o.changes.Add(1)
 	o.down.Store(false)
 	o.log.Info("postgres: the database can be reached again", "after", time.Since(o.since).Round(time.Millisecond))
 }
@@ -116,23 +131,23 @@ func (o *outage) reason() string {
 	return o.why
 }
 
-// check classifies the outcome of a call made with ctx. An error of a
-// call whose context ended is the caller's doing and says nothing of the
-// database; so does an error that pgx raised before reaching it.
-func (o *outage) check(ctx context.Context, err error) error {
+// check classifies the outcome of a call begun at start (begin) and made
+// with ctx. An error of a call whose context ended is the caller's doing
+// and says nothing of the database.
+func (o *outage) check(ctx context.Context, start uint64, err error) error {
 	switch {
 	case err == nil:
-		o.answered()
+		o.answered(start)
 		return nil
 	case ctx.Err() != nil:
 		return err
 	case errors.Is(err, context.DeadlineExceeded):
 		// With the caller's context still running, the deadline was the
 		// pool's: no connection in time.
-		o.failed(err)
+		o.failed(start, err)
 		return fmt.Errorf("%w: no connection in time: %w", engine.ErrUnavailable, err)
 	case unreachable(err):
-		o.failed(err)
+		o.failed(start, err)
 		if errors.Is(err, engine.ErrUnavailable) {
 			return err
 		}
@@ -140,7 +155,7 @@ func (o *outage) check(ctx context.Context, err error) error {
 	}
 	var pe *pgconn.PgError
 	if errors.As(err, &pe) || errors.Is(err, pgx.ErrNoRows) {
-		o.answered()
+		o.answered(start)
 	}
 	return err
 }
@@ -201,25 +216,35 @@ type db struct {
 }
 
 func (d *db) Exec(ctx context.Context, sql string, args ...any) (pgconn.CommandTag, error) {
+	start := d.out.begin()
 	tag, err := d.Pool.Exec(ctx, sql, args...)
-	return tag, d.out.check(ctx, err)
+	return tag, d.out.check(ctx, start, err)
 }
 
 func (d *db) Query(ctx context.Context, sql string, args ...any) (pgx.Rows, error) {
+	start := d.out.begin()
 	r, err := d.Pool.Query(ctx, sql, args...)
-	return &rows{Rows: r, ctx: ctx, out: d.out}, d.out.check(ctx, err)
+	return &rows{Rows: r, ctx: ctx, start: start, out: d.out}, d.out.check(ctx, start, err)
 }
 
 func (d *db) QueryRow(ctx context.Context, sql string, args ...any) pgx.Row {
-	return row{row: d.Pool.QueryRow(ctx, sql, args...), ctx: ctx, out: d.out}
+	start := d.out.begin()
+	return row{row: d.Pool.QueryRow(ctx, sql, args...), ctx: ctx, start: start, out: d.out}
 }
 
 func (d *db) Begin(ctx context.Context) (pgx.Tx, error) {
+	start := d.out.begin()
 	t, err := d.Pool.Begin(ctx)
 	if err != nil {
-		return nil, d.out.check(ctx, err)
+		return nil, d.out.check(ctx, start, err)
 	}
 	return &tx{Tx: t, out: d.out}, nil
+}
+
+// Ping checks that the database answers.
+func (d *db) Ping(ctx context.Context) error {
+	start := d.out.begin()
+	return d.out.check(ctx, start, d.Pool.Ping(ctx))
 }
 
 type tx struct {
@@ -228,67 +253,78 @@ type tx struct {
 }
 
 func (t *tx) Begin(ctx context.Context) (pgx.Tx, error) {
+	start := t.out.begin()
 	sp, err := t.Tx.Begin(ctx)
 	if err != nil {
-		return nil, t.out.check(ctx, err)
+		return nil, t.out.check(ctx, start, err)
 	}
 	return &tx{Tx: sp, out: t.out}, nil
 }
 
-func (t *tx) Commit(ctx context.Context) error { return t.out.check(ctx, t.Tx.Commit(ctx)) }
+func (t *tx) Commit(ctx context.Context) error {
+	start := t.out.begin()
+	return t.out.check(ctx, start, t.Tx.Commit(ctx))
+}
 
 func (t *tx) Exec(ctx context.Context, sql string, args ...any) (pgconn.CommandTag, error) {
+	start := t.out.begin()
 	tag, err := t.Tx.Exec(ctx, sql, args...)
-	return tag, t.out.check(ctx, err)
+	return tag, t.out.check(ctx, start, err)
 }
 
 func (t *tx) Query(ctx context.Context, sql string, args ...any) (pgx.Rows, error) {
+	start := t.out.begin()
 	r, err := t.Tx.Query(ctx, sql, args...)
-	return &rows{Rows: r, ctx: ctx, out: t.out}, t.out.check(ctx, err)
+	return &rows{Rows: r, ctx: ctx, start: start, out: t.out}, t.out.check(ctx, start, err)
 }
 
 func (t *tx) QueryRow(ctx context.Context, sql string, args ...any) pgx.Row {
-	return row{row: t.Tx.QueryRow(ctx, sql, args...), ctx: ctx, out: t.out}
+	start := t.out.begin()
+	return row{row: t.Tx.QueryRow(ctx, sql, args...), ctx: ctx, start: start, out: t.out}
 }
 
 func (t *tx) SendBatch(ctx context.Context, b *pgx.Batch) pgx.BatchResults {
-	return &batch{BatchResults: t.Tx.SendBatch(ctx, b), ctx: ctx, out: t.out}
+	start := t.out.begin()
+	return &batch{BatchResults: t.Tx.SendBatch(ctx, b), ctx: ctx, start: start, out: t.out}
 }
 
 type rows struct {
 	pgx.Rows
-	ctx context.Context
-	out *outage
+	ctx   context.Context
+	start uint64
+	out   *outage
 }
 
-func (r *rows) Err() error { return r.out.check(r.ctx, r.Rows.Err()) }
+func (r *rows) Err() error { return r.out.check(r.ctx, r.start, r.Rows.Err()) }
 
 type row struct {
-	row pgx.Row
-	ctx context.Context
-	out *outage
+	row   pgx.Row
+	ctx   context.Context
+	start uint64
+	out   *outage
 }
 
-func (r row) Scan(dest ...any) error { return r.out.check(r.ctx, r.row.Scan(dest...)) }
+func (r row) Scan(dest ...any) error { return r.out.check(r.ctx, r.start, r.row.Scan(dest...)) }
 
 type batch struct {
 	pgx.BatchResults
-	ctx context.Context
-	out *outage
+	ctx   context.Context
+	start uint64
+	out   *outage
 }
 
 func (b *batch) Exec() (pgconn.CommandTag, error) {
 	tag, err := b.BatchResults.Exec()
-	return tag, b.out.check(b.ctx, err)
+	return tag, b.out.check(b.ctx, b.start, err)
 }
 
 func (b *batch) Query() (pgx.Rows, error) {
 	r, err := b.BatchResults.Query()
-	return &rows{Rows: r, ctx: b.ctx, out: b.out}, b.out.check(b.ctx, err)
+	return &rows{Rows: r, ctx: b.ctx, start: b.start, out: b.out}, b.out.check(b.ctx, b.start, err)
 }
 
 func (b *batch) QueryRow() pgx.Row {
-	return row{row: b.BatchResults.QueryRow(), ctx: b.ctx, out: b.out}
+	return row{row: b.BatchResults.QueryRow(), ctx: b.ctx, start: b.start, out: b.out}
 }
 
-func (b *batch) Close() error { return b.out.check(b.ctx, b.BatchResults.Close()) }
+func (b *batch) Close() error { return b.out.check(b.ctx, b.start, b.BatchResults.Close()) }

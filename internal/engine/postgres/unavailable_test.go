@@ -83,7 +83,7 @@ func TestOutageCheck(t *testing.T) {
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			o := &outage{log: slog.New(slog.DiscardHandler)}
-			err := o.check(tc.ctx, tc.err)
+			err := o.check(tc.ctx, o.begin(), tc.err)
 			if got := errors.Is(err, engine.ErrUnavailable); got != tc.unavailable {
 				t.Errorf("check(%v) = %v: unavailable %v, want %v", tc.err, err, got, tc.unavailable)
 			}
@@ -95,6 +95,41 @@ func TestOutageCheck(t *testing.T) {
 			}
 		})
 	}
+}
+
+// An outage is logged once when it begins and once when it ends, however
+// calls begun before either change end.
+func TestOutageChangesOnce(t *testing.T) {
+	logs := &logLines{}
+	o := &outage{log: slog.New(logs)}
+	ctx := context.Background()
+	refused := &net.OpError{Op: "dial", Err: syscall.ECONNREFUSED}
+	want := func(step string, down bool, lost, found int) {
+		t.Helper()
+		if got := o.reason() != ""; got != down {
+			t.Errorf("%s: down = %v, want %v", step, got, down)
+		}
+		if n := logs.count(lostLine); n != lost {
+			t.Errorf("%s: %d outages logged, want %d", step, n, lost)
+		}
+		if n := logs.count(foundLine); n != found {
+			t.Errorf("%s: %d recoveries logged, want %d", step, n, found)
+		}
+	}
+	inFlight := o.begin()
+	o.check(ctx, o.begin(), refused)
+	want("the first failure", true, 1, 0)
+	o.check(ctx, inFlight, nil)
+	want("a call begun before the outage succeeds", true, 1, 0)
+	during := o.begin()
+	o.check(ctx, during, refused)
+	want("another failure", true, 1, 0)
+	o.check(ctx, o.begin(), nil)
+	want("a call begun during the outage succeeds", false, 1, 1)
+	o.check(ctx, during, refused)
+	want("a call begun during the outage fails after it", false, 1, 1)
+	o.check(ctx, o.begin(), refused)
+	want("a new outage", true, 2, 1)
 }
 
 // logLines counts the messages logged, for tests of how often something is
