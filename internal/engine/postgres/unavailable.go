@@ -224,7 +224,7 @@ func (d *db) Exec(ctx context.Context, sql string, args ...any) (pgconn.CommandT
 func (d *db) Query(ctx context.Context, sql string, args ...any) (pgx.Rows, error) {
 	start := d.out.begin()
 	r, err := d.Pool.Query(ctx, sql, args...)
-	return &rows{Rows: r, ctx: ctx, start: start, out: d.out}, d.out.check(ctx, start, err)
+	return d.out.rows(ctx, start, r, err)
 }
 
 func (d *db) QueryRow(ctx context.Context, sql string, args ...any) pgx.Row {
@@ -275,7 +275,7 @@ func (t *tx) Exec(ctx context.Context, sql string, args ...any) (pgconn.CommandT
 func (t *tx) Query(ctx context.Context, sql string, args ...any) (pgx.Rows, error) {
 	start := t.out.begin()
 	r, err := t.Tx.Query(ctx, sql, args...)
-	return &rows{Rows: r, ctx: ctx, start: start, out: t.out}, t.out.check(ctx, start, err)
+	return t.out.rows(ctx, start, r, err)
 }
 
 func (t *tx) QueryRow(ctx context.Context, sql string, args ...any) pgx.Row {
@@ -293,6 +293,15 @@ type rows struct {
 	ctx   context.Context
 	start uint64
 	out   *outage
+}
+
+// rows wraps what a query returned. A query that returned no error may
+// still fail: its rows' Err tells, so only that counts as an answer.
+func (o *outage) rows(ctx context.Context, start uint64, r pgx.Rows, err error) (pgx.Rows, error) {
+	if err != nil {
+		err = o.check(ctx, start, err)
+	}
+	return &rows{Rows: r, ctx: ctx, start: start, out: o}, err
 }
 
 func (r *rows) Err() error { return r.out.check(r.ctx, r.start, r.Rows.Err()) }
@@ -320,7 +329,7 @@ func (b *batch) Exec() (pgconn.CommandTag, error) {
 
 func (b *batch) Query() (pgx.Rows, error) {
 	r, err := b.BatchResults.Query()
-	return &rows{Rows: r, ctx: b.ctx, start: b.start, out: b.out}, b.out.check(b.ctx, b.start, err)
+	return b.out.rows(b.ctx, b.start, r, err)
 }
 
 func (b *batch) QueryRow() pgx.Row {

@@ -253,6 +253,33 @@ func TestDatabaseLostAndBack(t *testing.T) {
 	if !bodies["before"] || !bodies["after"] || bodies["during"] {
 		t.Errorf("after the outage the queue holds %v, want before and after (and not the refused send)", bodies)
 	}
+
+	// The server turns read-only, as a primary that came back as a
+	// standby after a failover: writes are refused with 25006, which is
+	// ErrUnavailable, and each connection that met it is dropped, so that
+	// once the server takes writes again the pool's new connections do.
+	admin, err := pgx.Connect(ctx, srv.URL)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer admin.Close(ctx)
+	for _, sql := range []string{
+		"ALTER DATABASE ferry SET default_transaction_read_only = on",
+		"SELECT pg_terminate_backend(pid) FROM pg_stat_activity WHERE datname = 'ferry' AND pid <> pg_backend_pid()",
+	} {
+		if _, err := admin.Exec(ctx, sql); err != nil {
+			t.Fatalf("%s: %v", sql, err)
+		}
+	}
+	testwait.Eventually(t, "a send refused by a read-only server", func() bool {
+		err := send("read-only")
+		var pe *pgconn.PgError
+		return errors.Is(err, engine.ErrUnavailable) && errors.As(err, &pe) && pe.Code == "25006"
+	})
+	if _, err := admin.Exec(ctx, "ALTER DATABASE ferry RESET default_transaction_read_only"); err != nil {
+		t.Fatal(err)
+	}
+	testwait.Eventually(t, "a send once the server takes writes again", func() bool { return send("writable") == nil })
 }
 
 // A pool that hands out no connection in time answers ErrUnavailable
