@@ -10,6 +10,7 @@ import (
 
 	"github.com/aws/aws-sdk-go-v2/aws"
 	snssdk "github.com/aws/aws-sdk-go-v2/service/sns"
+	snstypes "github.com/aws/aws-sdk-go-v2/service/sns/types"
 	"github.com/aws/aws-sdk-go-v2/service/sqs"
 	awsv1 "github.com/aws/aws-sdk-go/aws"
 	"github.com/aws/aws-sdk-go/aws/awserr"
@@ -62,6 +63,8 @@ func TestDatabaseLost(t *testing.T) {
 	})
 	ctx := ctxT(t)
 	url := f.createQueue(t, "jobs", nil)
+	topic := f.createTopic(t, "news", nil)
+	f.subscribe(t, topic, "sqs", arnPrefix+"jobs", map[string]string{"RawMessageDelivery": "true"})
 	if _, err := f.json.SendMessage(ctx, &sqs.SendMessageInput{QueueUrl: &url, MessageBody: aws.String("before")}); err != nil {
 		t.Fatal(err)
 	}
@@ -86,6 +89,11 @@ func TestDatabaseLost(t *testing.T) {
 		t.Errorf("query SendMessage with the database down: %v", err)
 	}
 	_, err = f.sns.CreateTopic(ctx, &snssdk.CreateTopicInput{Name: aws.String("events")})
+	wantAPIError(t, err, "ServiceUnavailable", 503)
+	_, err = f.sns.Publish(ctx, &snssdk.PublishInput{TopicArn: &topic, Message: aws.String("refused")})
+	wantAPIError(t, err, "ServiceUnavailable", 503)
+	_, err = f.sns.PublishBatch(ctx, &snssdk.PublishBatchInput{TopicArn: &topic,
+		PublishBatchRequestEntries: []snstypes.PublishBatchRequestEntry{{Id: aws.String("1"), Message: aws.String("refused")}}})
 	wantAPIError(t, err, "ServiceUnavailable", 503)
 	_, err = cwClient(f.srv.URL()).PutMetricAlarmWithContext(ctx, &cwv1.PutMetricAlarmInput{
 		AlarmName: awsv1.String("a"), Namespace: awsv1.String("AWS/SQS"), MetricName: awsv1.String("NumberOfMessagesSent"),
