@@ -9,9 +9,15 @@ build:
 run: build
 	./ferry serve
 
+# With FERRY_TEST_POSTGRES_URL set (CI sets it), the server's integration
+# tests run a second time with every server on PostgreSQL.
 test: fmt-check
 	$(GO) vet ./...
 	$(GO) test -race -count=1 -timeout 20m ./...
+	@if [ -n "$$FERRY_TEST_POSTGRES_URL" ]; then \
+		echo "FERRY_TEST_SERVER_STORE=postgres $(GO) test -race -count=1 -timeout 20m ./internal/server"; \
+		FERRY_TEST_SERVER_STORE=postgres $(GO) test -race -count=1 -timeout 20m ./internal/server; \
+	fi
 
 # gofmt over every Go file git knows of, committed or new (a deleted one is
 # skipped), so that a clean clone and a working tree are checked alike.

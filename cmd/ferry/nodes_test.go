@@ -65,11 +65,101 @@ func startNode(t *testing.T, env []string) (*exec.Cmd, string) {
 // broker handed the message out in between.
 type span struct{ asked, answered time.Time }
 
-// book is the clients' ledger of one message, by body.
+// book is the clients' ledger of one message.
 type book struct {
 	acked     bool      // its send was acknowledged
 	receives  []span    // every receive that handed it out
 	deletedAt time.Time // when a delete of it was acknowledged; zero if none
+}
+
+// ledger is the clients' books, by body, kept by every client goroutine
+// of a test. A failed send is uncertain: neither lost nor owed.
+type ledger struct {
+	mu    sync.Mutex
+	books map[string]*book
+}
+
+func newLedger() *ledger { return &ledger{books: map[string]*book{}} }
+
+// entry is body's book; the caller holds mu.
+func (l *ledger) entry(body string) *book {
+	b := l.books[body]
+	if b == nil {
+		b = &book{}
+		l.books[body] = b
+	}
+	return b
+}
+
+// acked records an acknowledged send.
+func (l *ledger) acked(body string) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	l.entry(body).acked = true
+}
+
+// received records a receive that handed body out.
+func (l *ledger) received(body string, s span) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	b := l.entry(body)
+	b.receives = append(b.receives, s)
+}
+
+// deleted records an acknowledged delete of body.
+func (l *ledger) deleted(body string) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	if b := l.entry(body); b.deletedAt.IsZero() {
+		b.deletedAt = time.Now()
+	}
+}
+
+// allReceived reports whether every acknowledged send was received.
+func (l *ledger) allReceived() bool {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	for _, b := range l.books {
+		if b.acked && len(b.receives) == 0 {
+			return false
+		}
+	}
+	return true
+}
+
+// check reports as the test's errors every acknowledged send never
+// received, every message received again after its delete was
+// acknowledged, and every message handed out twice within visibility;
+// it logs the tally and returns the number of acknowledged sends.
+func (l *ledger) check(t *testing.T, visibility time.Duration) int {
+	t.Helper()
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	var acked, lost, cameBack, twice int
+	for body, b := range l.books {
+		if b.acked {
+			acked++
+			if len(b.receives) == 0 {
+				lost++
+				t.Errorf("%s: acknowledged, never received", body)
+			}
+		}
+		for i, r := range b.receives {
+			if !b.deletedAt.IsZero() && r.asked.After(b.deletedAt) {
+				cameBack++
+				t.Errorf("%s: received again after its delete was acknowledged", body)
+			}
+			// Handed out at most `answered` and at least `asked`: an
+			// answer sooner than the timeout after the previous ask is
+			// certainly a second hand-out within it.
+			if i > 0 && r.answered.Sub(b.receives[i-1].asked) < visibility {
+				twice++
+				t.Errorf("%s: handed out twice within %v", body, visibility)
+			}
+		}
+	}
+	t.Logf("%d sends acknowledged; lost %d, back after delete %d, twice within the timeout %d", acked, lost, cameBack, twice)
+	return acked
 }
 
 // TestNodesSurviveKill runs three Ferry nodes on one PostgreSQL schema,
@@ -102,19 +192,10 @@ func TestNodesSurviveKill(t *testing.T) {
 	queue := created.QueueUrl
 
 	var (
-		mu    sync.Mutex
-		books = map[string]*book{}
+		books = newLedger()
 		dead  atomic.Int32 // 1 + the killed node, 0 before the kill
 		sent  atomic.Int64
 	)
-	entry := func(body string) *book {
-		b := books[body]
-		if b == nil {
-			b = &book{}
-			books[body] = b
-		}
-		return b
-	}
 	// through picks the client of node i, or of the next live one.
 	through := func(i int) *sqs.Client {
 		if d := int(dead.Load()) - 1; d == i%nodes {
@@ -135,10 +216,8 @@ func TestNodesSurviveKill(t *testing.T) {
 					return
 				}
 				sent.Add(1)
-				if err == nil { // a failed send is uncertain: neither lost nor owed
-					mu.Lock()
-					entry(body).acked = true
-					mu.Unlock()
+				if err == nil {
+					books.acked(body)
 				}
 			}
 		}()
@@ -171,16 +250,9 @@ func TestNodesSurviveKill(t *testing.T) {
 				answered := time.Now()
 				for _, m := range out.Messages {
 					body := aws.ToString(m.Body)
-					mu.Lock()
-					b := entry(body)
-					b.receives = append(b.receives, span{asked, answered})
-					mu.Unlock()
+					books.received(body, span{asked, answered})
 					if _, err := cl.DeleteMessage(ctx, &sqs.DeleteMessageInput{QueueUrl: queue, ReceiptHandle: m.ReceiptHandle}); err == nil {
-						mu.Lock()
-						if b.deletedAt.IsZero() {
-							b.deletedAt = time.Now()
-						}
-						mu.Unlock()
+						books.deleted(body)
 					}
 				}
 			}
@@ -194,59 +266,29 @@ func TestNodesSurviveKill(t *testing.T) {
 	}
 	dead.Store(nodes)
 	senders.Wait()
-	settled := func() bool {
-		mu.Lock()
-		for _, b := range books {
-			if b.acked && len(b.receives) == 0 {
-				mu.Unlock()
-				return false
-			}
-		}
-		mu.Unlock()
-		out, err := clients[0].GetQueueAttributes(ctx, &sqs.GetQueueAttributesInput{QueueUrl: queue,
-			AttributeNames: []types.QueueAttributeName{types.QueueAttributeNameAll}})
-		if err != nil {
-			return false
-		}
-		for _, a := range []string{"ApproximateNumberOfMessages", "ApproximateNumberOfMessagesNotVisible", "ApproximateNumberOfMessagesDelayed"} {
-			if out.Attributes[a] != "0" {
-				return false
-			}
-		}
-		return true
-	}
+	settled := func() bool { return books.allReceived() && queueEmpty(ctx, clients[0], queue) }
 	testwait.Eventually(t, "every acknowledged send received and the queue empty", settled)
 	close(done)
 	consumers.Wait()
 
-	mu.Lock()
-	defer mu.Unlock()
-	var acked, lost, cameBack, twice int
-	for body, b := range books {
-		if b.acked {
-			acked++
-			if len(b.receives) == 0 {
-				lost++
-				t.Errorf("%s: acknowledged, never received", body)
-			}
-		}
-		for i, r := range b.receives {
-			if !b.deletedAt.IsZero() && r.asked.After(b.deletedAt) {
-				cameBack++
-				t.Errorf("%s: received again after its delete was acknowledged", body)
-			}
-			// Handed out at most `answered` and at least `asked`: an
-			// answer sooner than the timeout after the previous ask is
-			// certainly a second hand-out within it.
-			if i > 0 && r.answered.Sub(b.receives[i-1].asked) < visibility {
-				twice++
-				t.Errorf("%s: handed out twice within %v", body, visibility)
-			}
-		}
-	}
-	t.Logf("%d sends acknowledged of %d; lost %d, back after delete %d, twice within the timeout %d",
-		acked, nodes*perSender, lost, cameBack, twice)
+	acked := books.check(t, visibility)
 	if acked == 0 {
 		t.Fatal("no send was acknowledged")
 	}
+}
+
+// queueEmpty reports whether the queue holds no message, visible, in
+// flight or delayed.
+func queueEmpty(ctx context.Context, c *sqs.Client, queue *string) bool {
+	out, err := c.GetQueueAttributes(ctx, &sqs.GetQueueAttributesInput{QueueUrl: queue,
+		AttributeNames: []types.QueueAttributeName{types.QueueAttributeNameAll}})
+	if err != nil {
+		return false
+	}
+	for _, a := range []string{"ApproximateNumberOfMessages", "ApproximateNumberOfMessagesNotVisible", "ApproximateNumberOfMessagesDelayed"} {
+		if out.Attributes[a] != "0" {
+			return false
+		}
+	}
+	return true
 }

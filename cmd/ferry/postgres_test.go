@@ -45,33 +45,7 @@ func TestServeOnPostgres(t *testing.T) {
 	urlB := aws.ToString(got.QueueUrl)
 
 	// A long poll on b, woken by a send on a.
-	polled := make(chan *sqs.ReceiveMessageOutput, 1)
-	go func() {
-		out, err := b.ReceiveMessage(ctx, &sqs.ReceiveMessageInput{QueueUrl: aws.String(urlB), WaitTimeSeconds: 20})
-		if err != nil {
-			t.Errorf("long poll on b: %v", err)
-		}
-		polled <- out
-	}()
-	// Sent until the poll has it: a send before the poll started would be
-	// taken by its first look, after it by its wake-up; either will do,
-	// and what is left over is drained below.
-	sentIDs := map[string]bool{}
-	var out *sqs.ReceiveMessageOutput
-	for out == nil {
-		sent, err := a.SendMessage(ctx, &sqs.SendMessageInput{QueueUrl: created.QueueUrl, MessageBody: aws.String("hello")})
-		if err != nil {
-			t.Fatal(err)
-		}
-		sentIDs[aws.ToString(sent.MessageId)] = true
-		select {
-		case out = <-polled:
-		case <-time.After(100 * time.Millisecond):
-		}
-	}
-	if len(out.Messages) != 1 || !sentIDs[aws.ToString(out.Messages[0].MessageId)] {
-		t.Fatalf("b's long poll = %+v", out)
-	}
+	out, _ := wakeLongPoll(ctx, t, b, aws.String(urlB), a, created.QueueUrl)
 	// b's handle deletes on a.
 	if _, err := a.DeleteMessage(ctx, &sqs.DeleteMessageInput{QueueUrl: created.QueueUrl, ReceiptHandle: out.Messages[0].ReceiptHandle}); err != nil {
 		t.Fatalf("delete on a with b's handle: %v", err)
@@ -149,4 +123,48 @@ func sqsClient(base string) *sqs.Client {
 		RetryMaxAttempts: 1,
 		HTTPClient:       &http.Client{Transport: bench.PlainBodies{Next: http.DefaultTransport}},
 	})
+}
+
+// wakeLongPoll starts a 20 s long poll on pollURL through poller and sends
+// to sendURL (the same queue) through sender until the poll answers: a
+// send before the poll started would be taken by its first look, after it
+// by its wake-up; either will do, and the test drains what is left over.
+// It returns the poll's answer, one of the messages sent, and how long the
+// poll took.
+func wakeLongPoll(ctx context.Context, t *testing.T, poller *sqs.Client, pollURL *string, sender *sqs.Client, sendURL *string) (*sqs.ReceiveMessageOutput, time.Duration) {
+	t.Helper()
+	type answer struct {
+		out  *sqs.ReceiveMessageOutput
+		took time.Duration
+	}
+	polled := make(chan answer, 1)
+	go func() {
+		asked := time.Now()
+		out, err := poller.ReceiveMessage(ctx, &sqs.ReceiveMessageInput{QueueUrl: pollURL, WaitTimeSeconds: 20})
+		if err != nil {
+			t.Errorf("long poll: %v", err)
+		}
+		polled <- answer{out, time.Since(asked)}
+	}()
+	sentIDs := map[string]bool{}
+	var (
+		got      answer
+		answered bool
+	)
+	for !answered {
+		sent, err := sender.SendMessage(ctx, &sqs.SendMessageInput{QueueUrl: sendURL, MessageBody: aws.String("hello")})
+		if err != nil {
+			t.Fatal(err)
+		}
+		sentIDs[aws.ToString(sent.MessageId)] = true
+		select {
+		case got = <-polled:
+			answered = true
+		case <-time.After(100 * time.Millisecond):
+		}
+	}
+	if got.out == nil || len(got.out.Messages) != 1 || !sentIDs[aws.ToString(got.out.Messages[0].MessageId)] {
+		t.Fatalf("the long poll answered %+v", got.out)
+	}
+	return got.out, got.took
 }

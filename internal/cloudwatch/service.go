@@ -236,9 +236,10 @@ func (s *Service) newProtocol() *protocol.Service {
 
 // internal logs a failure of Ferry's own and answers AWS's internal error.
 func (s *Service) internal(ctx context.Context, what string, err error) error {
-	// A full disk is a known, temporary condition, logged by the store
-	// once: a 503 that SDKs retry, without a line per request.
-	if errors.Is(err, engine.ErrStoreFull) {
+	// A full disk or an unreachable database is a known, temporary
+	// condition, logged by the store once: a 503 that SDKs retry, without
+	// a line per request.
+	if engine.Temporary(err) {
 		return fmt.Errorf("%s: %w", what, errors.Join(protocol.ErrServiceUnavailable, err))
 	}
 	s.log.ErrorContext(ctx, "cloudwatch: "+what, "err", err)

@@ -56,6 +56,14 @@ var (
 	ErrUnavailable = errors.New("engine: the store cannot be reached")
 )
 
+// Temporary reports whether err is a condition of the store that passes
+// (ErrStoreFull, ErrUnavailable) rather than a failure of the call: the
+// services answer it 503 ServiceUnavailable, which SDKs retry, and leave
+// it unlogged, since the store logs the condition once.
+func Temporary(err error) bool {
+	return errors.Is(err, ErrStoreFull) || errors.Is(err, ErrUnavailable)
+}
+
 // DeduplicationWindow is how long a FIFO queue remembers a deduplication
 // key, counted from the first send that used it. The window keeps running
 // after that message was received or deleted.
@@ -478,6 +486,11 @@ type Monitor interface {
 	// writes fail with ErrStoreFull (e.g. "disk full"), and health reports
 	// the store read-only for that reason.
 	Refusing() string
+	// Unreachable is "" while the store can be reached; otherwise it says
+	// why calls fail with ErrUnavailable, and health reports the store
+	// unreachable for that reason. It may ask the store (within ctx)
+	// whether it is back.
+	Unreachable(ctx context.Context) string
 	// Collector exposes the store's own figures (ferry_store_*); nil when
 	// it has none.
 	Collector() prometheus.Collector

@@ -36,6 +36,7 @@ func (f *freeFS) Unwrap() vfs.FS { return f.FS }
 // is freed writes are accepted again.
 func TestDiskFull(t *testing.T) {
 	t.Parallel()
+	embeddedOnly(t, "the embedded store's own disk filling up")
 	fs := &freeFS{FS: vfs.Default}
 	fs.free.Store(1 << 30)
 	f := start(t, storeWith(t, t.TempDir(), func(o *embedded.Options) { o.FS = fs; o.DiskReserve = 8 << 20 }))

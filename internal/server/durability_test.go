@@ -175,6 +175,7 @@ func TestKill(t *testing.T) {
 	if testing.Short() {
 		t.Skip("builds and kills a real process")
 	}
+	embeddedOnly(t, "the embedded store's recovery from its files (nodes on PostgreSQL are killed in cmd/ferry)")
 	bin := buildFerry(t)
 	t.Run("KeepsAcknowledged", func(t *testing.T) { killKeepsAcknowledged(t, bin) })
 	t.Run("DuringMoves", func(t *testing.T) { killDuringMoves(t, bin) })

@@ -23,6 +23,8 @@ import (
 	"github.com/ferrymq/ferry/internal/clock"
 	"github.com/ferrymq/ferry/internal/engine"
 	"github.com/ferrymq/ferry/internal/engine/embedded"
+	"github.com/ferrymq/ferry/internal/engine/postgres"
+	"github.com/ferrymq/ferry/internal/engine/postgres/pgtest"
 	"github.com/ferrymq/ferry/internal/server"
 	"github.com/ferrymq/ferry/internal/testwait"
 )
@@ -47,7 +49,9 @@ type ferry struct {
 
 type option func(*server.Config)
 
-// onDisk keeps the store, and the server's own files, in dir.
+// onDisk keeps the store, and the server's own files, in dir. On
+// PostgreSQL (onPostgres) dir names the store's schema instead: a server
+// started again with the same dir finds what the one before left.
 func onDisk(dir string) option { return func(c *server.Config) { c.DataDir = dir } }
 
 // onClock runs the server on clk, e.g. a restarted one on the clock of
@@ -55,6 +59,7 @@ func onDisk(dir string) option { return func(c *server.Config) { c.DataDir = dir
 func onClock(clk *clock.Fake) option { return func(c *server.Config) { c.Clock = clk } }
 
 // storeWith keeps the store in dir, opened with the options set chooses.
+// On PostgreSQL set is not called: they are the embedded store's options.
 func storeWith(t testing.TB, dir string, set func(*embedded.Options)) option {
 	return func(c *server.Config) {
 		c.DataDir = dir
@@ -62,11 +67,54 @@ func storeWith(t testing.TB, dir string, set func(*embedded.Options)) option {
 	}
 }
 
-// openStore opens the embedded store as ferry serve does, on cfg's clock:
-// in cfg.DataDir, or in memory when it is empty. The server it is given
-// closes it.
+// serverStoreEnv chooses the store of every server the tests start: unset,
+// the embedded store; "postgres", a PostgreSQL schema of each server's own
+// on FERRY_TEST_POSTGRES_URL, as ferry serve --postgres runs.
+const serverStoreEnv = "FERRY_TEST_SERVER_STORE"
+
+// onPostgres reports whether the servers run on PostgreSQL.
+func onPostgres(t testing.TB) bool {
+	t.Helper()
+	switch v := os.Getenv(serverStoreEnv); v {
+	case "", "embedded":
+		return false
+	case "postgres":
+		if os.Getenv("FERRY_TEST_POSTGRES_URL") == "" {
+			t.Fatalf("%s=postgres needs FERRY_TEST_POSTGRES_URL", serverStoreEnv)
+		}
+		return true
+	default:
+		t.Fatalf("%s=%q: want embedded or postgres", serverStoreEnv, v)
+		return false
+	}
+}
+
+// embeddedOnly skips a test about the embedded store itself on PostgreSQL.
+func embeddedOnly(t testing.TB, why string) {
+	t.Helper()
+	if onPostgres(t) {
+		t.Skip("on PostgreSQL: " + why)
+	}
+}
+
+// openStore opens the store as ferry serve does, on cfg's clock: the
+// embedded store in cfg.DataDir, or in memory when it is empty; on
+// PostgreSQL a schema of its own, the same one for the same cfg.DataDir.
+// The server it is given closes it.
 func openStore(t testing.TB, cfg server.Config, set func(*embedded.Options)) engine.Store {
 	t.Helper()
+	if onPostgres(t) {
+		url, schema := pgtest.Schema(t)
+		if cfg.DataDir != "" {
+			url, schema = pgtest.SchemaFor(t, cfg.DataDir)
+		}
+		st, err := postgres.Open(context.Background(), postgres.Options{URL: url, Schema: schema, Clock: cfg.Clock,
+			Logger: cfg.Logger, HoldMoveTasks: true})
+		if err != nil {
+			t.Fatalf("open store: %v", err)
+		}
+		return st
+	}
 	opts := embedded.Options{Dir: cfg.DataDir, InMemory: cfg.DataDir == "", Clock: cfg.Clock, Logger: cfg.Logger,
 		HoldMoveTasks: true}
 	if set != nil {
@@ -99,6 +147,10 @@ func start(t testing.TB, opts ...option) *ferry {
 	}
 	if cfg.Store == nil {
 		cfg.Store = openStore(t, cfg, nil)
+	}
+	if onPostgres(t) {
+		// As ferry serve --postgres: the node keeps nothing on its disk.
+		cfg.DataDir = ""
 	}
 	srv, err := server.Start(context.Background(), cfg)
 	if err != nil {

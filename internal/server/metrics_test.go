@@ -203,8 +203,14 @@ func TestMetricsProcess(t *testing.T) {
 	t.Parallel()
 	f := start(t, onDisk(t.TempDir()))
 	body := scrape(t, f)
-	for _, name := range []string{"go_goroutines", "go_memstats_heap_inuse_bytes", "go_memstats_sys_bytes",
-		"process_resident_memory_bytes", "process_open_fds", "ferry_store_block_cache_size_bytes", "ferry_store_memtable_size_bytes"} {
+	names := []string{"go_goroutines", "go_memstats_heap_inuse_bytes", "go_memstats_sys_bytes",
+		"process_resident_memory_bytes", "process_open_fds"}
+	if onPostgres(t) {
+		names = append(names, "ferry_store_pool_max_connections")
+	} else {
+		names = append(names, "ferry_store_block_cache_size_bytes", "ferry_store_memtable_size_bytes")
+	}
+	for _, name := range names {
 		if !strings.Contains(body, "\n"+name+" ") {
 			t.Errorf("/metrics lacks %s", name)
 		}

@@ -406,9 +406,17 @@ func (w *recordWatch) deliver(fn func(kind, key string)) {
 // store's condition. A full disk keeps HTTP 200 and the services
 // "running": they still serve reads, and a restart (what an orchestrator
 // does on a failing probe) frees no space; "status" says "degraded" and
-// "store" why, for monitoring to alert on.
+// "store" why, for monitoring to alert on. An unreachable database is
+// answered alike, HTTP 200, for the same reason (a node cannot even start
+// without it), but with the services in "error": they answer every call
+// ServiceUnavailable until the database is back.
 func (s *Server) health(w http.ResponseWriter, r *http.Request) {
 	w.Header().Set("Content-Type", "application/json")
+	if why := s.store.Unreachable(r.Context()); why != "" {
+		reason, _ := json.Marshal("unreachable: " + why)
+		io.WriteString(w, `{"status":"degraded","services":{"sqs":"error","sns":"error","cloudwatch":"error"},"store":`+string(reason)+`}`)
+		return
+	}
 	if why := s.store.Refusing(); why != "" {
 		reason, _ := json.Marshal("read-only: " + why)
 		io.WriteString(w, `{"status":"degraded","services":{"sqs":"running","sns":"running","cloudwatch":"running"},"store":`+string(reason)+`}`)

@@ -78,9 +78,10 @@ func attrError(inCreate bool, reason string) *protocol.Error {
 // internal logs an unexpected failure and answers SNS's InternalError; the
 // cause is for the log, never the client.
 func (s *Service) internal(ctx context.Context, op string, err error) error {
-	// A full disk is a known, temporary condition, logged by the store
-	// once: answer it as SQS does, without a line per request.
-	if errors.Is(err, engine.ErrStoreFull) || errors.Is(err, protocol.ErrServiceUnavailable) {
+	// A full disk or an unreachable database is a known, temporary
+	// condition, logged by the store once: answer it as SQS does, without
+	// a line per request.
+	if engine.Temporary(err) || errors.Is(err, protocol.ErrServiceUnavailable) {
 		return protocol.ErrServiceUnavailable
 	}
 	s.log.ErrorContext(ctx, "sns: "+op, "err", err)

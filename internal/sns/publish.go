@@ -6,6 +6,9 @@ import (
 	"strings"
 
 	"github.com/google/uuid"
+
+	"github.com/ferrymq/ferry/internal/engine"
+	"github.com/ferrymq/ferry/internal/protocol"
 )
 
 func newID() string { return uuid.NewString() }
@@ -185,7 +188,7 @@ func (s *Service) publishBatch(ctx context.Context, in *publishBatchInput) (*pub
 	out := &publishBatchOutput{Successful: []publishBatchResult{}, Failed: []batchError{}}
 	if !t.FIFO {
 		if err := s.fanout(ctx, t, msgs); err != nil {
-			return s.batchFailed(ctx, entries, err), nil
+			return s.batchFailed(ctx, entries, err)
 		}
 		s.countPublished(t, msgs...)
 		for i, m := range msgs {
@@ -218,7 +221,7 @@ func (s *Service) publishBatch(ctx context.Context, in *publishBatchInput) (*pub
 	}
 	if len(fresh) > 0 {
 		if err := s.fanout(ctx, t, fresh); err != nil {
-			return s.batchFailed(ctx, entries, err), nil
+			return s.batchFailed(ctx, entries, err)
 		}
 	}
 	for _, m := range fresh {
@@ -230,12 +233,17 @@ func (s *Service) publishBatch(ctx context.Context, in *publishBatchInput) (*pub
 }
 
 // batchFailed answers a batch whose fan-out failed on the server's side:
-// every entry failed, and the client may send them again.
-func (s *Service) batchFailed(ctx context.Context, entries []publishBatchEntry, err error) *publishBatchOutput {
+// every entry failed, and the client may send them again. A store that
+// cannot write for a while fails the whole call with a 503, which SDKs
+// retry, as Publish does, and is not logged per call.
+func (s *Service) batchFailed(ctx context.Context, entries []publishBatchEntry, err error) (*publishBatchOutput, error) {
+	if engine.Temporary(err) {
+		return nil, protocol.ErrServiceUnavailable
+	}
 	s.log.ErrorContext(ctx, "sns: publish batch", "err", err)
 	out := &publishBatchOutput{Successful: []publishBatchResult{}, Failed: make([]batchError, len(entries))}
 	for i, e := range entries {
 		out.Failed[i] = batchError{Id: e.Id, Code: errInternal.Code, Message: errInternal.Message, SenderFault: false}
 	}
-	return out
+	return out, nil
 }

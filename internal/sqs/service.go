@@ -192,7 +192,7 @@ func (s *service) engineError(err error, op string) error {
 		return errQueueDoesNotExist
 	case errors.Is(err, engine.ErrQueueDeletedRecently):
 		return errQueueDeletedRecently
-	case errors.Is(err, engine.ErrStoreFull):
+	case engine.Temporary(err):
 		return protocol.ErrServiceUnavailable
 	}
 	var perr *protocol.Error

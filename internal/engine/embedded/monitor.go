@@ -1,6 +1,8 @@
 package embedded
 
 import (
+	"context"
+
 	"github.com/cockroachdb/pebble/v2"
 	"github.com/prometheus/client_golang/prometheus"
 )
@@ -14,6 +16,9 @@ func (e *Engine) Refusing() string {
 	}
 	return ""
 }
+
+// Unreachable implements engine.Monitor: the store is in the process.
+func (e *Engine) Unreachable(context.Context) string { return "" }
 
 // Durable implements engine.Monitor: an in-memory store keeps nothing.
 func (e *Engine) Durable() bool { return !e.memory }

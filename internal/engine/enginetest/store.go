@@ -2,6 +2,7 @@ package enginetest
 
 import (
 	"cmp"
+	"context"
 	"fmt"
 	"slices"
 
@@ -168,6 +169,9 @@ func testMetricPoints(h *H) {
 func testMonitor(h *H) {
 	if r := h.B.Refusing(); r != "" {
 		h.Fatalf("Refusing() = %q on a healthy store", r)
+	}
+	if r := h.B.Unreachable(context.Background()); r != "" {
+		h.Fatalf("Unreachable() = %q on a healthy store", r)
 	}
 	if got, want := h.B.Durable(), h.d.Reopen != nil; got != want {
 		h.Fatalf("Durable() = %v, but the driver's Reopen is set: %v", got, want)

@@ -2,6 +2,7 @@ package postgres
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"time"
 
@@ -39,7 +40,8 @@ func (s *Store) janitor(ctx context.Context, every time.Duration) {
 		if err == nil && held {
 			err = s.sweep(ctx)
 		}
-		if err != nil && ctx.Err() == nil {
+		// An unreachable database is logged once, by the outage.
+		if err != nil && ctx.Err() == nil && !errors.Is(err, engine.ErrUnavailable) {
 			s.log.Warn("postgres: janitor", "err", err)
 		}
 	}

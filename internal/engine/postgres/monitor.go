@@ -1,14 +1,31 @@
 package postgres
 
 import (
+	"context"
+
 	"github.com/prometheus/client_golang/prometheus"
 
 	"github.com/ferrymq/ferry/internal/engine"
 )
 
-// Refusing implements engine.Monitor: the reason while the node's
-// listening connection to the database is down, "" otherwise.
-func (s *Store) Refusing() string { return s.hub.down() }
+// Refusing implements engine.Monitor: PostgreSQL keeps its own disk, so
+// the store never refuses writes by itself.
+func (s *Store) Refusing() string { return "" }
+
+// Unreachable implements engine.Monitor: why the last call, or the node's
+// listening connection, could not reach the database; "" once both can.
+// After an outage it pings the database, so that health reports the
+// recovery without waiting for a call to find it.
+func (s *Store) Unreachable(ctx context.Context) string {
+	if why := s.hub.down(); why != "" {
+		return why
+	}
+	if s.out.reason() == "" {
+		return ""
+	}
+	_ = s.pool.Ping(ctx)
+	return s.out.reason()
+}
 
 // Durable implements engine.Monitor.
 func (s *Store) Durable() bool { return true }

@@ -148,7 +148,7 @@ func (r *runner) loop() {
 		held := r.held
 		r.mu.Unlock()
 		if !held {
-			if err := r.claim(); err != nil && r.ctx.Err() == nil {
+			if err := r.claim(); err != nil && r.ctx.Err() == nil && !errors.Is(err, engine.ErrUnavailable) {
 				r.log.Warn("postgres: move tasks: claim", "err", err)
 			}
 		}
@@ -239,7 +239,9 @@ func (r *runner) run(t runTask) {
 			if r.ctx.Err() != nil {
 				return
 			}
-			r.log.Warn("postgres: move task step", "task", t.ID, "err", err)
+			if !errors.Is(err, engine.ErrUnavailable) {
+				r.log.Warn("postgres: move task step", "task", t.ID, "err", err)
+			}
 			select {
 			case <-r.ctx.Done():
 				return

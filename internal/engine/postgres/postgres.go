@@ -58,7 +58,9 @@ type Options struct {
 
 // Store is the PostgreSQL store. Its methods are safe for concurrent use.
 type Store struct {
-	pool    *pgxpool.Pool
+	pool    *db
+	out     *outage       // whether the database can be reached
+	acquire *acquireBound // how long a call waits for a connection
 	clock   clock.Clock
 	log     *slog.Logger
 	schema  string
@@ -102,6 +104,7 @@ func Open(ctx context.Context, opts Options) (*Store, error) {
 	if opts.MaxConns > 0 {
 		cfg.MaxConns = opts.MaxConns
 	}
+	acquire := configure(cfg)
 	ms, err := loadMigrations()
 	if err != nil {
 		return nil, err
@@ -110,8 +113,11 @@ func Open(ctx context.Context, opts Options) (*Store, error) {
 	if err != nil {
 		return nil, fmt.Errorf("postgres: connect: %w", err)
 	}
+	out := &outage{log: opts.Logger}
 	s := &Store{
-		pool:    pool,
+		pool:    &db{Pool: pool, out: out},
+		out:     out,
+		acquire: acquire,
 		clock:   opts.Clock,
 		log:     opts.Logger,
 		schema:  opts.Schema,
@@ -137,7 +143,7 @@ func Open(ctx context.Context, opts Options) (*Store, error) {
 }
 
 func (s *Store) open(ctx context.Context, ms []migration, cc *pgx.ConnConfig) error {
-	if err := migrate(ctx, s.pool, s.schema, ms); err != nil {
+	if err := migrate(ctx, s.pool.Pool, s.schema, ms); err != nil {
 		return err
 	}
 	key, err := s.secret(ctx, "receipt-handle-key", randomSecret)
@@ -145,6 +151,10 @@ func (s *Store) open(ctx context.Context, ms []migration, cc *pgx.ConnConfig) er
 		return err
 	}
 	s.signer = handle.NewSigner(key)
+	var commit string
+	if err := s.pool.QueryRow(ctx, "SHOW synchronous_commit").Scan(&commit); err == nil && commit == "off" {
+		s.log.Warn("postgres: synchronous_commit is off: a crash of the database loses the sends and deletes acknowledged last")
+	}
 	s.hub, err = startHub(ctx, cc, s.channel, s.node, s.views, s.log)
 	return err
 }

@@ -262,6 +262,9 @@ func TestMonitor(t *testing.T) {
 	if r := s.Refusing(); r != "" {
 		t.Errorf("Refusing() = %q", r)
 	}
+	if r := s.Unreachable(context.Background()); r != "" {
+		t.Errorf("Unreachable() = %q", r)
+	}
 	if !s.Durable() {
 		t.Error("not durable")
 	}
@@ -301,7 +304,7 @@ func TestListenerReconnects(t *testing.T) {
 	if got := testwait.Receive(t, "the long poll to be woken after the listening connection was lost", ch); len(got) != 1 || got[0].Body != "a" {
 		t.Fatalf("received %+v", got)
 	}
-	testwait.Eventually(t, "the store to listen again", func() bool { return s.Refusing() == "" })
+	testwait.Eventually(t, "the store to listen again", func() bool { return s.Unreachable(ctx) == "" })
 }
 
 // A move task carries on on another node when the node running it stops:

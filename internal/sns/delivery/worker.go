@@ -131,7 +131,9 @@ func (d *Service) runWorker(ctx context.Context, subARN, queue string) {
 					}
 				}
 			}
-			d.log.Warn("sns: receive deliveries", "subscription", subARN, "err", err)
+			if !engine.Temporary(err) {
+				d.log.Warn("sns: receive deliveries", "subscription", subARN, "err", err)
+			}
 			d.sleep(ctx, workerErrorWait, nil)
 			continue
 		}
@@ -146,11 +148,11 @@ func (d *Service) runWorker(ctx context.Context, subARN, queue string) {
 }
 
 // quietDeliveryError reports errors of a delivery's bookkeeping not worth a
-// line each: the queue went with its subscription, or the disk is full
-// (the store logs that once; the message is delivered again once its
-// visibility runs out: at least once).
+// line each: the queue went with its subscription, or the store cannot
+// write for a while (it logs that once; the message is delivered again
+// once its visibility runs out: at least once).
 func quietDeliveryError(err error) bool {
-	return errors.Is(err, engine.ErrQueueNotFound) || errors.Is(err, engine.ErrStoreFull)
+	return errors.Is(err, engine.ErrQueueNotFound) || engine.Temporary(err)
 }
 
 // outcome is how one delivery attempt went.
