@@ -12,24 +12,9 @@ import (
 	"github.com/aws/aws-sdk-go-v2/service/sqs"
 
 	"github.com/ferrymq/ferry/internal/clock"
-	"github.com/ferrymq/ferry/internal/engine/postgres"
 	"github.com/ferrymq/ferry/internal/engine/postgres/pgtest"
-	"github.com/ferrymq/ferry/internal/server"
 	"github.com/ferrymq/ferry/internal/testwait"
 )
-
-// onPostgres runs the server on the PostgreSQL schema, on the server's
-// clock, as one node of those opened on it.
-func onPostgres(t testing.TB, url, schema string) option {
-	return func(c *server.Config) {
-		st, err := postgres.Open(context.Background(), postgres.Options{URL: url, Schema: schema, Clock: c.Clock,
-			Logger: c.Logger, HoldMoveTasks: true})
-		if err != nil {
-			t.Fatalf("open postgres: %v", err)
-		}
-		c.Store = st
-	}
-}
 
 func cwV2(url string) *cwsdk.Client {
 	return cwsdk.New(cwsdk.Options{
@@ -136,7 +121,7 @@ func TestClusterMetricsAndAlarms(t *testing.T) {
 	url, schema := pgtest.Schema(t)
 	clk := clock.NewFake(epoch)
 	c := &cluster{clk: clk}
-	a := start(t, onClock(clk), onPostgres(t, url, schema))
+	a := start(t, onClock(clk), onSharedSchema(t, url, schema))
 	ctx := ctxT(t)
 	work := a.createQueue(t, "work", nil)
 	ops := a.createQueue(t, "ops", nil)
@@ -144,7 +129,7 @@ func TestClusterMetricsAndAlarms(t *testing.T) {
 	a.subscribe(t, topic, "sqs", arnPrefix+"ops", nil)
 	// B starts once the topic exists: SNS reads its topics when a node
 	// starts.
-	b := start(t, onClock(clk), onPostgres(t, url, schema))
+	b := start(t, onClock(clk), onSharedSchema(t, url, schema))
 	c.nodes = []*ferry{a, b}
 
 	// Counters: each node counts its own sends; both read the sum.

@@ -108,12 +108,7 @@ func openStore(t testing.TB, cfg server.Config, set func(*embedded.Options)) eng
 		if cfg.DataDir != "" {
 			url, schema = pgtest.SchemaFor(t, cfg.DataDir)
 		}
-		st, err := postgres.Open(context.Background(), postgres.Options{URL: url, Schema: schema, Clock: cfg.Clock,
-			Logger: cfg.Logger, HoldMoveTasks: true})
-		if err != nil {
-			t.Fatalf("open store: %v", err)
-		}
-		return st
+		return openSchema(t, cfg, url, schema)
 	}
 	opts := embedded.Options{Dir: cfg.DataDir, InMemory: cfg.DataDir == "", Clock: cfg.Clock, Logger: cfg.Logger,
 		HoldMoveTasks: true}
@@ -125,6 +120,23 @@ func openStore(t testing.TB, cfg server.Config, set func(*embedded.Options)) eng
 		t.Fatalf("open store: %v", err)
 	}
 	return st
+}
+
+// openSchema opens the PostgreSQL store on schema, as one node of those
+// that share it, on cfg's clock.
+func openSchema(t testing.TB, cfg server.Config, url, schema string) engine.Store {
+	t.Helper()
+	st, err := postgres.Open(context.Background(), postgres.Options{URL: url, Schema: schema, Clock: cfg.Clock,
+		Logger: cfg.Logger, HoldMoveTasks: true})
+	if err != nil {
+		t.Fatalf("open store: %v", err)
+	}
+	return st
+}
+
+// onSharedSchema runs the server on schema, which other nodes share.
+func onSharedSchema(t testing.TB, url, schema string) option {
+	return func(c *server.Config) { c.Store = openSchema(t, *c, url, schema) }
 }
 
 func testLogger(t testing.TB) *slog.Logger {

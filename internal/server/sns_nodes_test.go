@@ -15,9 +15,7 @@ import (
 	snstypes "github.com/aws/aws-sdk-go-v2/service/sns/types"
 
 	"github.com/ferrymq/ferry/internal/clock"
-	"github.com/ferrymq/ferry/internal/engine/postgres"
 	"github.com/ferrymq/ferry/internal/engine/postgres/pgtest"
-	"github.com/ferrymq/ferry/internal/server"
 	"github.com/ferrymq/ferry/internal/sns/delivery/deliverytest"
 	"github.com/ferrymq/ferry/internal/testwait"
 )
@@ -25,19 +23,6 @@ import (
 // Several Ferry nodes on one PostgreSQL schema act as one SNS: these tests
 // start two or three servers on stores opened on the same schema and one
 // fake clock, and drive each through its own clients.
-
-// onSharedSchema keeps the store in schema of the PostgreSQL server at
-// url, which other nodes share, on the server's clock.
-func onSharedSchema(t testing.TB, url, schema string) option {
-	return func(c *server.Config) {
-		st, err := postgres.Open(context.Background(), postgres.Options{URL: url, Schema: schema, Clock: c.Clock, Logger: c.Logger,
-			HoldMoveTasks: true})
-		if err != nil {
-			t.Fatalf("open postgres store: %v", err)
-		}
-		c.Store = st
-	}
-}
 
 // startNodes starts n nodes on one new schema and one fake clock.
 func startNodes(t *testing.T, n int) []*ferry {

@@ -1403,10 +1403,16 @@ func TestSNSRestartKeepsTopicsSubscriptionsAndRetries(t *testing.T) {
 	// before 18 s, the retry's included, and the retry has come once the
 	// clock reaches 22 s. (The new service does not know the retry's wait,
 	// which was set before the stop, so advanceUntil could overtake it.)
+	// On PostgreSQL the node also saves its metric points every 10 s on
+	// the clock, so only the embedded run can count timers; both check
+	// that no retry has reached the endpoint yet.
 	fired := f2.clk.Fired()
 	f2.clk.Set(epoch.Add(18*time.Second - time.Nanosecond))
-	if n := f2.clk.Fired() - fired; n != 0 {
+	if n := f2.clk.Fired() - fired; n != 0 && !onPostgres(t) {
 		t.Errorf("%d timers fired less than 18 s after the failure: the retry may have come early", n)
+	}
+	if n := e.count(); n != 2 {
+		t.Errorf("the endpoint was called %d times less than 18 s after the failure, want 2", n)
 	}
 	f2.clk.Set(epoch.Add(22 * time.Second))
 	e.waitHits(3)
