@@ -6,10 +6,11 @@ import (
 	"encoding/hex"
 	"encoding/json"
 	"fmt"
+	"slices"
 	"sort"
-	"sync"
 	"time"
 
+	"github.com/ferrymq/ferry/internal/engine"
 	"github.com/ferrymq/ferry/internal/metrics"
 )
 
@@ -38,20 +39,11 @@ const (
 	DefaultEvaluateAfter = 2 * metrics.DefaultSaveEvery
 	// applyTimeout bounds the store reads that apply one batch of news.
 	applyTimeout = 30 * time.Second
-	// maxNews bounds the record keys waiting to be read again; past it the
-	// kind is read again whole.
-	maxNews = 10000
+	// newsRetry is the pause before news that could not be read (the
+	// store did not answer) is tried again; real time, as the store's own
+	// reconnections.
+	newsRetry = time.Second
 )
-
-// news is what other nodes changed and this node has still to read.
-type news struct {
-	mu     sync.Mutex
-	keys   map[recordRef]bool
-	reload map[string]bool // kinds to read again whole
-	wake   chan struct{}   // one pending wake-up of the follower
-}
-
-type recordRef struct{ kind, key string }
 
 // joinCluster sets the service up as one node of several.
 func (s *Service) joinCluster(cfg Config) {
@@ -66,7 +58,7 @@ func (s *Service) joinCluster(cfg Config) {
 	var b [4]byte
 	_, _ = rand.Read(b[:])
 	s.node = hex.EncodeToString(b[:])
-	s.news = news{keys: map[recordRef]bool{}, reload: map[string]bool{}, wake: make(chan struct{}, 1)}
+	s.news = engine.NewRecordNews(kindAlarm, kindHistory)
 }
 
 // leaveCluster gives the alarm lease up if this node holds it.
@@ -90,27 +82,8 @@ func (s *Service) leaveCluster() error {
 // store on the service's own goroutine. Only a service on a shared store
 // acts on it.
 func (s *Service) RecordChanged(kind, key string) {
-	if s.cluster == nil || kind != "" && kind != kindAlarm && kind != kindHistory {
-		return
-	}
-	n := &s.news
-	n.mu.Lock()
-	switch {
-	case kind == "":
-		n.reload[kindAlarm], n.reload[kindHistory] = true, true
-	case key == "" || len(n.keys) >= maxNews:
-		n.reload[kind] = true
-	default:
-		n.keys[recordRef{kind, key}] = true
-	}
-	n.mu.Unlock()
-	s.wakeFollower()
-}
-
-func (s *Service) wakeFollower() {
-	select {
-	case s.news.wake <- struct{}{}:
-	default:
+	if s.cluster != nil {
+		s.news.Add(kind, key)
 	}
 }
 
@@ -133,37 +106,33 @@ func (s *Service) follow() {
 		select {
 		case <-s.ctx.Done():
 			return
-		case <-s.news.wake:
+		case <-s.news.Wake():
 		}
-		n := &s.news
-		n.mu.Lock()
-		keys, reload := n.keys, n.reload
-		n.keys, n.reload = map[recordRef]bool{}, map[string]bool{}
-		n.mu.Unlock()
+		b := s.news.Take()
 		ctx, cancel := context.WithTimeout(s.ctx, applyTimeout)
-		failed := s.apply(ctx, keys, reload)
+		failed := s.apply(ctx, b)
 		cancel()
-		if len(failed) > 0 {
-			// Read again with the next news, or at the next tick.
-			n.mu.Lock()
-			for kind := range failed {
-				n.reload[kind] = true
-			}
-			n.mu.Unlock()
-		}
 		s.applied.Add(1)
+		if len(failed) > 0 {
+			s.news.PutBack(engine.RecordBatch{Kinds: failed})
+			select {
+			case <-s.ctx.Done():
+				return
+			case <-time.After(newsRetry):
+			}
+		}
 	}
 }
 
 // apply reads the changed records again and returns the kinds it could
-// not read.
-func (s *Service) apply(ctx context.Context, keys map[recordRef]bool, reload map[string]bool) map[string]bool {
-	failed := map[string]bool{}
+// not read, to be read again whole.
+func (s *Service) apply(ctx context.Context, b engine.RecordBatch) []string {
+	var failed []string
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	// The reads run under mu, so that no change this node makes meanwhile
 	// is replaced by an older value.
-	for kind := range reload {
+	for _, kind := range b.Kinds {
 		var err error
 		if kind == kindAlarm {
 			err = s.loadAlarms(ctx)
@@ -172,22 +141,22 @@ func (s *Service) apply(ctx context.Context, keys map[recordRef]bool, reload map
 		}
 		if err != nil {
 			s.log.WarnContext(ctx, "cloudwatch: read other nodes' changes", "err", err)
-			failed[kind] = true
+			failed = append(failed, kind)
 		}
 	}
-	for ref := range keys {
-		if reload[ref.kind] {
+	for _, ref := range b.Keys {
+		if slices.Contains(failed, ref.Kind) {
 			continue
 		}
 		var err error
-		if ref.kind == kindAlarm {
-			_, err = s.reread(ctx, ref.key)
+		if ref.Kind == kindAlarm {
+			_, err = s.reread(ctx, ref.Key)
 		} else {
-			err = s.rereadHistory(ctx, ref.key)
+			err = s.rereadHistory(ctx, ref.Key)
 		}
 		if err != nil {
-			s.log.WarnContext(ctx, "cloudwatch: read other nodes' changes", "kind", ref.kind, "key", ref.key, "err", err)
-			failed[ref.kind] = true
+			s.log.WarnContext(ctx, "cloudwatch: read other nodes' changes", "kind", ref.Kind, "key", ref.Key, "err", err)
+			failed = append(failed, ref.Kind)
 		}
 	}
 	if len(s.alarms) == 0 {
@@ -281,13 +250,6 @@ func (s *Service) lead(ctx context.Context) bool {
 		held = false
 	}
 	s.holding.Store(held)
-	// News that could not be read before is tried again now.
-	s.news.mu.Lock()
-	retry := len(s.news.reload) > 0
-	s.news.mu.Unlock()
-	if retry {
-		s.wakeFollower()
-	}
 	if !held {
 		return false
 	}

@@ -84,9 +84,9 @@ type Service struct {
 	cluster metrics.Cluster // nil unless Shared
 	node    string          // tells this node's history keys from others'
 	lease   time.Duration
-	after   time.Duration // how long after a minute its evaluation runs
-	news    news          // other nodes' record changes, to apply
-	holding atomic.Bool   // held AlarmLease at the latest tick
+	after   time.Duration      // how long after a minute its evaluation runs
+	news    *engine.RecordNews // other nodes' record changes, to apply
+	holding atomic.Bool        // held AlarmLease at the latest tick
 	ticks   atomic.Uint64
 	applied atomic.Uint64
 }

@@ -4,11 +4,9 @@ import (
 	"bytes"
 	"context"
 	"fmt"
-	"slices"
-	"strings"
-	"sync"
 	"time"
 
+	"github.com/ferrymq/ferry/internal/engine"
 	"github.com/ferrymq/ferry/internal/sns/delivery"
 )
 
@@ -42,19 +40,13 @@ var newsKinds = []string{kindTopic, kindSubscription, kindPlatformApp, kindPlatf
 // time, so it runs on real time, like the store's own reconnections.
 const newsRetry = time.Second
 
-// news is what the service has heard of other nodes' changes and not yet
-// applied, coalesced: a record changed twice is read once.
-type news struct {
-	mu    sync.Mutex
-	all   bool                   // reread every kind
-	kinds map[string]bool        // reread these kinds
-	keys  map[recordKey]struct{} // reread these records
-	wake  chan struct{}          // capacity 1: news is waiting
-	stop  context.CancelFunc
-	done  chan struct{}
+// newsState is the goroutine that applies other nodes' changes, and what
+// it has still to read.
+type newsState struct {
+	*engine.RecordNews
+	stop context.CancelFunc
+	done chan struct{}
 }
-
-type recordKey struct{ kind, key string }
 
 // RecordChanged is told that another node put or deleted the record kind/key
 // (engine.Cluster.WatchRecords); ("", "") means any record may have
@@ -63,59 +55,13 @@ type recordKey struct{ kind, key string }
 // service's own goroutine, which reads the record and installs, replaces
 // or removes what this node keeps of it, starting or stopping delivery
 // workers. Kinds that are not SNS's are ignored.
-func (s *Service) RecordChanged(kind, key string) {
-	if kind != "" && !slices.Contains(newsKinds, kind) {
-		return
-	}
-	n := &s.news
-	n.mu.Lock()
-	switch {
-	case kind == "":
-		n.all = true
-	case key == "":
-		n.kinds[kind] = true
-	default:
-		n.keys[recordKey{kind, key}] = struct{}{}
-	}
-	n.mu.Unlock()
-	n.signal()
-}
-
-func (n *news) signal() {
-	select {
-	case n.wake <- struct{}{}:
-	default:
-	}
-}
-
-// take empties the queue and returns what it held.
-func (n *news) take() (all bool, kinds map[string]bool, keys map[recordKey]struct{}) {
-	n.mu.Lock()
-	defer n.mu.Unlock()
-	all, kinds, keys = n.all, n.kinds, n.keys
-	n.all, n.kinds, n.keys = false, map[string]bool{}, map[recordKey]struct{}{}
-	return all, kinds, keys
-}
-
-// putBack queues again what could not be applied.
-func (n *news) putBack(all bool, kinds map[string]bool, keys map[recordKey]struct{}) {
-	n.mu.Lock()
-	n.all = n.all || all
-	for k := range kinds {
-		n.kinds[k] = true
-	}
-	for k := range keys {
-		n.keys[k] = struct{}{}
-	}
-	n.mu.Unlock()
-	n.signal()
-}
+func (s *Service) RecordChanged(kind, key string) { s.news.Add(kind, key) }
 
 // startNews starts the goroutine that applies news.
 func (s *Service) startNews() {
 	n := &s.news
-	n.kinds, n.keys = map[string]bool{}, map[recordKey]struct{}{}
-	n.wake, n.done = make(chan struct{}, 1), make(chan struct{})
+	n.RecordNews = engine.NewRecordNews(newsKinds...)
+	n.done = make(chan struct{})
 	ctx, stop := context.WithCancel(context.Background())
 	n.stop = stop
 	go s.applyNews(ctx)
@@ -133,15 +79,15 @@ func (s *Service) applyNews(ctx context.Context) {
 		select {
 		case <-ctx.Done():
 			return
-		case <-s.news.wake:
+		case <-s.news.Wake():
 		}
-		all, kinds, keys := s.news.take()
-		if err := s.applyChanges(ctx, all, kinds, keys); err != nil {
+		b := s.news.Take()
+		if err := s.applyChanges(ctx, b); err != nil {
 			if ctx.Err() != nil {
 				return
 			}
 			s.log.Warn("sns: read other nodes' changes; trying again", "err", err)
-			s.news.putBack(all, kinds, keys)
+			s.news.PutBack(b)
 			select {
 			case <-ctx.Done():
 				return
@@ -152,29 +98,14 @@ func (s *Service) applyNews(ctx context.Context) {
 }
 
 // applyChanges rereads the kinds, then the records, topics first.
-func (s *Service) applyChanges(ctx context.Context, all bool, kinds map[string]bool, keys map[recordKey]struct{}) error {
-	for _, kind := range newsKinds {
-		if all || kinds[kind] {
-			if err := s.rereadKind(ctx, kind); err != nil {
-				return err
-			}
+func (s *Service) applyChanges(ctx context.Context, b engine.RecordBatch) error {
+	for _, kind := range b.Kinds {
+		if err := s.rereadKind(ctx, kind); err != nil {
+			return err
 		}
 	}
-	order := func(k recordKey) int { return slices.Index(newsKinds, k.kind) }
-	sorted := make([]recordKey, 0, len(keys))
-	for k := range keys {
-		if !all && !kinds[k.kind] {
-			sorted = append(sorted, k)
-		}
-	}
-	slices.SortFunc(sorted, func(a, b recordKey) int {
-		if c := order(a) - order(b); c != 0 {
-			return c
-		}
-		return strings.Compare(a.key, b.key)
-	})
-	for _, k := range sorted {
-		if err := s.reread(ctx, k.kind, k.key); err != nil {
+	for _, r := range b.Keys {
+		if err := s.reread(ctx, r.Kind, r.Key); err != nil {
 			return err
 		}
 	}

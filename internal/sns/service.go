@@ -87,7 +87,7 @@ type Service struct {
 	delivery        *delivery.Service
 	cluster         engine.Cluster
 	shared          bool // other nodes share the store (cluster.Shared)
-	news            news
+	news            newsState
 	catalog
 	fan fanPool
 }
