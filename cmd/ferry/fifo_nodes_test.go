@@ -22,7 +22,7 @@ import (
 func TestFIFOAcrossNodes(t *testing.T) {
 	url, schema := pgtest.Schema(t)
 	t.Parallel()
-	env := []string{"FERRY_LISTEN=127.0.0.1:0", "FERRY_POSTGRES_URL=" + url, "FERRY_POSTGRES_SCHEMA=" + schema}
+	env := nodeEnv(url, schema)
 	const (
 		nodes    = 3
 		groups   = 8

@@ -23,7 +23,7 @@ func TestMoveTaskSurvivesKill(t *testing.T) {
 	url, schema := pgtest.Schema(t)
 	// Most of its time is a lease running out: let the rest run meanwhile.
 	t.Parallel()
-	env := []string{"FERRY_LISTEN=127.0.0.1:0", "FERRY_POSTGRES_URL=" + url, "FERRY_POSTGRES_SCHEMA=" + schema}
+	env := nodeEnv(url, schema)
 	runner, baseA := startNode(t, env)
 	_, baseB := startNode(t, env)
 	a, b := sqsClient(baseA), sqsClient(baseB)

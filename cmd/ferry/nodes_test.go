@@ -33,6 +33,12 @@ func TestMain(m *testing.M) {
 	os.Exit(m.Run())
 }
 
+// nodeEnv is the environment of a node serving on 127.0.0.1:0 from the
+// PostgreSQL schema that the test's other nodes share.
+func nodeEnv(url, schema string) []string {
+	return []string{"FERRY_LISTEN=127.0.0.1:0", "FERRY_POSTGRES_URL=" + url, "FERRY_POSTGRES_SCHEMA=" + schema}
+}
+
 var listeningAt = regexp.MustCompile(`ferry listening.* addr=(\S+)`)
 
 // startNode runs `ferry serve` in a child process with env and returns it
@@ -169,7 +175,7 @@ func (l *ledger) check(t *testing.T, visibility time.Duration) int {
 // within its visibility timeout.
 func TestNodesSurviveKill(t *testing.T) {
 	url, schema := pgtest.Schema(t)
-	env := []string{"FERRY_LISTEN=127.0.0.1:0", "FERRY_POSTGRES_URL=" + url, "FERRY_POSTGRES_SCHEMA=" + schema}
+	env := nodeEnv(url, schema)
 	const (
 		nodes      = 3
 		perSender  = 150
