@@ -5,6 +5,7 @@ import (
 	"net/textproto"
 	"net/url"
 	"slices"
+	"strconv"
 	"strings"
 )
 
@@ -172,6 +173,11 @@ func appendHeaderValue(b []byte, r *http.Request, name string) []byte {
 		return appendTrimmed(b, r.Host)
 	}
 	vals := r.Header[textproto.CanonicalMIMEHeaderKey(name)]
+	if len(vals) == 0 && name == "content-length" && r.ContentLength > 0 {
+		// A request made in the process (not read off the wire) keeps its
+		// length in ContentLength only.
+		return strconv.AppendInt(b, r.ContentLength, 10)
+	}
 	for i, v := range vals {
 		if i > 0 {
 			b = append(b, ',')
