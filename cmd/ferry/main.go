@@ -22,6 +22,7 @@ import (
 	"github.com/ferrymq/ferry/internal/engine/embedded"
 	"github.com/ferrymq/ferry/internal/engine/postgres"
 	"github.com/ferrymq/ferry/internal/server"
+	"github.com/ferrymq/ferry/internal/sigv4"
 )
 
 // defaultDataDir is where ferry serve keeps its store without --data.
@@ -179,6 +180,8 @@ func serve(ctx context.Context, args []string, getenv func(string) string, stder
 	fs.DurationVar(&cfg.ReadTimeout, "read-timeout", envDuration("FERRY_READ_TIMEOUT", server.DefaultReadTimeout), "longest a request's headers and body may take to arrive, not counting a long poll's wait; negative: no bound (FERRY_READ_TIMEOUT)")
 	fs.DurationVar(&cfg.IdleTimeout, "idle-timeout", envDuration("FERRY_IDLE_TIMEOUT", server.DefaultIdleTimeout), "close a keep-alive connection idle for this long; negative: never (FERRY_IDLE_TIMEOUT)")
 	fs.IntVar(&cfg.MaxConnections, "max-connections", envInt("FERRY_MAX_CONNECTIONS", server.DefaultMaxConnections), "most connections served at once; more are answered 503 ServiceUnavailable; negative: no cap (FERRY_MAX_CONNECTIONS)")
+	authMode := fs.String("auth", env("FERRY_AUTH", "off"), "off: serve requests whether signed or not, in the account their access key names (12 digits) or --account; verify: every request must carry a valid AWS SigV4 signature by a key of --credentials (FERRY_AUTH)")
+	credentials := fs.String("credentials", env("FERRY_CREDENTIALS", ""), "AWS shared-credentials file of the callers: sections with aws_access_key_id, aws_secret_access_key and aws_account_id (FERRY_CREDENTIALS)")
 	reserve := fs.String("disk-reserve", env("FERRY_DISK_RESERVE", "128MiB"), "room kept free on the data volume (bytes, or with KiB, MiB, GiB, TiB); with less, writes answer ServiceUnavailable until space is freed; 0 turns this off (FERRY_DISK_RESERVE)")
 	level := fs.String("log-level", env("FERRY_LOG_LEVEL", "info"), "debug, info, warn or error (FERRY_LOG_LEVEL)")
 	format := fs.String("log-format", env("FERRY_LOG_FORMAT", "text"), "text or json (FERRY_LOG_FORMAT)")
@@ -201,6 +204,26 @@ func serve(ctx context.Context, args []string, getenv func(string) string, stder
 	if len(envErrs) > 0 {
 		fmt.Fprintf(stderr, "ferry serve: %s\n", strings.Join(envErrs, "; "))
 		return 2
+	}
+	switch *authMode {
+	case "off":
+	case "verify":
+		if *credentials == "" {
+			fmt.Fprintln(stderr, "ferry serve: --auth verify needs --credentials FILE (or FERRY_CREDENTIALS): the access keys, secrets and accounts of those who may call")
+			return 2
+		}
+		cfg.AuthVerify = true
+	default:
+		fmt.Fprintf(stderr, "ferry serve: bad --auth %q: want off or verify\n", *authMode)
+		return 2
+	}
+	if *credentials != "" {
+		creds, err := sigv4.LoadCredentials(*credentials, cfg.Account)
+		if err != nil {
+			fmt.Fprintf(stderr, "ferry serve: %v\n", err)
+			return 2
+		}
+		cfg.Credentials = creds
 	}
 	if n, err := parseSize(*reserve); err != nil {
 		fmt.Fprintf(stderr, "ferry serve: bad disk reserve %q: %v\n", *reserve, err)

@@ -5,6 +5,8 @@ import (
 	"context"
 	"io"
 	"net/http"
+	"os"
+	"path/filepath"
 	"regexp"
 	"runtime/debug"
 	"runtime/metrics"
@@ -244,6 +246,45 @@ func TestServeDiskReserve(t *testing.T) {
 	}
 	if !strings.Contains(logs.String(), "writes are refused") {
 		t.Errorf("no log line about the full disk: %q", logs.String())
+	}
+	if code := stop(); code != 0 {
+		t.Fatalf("exit code %d: %s", code, logs.String())
+	}
+}
+
+// TestServeAuthFlags: --auth verify refuses to start without credentials
+// or with a bad file, and starts with a good one (from the environment).
+func TestServeAuthFlags(t *testing.T) {
+	dir := t.TempDir()
+	good := filepath.Join(dir, "good.ini")
+	bad := filepath.Join(dir, "bad.ini")
+	if err := os.WriteFile(good, []byte("[a]\naws_access_key_id = AKIAA\naws_secret_access_key = s\naws_account_id = 111111111111\n"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(bad, []byte("[a]\naws_access_key_id = AKIAA\n"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	for _, tt := range []struct {
+		args []string
+		want string
+	}{
+		{[]string{"--memory", "--auth", "verify"}, "--auth verify needs --credentials FILE"},
+		{[]string{"--memory", "--auth", "maybe"}, `bad --auth "maybe": want off or verify`},
+		{[]string{"--memory", "--auth", "verify", "--credentials", bad}, "has aws_access_key_id but no aws_secret_access_key"},
+		{[]string{"--memory", "--credentials", filepath.Join(dir, "absent")}, "no such file"},
+	} {
+		var stderr bytes.Buffer
+		if code := run(context.Background(), append([]string{"serve", "--listen", "127.0.0.1:0"}, tt.args...), func(string) string { return "" },
+			io.Discard, &stderr); code != 2 || !strings.Contains(stderr.String(), tt.want) {
+			t.Errorf("%v: exit %d, %q; want 2 and %q", tt.args, code, stderr.String(), tt.want)
+		}
+	}
+	_, logs, stop := serveFromEnv(t, map[string]string{"FERRY_LISTEN": "127.0.0.1:0", "FERRY_MEMORY": "true",
+		"FERRY_AUTH": "verify", "FERRY_CREDENTIALS": good})
+	for _, want := range []string{"auth=verify", "credentials=1"} {
+		if !strings.Contains(logs.String(), want) {
+			t.Errorf("no %s in %q", want, logs.String())
+		}
 	}
 	if code := stop(); code != 0 {
 		t.Fatalf("exit code %d: %s", code, logs.String())

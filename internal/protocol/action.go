@@ -37,6 +37,10 @@ type Action struct {
 	// Handle takes a pointer to an InputType value and returns a pointer to
 	// an OutputType value, or an error (an *Error to choose the AWS error).
 	Handle func(ctx context.Context, in any) (any, error)
+	// Unsigned lets a request without any signature run the action when
+	// signatures are verified, as AWS serves SNS's SubscribeURL and
+	// UnsubscribeURL links. A signature it does carry is still checked.
+	Unsigned bool
 }
 
 // Define describes an action from a typed handler.

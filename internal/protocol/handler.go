@@ -17,6 +17,8 @@ import (
 	"sync"
 	"time"
 	"unsafe"
+
+	"github.com/ferrymq/ferry/internal/sigv4"
 )
 
 // DefaultMaxBodyBytes bounds a request body when Handler.MaxBodyBytes is 0.
@@ -38,6 +40,8 @@ type Handler struct {
 	// the service's SigningName and the action's name ("" when not found),
 	// the HTTP status and the time taken.
 	Observe func(service, action string, status int, took time.Duration)
+	// Auth decides each request's identity and account.
+	Auth Auth
 
 	plans  planCache
 	jplans jsonPlans
@@ -90,6 +94,7 @@ type call struct {
 	json   bool
 	cbor   bool   // RPC v2 CBOR
 	scope  string // the SigV4 credential scope's service name
+	raw    []byte // the body as sent, which a signature covers
 
 	status      int
 	contentType string
@@ -206,7 +211,14 @@ func (h *Handler) serve(r *http.Request, c *call) {
 	}
 	in := h.buffer()
 	defer h.release(in)
-	body, err := h.readBody(r, in)
+	raw, err := h.readBody(r, in)
+	if err != nil {
+		h.fail(c, err)
+		return
+	}
+	// The signature covers the body as sent, compressed or not.
+	c.raw = raw
+	body, err := h.decodeContentEncoding(r, raw, h.maxBody())
 	if err != nil {
 		h.fail(c, err)
 		return
@@ -236,8 +248,8 @@ func (h *Handler) detect(r *http.Request, c *call) (rpcService, rpcOp, target st
 	default:
 		c.info.Protocol = "query"
 	}
-	if cred, ok := parseAuthorization(r.Header.Get("Authorization")); ok {
-		c.info.AccessKey, c.info.Region, c.scope = cred.accessKey, cred.region, cred.service
+	if scope, ok := sigv4.HeaderScope(r.Header.Get("Authorization")); ok {
+		c.info.AccessKey, c.info.Region, c.scope = scope.AccessKey, scope.Region, scope.Service
 	}
 	return rpcService, rpcOp, target
 }
@@ -247,15 +259,12 @@ func (h *Handler) detect(r *http.Request, c *call) (rpcService, rpcOp, target st
 // slowly holds no more memory than it has sent (and this).
 const bodyChunk = 16 << 10
 
-// readBody reads the body into buf's storage, refusing more than the
-// limit. The storage grows as bytes arrive, at most doubling, and never
+// readBody reads the body, as sent (its Content-Encoding still applied),
+// into buf's storage, refusing more than the limit. The storage grows as bytes arrive, at most doubling, and never
 // beyond the announced length + 1 (the room to see the end) or the limit +
 // 1. The decoders copy what they keep, so buf can go back to the pool.
 func (h *Handler) readBody(r *http.Request, buf *bytes.Buffer) ([]byte, error) {
-	limit := h.MaxBodyBytes
-	if limit <= 0 {
-		limit = DefaultMaxBodyBytes
-	}
+	limit := h.maxBody()
 	if r.ContentLength > limit {
 		return nil, ErrRequestTooLarge
 	}
@@ -279,7 +288,15 @@ func (h *Handler) readBody(r *http.Request, buf *bytes.Buffer) ([]byte, error) {
 	if int64(len(body)) > limit {
 		return nil, ErrRequestTooLarge
 	}
-	return h.decodeContentEncoding(r, body, limit)
+	return body, nil
+}
+
+// maxBody is the most bytes a request body may have.
+func (h *Handler) maxBody() int64 {
+	if h.MaxBodyBytes > 0 {
+		return h.MaxBodyBytes
+	}
+	return DefaultMaxBodyBytes
 }
 
 // readUpTo appends r's bytes to b until r ends or b holds bound bytes,
@@ -325,6 +342,10 @@ func (h *Handler) lookupAction(c *call, id func(*Service) string, service, op st
 func (h *Handler) serveJSON(r *http.Request, c *call, target string, body []byte) {
 	prefix, name, _ := cutLast(target, ".")
 	a, ok := h.lookupAction(c, func(s *Service) string { return s.JSONTargetPrefix }, prefix, name)
+	if err := h.identify(r, c, ok && a.Unsigned); err != nil {
+		h.fail(c, err)
+		return
+	}
 	if !ok {
 		h.fail(c, ErrUnknownOperation)
 		return
@@ -358,8 +379,8 @@ func (h *Handler) serveQuery(r *http.Request, c *call, body []byte) {
 		return
 	}
 	if c.info.AccessKey == "" {
-		if cred, ok := parseCredential(vals.Get("X-Amz-Credential")); ok {
-			c.info.AccessKey, c.info.Region, c.scope = cred.accessKey, cred.region, cred.service
+		if scope, ok := sigv4.ParseScope(vals.Get("X-Amz-Credential")); ok {
+			c.info.AccessKey, c.info.Region, c.scope = scope.AccessKey, scope.Region, scope.Service
 		} else {
 			c.info.AccessKey = vals.Get("AWSAccessKeyId")
 		}
@@ -368,6 +389,10 @@ func (h *Handler) serveQuery(r *http.Request, c *call, body []byte) {
 	var a Action
 	var found bool
 	c.svc, a, found = h.queryService(name, vals.Get("Version"), c.scope)
+	if err := h.identify(r, c, found && a.Unsigned); err != nil {
+		h.fail(c, err)
+		return
+	}
 	switch {
 	case name == "":
 		h.fail(c, ErrMissingAction)

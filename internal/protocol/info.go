@@ -2,7 +2,6 @@ package protocol
 
 import (
 	"context"
-	"strings"
 )
 
 // RequestInfo is what the wire layer knows of a request, for the actions.
@@ -16,6 +15,13 @@ type RequestInfo struct {
 	// presigned query); empty when the request carries none.
 	Region    string
 	AccessKey string
+	// Account is the account the request is served in, which the
+	// handler's Auth decides (see Auth.identify); empty only when no
+	// handler served the request (tests that call actions directly).
+	Account string
+	// Verified tells that the signature was checked (Auth.Verify): the
+	// caller is AccessKey's owner, not someone who only named the key.
+	Verified bool
 	// Protocol is "json", "query" or "rpcv2-cbor".
 	Protocol string
 }
@@ -34,41 +40,4 @@ func Info(ctx context.Context) *RequestInfo {
 		return info
 	}
 	return &RequestInfo{}
-}
-
-// credential is a parsed SigV4 credential scope.
-type credential struct {
-	accessKey, region, service string
-}
-
-// parseAuthorization reads the Credential= part of a SigV4 Authorization
-// header ("AWS4-HMAC-SHA256 Credential=AKID/20250101/us-east-1/sqs/aws4_request, ...").
-func parseAuthorization(h string) (credential, bool) {
-	_, rest, ok := strings.Cut(h, "Credential=")
-	if !ok {
-		return credential{}, false
-	}
-	if i := strings.IndexAny(rest, ", "); i >= 0 {
-		rest = rest[:i]
-	}
-	return parseCredential(rest)
-}
-
-// parseCredential splits AKID/date/region/service/aws4_request. SigV4a
-// scopes have no region (AKID/date/service/aws4_request).
-func parseCredential(s string) (credential, bool) {
-	// Cut by hand: strings.Split would allocate on every request.
-	n := strings.Count(s, "/") + 1
-	if n != 4 && n != 5 {
-		return credential{}, false
-	}
-	var parts [5]string
-	for i := range n - 1 {
-		parts[i], s, _ = strings.Cut(s, "/")
-	}
-	parts[n-1] = s
-	if n == 5 {
-		return credential{accessKey: parts[0], region: parts[2], service: parts[3]}, parts[0] != ""
-	}
-	return credential{accessKey: parts[0], service: parts[2]}, parts[0] != ""
 }

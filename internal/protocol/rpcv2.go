@@ -92,6 +92,10 @@ func acceptsCBOR(accept string) bool {
 
 func (h *Handler) serveRPCv2(r *http.Request, c *call, service, op string, body []byte) {
 	a, ok := h.lookupAction(c, func(s *Service) string { return s.RPCv2ServiceName }, service, op)
+	if err := h.identify(r, c, ok && a.Unsigned); err != nil {
+		h.fail(c, err)
+		return
+	}
 	if !ok {
 		h.fail(c, ErrRPCv2UnknownOperation)
 		return

@@ -26,6 +26,7 @@ import (
 	"github.com/ferrymq/ferry/internal/engine"
 	"github.com/ferrymq/ferry/internal/metrics"
 	"github.com/ferrymq/ferry/internal/protocol"
+	"github.com/ferrymq/ferry/internal/sigv4"
 	"github.com/ferrymq/ferry/internal/sns"
 	"github.com/ferrymq/ferry/internal/sns/delivery"
 	"github.com/ferrymq/ferry/internal/sqs"
@@ -78,6 +79,12 @@ type Config struct {
 	// <P>SuccessFeedbackRoleArn and the like): a file path, or "-" for
 	// stdout; "" keeps them only at GET /_ferry/sns/delivery-logs.
 	SNSDeliveryLog string
+
+	// AuthVerify requires a valid SigV4 signature, by a key of
+	// Credentials, on every API request. Credentials, when set, also name
+	// the account of their keys when nothing is verified.
+	AuthVerify  bool
+	Credentials *sigv4.Credentials
 
 	// SamplerLease and AlarmLease are, on a store other nodes share, how
 	// long the leases on metric sampling and alarm evaluation last
@@ -156,6 +163,10 @@ func Start(ctx context.Context, cfg Config) (*Server, error) {
 		return nil, errors.New("server: Config.Store is required")
 	}
 	cfg.fill()
+	if cfg.AuthVerify && cfg.Credentials.Len() == 0 {
+		cfg.Store.Close()
+		return nil, errors.New("server: verifying signatures needs credentials (--credentials)")
+	}
 	began := time.Now()
 	eng := cfg.Store
 	datapoints := metrics.New(metrics.Options{Clock: cfg.Clock})
@@ -294,6 +305,10 @@ func Start(ctx context.Context, cfg Config) (*Server, error) {
 		Logger:   cfg.Logger,
 		Observe:  requests.Observe,
 		Services: []*protocol.Service{sqs.NewService(sqsCfg), snsSvc.Protocol(), cwSvc.Protocol()},
+		Auth:     protocol.Auth{Verify: cfg.AuthVerify, DefaultAccount: cfg.Account},
+	}
+	if cfg.Credentials != nil {
+		api.Auth.Verifier = &sigv4.Verifier{Keys: cfg.Credentials, Region: cfg.Region, Clock: cfg.Clock}
 	}
 	if err := api.Check(); err != nil {
 		s.sampler.Close(ctx)
@@ -336,8 +351,16 @@ func Start(ctx context.Context, cfg Config) (*Server, error) {
 	go func() { s.served <- s.http.Serve(serveLn) }()
 	cfg.Logger.Info("ferry listening", "addr", ln.Addr().String(), "store", cfg.StoreName,
 		"account", cfg.Account, "region", cfg.Region, "read_timeout", cfg.ReadTimeout, "idle_timeout", cfg.IdleTimeout,
-		"max_connections", cfg.MaxConnections, "startup", time.Since(began))
+		"max_connections", cfg.MaxConnections, "auth", authMode(cfg), "credentials", cfg.Credentials.Len(), "startup", time.Since(began))
 	return s, nil
+}
+
+// authMode names the authentication mode for the log.
+func authMode(cfg Config) string {
+	if cfg.AuthVerify {
+		return "verify"
+	}
+	return "off"
 }
 
 // Addr is the address the server listens on.

@@ -261,6 +261,13 @@ func (s *Service) newProtocol() *protocol.Service {
 		protocol.Define("PutDataProtectionPolicy", s.putDataProtectionPolicy),
 	}
 	actions = append(actions, s.platformActions()...)
+	// The SubscribeURL and UnsubscribeURL links a subscriber is sent are
+	// followed unsigned, as AWS serves them.
+	for i := range actions {
+		if actions[i].Name == "ConfirmSubscription" || actions[i].Name == "Unsubscribe" {
+			actions[i].Unsigned = true
+		}
+	}
 	svc := &protocol.Service{
 		ShapeNamespace:  "com.amazonaws.sns",
 		Version:         "2010-03-31",

@@ -94,7 +94,7 @@ func (s *service) sendMessageBatch(ctx context.Context, in *SendMessageBatchInpu
 	if len(msgs) == 0 {
 		return out, nil
 	}
-	res, err := s.send(ctx, q.Name, msgs)
+	res, err := s.send(ctx, s.accountOf(ctx), q.Name, msgs)
 	if err != nil {
 		return nil, s.engineError(err, "send batch to "+q.Name)
 	}
@@ -149,7 +149,7 @@ func (s *service) deleteMessageBatch(ctx context.Context, in *DeleteMessageBatch
 		sent = append(sent, i)
 	}
 	if len(handles) > 0 {
-		errs, err := s.backend.Delete(ctx, s.account, name, handles)
+		errs, err := s.backend.Delete(ctx, s.accountOf(ctx), name, handles)
 		if err != nil {
 			return nil, s.engineError(err, "delete batch from "+name)
 		}
@@ -160,7 +160,7 @@ func (s *service) deleteMessageBatch(ctx context.Context, in *DeleteMessageBatch
 				deleted++
 			}
 		}
-		s.recordDeleted(name, deleted)
+		s.recordDeleted(s.accountOf(ctx), name, deleted)
 	}
 	ok, bad := batchResults(in.Entries, failed, func(e *DeleteMessageBatchRequestEntry) string { return e.Id })
 	return &DeleteMessageBatchOutput{Successful: ok, Failed: bad}, nil
@@ -196,7 +196,7 @@ func (s *service) changeMessageVisibilityBatch(ctx context.Context, in *ChangeMe
 		sent = append(sent, i)
 	}
 	if len(changes) > 0 {
-		errs, err := s.backend.ChangeVisibility(ctx, s.account, name, changes)
+		errs, err := s.backend.ChangeVisibility(ctx, s.accountOf(ctx), name, changes)
 		if err != nil {
 			return nil, s.engineError(err, "change visibility batch in "+name)
 		}

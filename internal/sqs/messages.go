@@ -31,7 +31,7 @@ func (s *service) sendMessage(ctx context.Context, in *SendMessageInput) (*SendM
 	if perr != nil {
 		return nil, perr
 	}
-	res, err := s.send(ctx, q.Name, []engine.NewMessage{msg})
+	res, err := s.send(ctx, s.accountOf(ctx), q.Name, []engine.NewMessage{msg})
 	if err != nil {
 		return nil, s.engineError(err, "send to "+q.Name)
 	}
@@ -84,11 +84,11 @@ func (s *service) receiveMessage(ctx context.Context, in *ReceiveMessageInput) (
 	}
 	sys := selectSystemAttributes(in.AttributeNames, in.MessageSystemAttributeNames)
 	filter := newAttributeFilter(in.MessageAttributeNames)
-	msgs, err := s.backend.Receive(ctx, s.account, q.Name, req)
+	msgs, err := s.backend.Receive(ctx, s.accountOf(ctx), q.Name, req)
 	if err != nil {
 		return nil, s.engineError(err, "receive from "+q.Name)
 	}
-	s.recordReceived(q.Name, len(msgs))
+	s.recordReceived(s.accountOf(ctx), q.Name, len(msgs))
 	out := &ReceiveMessageOutput{}
 	if len(msgs) == 0 {
 		return out, nil
@@ -108,14 +108,14 @@ func (s *service) deleteMessage(ctx context.Context, in *DeleteMessageInput) (*E
 	if in.ReceiptHandle == "" {
 		return nil, missingParameter("ReceiptHandle")
 	}
-	errs, err := s.backend.Delete(ctx, s.account, name, []string{in.ReceiptHandle})
+	errs, err := s.backend.Delete(ctx, s.accountOf(ctx), name, []string{in.ReceiptHandle})
 	if err != nil {
 		return nil, s.engineError(err, "delete from "+name)
 	}
 	if perr := deleteError(in.ReceiptHandle, errs, 0); perr != nil {
 		return nil, perr
 	}
-	s.recordDeleted(name, 1)
+	s.recordDeleted(s.accountOf(ctx), name, 1)
 	return &EmptyOutput{}, nil
 }
 
@@ -154,7 +154,7 @@ func (s *service) changeMessageVisibility(ctx context.Context, in *ChangeMessage
 	if perr := checkVisibility(timeout); perr != nil {
 		return nil, perr
 	}
-	errs, err := s.backend.ChangeVisibility(ctx, s.account, name,
+	errs, err := s.backend.ChangeVisibility(ctx, s.accountOf(ctx), name,
 		[]engine.VisibilityChange{{ReceiptHandle: in.ReceiptHandle, Timeout: time.Duration(timeout) * time.Second}})
 	if err != nil {
 		return nil, s.engineError(err, "change visibility in "+name)

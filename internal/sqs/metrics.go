@@ -10,16 +10,19 @@ type Toucher interface {
 	Touch(queue string)
 }
 
-func (s *service) touch(queue string) {
-	if s.activity != nil {
+// touch tells the sampler of an action on queue. Metrics are kept for the
+// queues of the configured account only, whose CloudWatch view and
+// sampler they feed.
+func (s *service) touch(account, queue string) {
+	if s.activity != nil && account == s.account {
 		s.activity.Touch(queue)
 	}
 }
 
 // recordSent counts the messages a send enqueued, whoever sent them. A
 // FIFO duplicate was not enqueued: it counts as deduplicated, not as sent.
-func (p *Port) recordSent(queue string, msgs []engine.NewMessage, res []engine.SendResult) {
-	if p.metrics == nil {
+func (p *Port) recordSent(account, queue string, msgs []engine.NewMessage, res []engine.SendResult) {
+	if p.metrics == nil || account != p.account {
 		return
 	}
 	for i := range res {
@@ -38,8 +41,8 @@ func (p *Port) countSent(queue string, m *engine.NewMessage) {
 }
 
 // recordReceived counts one receive call: its messages, or an empty receive.
-func (s *service) recordReceived(queue string, n int) {
-	if s.metrics == nil {
+func (s *service) recordReceived(account, queue string, n int) {
+	if s.metrics == nil || account != s.account {
 		return
 	}
 	if n == 0 {
@@ -50,8 +53,8 @@ func (s *service) recordReceived(queue string, n int) {
 }
 
 // recordDeleted counts successful deletes (repeats of a valid handle too).
-func (s *service) recordDeleted(queue string, n int) {
-	if s.metrics == nil || n == 0 {
+func (s *service) recordDeleted(account, queue string, n int) {
+	if s.metrics == nil || n == 0 || account != s.account {
 		return
 	}
 	s.metrics.Record(metrics.NamespaceSQS, metrics.MessagesDeleted, metrics.Queue(queue), float64(n))

@@ -51,11 +51,11 @@ func (s *service) listDeadLetterSourceQueues(ctx context.Context, in *ListDeadLe
 // deadLetterSources names, sorted, the account's queues whose RedrivePolicy
 // targets the named queue.
 func (s *service) deadLetterSources(ctx context.Context, name string) ([]string, error) {
-	queues, err := s.backend.ListQueues(ctx, s.account, "")
+	queues, err := s.backend.ListQueues(ctx, s.accountOf(ctx), "")
 	if err != nil {
 		return nil, s.engineError(err, "list queues")
 	}
-	target := s.arn(name)
+	target := s.arn(ctx, name)
 	var names []string
 	for _, q := range queues {
 		if redriveTargetARN(q.Attributes) == target {
@@ -78,7 +78,7 @@ func (s *service) moveTaskQueue(ctx context.Context, value, param string) (engin
 	if !ok || a.Partition != arnPartition {
 		return engine.Queue{}, notFound
 	}
-	q, err := s.backend.GetQueue(ctx, s.account, name)
+	q, err := s.backend.GetQueue(ctx, s.accountOf(ctx), name)
 	if errors.Is(err, engine.ErrQueueNotFound) {
 		return engine.Queue{}, notFound
 	}
@@ -103,7 +103,7 @@ func (s *service) startMessageMoveTask(ctx context.Context, in *StartMessageMove
 	if len(sources) == 0 {
 		return nil, invalidParameter(notDeadLetterQueue)
 	}
-	task := engine.MoveTask{SourceAccount: s.account, SourceName: src.Name, SourceARN: s.arn(src.Name)}
+	task := engine.MoveTask{SourceAccount: s.accountOf(ctx), SourceName: src.Name, SourceARN: s.arn(ctx, src.Name)}
 	if in.DestinationArn != "" {
 		if _, ok := arn.Parse(in.DestinationArn); !ok {
 			return nil, invalidParameter(arnFormatMessage, "DestinationArn")
@@ -121,7 +121,7 @@ func (s *service) startMessageMoveTask(ctx context.Context, in *StartMessageMove
 		if isFifo(dst.Attributes) != isFifo(src.Attributes) {
 			return nil, invalidParameter(sameTypeMessage)
 		}
-		task.DestinationARN = s.arn(dst.Name)
+		task.DestinationARN = s.arn(ctx, dst.Name)
 	}
 	if r := in.MaxNumberOfMessagesPerSecond; r != nil {
 		if *r < 1 || *r > maxMovePerSecond {
@@ -162,7 +162,7 @@ func (s *service) listMessageMoveTasks(ctx context.Context, in *ListMessageMoveT
 	if err != nil {
 		return nil, err
 	}
-	tasks, err := s.backend.ListMoveTasks(ctx, s.account, src.Name)
+	tasks, err := s.backend.ListMoveTasks(ctx, s.accountOf(ctx), src.Name)
 	if errors.Is(err, engine.ErrQueueNotFound) {
 		return nil, errResourceNotFound.WithMessage(resourceNotFound, "SourceArn")
 	}
@@ -231,7 +231,7 @@ func (s *service) cancelMessageMoveTask(ctx context.Context, in *CancelMessageMo
 	if err != nil {
 		return nil, err
 	}
-	t, err := s.backend.CancelMoveTask(ctx, s.account, src.Name, id)
+	t, err := s.backend.CancelMoveTask(ctx, s.accountOf(ctx), src.Name, id)
 	switch {
 	// AWS's answer for a task that is no longer running is unrecorded; it
 	// gets the unknown task's.

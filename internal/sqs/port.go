@@ -67,7 +67,7 @@ func (p *Port) Send(ctx context.Context, queueARN string, msgs []engine.NewMessa
 		return nil, errQueueUnreachable
 	}
 	fitDeduplication(name, msgs)
-	res, err := p.send(ctx, name, msgs)
+	res, err := p.send(ctx, p.account, name, msgs)
 	if errors.Is(err, engine.ErrQueueNotFound) {
 		return nil, errQueueUnreachable
 	}
@@ -109,7 +109,7 @@ func (p *Port) SendMany(ctx context.Context, queueARNs []string, msgs [][]engine
 	for j := range res {
 		switch o := &res[j]; {
 		case o.Err == nil:
-			p.recordSent(written[j].Name, written[j].Msgs, o.Results)
+			p.recordSent(p.account, written[j].Name, written[j].Msgs, o.Results)
 		case errors.Is(o.Err, engine.ErrQueueNotFound):
 			o.Err = errQueueUnreachable
 		}
@@ -140,18 +140,18 @@ func (p *Port) MovedByTask(account, queue string, m *engine.NewMessage) {
 	}
 }
 
-// send writes msgs into the named queue of the account and counts what it
+// send writes msgs into the named queue of account and counts what it
 // enqueued: the one write of SendMessage, SendMessageBatch and the
 // services' sends.
-func (p *Port) send(ctx context.Context, name string, msgs []engine.NewMessage) ([]engine.SendResult, error) {
-	res, err := p.backend.Send(ctx, p.account, name, msgs)
+func (p *Port) send(ctx context.Context, account, name string, msgs []engine.NewMessage) ([]engine.SendResult, error) {
+	res, err := p.backend.Send(ctx, account, name, msgs)
 	if err != nil {
 		return nil, err
 	}
 	if len(res) != len(msgs) {
 		return nil, fmt.Errorf("engine answered %d results for %d messages", len(res), len(msgs))
 	}
-	p.recordSent(name, msgs, res)
+	p.recordSent(account, name, msgs, res)
 	return res, nil
 }
 

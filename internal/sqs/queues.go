@@ -52,9 +52,9 @@ func (s *service) createQueue(ctx context.Context, in *CreateQueueInput) (*Creat
 	}
 	now := s.clock.Now()
 	q := engine.Queue{
-		Account:    s.account,
+		Account:    s.accountOf(ctx),
 		Name:       name,
-		ARN:        s.arn(name),
+		ARN:        s.arn(ctx, name),
 		Attributes: attrs,
 		Tags:       in.Tags,
 		Settings:   settingsOf(attrs),
@@ -81,13 +81,13 @@ func (s *service) getQueueURL(ctx context.Context, in *GetQueueUrlInput) (*GetQu
 	if in.QueueName == "" {
 		return nil, missingParameter("QueueName")
 	}
-	if in.QueueOwnerAWSAccountId != "" && in.QueueOwnerAWSAccountId != s.account {
+	if in.QueueOwnerAWSAccountId != "" && in.QueueOwnerAWSAccountId != s.accountOf(ctx) {
 		return nil, errQueueDoesNotExist
 	}
 	if !validAnyQueueName(in.QueueName) {
 		return nil, errQueueDoesNotExist
 	}
-	if _, err := s.backend.GetQueue(ctx, s.account, in.QueueName); err != nil {
+	if _, err := s.backend.GetQueue(ctx, s.accountOf(ctx), in.QueueName); err != nil {
 		return nil, s.engineError(err, "get queue "+in.QueueName)
 	}
 	return &GetQueueUrlOutput{QueueUrl: s.queueURL(ctx, in.QueueName)}, nil
@@ -99,7 +99,7 @@ func (s *service) listQueues(ctx context.Context, in *ListQueuesInput) (*ListQue
 	if perr != nil {
 		return nil, perr
 	}
-	queues, err := s.backend.ListQueues(ctx, s.account, in.QueueNamePrefix)
+	queues, err := s.backend.ListQueues(ctx, s.accountOf(ctx), in.QueueNamePrefix)
 	if err != nil {
 		return nil, s.engineError(err, "list queues")
 	}
@@ -167,7 +167,7 @@ func (s *service) deleteQueue(ctx context.Context, in *QueueInput) (*EmptyOutput
 	if err != nil {
 		return nil, err
 	}
-	if err := s.backend.DeleteQueue(ctx, s.account, name); err != nil {
+	if err := s.backend.DeleteQueue(ctx, s.accountOf(ctx), name); err != nil {
 		return nil, s.engineError(err, "delete queue "+name)
 	}
 	s.log.DebugContext(ctx, "queue deleted", "queue", name)
@@ -188,11 +188,11 @@ func (s *service) getQueueAttributes(ctx context.Context, in *GetQueueAttributes
 	}
 	var stats engine.Stats
 	if needsStats(want) {
-		if stats, err = s.backend.Stats(ctx, s.account, q.Name); err != nil {
+		if stats, err = s.backend.Stats(ctx, s.accountOf(ctx), q.Name); err != nil {
 			return nil, s.engineError(err, "stats of "+q.Name)
 		}
 	}
-	return &GetQueueAttributesOutput{Attributes: queueAttributes(q, s.arn(q.Name), stats, want)}, nil
+	return &GetQueueAttributesOutput{Attributes: queueAttributes(q, s.arn(ctx, q.Name), stats, want)}, nil
 }
 
 func (s *service) setQueueAttributes(ctx context.Context, in *SetQueueAttributesInput) (*EmptyOutput, error) {
@@ -223,7 +223,7 @@ func (s *service) setQueueAttributes(ctx context.Context, in *SetQueueAttributes
 		q.Settings = settingsOf(attrs)
 		q.Modified = now
 		if q.ARN == "" {
-			q.ARN = s.arn(q.Name)
+			q.ARN = s.arn(ctx, q.Name)
 		}
 		return nil
 	})
@@ -238,7 +238,7 @@ func (s *service) purgeQueue(ctx context.Context, in *QueueInput) (*EmptyOutput,
 	if err != nil {
 		return nil, err
 	}
-	if err := s.backend.Purge(ctx, s.account, name); err != nil {
+	if err := s.backend.Purge(ctx, s.accountOf(ctx), name); err != nil {
 		if errors.Is(err, engine.ErrPurgeInProgress) {
 			return nil, purgeInProgress(name)
 		}
@@ -255,7 +255,7 @@ func (s *service) updateQueue(ctx context.Context, queueURL string, fn func(*eng
 	if err != nil {
 		return err
 	}
-	err = s.backend.UpdateQueue(ctx, s.account, name, func(q *engine.Queue) error {
+	err = s.backend.UpdateQueue(ctx, s.accountOf(ctx), name, func(q *engine.Queue) error {
 		if perr := fn(q); perr != nil {
 			return perr
 		}

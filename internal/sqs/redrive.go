@@ -240,7 +240,7 @@ func (s *service) checkRedriveTarget(ctx context.Context, source string, sourceF
 	switch {
 	case t.Region != s.region:
 		return bad(reasonSameRegion)
-	case t.Account != s.account:
+	case t.Account != s.accountOf(ctx):
 		return bad(reasonSameOwner)
 	case strings.HasSuffix(name, fifoSuffix) != sourceFifo:
 		return bad(reasonSameType)
@@ -249,7 +249,7 @@ func (s *service) checkRedriveTarget(ctx context.Context, source string, sourceF
 	case t.Partition != arnPartition || !validAnyQueueName(name):
 		return bad(reasonTargetMissing)
 	}
-	target, err := s.backend.GetQueue(ctx, s.account, name)
+	target, err := s.backend.GetQueue(ctx, s.accountOf(ctx), name)
 	if errors.Is(err, engine.ErrQueueNotFound) {
 		return bad(reasonTargetMissing)
 	}
@@ -261,7 +261,7 @@ func (s *service) checkRedriveTarget(ctx context.Context, source string, sourceF
 	}
 	if allow := target.Attributes[attrRedriveAllowPolicy]; allow != "" {
 		ap, perr := parseRedriveAllowPolicy(allow)
-		if perr == nil && !ap.allows(s.arn(source)) {
+		if perr == nil && !ap.allows(s.arn(ctx, source)) {
 			return bad(reasonTargetDisallowed)
 		}
 	}

@@ -135,10 +135,22 @@ func (s *service) queueURL(ctx context.Context, name string) string {
 		}
 		base = "http://" + host
 	}
-	return base + "/" + s.account + "/" + name
+	return base + "/" + s.accountOf(ctx) + "/" + name
 }
 
-func (s *service) arn(name string) string { return queueARN(s.region, s.account, name) }
+func (s *service) arn(ctx context.Context, name string) string {
+	return queueARN(s.region, s.accountOf(ctx), name)
+}
+
+// accountOf is the account the request is served in, as the protocol
+// layer decided it (protocol.Auth); the configured account for a call
+// that came through no handler.
+func (s *service) accountOf(ctx context.Context) string {
+	if a := protocol.Info(ctx).Account; a != "" {
+		return a
+	}
+	return s.account
+}
 
 // queueName resolves a request's QueueUrl (a URL or a bare name) to a queue
 // name of this account, falling back to the request path for clients that
@@ -152,11 +164,12 @@ func (s *service) queueName(ctx context.Context, queueURL string) (string, error
 		}
 		ref = path
 	}
-	account, name, ok := parseQueueRef(ref)
-	if !ok || (account != "" && account != s.account) || !validAnyQueueName(name) {
+	owner, name, ok := parseQueueRef(ref)
+	account := s.accountOf(ctx)
+	if !ok || (owner != "" && owner != account) || !validAnyQueueName(name) {
 		return "", errQueueDoesNotExist
 	}
-	s.touch(name)
+	s.touch(account, name)
 	return name, nil
 }
 
@@ -177,7 +190,7 @@ func (s *service) loadQueue(ctx context.Context, queueURL string,
 	if err != nil {
 		return engine.Queue{}, err
 	}
-	q, err := load(ctx, s.account, name)
+	q, err := load(ctx, s.accountOf(ctx), name)
 	if err != nil {
 		return engine.Queue{}, s.engineError(err, "get queue "+name)
 	}
@@ -207,5 +220,5 @@ func (s *service) senderID(ctx context.Context) string {
 	if _, _, key := requestInfo(ctx); key != "" {
 		return key
 	}
-	return s.account
+	return s.accountOf(ctx)
 }
