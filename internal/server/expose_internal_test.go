@@ -1,6 +1,7 @@
 package server
 
 import (
+	"net/http"
 	"net/http/httptest"
 	"os"
 	"testing"
@@ -108,5 +109,26 @@ func TestBearer(t *testing.T) {
 		if got := bearer(r, "s3cret"); got != tc.ok {
 			t.Errorf("bearer(%q) = %v, want %v", tc.header, got, tc.ok)
 		}
+	}
+}
+
+// BenchmarkGuardCheck is what the Host and cross-site checks add to each
+// request an SDK sends.
+func BenchmarkGuardCheck(b *testing.B) {
+	hosts, err := newHostSet([]string{"ferry"}, "127.0.0.1:4566")
+	if err != nil {
+		b.Fatal(err)
+	}
+	g := &guard{hosts: hosts}
+	h := g.check(http.HandlerFunc(func(http.ResponseWriter, *http.Request) {}))
+	for _, host := range []string{"127.0.0.1:4566", "sqs.us-east-1.localhost.localstack.cloud:4566"} {
+		b.Run(host, func(b *testing.B) {
+			r := httptest.NewRequest("POST", "http://"+host+"/", nil)
+			w := httptest.NewRecorder()
+			b.ReportAllocs()
+			for b.Loop() {
+				h.ServeHTTP(w, r)
+			}
+		})
 	}
 }

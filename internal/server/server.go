@@ -210,12 +210,15 @@ func Start(ctx context.Context, cfg Config) (*Server, error) {
 		eng.Close()
 		return nil, err
 	}
-	var egressPolicy *egress.Policy
-	if cfg.AuthOn {
-		if egressPolicy, err = egress.Parse(cfg.SNSAllowedEndpoints); err != nil {
-			eng.Close()
-			return nil, err
-		}
+	// The allow-list is checked in every mode, so that a mistake shows
+	// before auth is turned on; deliveries are guarded only with auth on.
+	egressPolicy, err := egress.Parse(cfg.SNSAllowedEndpoints)
+	if err != nil {
+		eng.Close()
+		return nil, err
+	}
+	if !cfg.AuthOn {
+		egressPolicy = nil
 	}
 	ln, err := net.Listen("tcp", cfg.Listen)
 	if err != nil {
