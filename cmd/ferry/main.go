@@ -177,6 +177,12 @@ func serve(ctx context.Context, args []string, getenv func(string) string, stder
 	fs.StringVar(&cfg.SMTPFrom, "smtp-from", env("FERRY_SMTP_FROM", ""), "sender address of SNS emails (FERRY_SMTP_FROM)")
 	fs.StringVar(&cfg.CABundle, "sns-ca-bundle", env("FERRY_SNS_CA_BUNDLE", ""), "PEM file of extra CA certificates SNS trusts for https endpoints (FERRY_SNS_CA_BUNDLE)")
 	fs.StringVar(&cfg.SNSDeliveryLog, "sns-delivery-log", env("FERRY_SNS_DELIVERY_LOG", ""), "file that SNS delivery status logs are appended to, or - for stdout; default: memory only (FERRY_SNS_DELIVERY_LOG)")
+	fs.StringVar(&cfg.TLSCert, "tls-cert", env("FERRY_TLS_CERT", ""), "PEM file of the server certificate (and its chain); with --tls-key, Ferry serves HTTPS, HTTP/2 included (FERRY_TLS_CERT)")
+	fs.StringVar(&cfg.TLSKey, "tls-key", env("FERRY_TLS_KEY", ""), "PEM file of the certificate's private key (FERRY_TLS_KEY)")
+	allowedHosts := fs.String("allowed-hosts", env("FERRY_ALLOWED_HOSTS", ""), "comma-separated Host names accepted besides localhost, the listen addresses and this machine's name: name, *.domain, or * for any (FERRY_ALLOWED_HOSTS)")
+	fs.StringVar(&cfg.AdminToken, "admin-token", env("FERRY_ADMIN_TOKEN", ""), "bearer token Ferry's admin endpoints require; with --auth verify they are closed without one (FERRY_ADMIN_TOKEN; prefer the variable: arguments are visible to other users)")
+	fs.StringVar(&cfg.AdminListen, "admin-listen", env("FERRY_ADMIN_LISTEN", ""), "serve Ferry's admin endpoints on this address instead of --listen (FERRY_ADMIN_LISTEN)")
+	snsAllowed := fs.String("sns-allowed-endpoints", env("FERRY_SNS_ALLOWED_ENDPOINTS", ""), "comma-separated CIDRs, addresses or host names that SNS HTTP/S deliveries may reach although loopback, link-local or private; applies with --auth verify (FERRY_SNS_ALLOWED_ENDPOINTS)")
 	fs.DurationVar(&cfg.ReadTimeout, "read-timeout", envDuration("FERRY_READ_TIMEOUT", server.DefaultReadTimeout), "longest a request's headers and body may take to arrive, not counting a long poll's wait; negative: no bound (FERRY_READ_TIMEOUT)")
 	fs.DurationVar(&cfg.IdleTimeout, "idle-timeout", envDuration("FERRY_IDLE_TIMEOUT", server.DefaultIdleTimeout), "close a keep-alive connection idle for this long; negative: never (FERRY_IDLE_TIMEOUT)")
 	fs.IntVar(&cfg.MaxConnections, "max-connections", envInt("FERRY_MAX_CONNECTIONS", server.DefaultMaxConnections), "most connections served at once; more are answered 503 ServiceUnavailable; negative: no cap (FERRY_MAX_CONNECTIONS)")
@@ -225,6 +231,8 @@ func serve(ctx context.Context, args []string, getenv func(string) string, stder
 		}
 		cfg.Credentials = creds
 	}
+	cfg.AllowedHosts = splitList(*allowedHosts)
+	cfg.SNSAllowedEndpoints = splitList(*snsAllowed)
 	if n, err := parseSize(*reserve); err != nil {
 		fmt.Fprintf(stderr, "ferry serve: bad disk reserve %q: %v\n", *reserve, err)
 		return 2
@@ -299,6 +307,17 @@ func serveStore(ctx context.Context, cfg server.Config, sopts embedded.Options, 
 	}
 	cfg.Store = store
 	return server.Run(ctx, cfg, grace)
+}
+
+// splitList reads a comma-separated list, dropping empty entries.
+func splitList(s string) []string {
+	var out []string
+	for _, e := range strings.Split(s, ",") {
+		if e = strings.TrimSpace(e); e != "" {
+			out = append(out, e)
+		}
+	}
+	return out
 }
 
 // parseSize reads a size in bytes: a whole number with an optional binary

@@ -54,6 +54,9 @@ func TestCommands(t *testing.T) {
 		{[]string{"serve", "--read-timeout", "soon"}, 2, "invalid value", nil},
 		{[]string{"serve"}, 2, `FERRY_IDLE_TIMEOUT="2 min" is not a duration`, map[string]string{"FERRY_IDLE_TIMEOUT": "2 min"}},
 		{[]string{"serve"}, 2, `FERRY_MAX_CONNECTIONS="many" is not a number`, map[string]string{"FERRY_MAX_CONNECTIONS": "many"}},
+		{[]string{"serve", "--memory", "--listen", "127.0.0.1:0", "--tls-cert", "/nonexistent/cert.pem"}, 1, "needs both a certificate", nil},
+		{[]string{"serve", "--memory", "--listen", "127.0.0.1:0", "--allowed-hosts", "ev*il"}, 1, "want a host name, an address", nil},
+		{[]string{"serve", "--memory", "--listen", "127.0.0.1:0", "--sns-allowed-endpoints", "10.0.0.0/33"}, 1, "allow-list entry", nil},
 	}
 	for _, tc := range cases {
 		var out, errOut bytes.Buffer

@@ -11,6 +11,8 @@ type RequestInfo struct {
 	// by posting to its URL rather than naming it in the body.
 	Host string
 	Path string
+	// TLS: the request came over HTTPS, so links to this server use https.
+	TLS bool
 	// Region and AccessKey come from the SigV4 credential scope (header or
 	// presigned query); empty when the request carries none.
 	Region    string

@@ -60,6 +60,20 @@ func verifying(t testing.TB, skew time.Duration) option {
 	}
 }
 
+// verifyingHarness turns --auth verify on for the harness's own clients:
+// their key, in the default account, on a fake clock set to the wall
+// clock.
+func verifyingHarness(t testing.TB) option {
+	creds, err := sigv4.ParseCredentials(strings.NewReader("[harness]\naws_access_key_id = AKIDFERRYTEST\naws_secret_access_key = secret\n"), server.DefaultAccount)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return func(c *server.Config) {
+		c.AuthVerify, c.Credentials = true, creds
+		c.Clock = clock.NewFake(time.Now())
+	}
+}
+
 // authClients are the SDK clients of one caller.
 type authClients struct {
 	json  *sqs.Client

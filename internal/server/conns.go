@@ -2,6 +2,7 @@ package server
 
 import (
 	"context"
+	"crypto/tls"
 	"log/slog"
 	"net"
 	"net/http"
@@ -84,8 +85,12 @@ func (c *countedConn) CloseWrite() error {
 
 type refusedKey struct{}
 
-// connContext marks the requests of a refused connection.
+// connContext marks the requests of a refused connection (under TLS, of
+// the connection TLS runs on).
 func connContext(ctx context.Context, c net.Conn) context.Context {
+	if tc, ok := c.(*tls.Conn); ok {
+		c = tc.NetConn()
+	}
 	if cc, ok := c.(*countedConn); ok && cc.refused {
 		return context.WithValue(ctx, refusedKey{}, true)
 	}

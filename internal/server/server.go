@@ -23,6 +23,7 @@ import (
 
 	"github.com/ferrymq/ferry/internal/clock"
 	"github.com/ferrymq/ferry/internal/cloudwatch"
+	"github.com/ferrymq/ferry/internal/egress"
 	"github.com/ferrymq/ferry/internal/engine"
 	"github.com/ferrymq/ferry/internal/metrics"
 	"github.com/ferrymq/ferry/internal/protocol"
@@ -82,9 +83,30 @@ type Config struct {
 
 	// AuthVerify requires a valid SigV4 signature, by a key of
 	// Credentials, on every API request. Credentials, when set, also name
-	// the account of their keys when nothing is verified.
+	// the account of their keys when nothing is verified. With it, Ferry's
+	// admin endpoints need AdminToken (and are closed without one), and SNS
+	// HTTP/S deliveries may reach only public addresses and
+	// SNSAllowedEndpoints.
 	AuthVerify  bool
 	Credentials *sigv4.Credentials
+	// TLSCert and TLSKey are PEM files of the server's certificate (its
+	// chain) and key: with both, every listener serves HTTPS, HTTP/2 and
+	// HTTP/1.1, and the links Ferry hands out use https.
+	TLSCert, TLSKey string
+	// AllowedHosts are Host names accepted besides the defaults (localhost,
+	// the listen addresses, this machine's name, ...; see hostSet): a name,
+	// an address, "*.domain" for its subdomains, or "*" for any.
+	AllowedHosts []string
+	// AdminToken, when set, is the bearer token Ferry's admin endpoints
+	// (listed in endpoints) require.
+	AdminToken string
+	// AdminListen, when set, is a second address serving Ferry's own
+	// endpoints; the API's listener then serves only the APIs, health and
+	// the SNS signing certificate.
+	AdminListen string
+	// SNSAllowedEndpoints admits SNS deliveries, with AuthVerify, to addresses
+	// that are not public: CIDR prefixes, addresses or host names.
+	SNSAllowedEndpoints []string
 
 	// SamplerLease and AlarmLease are, on a store other nodes share, how
 	// long the leases on metric sampling and alarm evaluation last
@@ -141,19 +163,26 @@ func (c *Config) fill() {
 
 // Server is a running Ferry.
 type Server struct {
-	cfg      Config
-	store    engine.Store
-	sns      *sns.Service
-	cw       *cloudwatch.Service
-	metrics  *metrics.Store
-	sampler  *metrics.Sampler
-	http     *http.Server
-	ln       net.Listener
-	served   chan error
-	drain    context.Context // cancelled when shutdown begins: long polls answer
-	stopAll  context.CancelFunc
-	once     sync.Once
-	closeErr error
+	cfg     Config
+	store   engine.Store
+	sns     *sns.Service
+	cw      *cloudwatch.Service
+	metrics *metrics.Store
+	sampler *metrics.Sampler
+	http    *http.Server
+	ln      net.Listener
+	served  chan error
+	routes  *routes
+	scheme  string // "http" or "https"
+	// admin serves Ferry's own endpoints on Config.AdminListen; nil
+	// without one.
+	admin       *http.Server
+	adminLn     net.Listener
+	adminServed chan error
+	drain       context.Context // cancelled when shutdown begins: long polls answer
+	stopAll     context.CancelFunc
+	once        sync.Once
+	closeErr    error
 }
 
 // Start binds the listener and starts serving from cfg.Store. The caller
@@ -184,19 +213,58 @@ func Start(ctx context.Context, cfg Config) (*Server, error) {
 	// Before anything serves: tasks the store resumed may be held until
 	// now, so that every move they make is counted.
 	eng.OnMovedByTask(queues.MovedByTask)
+	tlsCfg, err := loadTLS(cfg.TLSCert, cfg.TLSKey)
+	if err != nil {
+		eng.Close()
+		return nil, err
+	}
+	// The allow-list is checked in every mode, so that a mistake shows
+	// before auth is turned on; deliveries are guarded only with auth on.
+	egressPolicy, err := egress.Parse(cfg.SNSAllowedEndpoints)
+	if err != nil {
+		eng.Close()
+		return nil, err
+	}
+	if !cfg.AuthVerify {
+		egressPolicy = nil
+	}
 	ln, err := net.Listen("tcp", cfg.Listen)
 	if err != nil {
 		eng.Close()
 		return nil, fmt.Errorf("listen on %s: %w", cfg.Listen, err)
 	}
+	var adminLn net.Listener
+	if cfg.AdminListen != "" {
+		if adminLn, err = net.Listen("tcp", cfg.AdminListen); err != nil {
+			ln.Close()
+			eng.Close()
+			return nil, fmt.Errorf("listen on %s: %w", cfg.AdminListen, err)
+		}
+	}
+	closeListeners := func() {
+		ln.Close()
+		if adminLn != nil {
+			adminLn.Close()
+		}
+	}
+	hosts, err := newHostSet(cfg.AllowedHosts, cfg.Listen, ln.Addr().String(), cfg.QueueURLBase, cfg.AdminListen, addrOf(adminLn))
+	if err != nil {
+		closeListeners()
+		eng.Close()
+		return nil, err
+	}
 	drain, stopAll := context.WithCancel(context.Background())
-	s := &Server{cfg: cfg, store: eng, ln: ln, served: make(chan error, 1), drain: drain, stopAll: stopAll}
+	s := &Server{cfg: cfg, store: eng, ln: ln, served: make(chan error, 1), drain: drain, stopAll: stopAll,
+		scheme: "http", adminLn: adminLn, adminServed: make(chan error, 1)}
+	if tlsCfg != nil {
+		s.scheme = "https"
+	}
 
 	// SNS links (SubscribeURL, SigningCertURL) must reach this server,
 	// whose address is known only now that it listens.
 	baseURL := cfg.QueueURLBase
 	if baseURL == "" {
-		baseURL = "http://" + ln.Addr().String()
+		baseURL = s.URL()
 	}
 	s.metrics = datapoints
 	// Other nodes' record changes are watched from before the services
@@ -225,10 +293,11 @@ func Start(ctx context.Context, cfg Config) (*Server, error) {
 			SMTPAddr:  cfg.SMTPAddr,
 			SMTPFrom:  cfg.SMTPFrom,
 			StatusLog: cfg.SNSDeliveryLog,
+			Egress:    egressPolicy,
 		},
 	})
 	if err != nil {
-		ln.Close()
+		closeListeners()
 		eng.Close()
 		return nil, fmt.Errorf("start sns: %w", err)
 	}
@@ -269,7 +338,7 @@ func Start(ctx context.Context, cfg Config) (*Server, error) {
 		}
 		if err := registry.Register(c); err != nil {
 			snsSvc.Close()
-			ln.Close()
+			closeListeners()
 			eng.Close()
 			return nil, fmt.Errorf("register metrics: %w", err)
 		}
@@ -287,7 +356,7 @@ func Start(ctx context.Context, cfg Config) (*Server, error) {
 	})
 	if err != nil {
 		snsSvc.Close()
-		ln.Close()
+		closeListeners()
 		eng.Close()
 		return nil, fmt.Errorf("start cloudwatch: %w", err)
 	}
@@ -314,11 +383,16 @@ func Start(ctx context.Context, cfg Config) (*Server, error) {
 		s.sampler.Close(ctx)
 		cwSvc.Close()
 		snsSvc.Close()
-		ln.Close()
+		closeListeners()
 		eng.Close()
 		return nil, fmt.Errorf("describe actions: %w", err)
 	}
-	mux := http.NewServeMux()
+	g := &guard{hosts: hosts, adminToken: cfg.AdminToken, authOn: cfg.AuthVerify, api: api}
+	s.routes = &routes{api: http.NewServeMux(), guard: g, log: cfg.Logger}
+	if adminLn != nil {
+		s.routes.admin = http.NewServeMux()
+	}
+	mux := s.routes
 	mux.HandleFunc("GET /_ferry/health", s.health)
 	// LocalStack's health path, which existing wait-for-ready scripts poll.
 	mux.HandleFunc("GET /_localstack/health", s.health)
@@ -329,7 +403,7 @@ func Start(ctx context.Context, cfg Config) (*Server, error) {
 	mux.Handle("/", api)
 
 	s.http = &http.Server{
-		Handler:           refusing(mux, api),
+		Handler:           refusing(g.check(s.routes.api), api),
 		ReadHeaderTimeout: 30 * time.Second,
 		// net/http's ReadTimeout runs from a request's first byte to the end
 		// of its body, and is lifted once the body has been read: an action
@@ -348,8 +422,20 @@ func Start(ctx context.Context, cfg Config) (*Server, error) {
 	if cfg.MaxConnections > 0 {
 		serveLn = newConnLimit(ln, cfg.MaxConnections, cfg.Logger)
 	}
-	go func() { s.served <- s.http.Serve(serveLn) }()
-	cfg.Logger.Info("ferry listening", "addr", ln.Addr().String(), "store", cfg.StoreName,
+	s.http.TLSConfig = tlsCfg.Clone()
+	go func() { s.served <- serve(s.http, serveLn) }()
+	if adminLn != nil {
+		s.admin = &http.Server{
+			Handler:           g.check(s.routes.admin),
+			ReadHeaderTimeout: s.http.ReadHeaderTimeout,
+			ReadTimeout:       cfg.ReadTimeout,
+			IdleTimeout:       cfg.IdleTimeout,
+			TLSConfig:         tlsCfg.Clone(), // each server adds its protocols to its own
+			ErrorLog:          s.http.ErrorLog,
+		}
+		go func() { s.adminServed <- serve(s.admin, adminLn) }()
+	}
+	cfg.Logger.Info("ferry listening", "addr", ln.Addr().String(), "admin_addr", addrOf(adminLn), "tls", tlsCfg != nil, "store", cfg.StoreName,
 		"account", cfg.Account, "region", cfg.Region, "read_timeout", cfg.ReadTimeout, "idle_timeout", cfg.IdleTimeout,
 		"max_connections", cfg.MaxConnections, "auth", authMode(cfg), "credentials", cfg.Credentials.Len(), "startup", time.Since(began))
 	return s, nil
@@ -366,8 +452,22 @@ func authMode(cfg Config) string {
 // Addr is the address the server listens on.
 func (s *Server) Addr() string { return s.ln.Addr().String() }
 
-// URL is the server's base URL, e.g. http://127.0.0.1:4566.
-func (s *Server) URL() string { return "http://" + s.Addr() }
+// URL is the server's base URL, e.g. http://127.0.0.1:4566, or https://
+// with TLS.
+func (s *Server) URL() string { return s.scheme + "://" + s.Addr() }
+
+// AdminURL is the base URL of Ferry's own endpoints: the admin listener's
+// when there is one, else URL.
+func (s *Server) AdminURL() string {
+	if s.adminLn == nil {
+		return s.URL()
+	}
+	return s.scheme + "://" + s.adminLn.Addr().String()
+}
+
+// Routes lists the patterns the server has registered, for the test that
+// checks each is classified.
+func (s *Server) Routes() []string { return s.routes.Registered() }
 
 // Engine exposes the store, for tests that inspect state directly.
 func (s *Server) Engine() engine.Store { return s.store }
@@ -460,6 +560,16 @@ func (s *Server) Shutdown(ctx context.Context) error {
 		}
 		if serr := <-s.served; serr != nil && !errors.Is(serr, http.ErrServerClosed) {
 			err = errors.Join(err, serr)
+		}
+		if s.admin != nil {
+			aerr := s.admin.Shutdown(ctx)
+			if errors.Is(aerr, context.DeadlineExceeded) || errors.Is(aerr, context.Canceled) {
+				s.admin.Close()
+			}
+			if serr := <-s.adminServed; serr != nil && !errors.Is(serr, http.ErrServerClosed) {
+				aerr = errors.Join(aerr, serr)
+			}
+			err = errors.Join(err, aerr)
 		}
 		// Alarms publish to SNS, and SNS delivery workers use the engine:
 		// they stop first, in that order.

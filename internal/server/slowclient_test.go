@@ -40,7 +40,7 @@ func (f *ferry) dial(t *testing.T) net.Conn {
 // bytes of body, and the body's first byte.
 func slowSend(t *testing.T, c net.Conn, length int, expectContinue bool) *bufio.Reader {
 	t.Helper()
-	head := fmt.Sprintf("POST / HTTP/1.1\r\nHost: ferry\r\nContent-Type: application/x-amz-json-1.0\r\n"+
+	head := fmt.Sprintf("POST / HTTP/1.1\r\nHost: localhost\r\nContent-Type: application/x-amz-json-1.0\r\n"+
 		"X-Amz-Target: AmazonSQS.SendMessage\r\nContent-Length: %d\r\n", length)
 	if expectContinue {
 		head += "Expect: 100-continue\r\n"
@@ -78,7 +78,7 @@ func readToEOF(t *testing.T, c net.Conn, r io.Reader) string {
 // health sends GET /_ferry/health on c and reads the answer.
 func health(t *testing.T, c net.Conn, br *bufio.Reader, close bool) *http.Response {
 	t.Helper()
-	req := "GET /_ferry/health HTTP/1.1\r\nHost: ferry\r\n"
+	req := "GET /_ferry/health HTTP/1.1\r\nHost: localhost\r\n"
 	if close {
 		req += "Connection: close\r\n"
 	}
@@ -210,7 +210,7 @@ func TestConnectionCap(t *testing.T) {
 		t.Errorf("connection past the cap and the refusals got %q, want a close", got)
 	}
 	for _, c := range refused {
-		if _, err := io.WriteString(c, "Host: ferry\r\nConnection: close\r\n\r\n"); err != nil {
+		if _, err := io.WriteString(c, "Host: localhost\r\nConnection: close\r\n\r\n"); err != nil {
 			t.Fatal(err)
 		}
 		got := readToEOF(t, c, c)

@@ -14,7 +14,6 @@ import (
 	"errors"
 	"io"
 	"log/slog"
-	"net/http"
 	"sync"
 	"time"
 
@@ -222,7 +221,7 @@ func (s *Service) Close() error {
 // Register adds Ferry's own SNS paths to mux: those of deliveries (the
 // signing certificate, the recorded deliveries, the delivery status logs),
 // the counters and the SMS opt-outs.
-func (s *Service) Register(mux *http.ServeMux) {
+func (s *Service) Register(mux delivery.Mux) {
 	s.delivery.Register(mux)
 	mux.HandleFunc("GET /_ferry/sns/counters", s.serveCounters)
 	mux.HandleFunc("POST /_ferry/sns/sms-opt-outs", s.serveOptOut)

@@ -30,7 +30,7 @@ type Config struct {
 	Clock   clock.Clock // clock.Real if nil
 	Logger  *slog.Logger
 	// QueueURLBase prefixes queue URLs, e.g. "http://localhost:4566"; empty
-	// means "http://" + the request's Host.
+	// means the request's scheme (http, or https over TLS) and Host.
 	QueueURLBase string
 	// Metrics receives the CloudWatch-style counts of the message actions;
 	// nil records nothing.
@@ -129,11 +129,15 @@ func requestInfo(ctx context.Context) (host, path, accessKey string) {
 func (s *service) queueURL(ctx context.Context, name string) string {
 	base := s.urlBase
 	if base == "" {
-		host, _, _ := requestInfo(ctx)
+		info := protocol.Info(ctx)
+		host, scheme := info.Host, "http://"
 		if host == "" {
 			host = "localhost"
 		}
-		base = "http://" + host
+		if info.TLS {
+			scheme = "https://"
+		}
+		base = scheme + host
 	}
 	return base + "/" + s.accountOf(ctx) + "/" + name
 }

@@ -19,7 +19,7 @@ type keyring struct {
 	signer atomic.Pointer[Signer]
 
 	mu  sync.Mutex // serialises making the key and adding the routes
-	mux *http.ServeMux
+	mux Mux
 }
 
 // get returns the signer, making it on first use. A failure is returned to
@@ -54,7 +54,7 @@ func (k *keyring) set(s *Signer) {
 
 // register keeps mux for the certificate routes, adding them now if the
 // key exists.
-func (k *keyring) register(mux *http.ServeMux) {
+func (k *keyring) register(mux Mux) {
 	k.mu.Lock()
 	defer k.mu.Unlock()
 	k.mux = mux

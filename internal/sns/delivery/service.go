@@ -20,6 +20,7 @@ import (
 	"fmt"
 	"log/slog"
 	"math/rand/v2"
+	"net"
 	"net/http"
 	"os"
 	"strings"
@@ -27,6 +28,7 @@ import (
 	"time"
 
 	"github.com/ferrymq/ferry/internal/clock"
+	"github.com/ferrymq/ferry/internal/egress"
 	"github.com/ferrymq/ferry/internal/engine"
 	"github.com/ferrymq/ferry/internal/sns/filterpolicy"
 )
@@ -82,6 +84,12 @@ type Options struct {
 	// Timeout is not used: the 15 s delivery timeout runs on Clock.
 	HTTPClient *http.Client
 	CABundle   string
+	// Egress, when set, refuses deliveries (and their connections, after
+	// name resolution) to addresses it does not admit: loopback,
+	// link-local, private ranges and the like, unless allow-listed. Proxies
+	// from the environment are then not used, as they would connect for
+	// Ferry where no check runs. Not used with HTTPClient.
+	Egress *egress.Policy
 	// SMTPAddr (host:port) and SMTPFrom deliver email subscriptions; with
 	// no SMTPAddr email deliveries are only recorded.
 	SMTPAddr, SMTPFrom string
@@ -278,7 +286,7 @@ func New(cfg Config) (_ *Service, err error) {
 		}
 	}
 	if d.client == nil {
-		if d.client, err = newHTTPClient(cfg.CABundle); err != nil {
+		if d.client, err = newHTTPClient(cfg.CABundle, cfg.Egress); err != nil {
 			return nil, err
 		}
 	}
@@ -318,9 +326,15 @@ func (d *Service) LoadSharedKey(ctx context.Context) error {
 }
 
 // newHTTPClient builds the client of HTTP/S deliveries. Redirects are not
-// followed: SNS counts any 3xx as delivered.
-func newHTTPClient(caBundle string) (*http.Client, error) {
+// followed: SNS counts any 3xx as delivered (and a followed redirect would
+// lead past guard's check of the endpoint). Certificates are verified
+// against the system roots plus caBundle.
+func newHTTPClient(caBundle string, guard *egress.Policy) (*http.Client, error) {
 	tr := http.DefaultTransport.(*http.Transport).Clone()
+	if guard != nil {
+		tr.Proxy = nil
+		tr.DialContext = guard.DialContext(&net.Dialer{Timeout: 30 * time.Second, KeepAlive: 30 * time.Second})
+	}
 	if caBundle != "" {
 		pem, err := os.ReadFile(caBundle)
 		if err != nil {
@@ -359,10 +373,16 @@ func (d *Service) Close() error {
 	return d.status.close()
 }
 
+// Mux is where Register adds paths: an *http.ServeMux, or the server's
+// table of routes, which decides who may use each.
+type Mux interface {
+	HandleFunc(pattern string, handler func(http.ResponseWriter, *http.Request))
+}
+
 // Register adds the paths of deliveries to mux: the signing certificate
-// (where SigningCertURL points), the recorded deliveries and the delivery
-// status logs.
-func (d *Service) Register(mux *http.ServeMux) {
+// (where SigningCertURL points, added once the key exists), the recorded
+// deliveries and the delivery status logs.
+func (d *Service) Register(mux Mux) {
 	d.env.keys.register(mux)
 	mux.HandleFunc("GET /_ferry/sns/deliveries", d.serveRecords)
 	mux.HandleFunc("DELETE /_ferry/sns/deliveries", func(w http.ResponseWriter, r *http.Request) {

@@ -1,0 +1,18 @@
+package server
+
+// ClassOf is the class ("api", "public", "admin") of a registered
+// pattern; ok is false when no endpoint classifies it.
+func ClassOf(pattern string) (class string, ok bool) {
+	e, ok := classify(pattern)
+	return e.access.String(), ok
+}
+
+// Endpoints lists the classified endpoints: pattern, class and what each
+// exposes.
+func Endpoints() [][3]string {
+	var out [][3]string
+	for _, e := range endpoints() {
+		out = append(out, [3]string{e.pattern, e.access.String(), e.exposes})
+	}
+	return out
+}
