@@ -2,7 +2,6 @@ package postgres
 
 import (
 	"context"
-	"errors"
 	"strings"
 	"testing"
 
@@ -32,16 +31,17 @@ func TestFIFOPlans(t *testing.T) {
 	}
 	const groups, per, busy = 20000, 2, 500
 	// Messages in send order: message i is the (i / groups)th of group i % groups.
+	// They are in both slots, as rotations leave them.
 	_, err := s.pool.Exec(ctx, `
 		WITH b AS (
-			INSERT INTO message_bodies (id, body, trace_header, group_id, sender_id, md5_body, md5_attrs, md5_sys)
-			SELECT nextval('message_seq'), 'x', '', CASE WHEN q = $3 THEN 'g' || (i % $4::int8) ELSE '' END, '', '', '', ''
-			FROM (SELECT $3::int8 AS q, i FROM generate_series(0, $4::int8 * $5::int8 - 1) i
-				UNION ALL SELECT $6::int8, i FROM generate_series(0, 40000) i ORDER BY 1, 2) g
-			RETURNING id, group_id
+			INSERT INTO message_bodies (id, body, trace_header, group_id, sender_id, md5_body, md5_attrs, md5_sys, slot)
+			SELECT n, 'x', '', CASE WHEN q = $3 THEN 'g' || (i % $4::int8) ELSE '' END, '', '', '', '', n % 2
+			FROM (SELECT nextval('message_seq') AS n, * FROM (SELECT $3::int8 AS q, i FROM generate_series(0, $4::int8 * $5::int8 - 1) i
+				UNION ALL SELECT $6::int8, i FROM generate_series(0, 40000) i ORDER BY 1, 2) g) g
+			RETURNING id, group_id, slot
 		)
-		INSERT INTO messages (queue_id, seq, body_id, message_id, sent_ns, entered_ns, visible_ns, group_id, dedup_id)
-		SELECT CASE WHEN group_id = '' THEN $6 ELSE $3 END, id, id, 'm' || id, $1::int8, $2::int8, $1::int8, group_id, 'd' || id FROM b`,
+		INSERT INTO messages (queue_id, seq, body_id, message_id, sent_ns, entered_ns, visible_ns, group_id, dedup_id, slot)
+		SELECT CASE WHEN group_id = '' THEN $6 ELSE $3 END, id, id, 'm' || id, $1::int8, $2::int8, $1::int8, group_id, 'd' || id, slot FROM b`,
 		now, now, qid, groups, per, other)
 	if err != nil {
 		t.Fatal(err)
@@ -97,9 +97,6 @@ func createFIFOQueue(t *testing.T, s *Store, name string) {
 		t.Fatalf("CreateQueue(%s): %v", name, err)
 	}
 }
-
-// errRollback ends a transaction that only looked.
-var errRollback = errors.New("roll back")
 
 func groupsOf(ms []engine.Message) []string {
 	var gs []string
@@ -170,16 +167,16 @@ func TestExpiryAndAttemptPlans(t *testing.T) {
 		ids[name] = id
 	}
 	// 10,000 messages of "old" sent five days ago (its retention is four),
-	// 40,000 fresh ones of "other".
+	// 40,000 fresh ones of "other", in both slots.
 	_, err := s.pool.Exec(ctx, `
 		WITH b AS (
-			INSERT INTO message_bodies (id, body, trace_header, group_id, sender_id, md5_body, md5_attrs, md5_sys)
-			SELECT nextval('message_seq'), 'x', '', '', '', '', '', '' FROM generate_series(1, 50000)
-			RETURNING id
+			INSERT INTO message_bodies (id, body, trace_header, group_id, sender_id, md5_body, md5_attrs, md5_sys, slot)
+			SELECT n, 'x', '', '', '', '', '', '', (n / 7) % 2 FROM (SELECT nextval('message_seq') AS n FROM generate_series(1, 50000)) g
+			RETURNING id, slot
 		)
-		INSERT INTO messages (queue_id, seq, body_id, message_id, sent_ns, entered_ns, visible_ns)
+		INSERT INTO messages (queue_id, seq, body_id, message_id, sent_ns, entered_ns, visible_ns, slot)
 		SELECT CASE WHEN id % 5 = 0 THEN $1::int8 ELSE $2::int8 END, id, id, 'm' || id,
-			CASE WHEN id % 5 = 0 THEN $3::int8 - 5 * 86400000000000 ELSE $3::int8 END, $3::int8, $3::int8 FROM b`,
+			CASE WHEN id % 5 = 0 THEN $3::int8 - 5 * 86400000000000 ELSE $3::int8 END, $3::int8, $3::int8, slot FROM b`,
 		ids["old"], ids["other"], now)
 	if err != nil {
 		t.Fatal(err)

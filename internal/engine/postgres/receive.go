@@ -23,11 +23,11 @@ import (
 // deduplication window is not consulted.
 const moveInsertSQL = `
 	INSERT INTO messages (queue_id, seq, body_id, message_id, sent_ns, entered_ns, visible_ns,
-		receive_count, gen, first_receive_ns, received_ns, dedup_id, group_id, dlq_source_arn)
+		receive_count, gen, first_receive_ns, received_ns, dedup_id, group_id, dlq_source_arn, slot)
 	SELECT q.dlq_id, nextval('message_seq'), mv.body_id, mv.message_id,
 		CASE WHEN q.dlq_fifo THEN $3 ELSE mv.sent_ns END, $3, $3, mv.receive_count, 0, mv.first_receive_ns, 0,
 		CASE WHEN q.dlq_fifo THEN mv.message_id ELSE mv.dedup_id END,
-		CASE WHEN q.dlq_fifo THEN mv.group_id ELSE '' END, q.arn
+		CASE WHEN q.dlq_fifo THEN mv.group_id ELSE '' END, q.arn, ` + currentSlot + `
 	FROM q, (SELECT * FROM moved ORDER BY seq) mv
 	RETURNING queue_id, group_id, seq, visible_ns`
 
@@ -199,15 +199,15 @@ func (s *Store) takeAll(ctx context.Context, account, name string, n int, req en
 	fifo := known && q.Settings.FIFO
 	var all take
 	for {
-		var (
-			t   take
-			err error
-		)
-		if fifo {
-			t, err = s.takeFIFO(ctx, account, name, n-len(all.msgs), vis, req.AttemptID)
-		} else {
-			t, err = s.takeOnce(ctx, account, name, n-len(all.msgs), vis)
-		}
+		var t take
+		err := retryMoved(ctx, func() (err error) {
+			if fifo {
+				t, err = s.takeFIFO(ctx, account, name, n-len(all.msgs), vis, req.AttemptID)
+			} else {
+				t, err = s.takeOnce(ctx, account, name, n-len(all.msgs), vis)
+			}
+			return err
+		})
 		if err != nil {
 			return all, err
 		}
