@@ -73,6 +73,8 @@ type Store struct {
 	hub    *hub
 	views  *views
 	tasks  *runner
+	// rotation is how the message tables are rotated (rotation.go).
+	rotation rotationOptions
 	// waiting are this node's long-poll registrations (waiters.go).
 	waiting registrations
 	// vacuum is the last sample of what holds vacuum back (rotation.go).
@@ -128,6 +130,8 @@ func Open(ctx context.Context, opts Options) (*Store, error) {
 		node:    newNodeName(),
 		views:   newViews(),
 		done:    make(chan struct{}),
+
+		rotation: opts.rotation.withDefaults(),
 	}
 	if err := s.open(ctx, ms, cfg.ConnConfig); err != nil {
 		pool.Close()
@@ -142,7 +146,7 @@ func Open(ctx context.Context, opts Options) (*Store, error) {
 	bg, s.stopBackground = context.WithCancel(context.Background())
 	s.background.Add(2)
 	go s.janitor(bg, every)
-	go s.rotator(bg, opts.rotation.withDefaults())
+	go s.rotator(bg)
 	return s, nil
 }
 

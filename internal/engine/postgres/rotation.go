@@ -215,15 +215,17 @@ func (w *vacuumWatch) get() vacuumState {
 	return w.last
 }
 
-// rotator samples every o.every while the store is open and, holding the
-// "rotation" lease, rotates when a rotation is due.
-func (s *Store) rotator(ctx context.Context, o rotationOptions) {
+// rotator samples every s.rotation.every while the store is open and,
+// holding the "rotation" lease, rotates when a rotation is due. The first
+// sample is taken at once.
+func (s *Store) rotator(ctx context.Context) {
+	o := s.rotation
 	defer s.background.Done()
-	for {
+	for wait := time.Duration(0); ; wait = o.every {
 		select {
 		case <-ctx.Done():
 			return
-		case <-time.After(o.every):
+		case <-time.After(wait):
 		}
 		err := s.rotateIfDue(ctx, o)
 		// An unreachable database is logged once, by the outage.
