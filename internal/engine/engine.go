@@ -491,6 +491,11 @@ type Monitor interface {
 	// unreachable for that reason. It may ask the store (within ctx)
 	// whether it is back.
 	Unreachable(ctx context.Context) string
+	// Degraded is "" while the store works as it should; otherwise it says
+	// what makes it work worse while it still serves every call (on
+	// PostgreSQL, a transaction that has held vacuum back for long), and
+	// health reports the store degraded for that reason.
+	Degraded() string
 	// Collector exposes the store's own figures (ferry_store_*); nil when
 	// it has none.
 	Collector() prometheus.Collector

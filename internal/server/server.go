@@ -532,7 +532,9 @@ func (w *recordWatch) deliver(fn func(kind, key string)) {
 // "store" why, for monitoring to alert on. An unreachable database is
 // answered alike, HTTP 200, for the same reason (a node cannot even start
 // without it), but with the services in "error": they answer every call
-// ServiceUnavailable until the database is back.
+// ServiceUnavailable until the database is back. A store that serves but
+// less well (vacuum held back on PostgreSQL) is "degraded" with the
+// services "running".
 func (s *Server) health(w http.ResponseWriter, r *http.Request) {
 	w.Header().Set("Content-Type", "application/json")
 	if why := s.store.Unreachable(r.Context()); why != "" {
@@ -542,6 +544,11 @@ func (s *Server) health(w http.ResponseWriter, r *http.Request) {
 	}
 	if why := s.store.Refusing(); why != "" {
 		reason, _ := json.Marshal("read-only: " + why)
+		io.WriteString(w, `{"status":"degraded","services":{"sqs":"running","sns":"running","cloudwatch":"running"},"store":`+string(reason)+`}`)
+		return
+	}
+	if why := s.store.Degraded(); why != "" {
+		reason, _ := json.Marshal(why)
 		io.WriteString(w, `{"status":"degraded","services":{"sqs":"running","sns":"running","cloudwatch":"running"},"store":`+string(reason)+`}`)
 		return
 	}

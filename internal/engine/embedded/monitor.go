@@ -20,6 +20,10 @@ func (e *Engine) Refusing() string {
 // Unreachable implements engine.Monitor: the store is in the process.
 func (e *Engine) Unreachable(context.Context) string { return "" }
 
+// Degraded implements engine.Monitor: nothing outside the process holds
+// the store back.
+func (e *Engine) Degraded() string { return "" }
+
 // Durable implements engine.Monitor: an in-memory store keeps nothing.
 func (e *Engine) Durable() bool { return !e.memory }
 

@@ -54,11 +54,12 @@ WITH q AS (
 	SELECT u.* FROM unnest(` + sendColumns + `, $16::int8[], $17::text[])
 		AS u(` + sendColumnNames + `, seq, dedup_id)
 ), b AS (
-	INSERT INTO message_bodies (id, body, attributes, trace_header, group_id, sender_id, md5_body, md5_attrs, md5_sys)
-	SELECT seq, body, attributes, trace_header, group_id, sender_id, md5_body, md5_attrs, md5_sys FROM m
+	INSERT INTO message_bodies (id, body, attributes, trace_header, group_id, sender_id, md5_body, md5_attrs, md5_sys, slot)
+	SELECT seq, body, attributes, trace_header, group_id, sender_id, md5_body, md5_attrs, md5_sys, ` + currentSlot + ` FROM m
 ), st AS (
-	INSERT INTO messages (queue_id, seq, body_id, message_id, sent_ns, entered_ns, visible_ns, dedup_id, group_id)
-	SELECT q.id, m.seq, m.seq, m.message_id, $13, $13, $13 + coalesce(m.delay_ns, q.delay_ns), m.dedup_id, m.group_id
+	INSERT INTO messages (queue_id, seq, body_id, message_id, sent_ns, entered_ns, visible_ns, dedup_id, group_id, slot)
+	SELECT q.id, m.seq, m.seq, m.message_id, $13, $13, $13 + coalesce(m.delay_ns, q.delay_ns), m.dedup_id, m.group_id,
+		` + currentSlot + `
 	FROM q, m
 	RETURNING queue_id, group_id, seq, visible_ns
 ), g AS (` + upsertGroups("st") + `

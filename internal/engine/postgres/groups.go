@@ -153,8 +153,16 @@ func (s *Store) inGroupLock(ctx context.Context, db querier, account, name, lock
 
 // withGroups runs sql (args), whose one row it scans into dst, between
 // lock (lockArgs) and refreshSQL, in one batch; a queue the node's view
-// says is standard has no groups, and sql goes alone.
+// says is standard has no groups, and sql goes alone. A batch that raced
+// a rotation's move runs again.
 func (s *Store) withGroups(ctx context.Context, account, name, lock string, lockArgs []any, now int64,
+	sql string, args []any, dst ...any) error {
+	return retryMoved(ctx, func() error {
+		return s.withGroupsOnce(ctx, account, name, lock, lockArgs, now, sql, args, dst...)
+	})
+}
+
+func (s *Store) withGroupsOnce(ctx context.Context, account, name, lock string, lockArgs []any, now int64,
 	sql string, args []any, dst ...any) error {
 	if q, _, ok := s.views.get(viewKey(account, name)); ok && !q.Settings.FIFO {
 		return s.pool.QueryRow(ctx, sql, args...).Scan(dst...)

@@ -137,17 +137,19 @@ func (s *Store) sweep(ctx context.Context) error {
 				tag pgconn.CommandTag
 				err error
 			)
-			if sw.lock == "" {
-				tag, err = s.pool.Exec(ctx, sw.sql, args...)
-			} else {
-				err = pgx.BeginFunc(ctx, s.pool, func(tx pgx.Tx) error {
+			err = retryMoved(ctx, func() (err error) {
+				if sw.lock == "" {
+					tag, err = s.pool.Exec(ctx, sw.sql, args...)
+					return err
+				}
+				return pgx.BeginFunc(ctx, s.pool, func(tx pgx.Tx) error {
 					if _, err := tx.Exec(ctx, sw.lock, args...); err != nil {
 						return err
 					}
 					tag, err = tx.Exec(ctx, sw.sql)
 					return err
 				})
-			}
+			})
 			if err != nil {
 				return fmt.Errorf("sweep %s: %w", sw.what, err)
 			}

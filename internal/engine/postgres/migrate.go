@@ -30,7 +30,7 @@ type migration struct {
 var ErrSchemaTooNew = errors.New("postgres: the schema is newer than this Ferry knows")
 
 // loadMigrations reads the embedded migrations, checking that their
-// versions run 1, 2, 3 ... without a gap.
+// versions start at 1 and increase.
 func loadMigrations() ([]migration, error) {
 	names, err := fs.Glob(migrationFiles, "migrations/*.sql")
 	if err != nil {
@@ -38,12 +38,12 @@ func loadMigrations() ([]migration, error) {
 	}
 	sort.Strings(names)
 	var ms []migration
-	for i, n := range names {
+	for _, n := range names {
 		base := strings.TrimPrefix(n, "migrations/")
 		num, _, ok := strings.Cut(base, "_")
 		v, err := strconv.Atoi(num)
-		if !ok || err != nil || v != i+1 {
-			return nil, fmt.Errorf("postgres: migration %s: want version %d first in its name", base, i+1)
+		if !ok || err != nil || (len(ms) == 0 && v != 1) || (len(ms) > 0 && v <= ms[len(ms)-1].version) {
+			return nil, fmt.Errorf("postgres: migration %s: want a version first in its name, 1 for the first, above the one before", base)
 		}
 		b, err := migrationFiles.ReadFile(n)
 		if err != nil {
@@ -84,11 +84,14 @@ func migrate(ctx context.Context, pool *pgxpool.Pool, schema string, ms []migrat
 	if err != nil {
 		return fmt.Errorf("postgres: read the schema version: %w", err)
 	}
-	if known := len(ms); have > known {
+	if known := ms[len(ms)-1].version; have > known {
 		return fmt.Errorf("%w: schema %s is at version %d, this Ferry knows versions up to %d; run a Ferry at least as new as the one that migrated it",
 			ErrSchemaTooNew, schema, have, known)
 	}
-	for _, m := range ms[have:] {
+	for _, m := range ms {
+		if m.version <= have {
+			continue
+		}
 		err := pgx.BeginFunc(ctx, conn, func(tx pgx.Tx) error {
 			if _, err := tx.Exec(ctx, "SET LOCAL search_path TO "+ident); err != nil {
 				return err

@@ -2,6 +2,9 @@ package postgres
 
 import (
 	"context"
+	"fmt"
+	"strconv"
+	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
 
@@ -27,10 +30,23 @@ func (s *Store) Unreachable(ctx context.Context) string {
 	return s.out.reason()
 }
 
+// Degraded implements engine.Monitor: what the last sample found holding
+// vacuum back for longer than the warning allows (rotation.go), so that an
+// operator hears of it before the dead rows it leaves slow the receives.
+func (s *Store) Degraded() string {
+	v := s.vacuum.get()
+	if v.at.IsZero() || v.heldFor < s.rotation.warnAfter {
+		return ""
+	}
+	return fmt.Sprintf("vacuum held back for %s by %s; the message tables were rotated %d times",
+		v.heldFor.Round(time.Second), v.holder, v.rotations)
+}
+
 // Durable implements engine.Monitor.
 func (s *Store) Durable() bool { return true }
 
-// Collector implements engine.Monitor: the connection pool's figures.
+// Collector implements engine.Monitor: the connection pool's figures, and
+// the last sample of what holds vacuum back.
 func (s *Store) Collector() prometheus.Collector { return poolCollector{s} }
 
 type poolCollector struct{ s *Store }
@@ -46,11 +62,20 @@ var (
 		"Connections taken from the pool that had to wait for one.", nil, nil)
 	descAcquireWait = prometheus.NewDesc("ferry_store_pool_acquire_wait_seconds_total",
 		"Time spent waiting for a connection of the pool.", nil, nil)
+	descHeld = prometheus.NewDesc("ferry_store_oldest_transaction_seconds",
+		"Age of the oldest transaction of the database that holds vacuum back (a snapshot, a transaction id, a prepared transaction).", nil, nil)
+	descHeldXids = prometheus.NewDesc("ferry_store_oldest_snapshot_transactions",
+		"Age in transaction ids of the oldest snapshot of the database, replication slots included.", nil, nil)
+	descDead = prometheus.NewDesc("ferry_store_message_dead_rows",
+		"Dead rows of the message tables, by slot (the statistics' estimate).", []string{"slot"}, nil)
+	descRotations = prometheus.NewDesc("ferry_store_message_rotations_total",
+		"Rotations of the message tables, by any node.", nil, nil)
 )
 
 // Describe implements prometheus.Collector.
 func (c poolCollector) Describe(ch chan<- *prometheus.Desc) {
-	for _, d := range []*prometheus.Desc{descConns, descMaxConns, descAcquires, descEmptyAcquires, descAcquireWait} {
+	for _, d := range []*prometheus.Desc{descConns, descMaxConns, descAcquires, descEmptyAcquires, descAcquireWait,
+		descHeld, descHeldXids, descDead, descRotations} {
 		ch <- d
 	}
 }
@@ -66,6 +91,16 @@ func (c poolCollector) Collect(ch chan<- prometheus.Metric) {
 	ch <- prometheus.MustNewConstMetric(descAcquires, counter, float64(st.AcquireCount()))
 	ch <- prometheus.MustNewConstMetric(descEmptyAcquires, counter, float64(st.EmptyAcquireCount()))
 	ch <- prometheus.MustNewConstMetric(descAcquireWait, counter, st.AcquireDuration().Seconds())
+	v := c.s.vacuum.get()
+	if v.at.IsZero() {
+		return // not sampled yet
+	}
+	ch <- prometheus.MustNewConstMetric(descHeld, gauge, v.heldFor.Seconds())
+	ch <- prometheus.MustNewConstMetric(descHeldXids, gauge, float64(v.heldXids))
+	for slot, dead := range v.dead {
+		ch <- prometheus.MustNewConstMetric(descDead, gauge, float64(dead), strconv.Itoa(slot))
+	}
+	ch <- prometheus.MustNewConstMetric(descRotations, counter, float64(v.rotations))
 }
 
 var _ engine.Store = (*Store)(nil)

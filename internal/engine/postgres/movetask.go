@@ -292,10 +292,12 @@ WITH k AS (
 	DELETE FROM messages m USING k WHERE m.queue_id = $1 AND m.seq = k.seq
 	RETURNING m.body_id, m.dedup_id, m.group_id, k.dest, k.new_id, k.i
 ), ins AS (
-	INSERT INTO messages (queue_id, seq, body_id, message_id, sent_ns, entered_ns, visible_ns, dedup_id, group_id)
-	SELECT d.id, nextval('message_seq'), mv.body_id, mv.new_id, $5, $5, $5 + d.delay_ns,
-		CASE WHEN d.fifo THEN mv.dedup_id ELSE '' END, CASE WHEN d.fifo THEN mv.group_id ELSE '' END
-	FROM (SELECT * FROM mv ORDER BY i) mv JOIN queues d ON d.id = mv.dest
+	INSERT INTO messages (queue_id, seq, body_id, message_id, sent_ns, entered_ns, visible_ns, dedup_id, group_id, slot)
+	SELECT d.id, mv.new_seq, mv.body_id, mv.new_id, $5, $5, $5 + d.delay_ns,
+		CASE WHEN d.fifo THEN mv.dedup_id ELSE '' END, CASE WHEN d.fifo THEN mv.group_id ELSE '' END, ` + currentSlot + `
+	-- Numbered in order before the join, which need not keep it.
+	FROM (SELECT mv.*, nextval('message_seq') AS new_seq FROM (SELECT * FROM mv ORDER BY i) mv) mv
+	JOIN queues d ON d.id = mv.dest
 	RETURNING queue_id, group_id, seq, visible_ns
 ), g AS (` + upsertGroups("ins") + `
 ), n AS (
@@ -322,7 +324,8 @@ func (r *runner) step(t runTask, limit int) (int, bool, error) {
 		done bool
 		out  []moved
 	)
-	err := pgx.BeginFunc(ctx, r.s.pool, func(tx pgx.Tx) error {
+	// A step that raced a rotation's move runs again.
+	step := func(tx pgx.Tx) error {
 		done, out = false, nil
 		var (
 			status, owner  string
@@ -446,7 +449,8 @@ func (r *runner) step(t runTask, limit int) (int, bool, error) {
 		}
 		_, err = refreshed(tx.QueryRow(ctx, refreshSQL, r.s.refreshArgs(t.SourceAccount, t.SourceName, now)...))
 		return err
-	})
+	}
+	err := retryMoved(ctx, func() error { return pgx.BeginFunc(ctx, r.s.pool, step) })
 	if err != nil {
 		return 0, false, err
 	}

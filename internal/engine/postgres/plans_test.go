@@ -2,9 +2,10 @@ package postgres
 
 import (
 	"context"
-	"errors"
+	"fmt"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/jackc/pgx/v5"
 
@@ -32,16 +33,17 @@ func TestFIFOPlans(t *testing.T) {
 	}
 	const groups, per, busy = 20000, 2, 500
 	// Messages in send order: message i is the (i / groups)th of group i % groups.
+	// They are in both slots, as rotations leave them.
 	_, err := s.pool.Exec(ctx, `
 		WITH b AS (
-			INSERT INTO message_bodies (id, body, trace_header, group_id, sender_id, md5_body, md5_attrs, md5_sys)
-			SELECT nextval('message_seq'), 'x', '', CASE WHEN q = $3 THEN 'g' || (i % $4::int8) ELSE '' END, '', '', '', ''
-			FROM (SELECT $3::int8 AS q, i FROM generate_series(0, $4::int8 * $5::int8 - 1) i
-				UNION ALL SELECT $6::int8, i FROM generate_series(0, 40000) i ORDER BY 1, 2) g
-			RETURNING id, group_id
+			INSERT INTO message_bodies (id, body, trace_header, group_id, sender_id, md5_body, md5_attrs, md5_sys, slot)
+			SELECT n, 'x', '', CASE WHEN q = $3 THEN 'g' || (i % $4::int8) ELSE '' END, '', '', '', '', n % 2
+			FROM (SELECT nextval('message_seq') AS n, * FROM (SELECT $3::int8 AS q, i FROM generate_series(0, $4::int8 * $5::int8 - 1) i
+				UNION ALL SELECT $6::int8, i FROM generate_series(0, 40000) i ORDER BY 1, 2) g) g
+			RETURNING id, group_id, slot
 		)
-		INSERT INTO messages (queue_id, seq, body_id, message_id, sent_ns, entered_ns, visible_ns, group_id, dedup_id)
-		SELECT CASE WHEN group_id = '' THEN $6 ELSE $3 END, id, id, 'm' || id, $1::int8, $2::int8, $1::int8, group_id, 'd' || id FROM b`,
+		INSERT INTO messages (queue_id, seq, body_id, message_id, sent_ns, entered_ns, visible_ns, group_id, dedup_id, slot)
+		SELECT CASE WHEN group_id = '' THEN $6 ELSE $3 END, id, id, 'm' || id, $1::int8, $2::int8, $1::int8, group_id, 'd' || id, slot FROM b`,
 		now, now, qid, groups, per, other)
 	if err != nil {
 		t.Fatal(err)
@@ -97,9 +99,6 @@ func createFIFOQueue(t *testing.T, s *Store, name string) {
 		t.Fatalf("CreateQueue(%s): %v", name, err)
 	}
 }
-
-// errRollback ends a transaction that only looked.
-var errRollback = errors.New("roll back")
 
 func groupsOf(ms []engine.Message) []string {
 	var gs []string
@@ -170,16 +169,16 @@ func TestExpiryAndAttemptPlans(t *testing.T) {
 		ids[name] = id
 	}
 	// 10,000 messages of "old" sent five days ago (its retention is four),
-	// 40,000 fresh ones of "other".
+	// 40,000 fresh ones of "other", in both slots.
 	_, err := s.pool.Exec(ctx, `
 		WITH b AS (
-			INSERT INTO message_bodies (id, body, trace_header, group_id, sender_id, md5_body, md5_attrs, md5_sys)
-			SELECT nextval('message_seq'), 'x', '', '', '', '', '', '' FROM generate_series(1, 50000)
-			RETURNING id
+			INSERT INTO message_bodies (id, body, trace_header, group_id, sender_id, md5_body, md5_attrs, md5_sys, slot)
+			SELECT n, 'x', '', '', '', '', '', '', (n / 7) % 2 FROM (SELECT nextval('message_seq') AS n FROM generate_series(1, 50000)) g
+			RETURNING id, slot
 		)
-		INSERT INTO messages (queue_id, seq, body_id, message_id, sent_ns, entered_ns, visible_ns)
+		INSERT INTO messages (queue_id, seq, body_id, message_id, sent_ns, entered_ns, visible_ns, slot)
 		SELECT CASE WHEN id % 5 = 0 THEN $1::int8 ELSE $2::int8 END, id, id, 'm' || id,
-			CASE WHEN id % 5 = 0 THEN $3::int8 - 5 * 86400000000000 ELSE $3::int8 END, $3::int8, $3::int8 FROM b`,
+			CASE WHEN id % 5 = 0 THEN $3::int8 - 5 * 86400000000000 ELSE $3::int8 END, $3::int8, $3::int8, slot FROM b`,
 		ids["old"], ids["other"], now)
 	if err != nil {
 		t.Fatal(err)
@@ -198,4 +197,70 @@ func TestExpiryAndAttemptPlans(t *testing.T) {
 		{"change visibility on a FIFO queue", changeSQL, []any{enginetest.Account, "q.fifo", []int64{ids["q.fifo"]}, []int64{1}, []int32{1},
 			[]int64{0}, now, int64(engine.MaxVisibility), s.channel, int64(maxLongPoll)}},
 	}, "messages", "message_bodies", "fifo_attempts")
+}
+
+// The standard statements walk indexes of both slots, on 10 queues of
+// 5,000 messages spread over the two slots as rotations leave them (10 of
+// queue q07's in flight): the receive a Merge Append of the slots'
+// messages_next, the delete and the visibility change a probe of each
+// slot's primary key. The plans are logged (go test -v -run
+// TestStandardPlans) for docs/postgres.md.
+func TestStandardPlans(t *testing.T) {
+	clk := clock.NewFake(enginetest.Start)
+	s := openFresh(t, clk)
+	ctx := context.Background()
+	for i := range 10 {
+		createQueue(t, s, fmt.Sprintf("q%02d", i))
+	}
+	now := s.now()
+	_, err := s.pool.Exec(ctx, `
+		WITH b AS (
+			INSERT INTO message_bodies (id, body, trace_header, group_id, sender_id, md5_body, md5_attrs, md5_sys, slot)
+			SELECT n, convert_to(repeat('x', 200), 'UTF8'), '', '', '', '', '', '', (n / 100) % 2
+			FROM (SELECT nextval('message_seq') AS n FROM generate_series(1, 50000)) g
+			RETURNING id, slot
+		)
+		INSERT INTO messages (queue_id, seq, body_id, message_id, sent_ns, entered_ns, visible_ns, slot)
+		SELECT q.id, b.id, b.id, 'm' || b.id, $1::int8, $1::int8, $1::int8, b.slot
+		FROM b JOIN queues q ON q.name = 'q' || lpad((b.id % 10)::text, 2, '0')`, now)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var qid int64
+	var seqs []int64
+	err = s.pool.QueryRow(ctx, `
+		WITH f AS (
+			UPDATE messages m SET gen = 1, receive_count = 1, visible_ns = $1::int8 + 30000000000, received_ns = $1
+			WHERE (m.queue_id, m.seq) IN (SELECT queue_id, seq FROM messages
+				WHERE queue_id = (SELECT id FROM queues WHERE name = 'q07') ORDER BY seq DESC LIMIT 10)
+			RETURNING m.queue_id, m.seq
+		)
+		SELECT min(queue_id), array_agg(seq) FROM f`, now).Scan(&qid, &seqs)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := s.pool.Exec(ctx, "ANALYZE"); err != nil {
+		t.Fatal(err)
+	}
+	qids := make([]int64, len(seqs))
+	gens := make([]int32, len(seqs))
+	timeouts := make([]int64, len(seqs))
+	for i := range seqs {
+		qids[i], gens[i], timeouts[i] = qid, 1, int64(time.Minute)
+	}
+	msgs := make([]engine.NewMessage, 10)
+	for i := range msgs {
+		msgs[i].Body = strings.Repeat("y", 200)
+	}
+	sendArgs, _, err := s.sendArgs(enginetest.Account, "q07", msgs, now)
+	if err != nil {
+		t.Fatal(err)
+	}
+	acct := enginetest.Account
+	checkPlans(t, s, []planStep{
+		{"send", sendSQL, sendArgs},
+		{"receive", receiveSQL, []any{acct, "q07", now, 10, nil, s.channel, int64(maxLongPoll)}},
+		{"change visibility", changeSQL, []any{acct, "q07", qids, seqs, gens, timeouts, now, int64(engine.MaxVisibility), s.channel, int64(maxLongPoll)}},
+		{"delete", deleteSQL, []any{acct, "q07", qids, seqs, gens, now}},
+	}, "messages", "message_bodies")
 }

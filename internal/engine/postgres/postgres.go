@@ -54,6 +54,7 @@ type Options struct {
 
 	leases       leaseTimes    // tests shorten them
 	janitorEvery time.Duration // zero: defaultJanitorEvery
+	rotation     rotationOptions
 }
 
 // Store is the PostgreSQL store. Its methods are safe for concurrent use.
@@ -72,8 +73,12 @@ type Store struct {
 	hub    *hub
 	views  *views
 	tasks  *runner
+	// rotation is how the message tables are rotated (rotation.go).
+	rotation rotationOptions
 	// waiting are this node's long-poll registrations (waiters.go).
 	waiting registrations
+	// vacuum is the last sample of what holds vacuum back (rotation.go).
+	vacuum vacuumWatch
 
 	mu      sync.Mutex
 	closing bool
@@ -81,7 +86,7 @@ type Store struct {
 	done    chan struct{}  // closed by Close: ends long polls
 
 	stopBackground context.CancelFunc
-	background     sync.WaitGroup // the janitor
+	background     sync.WaitGroup // the janitor and the rotator
 }
 
 // Open connects, migrates the schema, loads the shared secrets and starts
@@ -125,6 +130,8 @@ func Open(ctx context.Context, opts Options) (*Store, error) {
 		node:    newNodeName(),
 		views:   newViews(),
 		done:    make(chan struct{}),
+
+		rotation: opts.rotation.withDefaults(),
 	}
 	if err := s.open(ctx, ms, cfg.ConnConfig); err != nil {
 		pool.Close()
@@ -137,8 +144,9 @@ func Open(ctx context.Context, opts Options) (*Store, error) {
 	}
 	var bg context.Context
 	bg, s.stopBackground = context.WithCancel(context.Background())
-	s.background.Add(1)
+	s.background.Add(2)
 	go s.janitor(bg, every)
+	go s.rotator(bg)
 	return s, nil
 }
 

@@ -207,7 +207,8 @@ func (s *Store) UpdateQueue(ctx context.Context, account, name string, fn func(*
 	}
 	defer s.leave()
 	var fnErr error
-	err := pgx.BeginFunc(ctx, s.pool, func(tx pgx.Tx) error {
+	// An update that raced a rotation's move runs again.
+	update := func(tx pgx.Tx) error {
 		// A FIFO queue's groups are locked before its row, as a delete of
 		// the queue locks them.
 		if _, err := tx.Exec(ctx, lockAllSQL, account, name); err != nil {
@@ -261,7 +262,8 @@ func (s *Store) UpdateQueue(ctx context.Context, account, name string, fn func(*
 			fifo = $12, dedup_scope = $13, redrive_account = $14, redrive_name = $15, redrive_max = $16
 			WHERE id = $1`, append([]any{id}, args...)...)
 		return err
-	})
+	}
+	err := retryMoved(ctx, func() error { return pgx.BeginFunc(ctx, s.pool, update) })
 	switch {
 	case fnErr != nil:
 		return fnErr

@@ -23,11 +23,11 @@ import (
 // deduplication window is not consulted.
 const moveInsertSQL = `
 	INSERT INTO messages (queue_id, seq, body_id, message_id, sent_ns, entered_ns, visible_ns,
-		receive_count, gen, first_receive_ns, received_ns, dedup_id, group_id, dlq_source_arn)
+		receive_count, gen, first_receive_ns, received_ns, dedup_id, group_id, dlq_source_arn, slot)
 	SELECT q.dlq_id, nextval('message_seq'), mv.body_id, mv.message_id,
 		CASE WHEN q.dlq_fifo THEN $3 ELSE mv.sent_ns END, $3, $3, mv.receive_count, 0, mv.first_receive_ns, 0,
 		CASE WHEN q.dlq_fifo THEN mv.message_id ELSE mv.dedup_id END,
-		CASE WHEN q.dlq_fifo THEN mv.group_id ELSE '' END, q.arn
+		CASE WHEN q.dlq_fifo THEN mv.group_id ELSE '' END, q.arn, ` + currentSlot + `
 	FROM q, (SELECT * FROM moved ORDER BY seq) mv
 	RETURNING queue_id, group_id, seq, visible_ns`
 
@@ -65,7 +65,7 @@ WITH q AS (
 ), c AS (
 	-- The queue's id and settings as scalars, so that the plan walks
 	-- messages_next from the queue's head in order and stops at the limit.
-	SELECT m.seq, m.visible_ns,
+	SELECT m.seq, m.slot, m.visible_ns,
 		(SELECT dlq_id IS NOT NULL FROM q) AND m.receive_count >= (SELECT redrive_max FROM q) AS poison
 	FROM messages m
 	WHERE m.queue_id = (SELECT id FROM q WHERE NOT fifo) AND m.visible_ns <= $3
@@ -74,7 +74,8 @@ WITH q AS (
 	LIMIT $4
 	FOR UPDATE OF m SKIP LOCKED
 ), moved AS (
-	DELETE FROM messages m USING q, c WHERE c.poison AND m.queue_id = q.id AND m.seq = c.seq
+	-- The slot too, so that each row is looked for in its slot only.
+	DELETE FROM messages m USING q, c WHERE c.poison AND m.queue_id = q.id AND m.seq = c.seq AND m.slot = c.slot
 	RETURNING m.*
 ), moved_in AS (` + moveInsertSQL + `
 ), got AS (
@@ -84,7 +85,7 @@ WITH q AS (
 		receive_count = m.receive_count + 1,
 		first_receive_ns = CASE WHEN m.first_receive_ns = 0 THEN $3 ELSE m.first_receive_ns END,
 		received_ns = $3
-	FROM q, c WHERE NOT c.poison AND m.queue_id = q.id AND m.seq = c.seq
+	FROM q, c WHERE NOT c.poison AND m.queue_id = q.id AND m.seq = c.seq AND m.slot = c.slot
 	RETURNING m.*
 ), n AS (
 	SELECT notify_waiters($6, q.dlq_id, $3) FROM q WHERE EXISTS (SELECT 1 FROM moved_in)
@@ -199,15 +200,15 @@ func (s *Store) takeAll(ctx context.Context, account, name string, n int, req en
 	fifo := known && q.Settings.FIFO
 	var all take
 	for {
-		var (
-			t   take
-			err error
-		)
-		if fifo {
-			t, err = s.takeFIFO(ctx, account, name, n-len(all.msgs), vis, req.AttemptID)
-		} else {
-			t, err = s.takeOnce(ctx, account, name, n-len(all.msgs), vis)
-		}
+		var t take
+		err := retryMoved(ctx, func() (err error) {
+			if fifo {
+				t, err = s.takeFIFO(ctx, account, name, n-len(all.msgs), vis, req.AttemptID)
+			} else {
+				t, err = s.takeOnce(ctx, account, name, n-len(all.msgs), vis)
+			}
+			return err
+		})
 		if err != nil {
 			return all, err
 		}

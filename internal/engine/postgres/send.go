@@ -34,11 +34,11 @@ WITH q AS (
 	FROM q, unnest(` + sendColumns + `) WITH ORDINALITY AS u(` + sendColumnNames + `, ord)
 	WHERE NOT q.fifo
 ), b AS (
-	INSERT INTO message_bodies (id, body, attributes, trace_header, group_id, sender_id, md5_body, md5_attrs, md5_sys)
-	SELECT seq, body, attributes, trace_header, group_id, sender_id, md5_body, md5_attrs, md5_sys FROM m
+	INSERT INTO message_bodies (id, body, attributes, trace_header, group_id, sender_id, md5_body, md5_attrs, md5_sys, slot)
+	SELECT seq, body, attributes, trace_header, group_id, sender_id, md5_body, md5_attrs, md5_sys, ` + currentSlot + ` FROM m
 ), st AS (
-	INSERT INTO messages (queue_id, seq, body_id, message_id, sent_ns, entered_ns, visible_ns)
-	SELECT q.id, m.seq, m.seq, m.message_id, $13, $13, $13 + coalesce(m.delay_ns, q.delay_ns) FROM q, m
+	INSERT INTO messages (queue_id, seq, body_id, message_id, sent_ns, entered_ns, visible_ns, slot)
+	SELECT q.id, m.seq, m.seq, m.message_id, $13, $13, $13 + coalesce(m.delay_ns, q.delay_ns), ` + currentSlot + ` FROM q, m
 	RETURNING visible_ns
 ), n AS (
 	SELECT notify_waiters($14, q.id, min(st.visible_ns)) FROM q, st
