@@ -53,6 +53,30 @@ func (r *sharedRecords) DeleteRecord(ctx context.Context, kind, key string) erro
 	return err
 }
 
+func (r *sharedRecords) InsertRecord(ctx context.Context, kind, key string, v []byte) (bool, error) {
+	ok, err := r.memRecords.InsertRecord(ctx, kind, key, v)
+	if ok {
+		r.tell(kind, key)
+	}
+	return ok, err
+}
+
+func (r *sharedRecords) SwapRecord(ctx context.Context, kind, key string, old, v []byte) (bool, error) {
+	ok, err := r.memRecords.SwapRecord(ctx, kind, key, old, v)
+	if ok {
+		r.tell(kind, key)
+	}
+	return ok, err
+}
+
+func (r *sharedRecords) DeleteRecordIf(ctx context.Context, kind, key string, old []byte) (bool, error) {
+	ok, err := r.memRecords.DeleteRecordIf(ctx, kind, key, old)
+	if ok {
+		r.tell(kind, key)
+	}
+	return ok, err
+}
+
 func (r *sharedRecords) Shared() bool { return true }
 
 func (r *sharedRecords) TakeLease(_ context.Context, name string, d time.Duration) (bool, error) {
