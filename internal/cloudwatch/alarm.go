@@ -3,6 +3,7 @@ package cloudwatch
 import (
 	"context"
 	"encoding/json"
+	"errors"
 	"time"
 )
 
@@ -38,6 +39,11 @@ type alarm struct {
 	StateReasonData   string    `json:"stateReasonData,omitempty"`
 	StateUpdated      time.Time `json:"stateUpdated"`
 	StateTransitioned time.Time `json:"stateTransitioned"`
+
+	// stored is the record this alarm was read from or written as; a
+	// change of a copy replaces it only if the store still has it (save).
+	// Nil for an alarm not stored yet.
+	stored []byte
 }
 
 // m is the number of breaching datapoints that sets off the alarm.
@@ -108,11 +114,48 @@ func nonNil[T any](s []T) []T {
 	return s
 }
 
-// save makes the alarm durable. The caller holds mu.
+// errLostRace: a change was built on an alarm that another node changed
+// (or made, or deleted) before the change was written; save has read the
+// alarm again, and the change is built again on it (retryRaces).
+var errLostRace = errors.New("cloudwatch: the alarm changed meanwhile")
+
+// maxRaces bounds how often one change is built again.
+const maxRaces = 20
+
+// save makes a durable: it inserts a new alarm (a.stored nil), or
+// replaces the record a was read from if the store still has it. When the
+// store has something else it reads the alarm into memory and returns
+// errLostRace. The caller holds mu.
 func (s *Service) save(ctx context.Context, a *alarm) error {
 	b, err := json.Marshal(a)
 	if err != nil {
 		return err
 	}
-	return s.records.PutRecord(ctx, kindAlarm, a.Name, b)
+	var ok bool
+	if a.stored == nil {
+		ok, err = s.records.InsertRecord(ctx, kindAlarm, a.Name, b)
+	} else {
+		ok, err = s.records.SwapRecord(ctx, kindAlarm, a.Name, a.stored, b)
+	}
+	switch {
+	case err != nil:
+		return err
+	case !ok:
+		if _, err := s.reread(ctx, a.Name); err != nil {
+			return err
+		}
+		return errLostRace
+	}
+	a.stored = b
+	return nil
+}
+
+// retryRaces runs try until it does not lose a race, each time on the
+// alarm as save read it. The caller holds mu.
+func retryRaces(try func() error) error {
+	for attempt := 0; ; attempt++ {
+		if err := try(); err != errLostRace || attempt == maxRaces {
+			return err
+		}
+	}
 }

@@ -19,34 +19,45 @@ func (s *Service) putMetricAlarm(ctx context.Context, in *PutMetricAlarmInput) (
 	}
 	now := s.now()
 	s.mu.Lock()
-	old, err := s.current(ctx, a.Name)
+	put := *a
+	err = retryRaces(func() error {
+		old, err := s.current(ctx, put.Name)
+		if err != nil {
+			return s.internal(ctx, "read alarm", err)
+		}
+		if old == nil && len(s.alarms) >= maxAlarms {
+			return errLimitExceeded.WithMessage("The maximum allowed number of alarms (%d) has been reached.", maxAlarms)
+		}
+		a = new(alarm)
+		*a = put
+		a.ConfigUpdated = now
+		kind := "Create"
+		if old != nil {
+			// An update keeps the state (it is evaluated again below) and the
+			// tags: CloudWatch ignores Tags on an update (TagResource changes them).
+			kind = "Update"
+			a.State, a.StateReason, a.StateReasonData = old.State, old.StateReason, old.StateReasonData
+			a.StateUpdated, a.StateTransitioned = old.StateUpdated, old.StateTransitioned
+			a.Tags = old.Tags
+			a.stored = old.stored
+		} else {
+			a.State, a.StateReason = stateInsufficient, unchecked
+			a.StateUpdated, a.StateTransitioned = now, now
+		}
+		if err := s.save(ctx, a); err != nil {
+			if err == errLostRace {
+				return err
+			}
+			return s.internal(ctx, "put alarm", err)
+		}
+		s.alarms[a.Name] = a
+		s.recordConfig(ctx, kind, old, a, now)
+		return nil
+	})
 	if err != nil {
 		s.mu.Unlock()
-		return nil, s.internal(ctx, "read alarm", err)
+		return nil, err
 	}
-	if old == nil && len(s.alarms) >= maxAlarms {
-		s.mu.Unlock()
-		return nil, errLimitExceeded.WithMessage("The maximum allowed number of alarms (%d) has been reached.", maxAlarms)
-	}
-	a.ConfigUpdated = now
-	kind := "Create"
-	if old != nil {
-		// An update keeps the state (it is evaluated again below) and the
-		// tags: CloudWatch ignores Tags on an update (TagResource changes them).
-		kind = "Update"
-		a.State, a.StateReason, a.StateReasonData = old.State, old.StateReason, old.StateReasonData
-		a.StateUpdated, a.StateTransitioned = old.StateUpdated, old.StateTransitioned
-		a.Tags = old.Tags
-	} else {
-		a.State, a.StateReason = stateInsufficient, unchecked
-		a.StateUpdated, a.StateTransitioned = now, now
-	}
-	if err := s.save(ctx, a); err != nil {
-		s.mu.Unlock()
-		return nil, s.internal(ctx, "put alarm", err)
-	}
-	s.alarms[a.Name] = a
-	s.recordConfig(ctx, kind, old, a, now)
 	s.arm()
 	s.mu.Unlock()
 
@@ -253,19 +264,28 @@ func (s *Service) setActionsEnabled(ctx context.Context, in *AlarmNamesInput, on
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	for _, n := range in.AlarmNames {
-		a, err := s.current(ctx, n)
+		err := retryRaces(func() error {
+			a, err := s.current(ctx, n)
+			if err != nil {
+				return s.internal(ctx, "read alarm", err)
+			}
+			if a == nil || a.ActionsEnabled == on {
+				return nil
+			}
+			c := *a
+			c.ActionsEnabled = on
+			if err := s.save(ctx, &c); err != nil {
+				if err == errLostRace {
+					return err
+				}
+				return s.internal(ctx, "set alarm actions", err)
+			}
+			s.alarms[n] = &c
+			return nil
+		})
 		if err != nil {
-			return nil, s.internal(ctx, "read alarm", err)
+			return nil, err
 		}
-		if a == nil || a.ActionsEnabled == on {
-			continue
-		}
-		c := *a
-		c.ActionsEnabled = on
-		if err := s.save(ctx, &c); err != nil {
-			return nil, s.internal(ctx, "set alarm actions", err)
-		}
-		s.alarms[n] = &c
 	}
 	return &EmptyOutput{}, nil
 }
@@ -294,19 +314,24 @@ func (s *Service) setAlarmState(ctx context.Context, in *SetAlarmStateInput) (*E
 	}
 	now := s.now()
 	s.mu.Lock()
-	a, err := s.current(ctx, in.AlarmName)
-	if err != nil {
-		s.mu.Unlock()
-		return nil, s.internal(ctx, "read alarm", err)
-	}
-	if a == nil {
-		s.mu.Unlock()
-		return nil, errResourceNotFound
-	}
-	ch, err := s.transition(ctx, a, in.StateValue, *in.StateReason, data, now)
+	var ch *change
+	err := retryRaces(func() error {
+		a, err := s.current(ctx, in.AlarmName)
+		if err != nil {
+			return s.internal(ctx, "read alarm", err)
+		}
+		if a == nil {
+			return errResourceNotFound
+		}
+		ch, err = s.transition(ctx, a, in.StateValue, *in.StateReason, data, now)
+		if err != nil && err != errLostRace {
+			return s.internal(ctx, "set alarm state", err)
+		}
+		return err
+	})
 	s.mu.Unlock()
 	if err != nil {
-		return nil, s.internal(ctx, "set alarm state", err)
+		return nil, err
 	}
 	if ch != nil {
 		s.runActions(ctx, ch)

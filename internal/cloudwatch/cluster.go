@@ -19,9 +19,10 @@ import (
 // the others hear of it through RecordChanged and read it again. Reads
 // answer from memory, except that a named alarm missing there is looked
 // up in the store, and every change of an alarm starts from the stored
-// alarm, not from memory, so that a node does not undo a change another
-// made a moment before (the write itself is not conditional: two changes
-// of one alarm within a round trip of each other may still cross).
+// alarm, not from memory, and is written only if the store still has the
+// alarm it started from (engine.RecordStore.SwapRecord); otherwise it is
+// built again on the alarm as stored now, so that two changes of one
+// alarm through two nodes at once both hold.
 // Evaluation, with the notifications it sends, runs on one node at a
 // time: the holder of AlarmLease.
 
@@ -178,7 +179,7 @@ func (s *Service) reread(ctx context.Context, name string) (*alarm, error) {
 		delete(s.alarms, name)
 		return nil, nil
 	}
-	a := new(alarm)
+	a := &alarm{stored: v}
 	if err := json.Unmarshal(v, a); err != nil {
 		return nil, fmt.Errorf("cloudwatch: alarm %q: %w", name, err)
 	}

@@ -2,6 +2,8 @@ package cloudwatch
 
 import (
 	"context"
+	"encoding/json"
+	"fmt"
 	"sync"
 	"testing"
 	"time"
@@ -51,6 +53,30 @@ func (r *sharedRecords) DeleteRecord(ctx context.Context, kind, key string) erro
 	err := r.memRecords.DeleteRecord(ctx, kind, key)
 	r.tell(kind, key)
 	return err
+}
+
+func (r *sharedRecords) InsertRecord(ctx context.Context, kind, key string, v []byte) (bool, error) {
+	ok, err := r.memRecords.InsertRecord(ctx, kind, key, v)
+	if ok {
+		r.tell(kind, key)
+	}
+	return ok, err
+}
+
+func (r *sharedRecords) SwapRecord(ctx context.Context, kind, key string, old, v []byte) (bool, error) {
+	ok, err := r.memRecords.SwapRecord(ctx, kind, key, old, v)
+	if ok {
+		r.tell(kind, key)
+	}
+	return ok, err
+}
+
+func (r *sharedRecords) DeleteRecordIf(ctx context.Context, kind, key string, old []byte) (bool, error) {
+	ok, err := r.memRecords.DeleteRecordIf(ctx, kind, key, old)
+	if ok {
+		r.tell(kind, key)
+	}
+	return ok, err
 }
 
 func (r *sharedRecords) Shared() bool { return true }
@@ -276,4 +302,68 @@ func (s *Service) alarmNow(name string) alarm {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	return *s.alarms[name]
+}
+
+// TestClusterAlarmChangesAtOnce: changes of one alarm through two nodes
+// at the same moment, many rounds over, all hold: each builds on the
+// alarm as stored, and one that lost the race to the store builds again.
+func TestClusterAlarmChangesAtOnce(t *testing.T) {
+	t.Parallel()
+	ctx := context.Background()
+	r, a, b, _ := newPair(t)
+	if _, err := a.putMetricAlarm(ctx, input("x")); err != nil {
+		t.Fatal(err)
+	}
+	arn := a.alarmARN("x")
+	const rounds = 20 // 40 tags: below the limit of 50
+	for i := range rounds {
+		var wg sync.WaitGroup
+		start := make(chan struct{})
+		errs := make([]error, 3)
+		for k, call := range []func() error{
+			func() error {
+				_, err := a.tagResource(ctx, &TagResourceInput{ResourceARN: arn, Tags: []Tag{{Key: fmt.Sprint("a", i), Value: "v"}}})
+				return err
+			},
+			func() error {
+				_, err := b.tagResource(ctx, &TagResourceInput{ResourceARN: arn, Tags: []Tag{{Key: fmt.Sprint("b", i), Value: "v"}}})
+				return err
+			},
+			func() error {
+				on := i%2 == 0
+				in := &AlarmNamesInput{AlarmNames: []string{"x"}}
+				var err error
+				if on {
+					_, err = b.enableAlarmActions(ctx, in)
+				} else {
+					_, err = b.disableAlarmActions(ctx, in)
+				}
+				return err
+			},
+		} {
+			wg.Add(1)
+			go func() {
+				defer wg.Done()
+				<-start
+				errs[k] = call()
+			}()
+		}
+		close(start)
+		wg.Wait()
+		for _, err := range errs {
+			if err != nil {
+				t.Fatalf("round %d: %v", i, err)
+			}
+		}
+	}
+	v, _, _ := r.records.GetRecord(ctx, kindAlarm, "x")
+	var got alarm
+	if err := json.Unmarshal(v, &got); err != nil {
+		t.Fatal(err)
+	}
+	enabled := (rounds-1)%2 == 0 // the last round's
+	if len(got.Tags) != 2*rounds || got.ActionsEnabled != enabled {
+		t.Fatalf("stored alarm after %d rounds: %d tags, actions enabled %v; want %d tags, %v",
+			rounds, len(got.Tags), got.ActionsEnabled, 2*rounds, enabled)
+	}
 }

@@ -88,23 +88,32 @@ func (s *Service) evaluate(ctx context.Context, names []string, now time.Time) {
 		if r.keep || r.state == a.State {
 			continue
 		}
-		if s.cluster != nil {
-			// Another node may have changed the alarm since this node
-			// heard of it: decide on the stored one.
-			fresh, err := s.reread(ctx, a.Name)
-			if err != nil {
-				s.log.ErrorContext(ctx, "cloudwatch: evaluate alarm", "alarm", a.Name, "err", err)
-				continue
+		var ch *change
+		err := retryRaces(func() error {
+			if s.cluster != nil {
+				// Another node may have changed the alarm since this
+				// node heard of it: decide on the stored one. (After a
+				// lost race save has read it again.)
+				fresh, err := s.current(ctx, a.Name)
+				if err != nil {
+					return err
+				}
+				if fresh == nil {
+					return nil // deleted meanwhile
+				}
+				a, r = fresh, s.assess(fresh, now)
+			} else if a = s.alarms[a.Name]; a == nil {
+				return nil
+			} else {
+				r = s.assess(a, now)
 			}
-			if fresh == nil {
-				continue // deleted meanwhile
-			}
-			a, r = fresh, s.assess(fresh, now)
 			if r.keep || r.state == a.State {
-				continue
+				return nil
 			}
-		}
-		ch, err := s.transition(ctx, a, r.state, r.reason, r.data, now)
+			var err error
+			ch, err = s.transition(ctx, a, r.state, r.reason, r.data, now)
+			return err
+		})
 		if err != nil {
 			s.log.ErrorContext(ctx, "cloudwatch: record alarm state", "alarm", a.Name, "err", err)
 			continue
@@ -120,7 +129,8 @@ func (s *Service) evaluate(ctx context.Context, names []string, now time.Time) {
 }
 
 // transition sets a's state (a copy replaces it, so that readers outside
-// mu keep a consistent alarm), makes it durable and records the history.
+// mu keep a consistent alarm), makes it durable and records the history;
+// errLostRace when the store no longer has a.
 // A new state value returns the change; the same value only updates the
 // reason. The caller holds mu.
 func (s *Service) transition(ctx context.Context, a *alarm, state, reason, data string, now time.Time) (*change, error) {

@@ -1,6 +1,7 @@
 package cloudwatch
 
 import (
+	"bytes"
 	"context"
 	"encoding/json"
 	"errors"
@@ -42,6 +43,40 @@ func (r *memRecords) DeleteRecord(_ context.Context, kind, key string) error {
 	defer r.mu.Unlock()
 	delete(r.m[kind], key)
 	return nil
+}
+
+// writeIf puts v as kind/key (deletes it when del) if cond holds of it.
+func (r *memRecords) writeIf(kind, key string, cond func(cur []byte, found bool) bool, v []byte, del bool) bool {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	cur, found := r.m[kind][key]
+	if !cond(cur, found) {
+		return false
+	}
+	if r.m == nil {
+		r.m = map[string]map[string][]byte{}
+	}
+	if r.m[kind] == nil {
+		r.m[kind] = map[string][]byte{}
+	}
+	if del {
+		delete(r.m[kind], key)
+	} else {
+		r.m[kind][key] = append([]byte{}, v...)
+	}
+	return true
+}
+
+func (r *memRecords) InsertRecord(_ context.Context, kind, key string, v []byte) (bool, error) {
+	return r.writeIf(kind, key, func(_ []byte, found bool) bool { return !found }, v, false), nil
+}
+
+func (r *memRecords) SwapRecord(_ context.Context, kind, key string, old, v []byte) (bool, error) {
+	return r.writeIf(kind, key, func(cur []byte, found bool) bool { return found && bytes.Equal(cur, old) }, v, false), nil
+}
+
+func (r *memRecords) DeleteRecordIf(_ context.Context, kind, key string, old []byte) (bool, error) {
+	return r.writeIf(kind, key, func(cur []byte, found bool) bool { return found && bytes.Equal(cur, old) }, nil, true), nil
 }
 
 func (r *memRecords) Records(_ context.Context, kind string) ([]engine.Record, error) {

@@ -156,7 +156,7 @@ func (s *Service) loadAlarms(ctx context.Context) error {
 	}
 	alarms := make(map[string]*alarm, len(recs))
 	for _, r := range recs {
-		a := new(alarm)
+		a := &alarm{stored: r.Value}
 		if err := json.Unmarshal(r.Value, a); err != nil {
 			return fmt.Errorf("cloudwatch: alarm %q: %w", r.Key, err)
 		}

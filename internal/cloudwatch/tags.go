@@ -60,29 +60,23 @@ func (s *Service) tagResource(ctx context.Context, in *TagResourceInput) (*Empty
 	if err := v.err(); err != nil {
 		return nil, err
 	}
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	a, err := s.alarmByARN(ctx, in.ResourceARN, true)
+	err := s.changeTags(ctx, in.ResourceARN, "tag alarm", func(c *alarm) error {
+		for _, t := range in.Tags {
+			i := slices.IndexFunc(c.Tags, func(x Tag) bool { return x.Key == t.Key })
+			if i >= 0 {
+				c.Tags[i].Value = t.Value
+			} else {
+				c.Tags = append(c.Tags, t)
+			}
+		}
+		if len(c.Tags) > maxTags {
+			return invalidValue("The number of tags of %s would exceed the limit of %d.", in.ResourceARN, maxTags)
+		}
+		return nil
+	})
 	if err != nil {
 		return nil, err
 	}
-	c := *a
-	c.Tags = slices.Clone(a.Tags)
-	for _, t := range in.Tags {
-		i := slices.IndexFunc(c.Tags, func(x Tag) bool { return x.Key == t.Key })
-		if i >= 0 {
-			c.Tags[i].Value = t.Value
-		} else {
-			c.Tags = append(c.Tags, t)
-		}
-	}
-	if len(c.Tags) > maxTags {
-		return nil, invalidValue("The number of tags of %s would exceed the limit of %d.", in.ResourceARN, maxTags)
-	}
-	if err := s.save(ctx, &c); err != nil {
-		return nil, s.internal(ctx, "tag alarm", err)
-	}
-	s.alarms[c.Name] = &c
 	return &EmptyOutput{}, nil
 }
 
@@ -94,17 +88,39 @@ func (s *Service) untagResource(ctx context.Context, in *UntagResourceInput) (*E
 	if err := v.err(); err != nil {
 		return nil, err
 	}
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	a, err := s.alarmByARN(ctx, in.ResourceARN, true)
+	err := s.changeTags(ctx, in.ResourceARN, "untag alarm", func(c *alarm) error {
+		c.Tags = slices.DeleteFunc(c.Tags, func(t Tag) bool { return slices.Contains(in.TagKeys, t.Key) })
+		return nil
+	})
 	if err != nil {
 		return nil, err
 	}
-	c := *a
-	c.Tags = slices.DeleteFunc(slices.Clone(a.Tags), func(t Tag) bool { return slices.Contains(in.TagKeys, t.Key) })
-	if err := s.save(ctx, &c); err != nil {
-		return nil, s.internal(ctx, "untag alarm", err)
-	}
-	s.alarms[c.Name] = &c
 	return &EmptyOutput{}, nil
+}
+
+// changeTags applies fn to a copy of the tags of the alarm arn names, as
+// stored, and saves the copy, again on the stored alarm when another node
+// changed it first.
+func (s *Service) changeTags(ctx context.Context, arn, op string, fn func(c *alarm) error) error {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return retryRaces(func() error {
+		a, err := s.alarmByARN(ctx, arn, true)
+		if err != nil {
+			return err
+		}
+		c := *a
+		c.Tags = slices.Clone(a.Tags)
+		if err := fn(&c); err != nil {
+			return err
+		}
+		if err := s.save(ctx, &c); err != nil {
+			if err == errLostRace {
+				return err
+			}
+			return s.internal(ctx, op, err)
+		}
+		s.alarms[c.Name] = &c
+		return nil
+	})
 }

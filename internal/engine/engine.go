@@ -422,15 +422,88 @@ type Record struct {
 }
 
 // RecordStore keeps Records by kind and key. Writes return once durable.
+//
+// A service reads a record, changes the document and writes it back
+// whole. Where several nodes share the store, two nodes may do that to
+// one record at once, and a plain PutRecord would lose one change.
+// InsertRecord, SwapRecord and DeleteRecordIf are the compare-and-set that
+// serialises them: the write happens only if the record is still what the
+// writer built on, and a writer that lost reads the record again and
+// builds its change again. The condition is the whole previous value,
+// byte for byte, rather than a version beside it: records are small
+// documents, so a value is its own version, and a value put back exactly
+// as it was (A, B, A) leaves nothing built on A out of date. PutRecord and
+// DeleteRecord stay for writes that build on nothing (a delete that wins
+// over any change, a record only one node writes). Every write, conditional
+// or not, is atomic against every other write of the same record through
+// any node, and tells the other nodes (Cluster.WatchRecords) as PutRecord
+// does; a conditional write that did not happen tells nobody.
 type RecordStore interface {
 	PutRecord(ctx context.Context, kind, key string, value []byte) error
 	// DeleteRecord removes a record; a missing one is not an error.
 	DeleteRecord(ctx context.Context, kind, key string) error
+	// InsertRecord stores value as kind/key unless that record exists
+	// (put-if-absent); it reports whether it stored it.
+	InsertRecord(ctx context.Context, kind, key string, value []byte) (inserted bool, err error)
+	// SwapRecord replaces the value of kind/key by value if the record
+	// exists and its value is old; it reports whether it did.
+	SwapRecord(ctx context.Context, kind, key string, old, value []byte) (swapped bool, err error)
+	// DeleteRecordIf removes kind/key if its value is old; it reports
+	// whether it did.
+	DeleteRecordIf(ctx context.Context, kind, key string, old []byte) (deleted bool, err error)
 	// Records returns every record of a kind, sorted by key (byte order).
 	Records(ctx context.Context, kind string) ([]Record, error)
 	// GetRecord returns one record's value; found is false when there is
 	// none.
 	GetRecord(ctx context.Context, kind, key string) (value []byte, found bool, err error)
+}
+
+// SequenceClaim asks a Sequencer for one number under a deduplication key.
+type SequenceClaim struct {
+	// Key is the deduplication key; the keys of one call are distinct.
+	Key string
+	// ID names what is numbered (a message id); a later claim of the key
+	// within the window is answered with it.
+	ID string
+}
+
+// SequenceTicket answers one SequenceClaim.
+type SequenceTicket struct {
+	// Number is the claim's sequence number, or the original's for a
+	// duplicate: a decimal of 22 digits (until the year 2286), so that
+	// the numbers of a sequence sort as strings as they do as numbers.
+	Number string
+	// ID is the claim's ID, or the original's for a duplicate.
+	ID string
+	// Duplicate: the key was claimed within DeduplicationWindow; the
+	// claim took no number and nothing of it was remembered.
+	Duplicate bool
+}
+
+// Sequencer numbers the messages of SNS FIFO topics and keeps their
+// deduplication keys, so that every node publishing to one topic numbers
+// and deduplicates it as one node would. A sequence is named by its topic
+// and starts at its first claim. A number is the broker time's
+// microseconds since the Unix epoch times 10^6, or the sequence's last
+// number plus one if that is larger: the numbers grow strictly, in the
+// order the store took them, and go on growing across a store that forgot
+// its sequences.
+type Sequencer interface {
+	// Sequence takes numbers of the sequence name for claims, in their
+	// order, at broker time now. A claim whose key a claim of this
+	// sequence took less than DeduplicationWindow before now, through
+	// any node, is a duplicate; any other takes the next number, and its
+	// key is remembered with its ID and number for DeduplicationWindow.
+	// The call is atomic: two calls that claim one key, through two
+	// nodes at once, number it once.
+	Sequence(ctx context.Context, name string, now time.Time, claims []SequenceClaim) ([]SequenceTicket, error)
+	// ReleaseSequence forgets the keys of claims that still name the
+	// claim's ID (taken by a publish that then failed, so that its retry
+	// is not a duplicate). Their numbers are not handed out again.
+	ReleaseSequence(ctx context.Context, name string, claims []SequenceClaim) error
+	// DropSequence forgets the sequence and its keys (its topic is
+	// deleted). A sequence claimed again starts anew.
+	DropSequence(ctx context.Context, name string) error
 }
 
 // MetricPoint is one minute of one metric series: the statistics of the
@@ -460,12 +533,14 @@ type MetricStore interface {
 
 // Store is everything the services keep, in one backend: queues and
 // messages with their move tasks (Backend), SNS and CloudWatch documents
-// (RecordStore), metric datapoints (MetricStore), and what the server asks
+// (RecordStore), SNS FIFO topics' numbers and deduplication keys
+// (Sequencer), metric datapoints (MetricStore), and what the server asks
 // of the store itself (Monitor). The server is given a Store and never
 // knows which backend it is; the command line chooses one.
 type Store interface {
 	Backend
 	RecordStore
+	Sequencer
 	MetricStore
 	Monitor
 	Cluster

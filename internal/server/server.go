@@ -277,15 +277,16 @@ func Start(ctx context.Context, cfg Config) (*Server, error) {
 		signerDir = filepath.Join(cfg.DataDir, "sns")
 	}
 	snsSvc, err := sns.New(ctx, sns.Config{
-		Account: cfg.Account,
-		Region:  cfg.Region,
-		Backend: eng,
-		SQS:     queues,
-		Records: eng,
-		Cluster: eng,
-		Clock:   cfg.Clock,
-		Logger:  cfg.Logger,
-		Metrics: s.metrics,
+		Account:   cfg.Account,
+		Region:    cfg.Region,
+		Backend:   eng,
+		SQS:       queues,
+		Records:   eng,
+		Sequences: eng,
+		Cluster:   eng,
+		Clock:     cfg.Clock,
+		Logger:    cfg.Logger,
+		Metrics:   s.metrics,
 		Delivery: delivery.Options{
 			BaseURL:   baseURL,
 			SignerDir: signerDir,

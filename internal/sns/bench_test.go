@@ -146,5 +146,5 @@ func newFanoutFixtureWith(tb testing.TB, opts embedded.Options, subs []map[strin
 // newBenchService records metrics, as a server does.
 func newBenchService(ctx context.Context, eng *embedded.Engine, clk clock.Clock) (*Service, error) {
 	m := metrics.New(metrics.Options{Clock: clk})
-	return New(ctx, Config{Backend: eng, SQS: sqs.NewPort(sqs.Config{Backend: eng, Metrics: m}), Records: eng, Clock: clk, Metrics: m})
+	return New(ctx, Config{Backend: eng, SQS: sqs.NewPort(sqs.Config{Backend: eng, Metrics: m}), Records: eng, Sequences: eng, Clock: clk, Metrics: m})
 }

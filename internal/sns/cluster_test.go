@@ -46,7 +46,7 @@ func newNodes(t *testing.T, n int) ([]*Service, *embedded.Engine) {
 	})
 	for i := range nodes {
 		m := metrics.New(metrics.Options{Clock: clk})
-		nodes[i], err = New(ctx, Config{Backend: eng, SQS: sqs.NewPort(sqs.Config{Backend: eng, Metrics: m}), Records: eng,
+		nodes[i], err = New(ctx, Config{Backend: eng, SQS: sqs.NewPort(sqs.Config{Backend: eng, Metrics: m}), Records: eng, Sequences: eng,
 			Cluster: sharedEngine{eng}, Clock: clk, Metrics: m, Delivery: delivery.Options{BaseURL: "http://node" + string(rune('a'+i))}})
 		if err != nil {
 			t.Fatal(err)

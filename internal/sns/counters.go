@@ -6,7 +6,6 @@ import (
 	"strings"
 	"sync"
 	"sync/atomic"
-	"time"
 
 	"github.com/ferrymq/ferry/internal/metrics"
 	"github.com/ferrymq/ferry/internal/sns/delivery"
@@ -106,27 +105,12 @@ func (c *counters) snapshot() Counters {
 type topicState struct {
 	counters counters
 
-	// fifoMu serialises a FIFO topic's publishes, so that sequence numbers
-	// and deliveries keep the order of publication.
-	fifoMu   sync.Mutex
-	seqMicro int64 // last sequence number: micro-second stamp and counter
-	seqN     int64
-	dedup    map[string]dedupEntry
-	dedupQ   []dedupKey // in expiry order
+	// fifoMu serialises a FIFO topic's publishes through this node, so
+	// that its deliveries keep the order of their sequence numbers.
+	fifoMu sync.Mutex
 }
 
-func newTopicState() *topicState { return &topicState{dedup: map[string]dedupEntry{}} }
-
-// dedupEntry remembers a FIFO message for the deduplication window.
-type dedupEntry struct {
-	messageID, sequence string
-	expires             time.Time
-}
-
-type dedupKey struct {
-	key     string
-	expires time.Time
-}
+func newTopicState() *topicState { return &topicState{} }
 
 // subState is a subscription's runtime state.
 type subState struct {

@@ -9,7 +9,6 @@ import (
 	"slices"
 	"strings"
 	"sync"
-	"time"
 	"unicode/utf8"
 
 	"github.com/ferrymq/ferry/internal/engine"
@@ -32,7 +31,6 @@ const (
 	maxPunctIDChars  = 128
 	maxBatchEntries  = 10
 	maxBatchEntryID  = 80
-	dedupWindow      = 5 * time.Minute
 	structureJSON    = "json"
 )
 

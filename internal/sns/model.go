@@ -3,12 +3,14 @@ package sns
 import (
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"maps"
 	"slices"
 	"strings"
 	"time"
 
+	"github.com/ferrymq/ferry/internal/protocol"
 	"github.com/ferrymq/ferry/internal/sns/delivery"
 	"github.com/ferrymq/ferry/internal/sns/filterpolicy"
 )
@@ -35,6 +37,9 @@ type topic struct {
 
 	delivery *delivery.Topic // what deliveries read of it (prepare)
 	state    *topicState     // shared by every copy of the topic
+	// stored is the record as stored, which a change of a clone replaces
+	// only if the store still has it (saveTopic); nil for a new topic.
+	stored []byte
 }
 
 func (t *topic) clone() *topic {
@@ -82,6 +87,7 @@ type subscription struct {
 	policy     *delivery.SubscriptionPolicy
 	deadLetter string // the RedrivePolicy's queue ARN; "" without one
 	state      *subState
+	stored     []byte // the record as stored, as topic.stored
 }
 
 // confirmation is where a subscription stands with its confirmation.
@@ -186,7 +192,7 @@ func (s *Service) load(ctx context.Context) error {
 // decodeTopic reads a topic record. A DeliveryPolicy that no longer parses
 // is logged, and the topic goes without it.
 func (s *Service) decodeTopic(b []byte) (*topic, error) {
-	t := &topic{}
+	t := &topic{stored: b}
 	if err := json.Unmarshal(b, t); err != nil {
 		return nil, err
 	}
@@ -202,7 +208,7 @@ func (s *Service) decodeTopic(b []byte) (*topic, error) {
 // decodeSubscription reads a subscription record. An attribute that no
 // longer parses is logged, and the subscription goes without it.
 func (s *Service) decodeSubscription(b []byte) (*subscription, error) {
-	sub := &subscription{}
+	sub := &subscription{stored: b}
 	if err := json.Unmarshal(b, sub); err != nil {
 		return nil, err
 	}
@@ -220,6 +226,9 @@ func (s *Service) dropOrphan(ctx context.Context, sub *subscription) error {
 		return fmt.Errorf("sns: drop orphan subscription: %w", err)
 	}
 	if err := s.records.DeleteRecord(ctx, kindSubscription, sub.ARN); err != nil {
+		return fmt.Errorf("sns: drop orphan subscription: %w", err)
+	}
+	if err := s.releaseEndpoint(ctx, sub); err != nil {
 		return fmt.Errorf("sns: drop orphan subscription: %w", err)
 	}
 	return nil
@@ -270,38 +279,101 @@ func (s *Service) forget(sub *subscription) {
 	}
 }
 
-// saveTopic makes t durable, then visible. The caller holds writeMu.
+// errLostRace: a change was built on a record that another node changed
+// (or removed, or made) before the change was written. The record is read
+// again and the change built again on it (retryRaces).
+var errLostRace = errors.New("sns: the record changed meanwhile")
+
+// maxRaces bounds how often one change is built again; a change that
+// loses more often answers ServiceUnavailable, which clients retry.
+const maxRaces = 20
+
+// retryRaces runs try under writeMu until it does not lose a race, reading
+// the record kind/key again before every attempt but the first (that one
+// only on a store other nodes share: on its own store a node's memory is
+// the record).
+func (s *Service) retryRaces(ctx context.Context, op, kind, key string, try func() error) error {
+	for attempt := 0; ; attempt++ {
+		var err error
+		if attempt == 0 {
+			err = s.fresh(ctx, kind, key)
+		} else {
+			err = s.reread(ctx, kind, key)
+		}
+		if err != nil {
+			return s.internal(ctx, op, err)
+		}
+		s.writeMu.Lock()
+		err = try()
+		s.writeMu.Unlock()
+		if err != errLostRace {
+			return err
+		}
+		if attempt == maxRaces {
+			s.log.WarnContext(ctx, "sns: "+op+": the record kept changing", "key", key)
+			return protocol.ErrServiceUnavailable
+		}
+	}
+}
+
+// saveTopic makes t durable, then visible: it inserts a new topic (stored
+// nil), or replaces the record t was read from (stored) if the store still
+// has it, and returns errLostRace if not. The caller holds writeMu.
 func (s *Service) saveTopic(ctx context.Context, t *topic) error {
 	b, err := json.Marshal(t)
 	if err != nil {
 		return fmt.Errorf("encode topic: %w", err)
 	}
-	if err := s.records.PutRecord(ctx, kindTopic, t.ARN, b); err != nil {
-		return fmt.Errorf("store topic: %w", err)
+	if err := s.writeRecord(ctx, kindTopic, t.ARN, t.stored, b); err != nil {
+		return err
 	}
+	t.stored = b
 	s.mu.Lock()
 	s.installTopic(t)
 	s.mu.Unlock()
 	return nil
 }
 
-// saveSubscription makes sub durable, then visible. The caller holds
-// writeMu.
+// saveSubscription makes sub durable, then visible, as saveTopic does.
+// The caller holds writeMu.
 func (s *Service) saveSubscription(ctx context.Context, sub *subscription) error {
 	b, err := json.Marshal(sub)
 	if err != nil {
 		return fmt.Errorf("encode subscription: %w", err)
 	}
-	if err := s.records.PutRecord(ctx, kindSubscription, sub.ARN, b); err != nil {
-		return fmt.Errorf("store subscription: %w", err)
+	if err := s.writeRecord(ctx, kindSubscription, sub.ARN, sub.stored, b); err != nil {
+		return err
 	}
+	sub.stored = b
 	s.mu.Lock()
 	s.install(sub)
 	s.mu.Unlock()
 	return nil
 }
 
-// removeSubscription forgets sub for good. The caller holds writeMu.
+// writeRecord inserts kind/key (old nil) or replaces old by value; it
+// returns errLostRace when the store had something else.
+func (s *Service) writeRecord(ctx context.Context, kind, key string, old, value []byte) error {
+	var (
+		ok  bool
+		err error
+	)
+	if old == nil {
+		ok, err = s.records.InsertRecord(ctx, kind, key, value)
+	} else {
+		ok, err = s.records.SwapRecord(ctx, kind, key, old, value)
+	}
+	switch {
+	case err != nil:
+		return fmt.Errorf("store %s: %w", kind, err)
+	case !ok:
+		return errLostRace
+	}
+	return nil
+}
+
+// removeSubscription forgets sub for good, and frees its endpoint for a
+// new subscription. The caller holds writeMu.
 func (s *Service) removeSubscription(ctx context.Context, sub *subscription) error {
 	if err := s.records.DeleteRecord(ctx, kindSubscription, sub.ARN); err != nil {
 		return fmt.Errorf("delete subscription: %w", err)
@@ -309,7 +381,7 @@ func (s *Service) removeSubscription(ctx context.Context, sub *subscription) err
 	s.mu.Lock()
 	s.forget(sub)
 	s.mu.Unlock()
-	return nil
+	return s.releaseEndpoint(ctx, sub)
 }
 
 // lookupTopic returns the topic named by a TopicArn parameter. On a store

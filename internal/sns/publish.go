@@ -2,8 +2,8 @@ package sns
 
 import (
 	"context"
-	"fmt"
 	"strings"
+	"time"
 
 	"github.com/google/uuid"
 
@@ -63,66 +63,67 @@ func (s *Service) publish(ctx context.Context, in *publishInput) (*publishOutput
 	st := t.state
 	st.fifoMu.Lock()
 	defer st.fifoMu.Unlock()
-	if e, dup := s.lookupDedup(t, m); dup {
-		return &publishOutput{MessageId: e.messageID, SequenceNumber: e.sequence}, nil
-	}
-	m.Sequence = s.nextSequence(st)
-	if err := s.fanout(ctx, t, []*message{m}); err != nil {
+	tk, err := s.sequence(ctx, t, []*message{m})
+	if err != nil {
 		return nil, s.internal(ctx, "publish", err)
 	}
-	s.rememberDedup(t, m)
+	if tk[0].Duplicate {
+		return &publishOutput{MessageId: tk[0].ID, SequenceNumber: tk[0].Number}, nil
+	}
+	m.Sequence = tk[0].Number
+	if err := s.fanout(ctx, t, []*message{m}); err != nil {
+		s.release(ctx, t, []*message{m})
+		return nil, s.internal(ctx, "publish", err)
+	}
 	s.countPublished(t, m)
 	return &publishOutput{MessageId: m.ID, SequenceNumber: m.Sequence}, nil
 }
 
-// dedupKeyOf is a FIFO message's deduplication key in its topic's scope.
+// A FIFO topic's sequence numbers and deduplication window are the
+// store's (engine.Sequencer), so that publishes through every node that
+// shares it number and deduplicate as through one. A node still publishes
+// to one topic one call at a time (topicState.fifoMu), so that what it
+// delivers keeps the order of its numbers; publishes through two nodes
+// at once are numbered in the order the store took them.
+
+// dedupKeyOf is a FIFO message's deduplication key in its topic's scope:
+// in the MessageGroup scope the group, a space (which neither id may
+// hold) and the id.
 func dedupKeyOf(t *topic, m *message) string {
 	if t.dedupPerGroup() {
-		return m.groupID + "\x00" + m.dedupID
+		return m.groupID + " " + m.dedupID
 	}
 	return m.dedupID
 }
 
-// lookupDedup finds a message with the same deduplication key published
-// within the window. The caller holds the topic's fifoMu.
-func (s *Service) lookupDedup(t *topic, m *message) (dedupEntry, bool) {
-	st := t.state
-	now := s.clock.Now()
-	n := 0
-	for n < len(st.dedupQ) && !now.Before(st.dedupQ[n].expires) {
-		if e, ok := st.dedup[st.dedupQ[n].key]; ok && !now.Before(e.expires) {
-			delete(st.dedup, st.dedupQ[n].key)
-		}
-		n++
+// sequence claims the messages' deduplication keys, which are distinct,
+// and takes their numbers. The caller holds the topic's fifoMu.
+func (s *Service) sequence(ctx context.Context, t *topic, msgs []*message) ([]engine.SequenceTicket, error) {
+	claims := make([]engine.SequenceClaim, len(msgs))
+	for i, m := range msgs {
+		claims[i] = engine.SequenceClaim{Key: dedupKeyOf(t, m), ID: m.ID}
 	}
-	st.dedupQ = st.dedupQ[n:]
-	e, ok := st.dedup[dedupKeyOf(t, m)]
-	return e, ok
+	return s.sequences.Sequence(ctx, t.ARN, s.clock.Now(), claims)
 }
 
-// rememberDedup starts m's deduplication window. The caller holds fifoMu.
-func (s *Service) rememberDedup(t *topic, m *message) {
-	key := dedupKeyOf(t, m)
-	exp := s.clock.Now().Add(dedupWindow)
-	t.state.dedup[key] = dedupEntry{messageID: m.ID, sequence: m.Sequence, expires: exp}
-	t.state.dedupQ = append(t.state.dedupQ, dedupKey{key: key, expires: exp})
+// release gives back the keys of messages whose fan-out failed, so that
+// the client's retry is published rather than taken for a duplicate of
+// what was never delivered. A release that fails leaves the keys until
+// their window ends, and is logged.
+func (s *Service) release(ctx context.Context, t *topic, msgs []*message) {
+	claims := make([]engine.SequenceClaim, len(msgs))
+	for i, m := range msgs {
+		claims[i] = engine.SequenceClaim{Key: dedupKeyOf(t, m), ID: m.ID}
+	}
+	ctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), releaseTimeout)
+	defer cancel()
+	if err := s.sequences.ReleaseSequence(ctx, t.ARN, claims); err != nil {
+		s.log.WarnContext(ctx, "sns: give back the deduplication keys of a failed publish", "topic", t.ARN, "err", err)
+	}
 }
 
-// nextSequence returns a FIFO sequence number: a decimal number that grows
-// with every message of the topic (micro-second stamp, then a counter).
-// The caller holds fifoMu.
-func (s *Service) nextSequence(st *topicState) string {
-	now := s.clock.Now().UnixMicro()
-	if now > st.seqMicro {
-		st.seqMicro, st.seqN = now, 0
-	} else {
-		st.seqN++
-		if st.seqN > 999_999 {
-			st.seqMicro, st.seqN = st.seqMicro+1, 0
-		}
-	}
-	return fmt.Sprintf("%d%06d", st.seqMicro, st.seqN)
-}
+// releaseTimeout bounds release, which runs when the caller may be gone.
+const releaseTimeout = 10 * time.Second
 
 // checkBatchID: 1–80 characters of [A-Za-z0-9_-].
 func checkBatchID(id string) error {
@@ -201,31 +202,45 @@ func (s *Service) publishBatch(ctx context.Context, in *publishBatchInput) (*pub
 	defer st.fifoMu.Unlock()
 	// Entries keep their order; a duplicate (of an earlier message or an
 	// earlier entry) answers with the original's id and is not delivered.
-	results := make([]publishBatchResult, len(msgs))
-	var fresh []*message
-	inBatch := map[string]*message{}
+	// The first entry of each key claims it.
+	var (
+		claimed []*message
+		at      []int                    // the entry of each claimed message
+		first   = make([]int, len(msgs)) // the entry that claimed each entry's key
+		byKey   = map[string]int{}
+	)
 	for i, m := range msgs {
 		key := dedupKeyOf(t, m)
-		if e, dup := s.lookupDedup(t, m); dup {
-			results[i] = publishBatchResult{Id: entries[i].Id, MessageId: e.messageID, SequenceNumber: e.sequence}
+		if j, dup := byKey[key]; dup {
+			first[i] = j
 			continue
 		}
-		if orig, dup := inBatch[key]; dup {
-			results[i] = publishBatchResult{Id: entries[i].Id, MessageId: orig.ID, SequenceNumber: orig.Sequence}
-			continue
+		byKey[key], first[i] = i, i
+		claimed = append(claimed, m)
+		at = append(at, i)
+	}
+	tickets, err := s.sequence(ctx, t, claimed)
+	if err != nil {
+		return s.batchFailed(ctx, entries, err)
+	}
+	results := make([]publishBatchResult, len(msgs))
+	var fresh []*message
+	for j, tk := range tickets {
+		i, m := at[j], claimed[j]
+		if !tk.Duplicate {
+			m.Sequence = tk.Number
+			fresh = append(fresh, m)
 		}
-		m.Sequence = s.nextSequence(st)
-		inBatch[key] = m
-		fresh = append(fresh, m)
-		results[i] = publishBatchResult{Id: entries[i].Id, MessageId: m.ID, SequenceNumber: m.Sequence}
+		results[i] = publishBatchResult{MessageId: tk.ID, SequenceNumber: tk.Number}
+	}
+	for i := range msgs {
+		results[i] = publishBatchResult{Id: entries[i].Id, MessageId: results[first[i]].MessageId, SequenceNumber: results[first[i]].SequenceNumber}
 	}
 	if len(fresh) > 0 {
 		if err := s.fanout(ctx, t, fresh); err != nil {
+			s.release(ctx, t, fresh)
 			return s.batchFailed(ctx, entries, err)
 		}
-	}
-	for _, m := range fresh {
-		s.rememberDedup(t, m)
 	}
 	s.countPublished(t, fresh...)
 	out.Successful = results

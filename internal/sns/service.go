@@ -36,6 +36,9 @@ type Config struct {
 	SQS SQS
 	// Records keeps topics and subscriptions.
 	Records engine.RecordStore
+	// Sequences numbers and deduplicates the FIFO topics' messages, on
+	// a store several nodes share for all of them.
+	Sequences engine.Sequencer
 	// Cluster is the store's side of the nodes that share it: with a
 	// Shared store the service keeps its records current with the other
 	// nodes' changes (RecordChanged, which the caller wires to
@@ -79,6 +82,7 @@ type Service struct {
 	account, region string
 	sqs             SQS
 	records         engine.RecordStore
+	sequences       engine.Sequencer
 	clock           clock.Clock
 	log             *slog.Logger
 	metrics         Recorder
@@ -109,19 +113,20 @@ type catalog struct {
 // New starts the SNS service: it loads topics and subscriptions and
 // restarts their deliveries.
 func New(ctx context.Context, cfg Config) (*Service, error) {
-	if cfg.Records == nil || cfg.SQS == nil {
-		return nil, errors.New("sns: a record store and SQS are required")
+	if cfg.Records == nil || cfg.Sequences == nil || cfg.SQS == nil {
+		return nil, errors.New("sns: a record store, a sequencer and SQS are required")
 	}
 	s := &Service{
-		account: cfg.Account,
-		region:  cfg.Region,
-		sqs:     cfg.SQS,
-		records: cfg.Records,
-		clock:   cfg.Clock,
-		log:     cfg.Logger,
-		metrics: cfg.Metrics,
-		cluster: cfg.Cluster,
-		shared:  cfg.Cluster != nil && cfg.Cluster.Shared(),
+		account:   cfg.Account,
+		region:    cfg.Region,
+		sqs:       cfg.SQS,
+		records:   cfg.Records,
+		sequences: cfg.Sequences,
+		clock:     cfg.Clock,
+		log:       cfg.Logger,
+		metrics:   cfg.Metrics,
+		cluster:   cfg.Cluster,
+		shared:    cfg.Cluster != nil && cfg.Cluster.Shared(),
 		catalog: catalog{
 			topics:    map[string]*topic{},
 			subs:      map[string]*subscription{},

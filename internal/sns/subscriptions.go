@@ -3,9 +3,11 @@ package sns
 import (
 	"context"
 	"crypto/rand"
+	"crypto/sha256"
 	"encoding/hex"
 	"encoding/json"
 	"errors"
+	"fmt"
 	"maps"
 	"net/url"
 	"regexp"
@@ -318,34 +320,98 @@ func (s *Service) subscribe(ctx context.Context, in *subscribeInput) (*subscript
 		return nil, invalidParameter("Attributes Reason: SubscriptionRoleArn is required for firehose subscriptions")
 	}
 
-	s.writeMu.Lock()
-	defer s.writeMu.Unlock()
-	if t, err = s.cachedTopic(in.TopicArn, "TopicArn"); err != nil {
-		return nil, err
+	for attempt := 0; ; attempt++ {
+		out, err := s.subscribeOnce(ctx, in, attrs, attempt)
+		if err != errLostRace {
+			return out, err
+		}
+		if attempt == maxRaces {
+			s.log.WarnContext(ctx, "sns: subscribe: the endpoint's claim kept changing", "topic", in.TopicArn)
+			return nil, protocol.ErrServiceUnavailable
+		}
+		// The claim's subscription may be on its way (its node writes
+		// it right after the claim): give it a moment.
+		select {
+		case <-ctx.Done():
+			return nil, ctx.Err()
+		case <-time.After(min(2*time.Millisecond<<attempt, 100*time.Millisecond)):
+		}
 	}
+}
+
+// Subscribe is idempotent for a topic, protocol and endpoint, through any
+// node: the subscription of an endpoint claims it with a record of its
+// own (kindEndpoint, under a key made of the three, whose value is the
+// subscription's ARN), inserted before the subscription is written, so
+// that of two Subscribe calls through two nodes at once one makes the
+// subscription and the other answers it (or that its attributes differ).
+// A claim whose subscription is gone, or never came (its node stopped
+// between the two writes), is taken over once a caller has waited
+// claimTakeover attempts for it; the node that made it finds, after
+// writing its subscription, that its claim was taken, and removes it
+// again. Removing a subscription (or unsubscribing it, leaving a
+// tombstone) frees its claim.
+const kindEndpoint = "sns-endpoint"
+
+// claimTakeover is the attempt from which a claim whose subscription the
+// store does not have is taken over: about a second of waits.
+const claimTakeover = 12
+
+// endpointKey is the claim's key of a topic's protocol and endpoint.
+func endpointKey(topicARN, protocol, endpoint string) string {
+	sum := sha256.Sum256([]byte(protocol + "\n" + endpoint))
+	return topicARN + "/" + hex.EncodeToString(sum[:16])
+}
+
+// releaseEndpoint removes sub's claim of its endpoint, if it holds it.
+func (s *Service) releaseEndpoint(ctx context.Context, sub *subscription) error {
+	if _, err := s.records.DeleteRecordIf(ctx, kindEndpoint, endpointKey(sub.TopicARN, sub.Protocol, sub.Endpoint), []byte(sub.ARN)); err != nil {
+		return fmt.Errorf("free endpoint: %w", err)
+	}
+	return nil
+}
+
+// existingSubscription answers a Subscribe of an endpoint the topic has a
+// subscription for, as this node knows it; ok is false when it has none.
+// The caller holds writeMu.
+func (s *Service) existingSubscription(ctx context.Context, t *topic, in *subscribeInput, attrs map[string]string) (out *subscriptionArnOutput, ok bool, err error) {
 	for _, sub := range s.subscriptionsOf(t.ARN) {
 		if sub.Deleted || sub.Protocol != in.Protocol || sub.Endpoint != in.Endpoint {
 			continue
 		}
 		for name, v := range attrs {
 			if subscriptionAttribute(sub, name) != v {
-				return nil, invalidParameter("Attributes Reason: Subscription already exists with different attributes")
+				return nil, true, invalidParameter("Attributes Reason: Subscription already exists with different attributes")
 			}
 		}
 		if sub.Pending {
 			if sub.Queue != "" {
 				// A repeated Subscribe sends the confirmation again.
 				if err := s.delivery.Confirm(ctx, sub.delivery()); err != nil {
-					return nil, s.internal(ctx, "resend confirmation", err)
+					return nil, true, s.internal(ctx, "resend confirmation", err)
 				}
 			}
 			if !in.ReturnSubscriptionArn {
-				return &subscriptionArnOutput{SubscriptionArn: pendingARN}, nil
+				return &subscriptionArnOutput{SubscriptionArn: pendingARN}, true, nil
 			}
 		}
-		return &subscriptionArnOutput{SubscriptionArn: sub.ARN}, nil
+		return &subscriptionArnOutput{SubscriptionArn: sub.ARN}, true, nil
 	}
+	return nil, false, nil
+}
 
+// subscribeOnce makes the subscription unless the endpoint has one, and
+// returns errLostRace when the endpoint's claim is to be read again.
+func (s *Service) subscribeOnce(ctx context.Context, in *subscribeInput, attrs map[string]string, attempt int) (*subscriptionArnOutput, error) {
+	s.writeMu.Lock()
+	defer s.writeMu.Unlock()
+	t, err := s.cachedTopic(in.TopicArn, "TopicArn")
+	if err != nil {
+		return nil, err
+	}
+	if out, ok, err := s.existingSubscription(ctx, t, in, attrs); ok {
+		return out, err
+	}
 	if attrs[attrFilterPolicy] != "" && s.filterPolicies(t.ARN, "") >= maxFilterPolicies {
 		return nil, errFilterPolicyLimit
 	}
@@ -372,8 +438,54 @@ func (s *Service) subscribe(ctx context.Context, in *subscribeInput) (*subscript
 	if err := sub.prepare(); err != nil {
 		return nil, s.internal(ctx, "prepare subscription", err)
 	}
+
+	key := endpointKey(t.ARN, in.Protocol, in.Endpoint)
+	claimed, err := s.records.InsertRecord(ctx, kindEndpoint, key, []byte(sub.ARN))
+	if err != nil {
+		return nil, s.internal(ctx, "claim endpoint", err)
+	}
+	if !claimed {
+		holder, found, err := s.records.GetRecord(ctx, kindEndpoint, key)
+		if err != nil {
+			return nil, s.internal(ctx, "read endpoint claim", err)
+		}
+		if !found {
+			return nil, errLostRace // freed meanwhile
+		}
+		// The claim's subscription as the store has it.
+		if err := s.rereadLocked(ctx, kindSubscription, string(holder)); err != nil {
+			return nil, s.internal(ctx, "read subscription", err)
+		}
+		if out, ok, err := s.existingSubscription(ctx, t, in, attrs); ok {
+			return out, err
+		}
+		if attempt < claimTakeover {
+			return nil, errLostRace
+		}
+		if taken, err := s.records.SwapRecord(ctx, kindEndpoint, key, holder, []byte(sub.ARN)); err != nil || !taken {
+			if err != nil {
+				return nil, s.internal(ctx, "claim endpoint", err)
+			}
+			return nil, errLostRace
+		}
+	}
 	if err := s.saveSubscription(ctx, sub); err != nil {
+		if rerr := s.releaseEndpoint(ctx, sub); rerr != nil {
+			s.log.WarnContext(ctx, "sns: subscribe", "err", rerr)
+		}
 		return nil, s.internal(ctx, "subscribe", err)
+	}
+	// A node that waited long for this subscription may have taken the
+	// claim over meanwhile: then its subscription is the endpoint's.
+	holder, _, err := s.records.GetRecord(ctx, kindEndpoint, key)
+	if err != nil {
+		return nil, s.internal(ctx, "read endpoint claim", err)
+	}
+	if string(holder) != sub.ARN {
+		if err := s.removeSubscription(ctx, sub); err != nil {
+			return nil, s.internal(ctx, "subscribe", err)
+		}
+		return nil, errLostRace
 	}
 	if sub.Queue != "" {
 		if err := s.delivery.CreateQueue(ctx, sub.Queue); err != nil {
@@ -436,13 +548,19 @@ func (s *Service) confirmSubscription(ctx context.Context, in *confirmSubscripti
 	}
 	// The token names its subscription, which another node may have made
 	// (or changed) a moment ago.
-	if arn, ok := tokenSubscription(in.TopicArn, in.Token); ok {
-		if err := s.fresh(ctx, kindSubscription, arn); err != nil {
-			return nil, s.internal(ctx, "read subscription", err)
-		}
-	}
-	s.writeMu.Lock()
-	defer s.writeMu.Unlock()
+	subARN, _ := tokenSubscription(in.TopicArn, in.Token)
+	var out *subscriptionArnOutput
+	err := s.retryRaces(ctx, "confirm subscription", kindSubscription, subARN, func() error {
+		var err error
+		out, err = s.confirmOnce(ctx, in)
+		return err
+	})
+	return out, err
+}
+
+// confirmOnce confirms the subscription the token names. The caller holds
+// writeMu.
+func (s *Service) confirmOnce(ctx context.Context, in *confirmSubscriptionInput) (*subscriptionArnOutput, error) {
 	s.mu.RLock()
 	sub := s.subs[s.tokens[in.Token]]
 	s.mu.RUnlock()
@@ -469,13 +587,23 @@ func (s *Service) confirmSubscription(ctx context.Context, in *confirmSubscripti
 		}
 	}
 	if err := s.saveSubscription(ctx, c); err != nil {
+		if err == errLostRace {
+			return nil, err
+		}
 		return nil, s.internal(ctx, "confirm subscription", err)
 	}
-	if restored && c.Queue != "" {
-		if err := s.delivery.CreateQueue(ctx, c.Queue); err != nil {
-			return nil, s.internal(ctx, "create delivery queue", err)
+	if restored {
+		// It claims its endpoint again, unless a subscription made
+		// since holds it (then both stay, as on one node).
+		if _, err := s.records.InsertRecord(ctx, kindEndpoint, endpointKey(c.TopicARN, c.Protocol, c.Endpoint), []byte(c.ARN)); err != nil {
+			return nil, s.internal(ctx, "claim endpoint", err)
 		}
-		s.delivery.Start(c.delivery())
+		if c.Queue != "" {
+			if err := s.delivery.CreateQueue(ctx, c.Queue); err != nil {
+				return nil, s.internal(ctx, "create delivery queue", err)
+			}
+			s.delivery.Start(c.delivery())
+		}
 	}
 	return &subscriptionArnOutput{SubscriptionArn: c.ARN}, nil
 }
@@ -484,25 +612,32 @@ func (s *Service) unsubscribe(ctx context.Context, in *subscriptionArnInput) (*e
 	if _, err := s.checkSubscriptionARN(in.SubscriptionArn); err != nil {
 		return nil, err
 	}
-	if err := s.fresh(ctx, kindSubscription, in.SubscriptionArn); err != nil {
-		return nil, s.internal(ctx, "read subscription", err)
+	err := s.retryRaces(ctx, "unsubscribe", kindSubscription, in.SubscriptionArn, func() error {
+		return s.unsubscribeOnce(ctx, in.SubscriptionArn)
+	})
+	if err != nil {
+		return nil, err
 	}
-	s.writeMu.Lock()
-	defer s.writeMu.Unlock()
+	return &emptyOutput{}, nil
+}
+
+// unsubscribeOnce removes the subscription, or leaves its tombstone. The
+// caller holds writeMu.
+func (s *Service) unsubscribeOnce(ctx context.Context, arn string) error {
 	s.mu.RLock()
-	sub := s.subs[in.SubscriptionArn]
+	sub := s.subs[arn]
 	s.mu.RUnlock()
 	if sub == nil || sub.Deleted {
-		return &emptyOutput{}, nil
+		return nil
 	}
 	if sub.AuthOnUnsubscribe && protocol.Info(ctx).AccessKey == "" {
-		return nil, errAuthorization.WithMessage("User: anonymous is not authorized to perform: SNS:Unsubscribe on resource: %s", sub.ARN)
+		return errAuthorization.WithMessage("User: anonymous is not authorized to perform: SNS:Unsubscribe on resource: %s", sub.ARN)
 	}
 	if sub.Protocol != delivery.ProtoHTTP && sub.Protocol != delivery.ProtoHTTPS {
 		if err := s.dropSubscription(ctx, sub); err != nil {
-			return nil, s.internal(ctx, "unsubscribe", err)
+			return s.internal(ctx, "unsubscribe", err)
 		}
-		return &emptyOutput{}, nil
+		return nil
 	}
 	// An HTTP/S subscription is kept as a tombstone whose token the
 	// UnsubscribeConfirmation carries, so that its owner can restore it.
@@ -514,10 +649,16 @@ func (s *Service) unsubscribe(ctx context.Context, in *subscriptionArnInput) (*e
 	c.Deleted, c.DeletedAt = true, s.clock.Now().UTC()
 	c.Token, c.TokenIssued = s.newToken(c.ARN), c.DeletedAt
 	if err := s.saveSubscription(ctx, c); err != nil {
-		return nil, s.internal(ctx, "unsubscribe", err)
+		if err == errLostRace {
+			return err
+		}
+		return s.internal(ctx, "unsubscribe", err)
+	}
+	if err := s.releaseEndpoint(ctx, c); err != nil {
+		return s.internal(ctx, "unsubscribe", err)
 	}
 	if err := s.delivery.DeleteQueue(ctx, sub.Queue); err != nil {
-		return nil, s.internal(ctx, "unsubscribe", err)
+		return s.internal(ctx, "unsubscribe", err)
 	}
 	s.mu.RLock()
 	t := s.topics[c.TopicARN]
@@ -525,7 +666,7 @@ func (s *Service) unsubscribe(ctx context.Context, in *subscriptionArnInput) (*e
 	if t != nil {
 		s.delivery.Unsubscribed(t.delivery, c.delivery())
 	}
-	return &emptyOutput{}, nil
+	return nil
 }
 
 // dropSubscription stops a subscription's deliveries and forgets it. The
@@ -665,53 +806,63 @@ func (s *Service) setSubscriptionAttributes(ctx context.Context, in *setSubscrip
 	if in.AttributeValue != nil {
 		value = *in.AttributeValue
 	}
-	if err := s.fresh(ctx, kindSubscription, in.SubscriptionArn); err != nil {
-		return nil, s.internal(ctx, "read subscription", err)
-	}
-	s.writeMu.Lock()
-	defer s.writeMu.Unlock()
-	sub, err := s.cachedSubscription(in.SubscriptionArn)
+	err := s.retryRaces(ctx, "set subscription attributes", kindSubscription, in.SubscriptionArn, func() error {
+		return s.setSubscriptionAttributeOnce(ctx, in.SubscriptionArn, in.AttributeName, value)
+	})
 	if err != nil {
 		return nil, err
+	}
+	return &emptyOutput{}, nil
+}
+
+// setSubscriptionAttributeOnce sets one attribute. The caller holds
+// writeMu.
+func (s *Service) setSubscriptionAttributeOnce(ctx context.Context, arn, name, value string) error {
+	sub, err := s.cachedSubscription(arn)
+	if err != nil {
+		return err
 	}
 	s.mu.RLock()
 	t := s.topics[sub.TopicARN]
 	s.mu.RUnlock()
 	if t == nil {
-		return nil, errSubscriptionNotFound
+		return errSubscriptionNotFound
 	}
 	sc := subContext{topic: t, protocol: sub.Protocol, endpoint: sub.Endpoint, scope: sub.Attrs[attrFilterPolicyScope]}
-	v, err := checkSubscriptionAttribute(in.AttributeName, value, sc, false)
+	v, err := checkSubscriptionAttribute(name, value, sc, false)
 	if err != nil {
-		return nil, err
+		return err
 	}
-	if in.AttributeName == attrFilterPolicyScope {
+	if name == attrFilterPolicyScope {
 		// The policy in place must hold in the new scope.
 		if fp := sub.Attrs[attrFilterPolicy]; fp != "" {
 			if _, err := filterpolicy.Parse(fp, v); err != nil {
-				return nil, filterPolicyError(err, false)
+				return filterPolicyError(err, false)
 			}
 		}
 	}
-	if in.AttributeName == attrFilterPolicy && v != "" && sub.Attrs[attrFilterPolicy] == "" && s.filterPolicies(t.ARN, sub.ARN) >= maxFilterPolicies {
-		return nil, errFilterPolicyLimit
+	if name == attrFilterPolicy && v != "" && sub.Attrs[attrFilterPolicy] == "" && s.filterPolicies(t.ARN, sub.ARN) >= maxFilterPolicies {
+		return errFilterPolicyLimit
 	}
 	c := sub.clone()
 	if c.Attrs == nil {
 		c.Attrs = map[string]string{}
 	}
 	if v == "" {
-		delete(c.Attrs, in.AttributeName)
+		delete(c.Attrs, name)
 	} else {
-		c.Attrs[in.AttributeName] = v
+		c.Attrs[name] = v
 	}
 	if err := c.prepare(); err != nil {
-		return nil, s.internal(ctx, "prepare subscription", err)
+		return s.internal(ctx, "prepare subscription", err)
 	}
 	if err := s.saveSubscription(ctx, c); err != nil {
-		return nil, s.internal(ctx, "set subscription attributes", err)
+		if err == errLostRace {
+			return err
+		}
+		return s.internal(ctx, "set subscription attributes", err)
 	}
-	return &emptyOutput{}, nil
+	return nil
 }
 
 // ConfirmationToken returns a pending subscription's confirmation token,

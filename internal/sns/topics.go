@@ -247,13 +247,20 @@ func (s *Service) createTopic(ctx context.Context, in *createTopicInput) (*creat
 		}
 	}
 	arn := s.topicARN(in.Name)
-	// A topic made through another node a moment ago is this one.
-	if err := s.fresh(ctx, kindTopic, arn); err != nil {
-		return nil, s.internal(ctx, "read topic", err)
+	// A topic made through another node a moment ago, or at the same
+	// moment (the insert then loses), is this one.
+	err := s.retryRaces(ctx, "create topic", kindTopic, arn, func() error {
+		return s.createTopicOnce(ctx, in, arn, fifo, attrs, dpp)
+	})
+	if err != nil {
+		return nil, err
 	}
+	return &createTopicOutput{TopicArn: arn}, nil
+}
 
-	s.writeMu.Lock()
-	defer s.writeMu.Unlock()
+// createTopicOnce makes the topic unless it exists. The caller holds
+// writeMu.
+func (s *Service) createTopicOnce(ctx context.Context, in *createTopicInput, arn string, fifo bool, attrs map[string]string, dpp string) error {
 	s.mu.RLock()
 	existing := s.topics[arn]
 	nFIFO, nStd := 0, 0
@@ -268,19 +275,20 @@ func (s *Service) createTopic(ctx context.Context, in *createTopicInput) (*creat
 	if existing != nil {
 		for name, v := range attrs {
 			if topicAttribute(existing, name) != v {
-				return nil, invalidParameter("Attributes Reason: Topic already exists with different attributes")
+				return invalidParameter("Attributes Reason: Topic already exists with different attributes")
 			}
 		}
 		for _, tg := range in.Tags {
 			if old, ok := existing.Tags[tg.Key]; !ok || old != tg.Value {
-				return nil, invalidParameter("Tags Reason: Topic already exists with different tags")
+				return invalidParameter("Tags Reason: Topic already exists with different tags")
 			}
 		}
-		return &createTopicOutput{TopicArn: arn}, nil
+		return nil
 	}
 	if fifo && nFIFO >= maxFIFOTopics || !fifo && nStd >= maxStandardTopics {
-		return nil, errTopicLimit
+		return errTopicLimit
 	}
+	attrs = maps.Clone(attrs)
 	if attrs[attrPolicy] == "" {
 		attrs[attrPolicy] = s.defaultPolicy(arn)
 	}
@@ -295,12 +303,15 @@ func (s *Service) createTopic(ctx context.Context, in *createTopicInput) (*creat
 		}
 	}
 	if err := t.prepare(); err != nil {
-		return nil, s.internal(ctx, "prepare topic", err)
+		return s.internal(ctx, "prepare topic", err)
 	}
 	if err := s.saveTopic(ctx, t); err != nil {
-		return nil, s.internal(ctx, "create topic", err)
+		if err == errLostRace {
+			return err
+		}
+		return s.internal(ctx, "create topic", err)
 	}
-	return &createTopicOutput{TopicArn: arn}, nil
+	return nil
 }
 
 // topicAttribute is a settable attribute's current value, defaults
@@ -360,6 +371,13 @@ func (s *Service) deleteTopic(ctx context.Context, in *topicArnInput) (*emptyOut
 	s.mu.Lock()
 	delete(s.topicSubs, t.ARN)
 	s.mu.Unlock()
+	if t.FIFO {
+		// Its deduplication keys expire anyway; a topic made again under
+		// its name starts anew.
+		if err := s.sequences.DropSequence(ctx, t.ARN); err != nil {
+			s.log.WarnContext(ctx, "sns: delete topic: forget its sequence", "topic", t.ARN, "err", err)
+		}
+	}
 	return &emptyOutput{}, nil
 }
 
@@ -437,33 +455,35 @@ func (s *Service) getTopicAttributes(ctx context.Context, in *topicArnInput) (*a
 }
 
 // updateTopic applies fn to a copy of the topic named by arn and stores
-// the copy. fn may refuse with an error, which is returned as it is, or
-// report that nothing changed.
+// the copy in place of the topic as the store has it, building it again
+// on the stored topic when another node changed it first. fn may refuse
+// with an error, which is returned as it is, or report that nothing
+// changed.
 func (s *Service) updateTopic(ctx context.Context, arn, param, op string, fn func(c *topic) (changed bool, err error)) error {
 	if _, err := s.checkTopicARN(arn, param); err != nil {
 		return err
 	}
-	if err := s.fresh(ctx, kindTopic, arn); err != nil {
-		return s.internal(ctx, op, err)
-	}
-	s.writeMu.Lock()
-	defer s.writeMu.Unlock()
-	t, err := s.cachedTopic(arn, param)
-	if err != nil {
-		return err
-	}
-	c := t.clone()
-	changed, err := fn(c)
-	if err != nil || !changed {
-		return err
-	}
-	if err := c.prepare(); err != nil {
-		return s.internal(ctx, op, err)
-	}
-	if err := s.saveTopic(ctx, c); err != nil {
-		return s.internal(ctx, op, err)
-	}
-	return nil
+	return s.retryRaces(ctx, op, kindTopic, arn, func() error {
+		t, err := s.cachedTopic(arn, param)
+		if err != nil {
+			return err
+		}
+		c := t.clone()
+		changed, err := fn(c)
+		if err != nil || !changed {
+			return err
+		}
+		if err := c.prepare(); err != nil {
+			return s.internal(ctx, op, err)
+		}
+		if err := s.saveTopic(ctx, c); err != nil {
+			if err == errLostRace {
+				return err
+			}
+			return s.internal(ctx, op, err)
+		}
+		return nil
+	})
 }
 
 func (s *Service) setTopicAttributes(ctx context.Context, in *setTopicAttributesInput) (*emptyOutput, error) {

@@ -89,6 +89,11 @@ type Engine struct {
 	signer *handle.Signer
 	// secretMu serialises the first creation of a secret (cluster.go).
 	secretMu sync.Mutex
+	// recordMu serialises the writes of records, so that a conditional
+	// write's check and write are one step (records.go).
+	recordMu sync.Mutex
+	// seqs are the SNS FIFO topics' sequences (sequence.go).
+	seqs sequences
 	// firstID is the first id of this run's epoch.
 	firstID uint64
 

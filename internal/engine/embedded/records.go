@@ -1,6 +1,7 @@
 package embedded
 
 import (
+	"bytes"
 	"context"
 	"errors"
 	"fmt"
@@ -42,6 +43,8 @@ func (e *Engine) PutRecord(ctx context.Context, kind, key string, value []byte) 
 	if err := e.writable(); err != nil {
 		return err
 	}
+	e.recordMu.Lock()
+	defer e.recordMu.Unlock()
 	if err := e.db.Set(recordKey(kind, key), value, e.writeOptions()); err != nil {
 		return fmt.Errorf("embedded: put record: %w", err)
 	}
@@ -60,10 +63,72 @@ func (e *Engine) DeleteRecord(ctx context.Context, kind, key string) error {
 	if err := e.writable(); err != nil {
 		return err
 	}
+	e.recordMu.Lock()
+	defer e.recordMu.Unlock()
 	if err := e.db.Delete(recordKey(kind, key), e.writeOptions()); err != nil {
 		return fmt.Errorf("embedded: delete record: %w", err)
 	}
 	return nil
+}
+
+// InsertRecord implements engine.RecordStore.
+func (e *Engine) InsertRecord(ctx context.Context, kind, key string, value []byte) (bool, error) {
+	return e.writeRecordIf(kind, key, func(_ []byte, found bool) bool { return !found }, value, false)
+}
+
+// SwapRecord implements engine.RecordStore.
+func (e *Engine) SwapRecord(ctx context.Context, kind, key string, old, value []byte) (bool, error) {
+	return e.writeRecordIf(kind, key, func(cur []byte, found bool) bool { return found && bytes.Equal(cur, old) }, value, false)
+}
+
+// DeleteRecordIf implements engine.RecordStore.
+func (e *Engine) DeleteRecordIf(ctx context.Context, kind, key string, old []byte) (bool, error) {
+	return e.writeRecordIf(kind, key, func(cur []byte, found bool) bool { return found && bytes.Equal(cur, old) }, nil, true)
+}
+
+// writeRecordIf puts value as kind/key, or deletes it, if cond holds of
+// the record as it is. The check and the write happen under recordMu,
+// which every record write takes, held until the write is durable, so
+// that no other write comes between them. Records are written rarely, so
+// the writes of records giving up group commit among themselves costs
+// nothing that matters.
+func (e *Engine) writeRecordIf(kind, key string, cond func(cur []byte, found bool) bool, value []byte, del bool) (bool, error) {
+	if err := checkRecordNames(kind, key); err != nil {
+		return false, err
+	}
+	if err := e.enter(); err != nil {
+		return false, err
+	}
+	defer e.leave()
+	if err := e.writable(); err != nil {
+		return false, err
+	}
+	e.recordMu.Lock()
+	defer e.recordMu.Unlock()
+	k := recordKey(kind, key)
+	cur, closer, err := e.db.Get(k)
+	found := err == nil
+	switch {
+	case errors.Is(err, pebble.ErrNotFound):
+	case err != nil:
+		return false, fmt.Errorf("embedded: read record: %w", err)
+	}
+	ok := cond(cur, found)
+	if found {
+		closer.Close()
+	}
+	if !ok {
+		return false, nil
+	}
+	if del {
+		err = e.db.Delete(k, e.writeOptions())
+	} else {
+		err = e.db.Set(k, value, e.writeOptions())
+	}
+	if err != nil {
+		return false, fmt.Errorf("embedded: write record: %w", err)
+	}
+	return true, nil
 }
 
 // Records implements engine.RecordStore.

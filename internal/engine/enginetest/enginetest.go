@@ -54,7 +54,7 @@ type test struct {
 }
 
 // tests is the suite, in the order it runs.
-var tests = slices.Concat(queueTests, messageTests, deadLetterTests, fifoTests, storeTests, clusterTests, restartTests)
+var tests = slices.Concat(queueTests, messageTests, deadLetterTests, fifoTests, storeTests, conditionalTests, clusterTests, restartTests)
 
 var queueTests = []test{
 	{"CreateQueueIdempotent", testCreateIdempotent},

@@ -363,3 +363,67 @@ func TestRecordNote(t *testing.T) {
 		}
 	}
 }
+
+// A conditional write that happens tells the other nodes as a put or a
+// delete does; one that does not happen tells nobody. Through two nodes
+// at once, an insert happens once and a key of a sequence is numbered
+// once, and a key taken through one node is a duplicate through the other.
+func TestConditionalWritesNodes(t *testing.T) {
+	a, b, clk := twoNodes(t)
+	ctx := context.Background()
+	toldB := watch(b)
+	write := func(what string, ok bool, err error, want bool) {
+		t.Helper()
+		if err != nil || ok != want {
+			t.Fatalf("%s = %v, %v; want %v", what, ok, err, want)
+		}
+	}
+	ok, err := a.InsertRecord(ctx, "topic", "t", []byte("1"))
+	write("insert", ok, err, true)
+	ok, err = a.InsertRecord(ctx, "topic", "t", []byte("2"))
+	write("insert again", ok, err, false)
+	ok, err = a.SwapRecord(ctx, "topic", "t", []byte("0"), []byte("2"))
+	write("swap of a stale value", ok, err, false)
+	ok, err = a.SwapRecord(ctx, "topic", "t", []byte("1"), []byte("2"))
+	write("swap", ok, err, true)
+	ok, err = a.DeleteRecordIf(ctx, "topic", "t", []byte("1"))
+	write("delete of a stale value", ok, err, false)
+	ok, err = a.DeleteRecordIf(ctx, "topic", "t", []byte("2"))
+	write("delete", ok, err, true)
+	waitNews(t, "b", toldB, news{"topic", "t"}, news{"topic", "t"}, news{"topic", "t"})
+
+	const rounds = 20
+	for r := range rounds {
+		key := fmt.Sprint("k", r)
+		start := make(chan struct{})
+		var (
+			wg       sync.WaitGroup
+			inserted [2]bool
+			tickets  [2][]engine.SequenceTicket
+			errs     [4]error
+		)
+		for i, s := range []*Store{a, b} {
+			wg.Add(1)
+			go func() {
+				defer wg.Done()
+				<-start
+				inserted[i], errs[i] = s.InsertRecord(ctx, "race", key, []byte{byte(i)})
+				tickets[i], errs[2+i] = s.Sequence(ctx, "topic", clk.Now(), []engine.SequenceClaim{{Key: key, ID: fmt.Sprint(key, "/", i)}})
+			}()
+		}
+		close(start)
+		wg.Wait()
+		for _, err := range errs {
+			if err != nil {
+				t.Fatal(err)
+			}
+		}
+		if inserted[0] == inserted[1] {
+			t.Fatalf("round %d: inserted through a %v, through b %v; want exactly one", r, inserted[0], inserted[1])
+		}
+		ta, tb := tickets[0][0], tickets[1][0]
+		if ta.Duplicate == tb.Duplicate || ta.ID != tb.ID || ta.Number != tb.Number {
+			t.Fatalf("round %d: tickets %+v and %+v; want one number, the other its duplicate", r, ta, tb)
+		}
+	}
+}

@@ -15,7 +15,8 @@ import (
 // The janitor removes what no call will remove: messages past their
 // retention in queues nobody receives from (a receive removes those of its
 // queue), queues deleted more than RecreateDelay ago with whatever was
-// left of them, expired FIFO deduplication keys and receive attempts, the
+// left of them, expired FIFO deduplication keys (of queues and of SNS
+// topics) and receive attempts, the
 // rows of FIFO groups that have no message left, and the ended move tasks
 // of deleted queues. One node at a time does it for all, holding the
 // "janitor" lease; every node tries to take the lease every janitorEvery,
@@ -99,6 +100,7 @@ var sweeps = []struct {
 	{what: "deduplication keys", timed: true, sql: `
 		DELETE FROM fifo_dedup WHERE (queue_id, key) IN (
 			SELECT queue_id, key FROM fifo_dedup WHERE sent_ns <= $2::int8 - ` + fmt.Sprint(int64(engine.DeduplicationWindow)) + ` LIMIT $1)`},
+	{what: "sequence keys", timed: true, sql: sweepSequenceKeysSQL},
 	{what: "receive attempts", timed: true, sql: `
 		DELETE FROM fifo_attempts WHERE (queue_id, attempt_id) IN (
 			SELECT queue_id, attempt_id FROM fifo_attempts
@@ -124,6 +126,15 @@ var sweeps = []struct {
 				SELECT 1 FROM queues q WHERE q.id = t.source_queue_id AND q.deleted_ns IS NULL)
 			LIMIT $1)`},
 }
+
+// sweepSequenceKeysSQL deletes expired keys of SNS FIFO topics
+// (sequence.go), from the oldest, along their index, by row address (a
+// join on the key would read the table whole). A key a publish took over
+// meanwhile has a new address, and is not deleted.
+const sweepSequenceKeysSQL = `
+		DELETE FROM sequence_keys WHERE ctid = ANY (ARRAY (
+			SELECT ctid FROM sequence_keys WHERE expires_ns <= $2::int8 ORDER BY expires_ns LIMIT $1))
+			AND expires_ns <= $2::int8`
 
 // sweep runs every sweep until it finds nothing more to delete.
 func (s *Store) sweep(ctx context.Context) error {

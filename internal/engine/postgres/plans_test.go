@@ -264,3 +264,36 @@ func TestStandardPlans(t *testing.T) {
 		{"delete", deleteSQL, []any{acct, "q07", qids, seqs, gens, now}},
 	}, "messages", "message_bodies")
 }
+
+// A publish to an SNS FIFO topic takes its numbers and claims its keys by
+// key, and the janitor sweeps expired keys along their index: neither
+// scans the keys of 50 topics (50,000 keys, a tenth of them expired) nor
+// the 50 topics' sequences whole.
+func TestSequencePlans(t *testing.T) {
+	clk := clock.NewFake(enginetest.Start)
+	s := openFresh(t, clk)
+	ctx := context.Background()
+	now := clk.Now()
+	_, err := s.pool.Exec(ctx, `
+		INSERT INTO sequences (name, last) SELECT 'topic' || t, $1::int8 * 1000000::numeric FROM generate_series(0, 49) t;
+	`, now.UnixMicro())
+	if err != nil {
+		t.Fatal(err)
+	}
+	_, err = s.pool.Exec(ctx, `
+		INSERT INTO sequence_keys (name, key, message_id, number, expires_ns)
+		SELECT 'topic' || (i % 50), 'key' || i, 'm' || i, i, CASE WHEN i % 10 = 0 THEN $1::int8 - 1 ELSE $1::int8 + 60000000000 END
+		FROM generate_series(0, 49999) i`, now.UnixNano())
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := s.pool.Exec(ctx, "ANALYZE"); err != nil {
+		t.Fatal(err)
+	}
+	keys, ids := []string{"key7", "key10", "new"}, []string{"a", "b", "c"}
+	checkPlans(t, s, []planStep{
+		{"sequence", sequenceSQL, []any{"topic7", keys, ids, now.UnixMicro(), len(keys),
+			now.Add(engine.DeduplicationWindow).UnixNano(), now.UnixNano()}},
+		{"sweep expired keys", sweepSequenceKeysSQL, []any{janitorBatch, now.UnixNano()}},
+	}, "sequence_keys", "sequences")
+}

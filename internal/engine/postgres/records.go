@@ -45,6 +45,56 @@ func (s *Store) DeleteRecord(ctx context.Context, kind, key string) error {
 	return nil
 }
 
+// InsertRecord implements engine.RecordStore: one statement, which
+// notifies the other nodes only when it inserted.
+func (s *Store) InsertRecord(ctx context.Context, kind, key string, value []byte) (bool, error) {
+	return s.writeRecordIf(ctx, "insert", kind, key, `
+		WITH w AS (
+			INSERT INTO records (kind, key, value) VALUES ($1, $2, $5)
+			ON CONFLICT (kind, key) DO NOTHING RETURNING 1)
+		SELECT pg_notify($3, $4) FROM w`, orEmpty(value))
+}
+
+// SwapRecord implements engine.RecordStore. Under READ COMMITTED the
+// UPDATE waits for a concurrent writer of the row and then checks its
+// condition against the row that writer left, so the compare and the set
+// are one step on every node.
+func (s *Store) SwapRecord(ctx context.Context, kind, key string, old, value []byte) (bool, error) {
+	return s.writeRecordIf(ctx, "swap", kind, key, `
+		WITH w AS (
+			UPDATE records SET value = $6 WHERE kind = $1 AND key = $2 AND value = $5 RETURNING 1)
+		SELECT pg_notify($3, $4) FROM w`, orEmpty(old), orEmpty(value))
+}
+
+// DeleteRecordIf implements engine.RecordStore.
+func (s *Store) DeleteRecordIf(ctx context.Context, kind, key string, old []byte) (bool, error) {
+	return s.writeRecordIf(ctx, "delete", kind, key, `
+		WITH d AS (DELETE FROM records WHERE kind = $1 AND key = $2 AND value = $5 RETURNING 1)
+		SELECT pg_notify($3, $4) FROM d`, orEmpty(old))
+}
+
+// writeRecordIf runs a conditional write of kind/key, whose arguments
+// are kind, key, the channel and the note, then args; it returns a row
+// (and notifies) only if it wrote.
+func (s *Store) writeRecordIf(ctx context.Context, op, kind, key, sql string, args ...any) (bool, error) {
+	if err := s.enter(); err != nil {
+		return false, err
+	}
+	defer s.leave()
+	tag, err := s.pool.Exec(ctx, sql, append([]any{kind, key, s.channel, s.recordNote(kind, key)}, args...)...)
+	if err != nil {
+		return false, fmt.Errorf("postgres: %s record %s/%s: %w", op, kind, key, err)
+	}
+	return tag.RowsAffected() == 1, nil
+}
+
+func orEmpty(b []byte) []byte {
+	if b == nil {
+		return []byte{}
+	}
+	return b
+}
+
 // Records implements engine.RecordStore: sorted bytewise by key.
 func (s *Store) Records(ctx context.Context, kind string) ([]engine.Record, error) {
 	if err := s.enter(); err != nil {
