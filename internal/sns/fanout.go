@@ -305,6 +305,13 @@ func (s *Service) deliverJointSQS(ctx context.Context, t *topic, subs []*subscri
 			errs = append(errs, fmt.Errorf("subscription %s: %w", sub.ARN, err))
 			continue
 		}
+		if len(d.batch) == 0 {
+			// All refused before the send: nothing for the queue.
+			if err := s.settleSQS(ctx, t, d, nil, nil); err != nil {
+				errs = append(errs, fmt.Errorf("subscription %s: %w", sub.ARN, err))
+			}
+			continue
+		}
 		ds = append(ds, d)
 		queues = append(queues, sub.Endpoint)
 		batches = append(batches, d.batch)
@@ -332,9 +339,15 @@ func (s *Service) sqsDelivery(t *topic, sub *subscription, msgs []*message) (*sq
 	if d.logs {
 		d.handoff = s.clock.Now()
 	}
+	allowed := mayDeliver(t.ARN, sub.Endpoint)
 	d.batch = make([]engine.NewMessage, 0, len(msgs))
 	for _, m := range msgs {
 		nm, err := s.sqsCopy(t, sub, m)
+		if err == nil && !allowed {
+			// The queue's owner has not let the topic in: no copy
+			// reaches it, as SQS refuses SNS's send on AWS.
+			err = errDeliveryDenied
+		}
 		if perr := delivery.Refusal(err); perr != nil {
 			d.refused = append(d.refused, nm)
 			if d.logs {

@@ -74,8 +74,8 @@ func (s *service) moveTaskQueue(ctx context.Context, value, param string) (engin
 		return engine.Queue{}, invalidParameter(arnFormatMessage, param)
 	}
 	notFound := errResourceNotFound.WithMessage(resourceNotFound, param)
-	name, ok := s.localQueue(a)
-	if !ok || a.Partition != arnPartition {
+	account, name, ok := s.localQueue(a)
+	if !ok || account != s.accountOf(ctx) || a.Partition != arnPartition {
 		return engine.Queue{}, notFound
 	}
 	q, err := s.backend.GetQueue(ctx, s.accountOf(ctx), name)

@@ -8,6 +8,7 @@ import (
 
 	"github.com/ferrymq/ferry/internal/arn"
 	"github.com/ferrymq/ferry/internal/engine"
+	"github.com/ferrymq/ferry/internal/sigv4"
 )
 
 // Port is the way into SQS queues for the rest of Ferry: SNS's copies of
@@ -62,12 +63,12 @@ func (p *Port) Message(body string, attrs []engine.MessageAttribute, senderID st
 // Send clears in msgs those it would not take (a FIFO topic's copies may
 // go to standard queues).
 func (p *Port) Send(ctx context.Context, queueARN string, msgs []engine.NewMessage) ([]engine.SendResult, error) {
-	name, ok := p.resolve(queueARN)
+	account, name, ok := p.resolve(queueARN)
 	if !ok {
 		return nil, errQueueUnreachable
 	}
 	fitDeduplication(name, msgs)
-	res, err := p.send(ctx, p.account, name, msgs)
+	res, err := p.send(ctx, account, name, msgs)
 	if errors.Is(err, engine.ErrQueueNotFound) {
 		return nil, errQueueUnreachable
 	}
@@ -84,9 +85,9 @@ func (p *Port) SendMany(ctx context.Context, queueARNs []string, msgs [][]engine
 	sends := make([]engine.QueueSend, len(queueARNs))
 	n := 0
 	for i, a := range queueARNs {
-		if name, ok := p.resolve(a); ok {
+		if account, name, ok := p.resolve(a); ok {
 			fitDeduplication(name, msgs[i])
-			sends[i] = engine.QueueSend{Account: p.account, Name: name, Msgs: msgs[i]}
+			sends[i] = engine.QueueSend{Account: account, Name: name, Msgs: msgs[i]}
 			n++
 		}
 	}
@@ -109,7 +110,7 @@ func (p *Port) SendMany(ctx context.Context, queueARNs []string, msgs [][]engine
 	for j := range res {
 		switch o := &res[j]; {
 		case o.Err == nil:
-			p.recordSent(p.account, written[j].Name, written[j].Msgs, o.Results)
+			p.recordSent(written[j].Account, written[j].Name, written[j].Msgs, o.Results)
 		case errors.Is(o.Err, engine.ErrQueueNotFound):
 			o.Err = errQueueUnreachable
 		}
@@ -155,20 +156,24 @@ func (p *Port) send(ctx context.Context, account, name string, msgs []engine.New
 	return res, nil
 }
 
-// resolve is the name of the queue that queueARN names.
-func (p *Port) resolve(queueARN string) (string, bool) {
+// resolve is the account and name of the queue that queueARN names.
+func (p *Port) resolve(queueARN string) (account, name string, ok bool) {
 	a, ok := arn.Parse(queueARN)
 	if !ok {
-		return "", false
+		return "", "", false
 	}
 	return p.localQueue(a)
 }
 
-// localQueue is the name of the queue an ARN names; ok is false for any
-// ARN but one of a queue of this account and region, which cannot exist.
-func (p *Port) localQueue(a arn.ARN) (string, bool) {
-	ok := a.Service == "sqs" && a.Region == p.region && a.Account == p.account && validAnyQueueName(a.Resource)
-	return a.Resource, ok
+// localQueue is the account and name of the queue an ARN names; ok is
+// false for any ARN but one of a queue of an account (an account id, or
+// the configured account) in this region, which cannot exist. Whether the
+// sender may write there is the sender's to decide before it sends (SNS:
+// mayDeliver).
+func (p *Port) localQueue(a arn.ARN) (account, name string, ok bool) {
+	ok = a.Service == "sqs" && a.Region == p.region && (a.Account == p.account || sigv4.IsAccountID(a.Account)) &&
+		validAnyQueueName(a.Resource)
+	return a.Account, a.Resource, ok
 }
 
 // fitDeduplication clears the deduplication ids of messages for a

@@ -154,6 +154,11 @@ func (d *Service) redrive(ctx context.Context, sub *Subscription, msgs []engine.
 	if sub.DeadLetter == "" {
 		return true
 	}
+	if sub.DeadLetterDenied {
+		d.log.Warn("sns: dead-letter queue does not allow the topic; messages dropped", "subscription", sub.ARN, "queue", sub.DeadLetter, "messages", len(msgs))
+		count(RedriveFailed, len(msgs))
+		return true
+	}
 	for try := 1; ; try++ {
 		_, err := d.sqs.Send(ctx, sub.DeadLetter, msgs)
 		switch {

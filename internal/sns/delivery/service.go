@@ -144,6 +144,10 @@ type Subscription struct {
 	Queue string
 	// DeadLetter is its dead-letter queue's ARN; "" when it has none.
 	DeadLetter string
+	// DeadLetterDenied: the dead-letter queue does not let the topic in
+	// (a queue of another account whose policy does not allow it), so
+	// what would go there fails instead.
+	DeadLetterDenied bool
 	// Policy is its parsed DeliveryPolicy; nil when it has none.
 	Policy *SubscriptionPolicy
 }
