@@ -3,6 +3,7 @@ package postgres
 import (
 	"context"
 	"errors"
+	"strconv"
 	"strings"
 	"testing"
 
@@ -198,4 +199,98 @@ func TestExpiryAndAttemptPlans(t *testing.T) {
 		{"change visibility on a FIFO queue", changeSQL, []any{enginetest.Account, "q.fifo", []int64{ids["q.fifo"]}, []int64{1}, []int32{1},
 			[]int64{0}, now, int64(engine.MaxVisibility), s.channel, int64(maxLongPoll)}},
 	}, "messages", "message_bodies", "fifo_attempts")
+}
+
+// A statement's plan follows the size of the tables when it runs, not when
+// the connection first ran it. Receives and deletes run six times on a
+// queue whose tables were vacuumed empty (PostgreSQL then keeps a generic
+// plan, made for empty tables, unless the connection plans each
+// execution), then 20,000 messages arrive: the seventh receive and delete
+// walk messages_next and read by key, as the plans made for them would.
+func TestPlansFollowTheTablesSize(t *testing.T) {
+	clk := clock.NewFake(enginetest.Start)
+	s := openFresh(t, clk)
+	ctx := context.Background()
+	createQueue(t, s, "q")
+	qid := queueID(t, s, "q")
+	if _, err := s.pool.Exec(ctx, "VACUUM ANALYZE messages, message_bodies"); err != nil {
+		t.Fatal(err)
+	}
+	conn, err := s.pool.Acquire(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer conn.Release()
+	simple := pgx.QueryExecModeSimpleProtocol
+	for _, p := range []string{
+		"PREPARE r (text, text, int8, int4, int8, text, int8) AS " + receiveSQL,
+		"PREPARE d (text, text, int8[], int8[], int4[], int8) AS " + deleteSQL,
+	} {
+		if _, err := conn.Exec(ctx, p); err != nil {
+			t.Fatal(err)
+		}
+	}
+	now := s.now()
+	receive := []any{simple, enginetest.Account, "q", now, 10, nil, s.channel, int64(maxLongPoll)}
+	del := []any{simple, enginetest.Account, "q", []int64{qid}, []int64{1}, []int32{1}, now}
+	for range 6 {
+		if _, err := conn.Exec(ctx, "EXECUTE r ($1, $2, $3, $4, $5, $6, $7)", receive...); err != nil {
+			t.Fatal(err)
+		}
+		if _, err := conn.Exec(ctx, "EXECUTE d ($1, $2, $3, $4, $5, $6)", del...); err != nil {
+			t.Fatal(err)
+		}
+	}
+	_, err = s.pool.Exec(ctx, `
+		WITH b AS (
+			INSERT INTO message_bodies (id, body, trace_header, group_id, sender_id, md5_body, md5_attrs, md5_sys)
+			SELECT nextval('message_seq'), 'x', '', '', '', '', '', '' FROM generate_series(1, 20000)
+			RETURNING id
+		)
+		INSERT INTO messages (queue_id, seq, body_id, message_id, sent_ns, entered_ns, visible_ns)
+		SELECT $1, id, id, 'm' || id, $2::int8, $2::int8, $2::int8 FROM b`, qid, now)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var seq int64
+	if err := s.pool.QueryRow(ctx, "SELECT max(seq) FROM messages WHERE queue_id = $1", qid).Scan(&seq); err != nil {
+		t.Fatal(err)
+	}
+	del[4] = []int64{seq}
+	for _, st := range []struct {
+		what string
+		sql  string
+		args []any
+	}{
+		{"receive", "EXPLAIN (ANALYZE, COSTS OFF, TIMING OFF, SUMMARY OFF) EXECUTE r ($1, $2, $3, $4, $5, $6, $7)", receive},
+		{"delete", "EXPLAIN (ANALYZE, COSTS OFF, TIMING OFF, SUMMARY OFF) EXECUTE d ($1, $2, $3, $4, $5, $6)", del},
+	} {
+		rows, err := conn.Query(ctx, st.sql, st.args...)
+		if err != nil {
+			t.Fatalf("%s: %v", st.what, err)
+		}
+		lines, err := pgx.CollectRows(rows, pgx.RowTo[string])
+		if err != nil {
+			t.Fatalf("%s: %v", st.what, err)
+		}
+		plan := strings.Join(lines, "\n")
+		t.Logf("%s:\n%s", st.what, plan)
+		for _, l := range lines {
+			if strings.Contains(l, "Seq Scan on message") || removedMany(l) {
+				t.Errorf("%s reads the table whole (%s):\n%s", st.what, strings.TrimSpace(l), plan)
+			}
+		}
+	}
+}
+
+// removedMany reports a plan line of a filter that threw away 1,000 rows
+// or more: an index walked end to end, or a join that read every row.
+func removedMany(line string) bool {
+	_, n, ok := strings.Cut(line, "Rows Removed by ")
+	if !ok {
+		return false
+	}
+	_, n, _ = strings.Cut(n, ": ")
+	v, err := strconv.Atoi(strings.TrimSpace(n))
+	return err == nil && v >= 1000
 }

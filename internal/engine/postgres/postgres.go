@@ -101,6 +101,16 @@ func Open(ctx context.Context, opts Options) (*Store, error) {
 		return nil, fmt.Errorf("postgres: parse the URL: %w", err)
 	}
 	cfg.ConnConfig.RuntimeParams["search_path"] = opts.Schema
+	// Every execution of a statement is planned for the tables as they are
+	// then. A generic plan, which PostgreSQL keeps after five executions
+	// when it costs no more than theirs, is made for the tables as they
+	// were: made while a queue was drained and its table vacuumed empty,
+	// it reads messages whole (a Seq Scan, or an index walked end to end)
+	// once the table has filled again, until the next vacuum or analyze.
+	// The price is planning each statement (see docs/postgres.md).
+	if _, set := cfg.ConnConfig.RuntimeParams["plan_cache_mode"]; !set {
+		cfg.ConnConfig.RuntimeParams["plan_cache_mode"] = "force_custom_plan"
+	}
 	if opts.MaxConns > 0 {
 		cfg.MaxConns = opts.MaxConns
 	}
