@@ -14,9 +14,11 @@ import (
 	"github.com/ferrymq/ferry/internal/engine/enginetest"
 )
 
-// The statements of a FIFO receive, a delete and a send walk indexes, on a
+// The statements of a FIFO send, receive and delete walk indexes, on a
 // FIFO queue of 20,000 groups of 2 messages (beside another queue's 40,000
-// messages) whose 500 oldest groups have a message in flight. The plans
+// messages) whose 500 oldest groups have a message in flight, and whose
+// messages' deduplication keys are held (100 of them expired). The send
+// is of 10 messages, 5 of them duplicates. The plans
 // are logged (go test -v -run TestFIFOPlans) for docs/postgres.md. (The
 // queues table of two rows is read whole, as PostgreSQL should.)
 func TestFIFOPlans(t *testing.T) {
@@ -61,11 +63,39 @@ func TestFIFOPlans(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
+	// Deduplication keys: each message's, 100 of them expired.
+	_, err = s.pool.Exec(ctx, `
+		INSERT INTO fifo_dedup (queue_id, key, message_id, seq, sent_ns)
+		SELECT queue_id, 'q:' || dedup_id, message_id, seq,
+			CASE WHEN seq % 400 = 0 THEN $2::int8 - $3::int8 ELSE $2::int8 END
+		FROM messages WHERE queue_id = $1`, qid, now, int64(engine.DeduplicationWindow))
+	if err != nil {
+		t.Fatal(err)
+	}
 	if _, err := s.pool.Exec(ctx, "ANALYZE"); err != nil {
 		t.Fatal(err)
 	}
 
 	acct, name := enginetest.Account, "q.fifo"
+	// A send of 10: 5 fresh keys, 5 held by messages in the queue.
+	var dups []string
+	if err := s.pool.QueryRow(ctx, `SELECT array_agg(dedup_id) FROM (SELECT dedup_id FROM messages
+		WHERE queue_id = $1 AND seq % 400 <> 0 ORDER BY seq LIMIT 5) d`, qid).Scan(&dups); err != nil {
+		t.Fatal(err)
+	}
+	var msgs []engine.NewMessage
+	for i := range 10 {
+		m := engine.NewMessage{Body: "x", MessageGroupID: "g" + strconv.Itoa(i), DeduplicationID: "fresh" + strconv.Itoa(i)}
+		if i%2 == 1 {
+			m.DeduplicationID = dups[i/2]
+		}
+		msgs = append(msgs, m)
+	}
+	p, err := s.prepareSend(acct, name, msgs, now)
+	if err != nil {
+		t.Fatal(err)
+	}
+	sendSQL, sendArgs := p.statement(true)
 	var handle []int64
 	if err := s.pool.QueryRow(ctx, `SELECT array[$1::int8, min(seq)] FROM messages WHERE queue_id = $1 AND gen = 1`, qid).
 		Scan(&handle); err != nil {
@@ -73,6 +103,7 @@ func TestFIFOPlans(t *testing.T) {
 	}
 	var vis *int64
 	steps := []planStep{
+		{"send", sendSQL, sendArgs},
 		{"lock the ready groups", lockReadySQL, []any{acct, name, now, 10}},
 		{"take", fifoTakeSQL, []any{acct, name, now, 10, vis, "", s.channel}},
 		{"refresh the groups", refreshSQL, s.refreshArgs(acct, name, now)},
@@ -80,7 +111,7 @@ func TestFIFOPlans(t *testing.T) {
 		{"delete", deleteSQL, []any{acct, name, []int64{handle[0]}, []int64{handle[1]}, []int32{1}, now}},
 		{"refresh the delete's groups", refreshSQL, s.refreshArgs(acct, name, now)},
 	}
-	checkPlans(t, s, steps, "messages", "fifo_groups")
+	checkPlans(t, s, steps, "messages", "fifo_groups", "fifo_dedup")
 
 	// The real receive takes the oldest ready groups' runs.
 	got, err := s.Receive(ctx, acct, name, engine.ReceiveRequest{Max: 10})
