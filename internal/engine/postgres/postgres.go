@@ -12,6 +12,7 @@
 package postgres
 
 import (
+	"cmp"
 	"context"
 	"fmt"
 	"log/slog"
@@ -54,6 +55,9 @@ type Options struct {
 
 	leases       leaseTimes    // tests shorten them
 	janitorEvery time.Duration // zero: defaultJanitorEvery
+	// statsEvery paces the look for tables grown past their statistics;
+	// zero: defaultStatsEvery, negative: never (a test looks itself).
+	statsEvery time.Duration
 }
 
 // Store is the PostgreSQL store. Its methods are safe for concurrent use.
@@ -81,7 +85,7 @@ type Store struct {
 	done    chan struct{}  // closed by Close: ends long polls
 
 	stopBackground context.CancelFunc
-	background     sync.WaitGroup // the janitor
+	background     sync.WaitGroup // the janitor and the statistics' watch
 }
 
 // Open connects, migrates the schema, loads the shared secrets and starts
@@ -101,16 +105,6 @@ func Open(ctx context.Context, opts Options) (*Store, error) {
 		return nil, fmt.Errorf("postgres: parse the URL: %w", err)
 	}
 	cfg.ConnConfig.RuntimeParams["search_path"] = opts.Schema
-	// Every execution of a statement is planned for the tables as they are
-	// then. A generic plan, which PostgreSQL keeps after five executions
-	// when it costs no more than theirs, is made for the tables as they
-	// were: made while a queue was drained and its table vacuumed empty,
-	// it reads messages whole (a Seq Scan, or an index walked end to end)
-	// once the table has filled again, until the next vacuum or analyze.
-	// The price is planning each statement (see docs/postgres.md).
-	if _, set := cfg.ConnConfig.RuntimeParams["plan_cache_mode"]; !set {
-		cfg.ConnConfig.RuntimeParams["plan_cache_mode"] = "force_custom_plan"
-	}
 	if opts.MaxConns > 0 {
 		cfg.MaxConns = opts.MaxConns
 	}
@@ -141,14 +135,17 @@ func Open(ctx context.Context, opts Options) (*Store, error) {
 		return nil, err
 	}
 	s.tasks = startRunner(s, opts.HoldMoveTasks, opts.leases)
-	every := opts.janitorEvery
-	if every <= 0 {
-		every = defaultJanitorEvery
-	}
 	var bg context.Context
 	bg, s.stopBackground = context.WithCancel(context.Background())
 	s.background.Add(1)
-	go s.janitor(bg, every)
+	go s.leased(bg, "janitor", cmp.Or(opts.janitorEvery, defaultJanitorEvery), s.sweep)
+	if opts.statsEvery >= 0 {
+		s.background.Add(1)
+		go s.leased(bg, "statistics", cmp.Or(opts.statsEvery, defaultStatsEvery), func(ctx context.Context) error {
+			_, err := s.analyzeGrown(ctx)
+			return err
+		})
+	}
 	return s, nil
 }
 
