@@ -64,5 +64,8 @@ func (s *Store) analyzeGrown(ctx context.Context) ([]string, error) {
 			return nil, fmt.Errorf("analyze %s: %w", table, err)
 		}
 	}
+	if len(tables) > 0 {
+		s.log.Debug("postgres: analyzed the tables grown past their statistics", "tables", tables)
+	}
 	return tables, nil
 }
