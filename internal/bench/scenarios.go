@@ -288,7 +288,7 @@ func runDLQMove(ctx context.Context, e *env) error {
 	// A message still in the source may simply not have had its third
 	// receive yet: slow, not lost. One that a broker never moves shows as
 	// delivered more than maxReceiveCount times, counted above.
-	e.settle(ctx, l, dlq, src)
+	e.settle(ctx, l, src, dlq)
 	return nil
 }
 

@@ -478,7 +478,7 @@ func (s *soak) run(ctx context.Context, cfg SoakConfig, rep *SoakReport) {
 	e.note("%d short-lived queues created and deleted", s.churned.Load())
 	e.settle(ctx, s.lStd, s.std)
 	e.settle(ctx, s.lFIFO, s.fifo)
-	e.settle(ctx, s.lDLQ, s.dlq, s.src)
+	e.settle(ctx, s.lDLQ, s.src, s.dlq)
 	e.settle(ctx, s.lIdle, s.idle)
 	e.settle(ctx, s.lSNS, s.fanout...)
 	e.res.OutOfOrder += s.order.OutOfOrder()

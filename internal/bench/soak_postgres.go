@@ -61,10 +61,18 @@ type PostgresSample struct {
 }
 
 // tableStatsSQL reads the schema's tables from the statistics collector.
+//
+// A partitioned table (messages and message_bodies, in their slots) is
+// reported as one, its partitions summed.
 const tableStatsSQL = `
-SELECT relname, n_live_tup, n_dead_tup, pg_total_relation_size(relid),
-	autovacuum_count, last_autovacuum, n_tup_upd, n_tup_hot_upd
-FROM pg_stat_user_tables WHERE schemaname = $1 ORDER BY relname`
+SELECT coalesce(p.relname, s.relname) AS name, sum(s.n_live_tup)::int8, sum(s.n_dead_tup)::int8,
+	sum(pg_total_relation_size(s.relid))::int8, sum(s.autovacuum_count)::int8, max(s.last_autovacuum),
+	sum(s.n_tup_upd)::int8, sum(s.n_tup_hot_upd)::int8
+FROM pg_stat_user_tables s
+LEFT JOIN pg_inherits i ON i.inhrelid = s.relid
+LEFT JOIN pg_class p ON p.oid = i.inhparent
+WHERE s.schemaname = $1
+GROUP BY 1 ORDER BY 1`
 
 // xminAgeSQL is the age of the oldest snapshot held in this database, the
 // watch's own left out, and autovacuum's too: other vacuums ignore it.

@@ -44,8 +44,24 @@ func (e *env) queueArn(ctx context.Context, url string) (string, error) {
 }
 
 // held is how many messages the broker says the queues still hold,
-// visible, in flight or delayed.
+// visible, in flight or delayed. Name the queues in the order messages
+// move between them (a source before its dead-letter queue): a receive
+// the clients gave up on may still be running in the broker and move a
+// message while the queues are counted one after the other, and counted
+// in that order it is counted twice, never missed. The count is taken
+// again until two passes agree, so that such moves seldom count at all.
 func (e *env) held(ctx context.Context, urls ...string) (int64, error) {
+	prev := int64(-1)
+	for {
+		n, err := e.heldOnce(ctx, urls...)
+		if err != nil || n == prev || ctx.Err() != nil {
+			return n, err
+		}
+		prev = n
+	}
+}
+
+func (e *env) heldOnce(ctx context.Context, urls ...string) (int64, error) {
 	var n int64
 	for _, url := range urls {
 		out, err := e.sqs.GetQueueAttributes(ctx, &sqs.GetQueueAttributesInput{

@@ -2,6 +2,7 @@ package protocol
 
 import (
 	"context"
+	"net/netip"
 )
 
 // RequestInfo is what the wire layer knows of a request, for the actions.
@@ -13,6 +14,9 @@ type RequestInfo struct {
 	Path string
 	// TLS: the request came over HTTPS, so links to this server use https.
 	TLS bool
+	// SourceIP is the address of the connection's peer (no port), for
+	// the aws:SourceIp condition of resource policies.
+	SourceIP string
 	// Region and AccessKey come from the SigV4 credential scope (header or
 	// presigned query); empty when the request carries none.
 	Region    string
@@ -42,4 +46,13 @@ func Info(ctx context.Context) *RequestInfo {
 		return info
 	}
 	return &RequestInfo{}
+}
+
+// remoteIP is the address of a RemoteAddr ("ip:port"), or "" if it has
+// none.
+func remoteIP(remote string) string {
+	if ap, err := netip.ParseAddrPort(remote); err == nil {
+		return ap.Addr().Unmap().String()
+	}
+	return ""
 }

@@ -22,7 +22,7 @@ import (
 // for an SNS resource that exists, NotFound for one that does not,
 // ResourceNotFound for an alarm, which CloudWatch looks up by name in the
 // caller's account). A topic delivers to a queue of its own account, and
-// not to another account's (no queue policy lets it in yet).
+// to another account's only once that queue's policy lets it in.
 func TestAccountsSNSCloudWatch(t *testing.T) {
 	t.Parallel()
 	for _, mode := range []struct {
@@ -108,6 +108,30 @@ func testAccounts(t *testing.T, f *ferry, a, b authClients, accA, accB string, u
 	if c, _ := f.srv.SNS().SubscriptionCounters(subA); c.Delivered != 1 {
 		t.Errorf("A's subscription counts %+v, want one delivery", c)
 	}
+	// B's queue policy lets A's topic in: A's messages reach it.
+	policy := `{"Version":"2012-10-17","Statement":[{"Effect":"Allow","Principal":{"Service":"sns.amazonaws.com"},` +
+		`"Action":"sqs:SendMessage","Resource":"arn:aws:sqs:us-east-1:` + accB + `:inbox",` +
+		`"Condition":{"ArnEquals":{"aws:SourceArn":"` + topicA + `"}}}]}`
+	if _, err := b.json.SetQueueAttributes(ctx, &sqs.SetQueueAttributesInput{QueueUrl: &queueB,
+		Attributes: map[string]string{"Policy": policy}}); err != nil {
+		t.Fatalf("B sets its queue's policy: %v", err)
+	}
+	if _, err := a.sns.Publish(ctx, &snssdk.PublishInput{TopicArn: &topicA, Message: aws.String("allowed")}); err != nil {
+		t.Fatalf("A publishes: %v", err)
+	}
+	if got := receiveBodies(ctx, t, b, queueB); len(got) != 1 || !strings.Contains(got[0], "allowed") {
+		t.Errorf("B's queue got %q once its policy allows A's topic", got)
+	}
+	receiveBodies(ctx, t, a, queueA)
+	// A topic of B's account is not the one the policy names.
+	otherB := createTopic(ctx, t, b, "other")
+	subscribe(ctx, t, b, otherB, "arn:aws:sqs:us-east-1:"+accB+":inbox")
+	if _, err := b.sns.Publish(ctx, &snssdk.PublishInput{TopicArn: &otherB, Message: aws.String("own")}); err != nil {
+		t.Fatalf("B publishes: %v", err)
+	}
+	if got := receiveBodies(ctx, t, b, queueB); len(got) != 1 || !strings.Contains(got[0], "own") {
+		t.Errorf("B's queue got %q from B's own topic, which needs no Allow", got)
+	}
 
 	// What B cannot do with A's topic and subscription.
 	const denied, missing = "AuthorizationError", "NotFound"
@@ -175,8 +199,8 @@ func testAccounts(t *testing.T, f *ferry, a, b authClients, accA, accB string, u
 		t.Errorf("A's topic after B's attempts: %v", err)
 	}
 	subs, err := b.sns.ListSubscriptions(ctx, &snssdk.ListSubscriptionsInput{})
-	if err != nil || len(subs.Subscriptions) != 0 {
-		t.Errorf("B lists subscriptions %v (%v), want none: both are of A's topic", subs, err)
+	if err != nil || len(subs.Subscriptions) != 1 || aws.ToString(subs.Subscriptions[0].TopicArn) != otherB {
+		t.Errorf("B lists subscriptions %v (%v), want only its own: A's are of A's topic", subs, err)
 	}
 	subs, err = a.sns.ListSubscriptions(ctx, &snssdk.ListSubscriptionsInput{})
 	if err != nil || len(subs.Subscriptions) != 2 {

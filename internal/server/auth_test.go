@@ -123,13 +123,14 @@ func TestAuthVerify(t *testing.T) {
 		t.Errorf("SenderId %q, want alice's key", sender)
 	}
 
-	// Bob's account has no queue of that name, whatever URL he sends.
+	// Bob's account has no queue of that name, and alice's queue refuses
+	// him without a grant of its policy.
 	list, err := bob.json.ListQueues(ctx, &sqs.ListQueuesInput{})
 	if err != nil || len(list.QueueUrls) != 0 {
 		t.Errorf("bob lists %v (%v), want none", list.QueueUrls, err)
 	}
 	_, err = bob.json.SendMessage(ctx, &sqs.SendMessageInput{QueueUrl: &url, MessageBody: aws.String("x")})
-	wantAPIError(t, err, "AWS.SimpleQueueService.NonExistentQueue", http.StatusBadRequest)
+	wantAPIError(t, err, "AccessDenied", http.StatusForbidden)
 	if _, err := bob.json.CreateQueue(ctx, &sqs.CreateQueueInput{QueueName: aws.String("orders")}); err != nil {
 		t.Fatalf("bob's CreateQueue: %v", err)
 	}

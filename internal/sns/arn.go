@@ -123,14 +123,13 @@ func queueARN(s string) (arn.ARN, bool) {
 }
 
 // mayDeliver reports whether the topic topicARN may send into the queue
-// queueARN (a subscription's endpoint or dead-letter queue). As on AWS,
-// a topic may always send into a queue of its own account; into another
-// account's only if that queue's policy allows the topic
-// (sqs:SendMessage for the principal sns.amazonaws.com with aws:SourceArn
-// the topic). Queue policies are not evaluated yet, so another account's
-// queue is refused.
-func mayDeliver(topicARN, queueARN string) bool {
-	return arnAccount(topicARN) == arnAccount(queueARN)
+// queueARN (a subscription's endpoint; the dead-letter queue is asked the
+// same in package delivery): the queue's policy decides, as on AWS
+// (policy.MaySNSSend through SQS's port): another account's queue needs
+// an Allow of sqs:SendMessage to sns.amazonaws.com (or to the topic's
+// account), and a Deny refuses even the topic's own account.
+func (s *Service) mayDeliver(ctx context.Context, topicARN, queueARN string) (bool, error) {
+	return s.sqs.MaySNSSend(ctx, topicARN, queueARN)
 }
 
 // fifoQueue reports whether a queue's ARN names a FIFO queue.

@@ -146,8 +146,7 @@ func (s *subscription) prepare() error {
 // delivery is what deliveries need of the subscription as it is.
 func (s *subscription) delivery() *delivery.Subscription {
 	return &delivery.Subscription{ARN: s.ARN, TopicARN: s.TopicARN, Protocol: s.Protocol, Endpoint: s.Endpoint, Raw: s.raw(),
-		Pending: s.Pending, Token: s.Token, Queue: s.Queue, DeadLetter: s.deadLetter, Policy: s.policy,
-		DeadLetterDenied: s.deadLetter != "" && !mayDeliver(s.TopicARN, s.deadLetter)}
+		Pending: s.Pending, Token: s.Token, Queue: s.Queue, DeadLetter: s.deadLetter, Policy: s.policy}
 }
 
 func (s *subscription) raw() bool { return s.Attrs[attrRawMessageDelivery] == "true" }

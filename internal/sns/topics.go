@@ -12,6 +12,7 @@ import (
 	"unicode/utf8"
 
 	"github.com/ferrymq/ferry/internal/arn"
+	"github.com/ferrymq/ferry/internal/policy"
 	"github.com/ferrymq/ferry/internal/sns/delivery"
 	"github.com/ferrymq/ferry/internal/sns/snsjson"
 )
@@ -100,9 +101,8 @@ func (s *Service) checkTopicAttribute(name, value string, fifo, inCreate bool) (
 		if value == "" {
 			return "", nil // back to the default policy
 		}
-		var m map[string]json.RawMessage
-		if err := json.Unmarshal([]byte(value), &m); err != nil || m == nil {
-			return "", attrError(inCreate, "Policy Error: null")
+		if reason := checkTopicPolicy(value); reason != "" {
+			return "", attrError(inCreate, reason)
 		}
 		return value, nil
 	case attrDeliveryPolicy:
@@ -777,4 +777,27 @@ func (s *Service) putDataProtectionPolicy(ctx context.Context, in *putDataProtec
 		return nil, err
 	}
 	return &emptyOutput{}, nil
+}
+
+// checkTopicPolicy validates a topic Policy as SNS does when it is set,
+// and returns SNS's reason for refusing it ("" when valid). SNS recognises
+// only its own actions, without wildcards (two independent reports of
+// "sns:*" refused); a statement names at most one resource.
+func checkTopicPolicy(doc string) string {
+	p, err := policy.Parse(doc)
+	if err != nil {
+		return "Policy Error: null"
+	}
+	for _, st := range p.Statements {
+		for _, a := range st.Actions {
+			svc, name, _ := strings.Cut(a, ":")
+			if a != "*" && (svc != "sns" || strings.ContainsAny(name, "*?")) {
+				return "Policy statement action out of service scope!"
+			}
+		}
+		if len(st.Resources) > 1 {
+			return "Policy statement must apply to a single resource!"
+		}
+	}
+	return ""
 }

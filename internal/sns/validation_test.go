@@ -287,18 +287,6 @@ func TestAccounts(t *testing.T) {
 			t.Errorf("arnAccount(%q) = %q, want %q", tt.arn, got, tt.account)
 		}
 	}
-	for _, tt := range []struct {
-		topic, queue string
-		want         bool
-	}{
-		{"arn:aws:sns:us-east-1:111111111111:t", "arn:aws:sqs:us-east-1:111111111111:q", true},
-		{"arn:aws:sns:us-east-1:111111111111:t", "arn:aws:sqs:us-east-1:222222222222:q", false},
-		{"arn:aws:sns:us-east-1:111111111111:t", "arn:aws:sqs:us-east-1:sns-delivery:q", false},
-	} {
-		if got := mayDeliver(tt.topic, tt.queue); got != tt.want {
-			t.Errorf("mayDeliver(%s, %s) = %v", tt.topic, tt.queue, got)
-		}
-	}
 	s := testService()
 	for _, tt := range []struct{ caller, code, msg string }{
 		{"", "AuthorizationError", "User: arn:aws:iam::000000000000:root is not authorized to perform: SNS:Publish on resource: arn:aws:sns:us-east-1:111111111111:t"},

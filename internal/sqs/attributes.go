@@ -1,7 +1,6 @@
 package sqs
 
 import (
-	"encoding/json"
 	"maps"
 	"slices"
 	"strconv"
@@ -146,8 +145,8 @@ func applyAttributes(current, req map[string]string) (map[string]string, *protoc
 				delete(next, name)
 				continue
 			}
-			if !json.Valid([]byte(value)) || !strings.HasPrefix(strings.TrimSpace(value), "{") {
-				return nil, invalidAttributeValue(name)
+			if perr := checkPolicy(value); perr != nil {
+				return nil, perr
 			}
 			next[name] = value
 		case attrKmsMasterKeyID:

@@ -65,8 +65,12 @@ func TestApplyAttributes(t *testing.T) {
 		{name: "empty RedriveAllowPolicy removes it", current: with("RedriveAllowPolicy", `{"redrivePermission":"denyAll"}`),
 			req: map[string]string{"RedriveAllowPolicy": ""}, want: def},
 		{name: "empty RedrivePolicy on a queue without one", req: map[string]string{"RedrivePolicy": ""}, want: def},
-		{name: "policy", req: map[string]string{"Policy": `{"Version":"2012-10-17"}`}, want: with("Policy", `{"Version":"2012-10-17"}`)},
+		{name: "policy", req: map[string]string{"Policy": validPolicy}, want: with("Policy", validPolicy)},
 		{name: "bad policy", req: map[string]string{"Policy": "not json"}, code: "InvalidAttributeValue", message: "Invalid value for the parameter Policy."},
+		{name: "policy without statements", req: map[string]string{"Policy": `{"Version":"2012-10-17"}`}, code: "InvalidAttributeValue", message: "Invalid value for the parameter Policy."},
+		{name: "policy without principal", req: map[string]string{"Policy": `{"Statement":{"Effect":"Allow","Action":"sqs:*"}}`}, code: "InvalidAttributeValue", message: "Invalid value for the parameter Policy."},
+		{name: "policy with a bad effect", req: map[string]string{"Policy": `{"Statement":{"Effect":"Permit","Principal":"*","Action":"sqs:*"}}`}, code: "InvalidAttributeValue", message: "Invalid value for the parameter Policy."},
+		{name: "policy with a bad operator", req: map[string]string{"Policy": `{"Statement":{"Effect":"Allow","Principal":"*","Action":"sqs:*","Condition":{"StringIs":{"aws:SourceArn":"x"}}}}`}, code: "InvalidAttributeValue", message: "Invalid value for the parameter Policy."},
 		{name: "empty policy removes it", current: with("Policy", "{}"), req: map[string]string{"Policy": ""}, want: def},
 		{name: "kms key turns SQS SSE off", req: map[string]string{"KmsMasterKeyId": "testKeyId", "KmsDataKeyReusePeriodSeconds": "6000"},
 			want: with("KmsMasterKeyId", "testKeyId", "KmsDataKeyReusePeriodSeconds", "6000", "SqsManagedSseEnabled", "false")},
@@ -261,3 +265,7 @@ func TestFifoSettingsOf(t *testing.T) {
 		}
 	}
 }
+
+// validPolicy is a document SQS accepts: a grant to another account with
+// a condition.
+const validPolicy = `{"Version":"2012-10-17","Statement":[{"Effect":"Allow","Principal":{"AWS":"222222222222"},"Action":"sqs:SendMessage","Resource":"arn:aws:sqs:eu-west-1:123456789012:q","Condition":{"IpAddress":{"aws:SourceIp":"10.0.0.0/8"}}}]}`

@@ -44,7 +44,7 @@ func failure(id string, err *protocol.Error) BatchResultErrorEntry {
 }
 
 func (s *service) sendMessageBatch(ctx context.Context, in *SendMessageBatchInput) (*SendMessageBatchOutput, error) {
-	q, err := s.viewQueue(ctx, in.QueueUrl)
+	q, err := s.viewQueue(ctx, in.QueueUrl, "SendMessageBatch")
 	if err != nil {
 		return nil, err
 	}
@@ -94,7 +94,7 @@ func (s *service) sendMessageBatch(ctx context.Context, in *SendMessageBatchInpu
 	if len(msgs) == 0 {
 		return out, nil
 	}
-	res, err := s.send(ctx, s.accountOf(ctx), q.Name, msgs)
+	res, err := s.send(ctx, q.Account, q.Name, msgs)
 	if err != nil {
 		return nil, s.engineError(err, "send batch to "+q.Name)
 	}
@@ -129,7 +129,7 @@ func checkFifoBatch(entries []SendMessageBatchRequestEntry, contentDedup bool) *
 }
 
 func (s *service) deleteMessageBatch(ctx context.Context, in *DeleteMessageBatchInput) (*DeleteMessageBatchOutput, error) {
-	name, err := s.queueName(ctx, in.QueueUrl)
+	ref, err := s.target(ctx, in.QueueUrl, "DeleteMessageBatch")
 	if err != nil {
 		return nil, err
 	}
@@ -149,9 +149,9 @@ func (s *service) deleteMessageBatch(ctx context.Context, in *DeleteMessageBatch
 		sent = append(sent, i)
 	}
 	if len(handles) > 0 {
-		errs, err := s.backend.Delete(ctx, s.accountOf(ctx), name, handles)
+		errs, err := s.backend.Delete(ctx, ref.account, ref.name, handles)
 		if err != nil {
-			return nil, s.engineError(err, "delete batch from "+name)
+			return nil, s.engineError(err, "delete batch from "+ref.name)
 		}
 		deleted := 0
 		for j, i := range sent {
@@ -160,14 +160,14 @@ func (s *service) deleteMessageBatch(ctx context.Context, in *DeleteMessageBatch
 				deleted++
 			}
 		}
-		s.recordDeleted(s.accountOf(ctx), name, deleted)
+		s.recordDeleted(ref.account, ref.name, deleted)
 	}
 	ok, bad := batchResults(in.Entries, failed, func(e *DeleteMessageBatchRequestEntry) string { return e.Id })
 	return &DeleteMessageBatchOutput{Successful: ok, Failed: bad}, nil
 }
 
 func (s *service) changeMessageVisibilityBatch(ctx context.Context, in *ChangeMessageVisibilityBatchInput) (*ChangeMessageVisibilityBatchOutput, error) {
-	name, err := s.queueName(ctx, in.QueueUrl)
+	ref, err := s.target(ctx, in.QueueUrl, "ChangeMessageVisibilityBatch")
 	if err != nil {
 		return nil, err
 	}
@@ -196,9 +196,9 @@ func (s *service) changeMessageVisibilityBatch(ctx context.Context, in *ChangeMe
 		sent = append(sent, i)
 	}
 	if len(changes) > 0 {
-		errs, err := s.backend.ChangeVisibility(ctx, s.accountOf(ctx), name, changes)
+		errs, err := s.backend.ChangeVisibility(ctx, ref.account, ref.name, changes)
 		if err != nil {
-			return nil, s.engineError(err, "change visibility batch in "+name)
+			return nil, s.engineError(err, "change visibility batch in "+ref.name)
 		}
 		for j, i := range sent {
 			if j < len(errs) && errs[j] != nil {

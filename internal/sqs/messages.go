@@ -20,7 +20,7 @@ const (
 )
 
 func (s *service) sendMessage(ctx context.Context, in *SendMessageInput) (*SendMessageOutput, error) {
-	q, err := s.viewQueue(ctx, in.QueueUrl)
+	q, err := s.viewQueue(ctx, in.QueueUrl, "SendMessage")
 	if err != nil {
 		return nil, err
 	}
@@ -31,7 +31,7 @@ func (s *service) sendMessage(ctx context.Context, in *SendMessageInput) (*SendM
 	if perr != nil {
 		return nil, perr
 	}
-	res, err := s.send(ctx, s.accountOf(ctx), q.Name, []engine.NewMessage{msg})
+	res, err := s.send(ctx, q.Account, q.Name, []engine.NewMessage{msg})
 	if err != nil {
 		return nil, s.engineError(err, "send to "+q.Name)
 	}
@@ -49,7 +49,7 @@ func (s *service) sendMessage(ctx context.Context, in *SendMessageInput) (*SendM
 }
 
 func (s *service) receiveMessage(ctx context.Context, in *ReceiveMessageInput) (*ReceiveMessageOutput, error) {
-	q, err := s.viewQueue(ctx, in.QueueUrl)
+	q, err := s.viewQueue(ctx, in.QueueUrl, "ReceiveMessage")
 	if err != nil {
 		return nil, err
 	}
@@ -84,11 +84,11 @@ func (s *service) receiveMessage(ctx context.Context, in *ReceiveMessageInput) (
 	}
 	sys := selectSystemAttributes(in.AttributeNames, in.MessageSystemAttributeNames)
 	filter := newAttributeFilter(in.MessageAttributeNames)
-	msgs, err := s.backend.Receive(ctx, s.accountOf(ctx), q.Name, req)
+	msgs, err := s.backend.Receive(ctx, q.Account, q.Name, req)
 	if err != nil {
 		return nil, s.engineError(err, "receive from "+q.Name)
 	}
-	s.recordReceived(s.accountOf(ctx), q.Name, len(msgs))
+	s.recordReceived(q.Account, q.Name, len(msgs))
 	out := &ReceiveMessageOutput{}
 	if len(msgs) == 0 {
 		return out, nil
@@ -101,21 +101,21 @@ func (s *service) receiveMessage(ctx context.Context, in *ReceiveMessageInput) (
 }
 
 func (s *service) deleteMessage(ctx context.Context, in *DeleteMessageInput) (*EmptyOutput, error) {
-	name, err := s.queueName(ctx, in.QueueUrl)
+	ref, err := s.target(ctx, in.QueueUrl, "DeleteMessage")
 	if err != nil {
 		return nil, err
 	}
 	if in.ReceiptHandle == "" {
 		return nil, missingParameter("ReceiptHandle")
 	}
-	errs, err := s.backend.Delete(ctx, s.accountOf(ctx), name, []string{in.ReceiptHandle})
+	errs, err := s.backend.Delete(ctx, ref.account, ref.name, []string{in.ReceiptHandle})
 	if err != nil {
-		return nil, s.engineError(err, "delete from "+name)
+		return nil, s.engineError(err, "delete from "+ref.name)
 	}
 	if perr := deleteError(in.ReceiptHandle, errs, 0); perr != nil {
 		return nil, perr
 	}
-	s.recordDeleted(s.accountOf(ctx), name, 1)
+	s.recordDeleted(ref.account, ref.name, 1)
 	return &EmptyOutput{}, nil
 }
 
@@ -140,7 +140,7 @@ func deleteError(handle string, errs []error, i int) *protocol.Error {
 }
 
 func (s *service) changeMessageVisibility(ctx context.Context, in *ChangeMessageVisibilityInput) (*EmptyOutput, error) {
-	name, err := s.queueName(ctx, in.QueueUrl)
+	ref, err := s.target(ctx, in.QueueUrl, "ChangeMessageVisibility")
 	if err != nil {
 		return nil, err
 	}
@@ -154,10 +154,10 @@ func (s *service) changeMessageVisibility(ctx context.Context, in *ChangeMessage
 	if perr := checkVisibility(timeout); perr != nil {
 		return nil, perr
 	}
-	errs, err := s.backend.ChangeVisibility(ctx, s.accountOf(ctx), name,
+	errs, err := s.backend.ChangeVisibility(ctx, ref.account, ref.name,
 		[]engine.VisibilityChange{{ReceiptHandle: in.ReceiptHandle, Timeout: time.Duration(timeout) * time.Second}})
 	if err != nil {
-		return nil, s.engineError(err, "change visibility in "+name)
+		return nil, s.engineError(err, "change visibility in "+ref.name)
 	}
 	if len(errs) > 0 && errs[0] != nil {
 		return nil, visibilityError(errs[0], in.ReceiptHandle, timeout)

@@ -28,7 +28,7 @@ const (
 )
 
 func (s *service) listDeadLetterSourceQueues(ctx context.Context, in *ListDeadLetterSourceQueuesInput) (*ListDeadLetterSourceQueuesOutput, error) {
-	dlq, err := s.getQueue(ctx, in.QueueUrl)
+	dlq, err := s.getQueue(ctx, in.QueueUrl, "ListDeadLetterSourceQueues")
 	if err != nil {
 		return nil, err
 	}
@@ -36,26 +36,27 @@ func (s *service) listDeadLetterSourceQueues(ctx context.Context, in *ListDeadLe
 	if perr != nil {
 		return nil, perr
 	}
-	sources, err := s.deadLetterSources(ctx, dlq.Name)
+	sources, err := s.deadLetterSources(ctx, dlq.Account, dlq.Name)
 	if err != nil {
 		return nil, err
 	}
 	names, next := pg.page(sources)
 	out := &ListDeadLetterSourceQueuesOutput{QueueUrls: make([]string, 0, len(names)), NextToken: next}
 	for _, n := range names {
-		out.QueueUrls = append(out.QueueUrls, s.queueURL(ctx, n))
+		out.QueueUrls = append(out.QueueUrls, s.queueURL(ctx, dlq.Account, n))
 	}
 	return out, nil
 }
 
-// deadLetterSources names, sorted, the account's queues whose RedrivePolicy
-// targets the named queue.
-func (s *service) deadLetterSources(ctx context.Context, name string) ([]string, error) {
-	queues, err := s.backend.ListQueues(ctx, s.accountOf(ctx), "")
+// deadLetterSources names, sorted, the queues of account whose
+// RedrivePolicy targets its queue name (a dead-letter queue and its
+// sources are of one account).
+func (s *service) deadLetterSources(ctx context.Context, account, name string) ([]string, error) {
+	queues, err := s.backend.ListQueues(ctx, account, "")
 	if err != nil {
 		return nil, s.engineError(err, "list queues")
 	}
-	target := s.arn(ctx, name)
+	target := queueARN(s.region, account, name)
 	var names []string
 	for _, q := range queues {
 		if redriveTargetARN(q.Attributes) == target {
@@ -66,24 +67,34 @@ func (s *service) deadLetterSources(ctx context.Context, name string) ([]string,
 }
 
 // moveTaskQueue resolves a move task's SourceArn or DestinationArn (param)
-// to a queue of this service; one of another region, account or service
-// does not exist here.
-func (s *service) moveTaskQueue(ctx context.Context, value, param string) (engine.Queue, error) {
+// to a queue of this service and authorizes action on it; one of another
+// region or service does not exist here, and one of another account is
+// refused, as move tasks cannot be shared.
+func (s *service) moveTaskQueue(ctx context.Context, value, param, action string) (engine.Queue, error) {
 	a, ok := arn.Parse(value)
 	if !ok {
 		return engine.Queue{}, invalidParameter(arnFormatMessage, param)
 	}
 	notFound := errResourceNotFound.WithMessage(resourceNotFound, param)
-	account, name, ok := s.localQueue(a)
-	if !ok || account != s.accountOf(ctx) || a.Partition != arnPartition {
+	caller := s.accountOf(ctx)
+	if a.Service != "sqs" || a.Region != s.region || a.Partition != arnPartition || !validAnyQueueName(a.Resource) {
 		return engine.Queue{}, notFound
 	}
-	q, err := s.backend.GetQueue(ctx, s.accountOf(ctx), name)
+	ref := queueRef{account: a.Account, name: a.Resource}
+	if ref.account != caller {
+		return engine.Queue{}, s.accessDenied(caller, ref, policyAction(action), false)
+	}
+	q, err := s.backend.GetQueue(ctx, ref.account, ref.name)
 	if errors.Is(err, engine.ErrQueueNotFound) {
 		return engine.Queue{}, notFound
 	}
 	if err != nil {
-		return engine.Queue{}, s.engineError(err, "get queue "+name)
+		return engine.Queue{}, s.engineError(err, "get queue "+ref.name)
+	}
+	if s.mustAuthorize(ctx, ref) {
+		if err := s.authorize(ctx, ref, &q, action); err != nil {
+			return engine.Queue{}, err
+		}
 	}
 	return q, nil
 }
@@ -92,18 +103,18 @@ func (s *service) startMessageMoveTask(ctx context.Context, in *StartMessageMove
 	if in.SourceArn == "" {
 		return nil, missingParameter("SourceArn")
 	}
-	src, err := s.moveTaskQueue(ctx, in.SourceArn, "SourceArn")
+	src, err := s.moveTaskQueue(ctx, in.SourceArn, "SourceArn", "StartMessageMoveTask")
 	if err != nil {
 		return nil, err
 	}
-	sources, err := s.deadLetterSources(ctx, src.Name)
+	sources, err := s.deadLetterSources(ctx, src.Account, src.Name)
 	if err != nil {
 		return nil, err
 	}
 	if len(sources) == 0 {
 		return nil, invalidParameter(notDeadLetterQueue)
 	}
-	task := engine.MoveTask{SourceAccount: s.accountOf(ctx), SourceName: src.Name, SourceARN: s.arn(ctx, src.Name)}
+	task := engine.MoveTask{SourceAccount: src.Account, SourceName: src.Name, SourceARN: queueARN(s.region, src.Account, src.Name)}
 	if in.DestinationArn != "" {
 		if _, ok := arn.Parse(in.DestinationArn); !ok {
 			return nil, invalidParameter(arnFormatMessage, "DestinationArn")
@@ -111,7 +122,7 @@ func (s *service) startMessageMoveTask(ctx context.Context, in *StartMessageMove
 		if in.DestinationArn == in.SourceArn {
 			return nil, invalidParameter(sameQueueMessage)
 		}
-		dst, err := s.moveTaskQueue(ctx, in.DestinationArn, "DestinationArn")
+		dst, err := s.moveTaskQueue(ctx, in.DestinationArn, "DestinationArn", "StartMessageMoveTask")
 		if err != nil {
 			return nil, err
 		}
@@ -121,7 +132,7 @@ func (s *service) startMessageMoveTask(ctx context.Context, in *StartMessageMove
 		if isFifo(dst.Attributes) != isFifo(src.Attributes) {
 			return nil, invalidParameter(sameTypeMessage)
 		}
-		task.DestinationARN = s.arn(ctx, dst.Name)
+		task.DestinationARN = queueARN(s.region, dst.Account, dst.Name)
 	}
 	if r := in.MaxNumberOfMessagesPerSecond; r != nil {
 		if *r < 1 || *r > maxMovePerSecond {
@@ -158,7 +169,7 @@ func (s *service) listMessageMoveTasks(ctx context.Context, in *ListMessageMoveT
 		}
 		limit = *n
 	}
-	src, err := s.moveTaskQueue(ctx, in.SourceArn, "SourceArn")
+	src, err := s.moveTaskQueue(ctx, in.SourceArn, "SourceArn", "ListMessageMoveTasks")
 	if err != nil {
 		return nil, err
 	}
@@ -227,7 +238,7 @@ func (s *service) cancelMessageMoveTask(ctx context.Context, in *CancelMessageMo
 	if !ok {
 		return nil, invalidParameter("Value for parameter TaskHandle is invalid.")
 	}
-	src, err := s.moveTaskQueue(ctx, sourceARN, "SourceArn")
+	src, err := s.moveTaskQueue(ctx, sourceARN, "SourceArn", "CancelMessageMoveTask")
 	if err != nil {
 		return nil, err
 	}

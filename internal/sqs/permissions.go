@@ -154,7 +154,7 @@ func (s *service) addPermission(ctx context.Context, in *AddPermissionInput) (*E
 		actions[i] = "SQS:" + a
 	}
 	now := s.clock.Now()
-	err := s.updateQueue(ctx, in.QueueUrl, func(q *engine.Queue) *protocol.Error {
+	err := s.updateQueue(ctx, in.QueueUrl, "AddPermission", func(q *engine.Queue) *protocol.Error {
 		arn := s.arn(ctx, q.Name)
 		doc := parsePolicy(q.Attributes[attrPolicy], arn)
 		for _, st := range doc.Statement {
@@ -186,7 +186,7 @@ func (s *service) removePermission(ctx context.Context, in *RemovePermissionInpu
 		return nil, missingParameter("Label")
 	}
 	now := s.clock.Now()
-	err := s.updateQueue(ctx, in.QueueUrl, func(q *engine.Queue) *protocol.Error {
+	err := s.updateQueue(ctx, in.QueueUrl, "RemovePermission", func(q *engine.Queue) *protocol.Error {
 		doc := parsePolicy(q.Attributes[attrPolicy], s.arn(ctx, q.Name))
 		i := slices.IndexFunc(doc.Statement, func(st json.RawMessage) bool { return sid(st) == in.Label })
 		if i < 0 {

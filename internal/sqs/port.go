@@ -7,7 +7,9 @@ import (
 	"strings"
 
 	"github.com/ferrymq/ferry/internal/arn"
+	"github.com/ferrymq/ferry/internal/clock"
 	"github.com/ferrymq/ferry/internal/engine"
+	iam "github.com/ferrymq/ferry/internal/policy"
 	"github.com/ferrymq/ferry/internal/sigv4"
 )
 
@@ -28,12 +30,17 @@ type Port struct {
 	account, region string
 	backend         engine.Backend
 	metrics         Recorder
+	clock           clock.Clock
+	policies        policyCache
 }
 
 // NewPort returns the port into the queues of cfg.Backend; it uses
 // cfg's Account, Region, Backend and Metrics.
 func NewPort(cfg Config) *Port {
-	p := &Port{account: cfg.Account, region: cfg.Region, backend: cfg.Backend, metrics: cfg.Metrics}
+	p := &Port{account: cfg.Account, region: cfg.Region, backend: cfg.Backend, metrics: cfg.Metrics, clock: cfg.Clock}
+	if p.clock == nil {
+		p.clock = clock.Real{}
+	}
 	if p.account == "" {
 		p.account = DefaultAccount
 	}
@@ -174,6 +181,32 @@ func (p *Port) localQueue(a arn.ARN) (account, name string, ok bool) {
 	ok = a.Service == "sqs" && a.Region == p.region && (a.Account == p.account || sigv4.IsAccountID(a.Account)) &&
 		validAnyQueueName(a.Resource)
 	return a.Account, a.Resource, ok
+}
+
+// MaySNSSend reports whether the topic topicARN may send into the queue
+// queueARN, as the queue's Policy decides it (policy.MaySNSSend): SNS
+// asks before it writes a subscription's copies or its dead-letter
+// copies. A queue that cannot be found is let through: the send then
+// answers that it is missing, as before. An invalid stored Policy grants
+// and denies nothing.
+func (p *Port) MaySNSSend(ctx context.Context, topicARN, queueARN string) (bool, error) {
+	account, name, ok := p.resolve(queueARN)
+	if !ok {
+		return true, nil
+	}
+	q, err := p.backend.ViewQueue(ctx, account, name)
+	if errors.Is(err, engine.ErrQueueNotFound) {
+		return true, nil
+	}
+	if err != nil {
+		return false, err
+	}
+	var pol *iam.Policy
+	if raw := q.Attributes[attrPolicy]; raw != "" {
+		pol, _ = p.policies.parse(raw)
+	}
+	topic, _ := arn.Parse(topicARN)
+	return iam.MaySNSSend(pol, topicARN, topic.Account, queueARN, account, p.clock.Now()), nil
 }
 
 // fitDeduplication clears the deduplication ids of messages for a

@@ -74,23 +74,31 @@ func (s *service) createQueue(ctx context.Context, in *CreateQueueInput) (*Creat
 	} else {
 		s.log.DebugContext(ctx, "queue created", "queue", name)
 	}
-	return &CreateQueueOutput{QueueUrl: s.queueURL(ctx, name)}, nil
+	return &CreateQueueOutput{QueueUrl: s.queueURL(ctx, s.accountOf(ctx), name)}, nil
 }
 
 func (s *service) getQueueURL(ctx context.Context, in *GetQueueUrlInput) (*GetQueueUrlOutput, error) {
 	if in.QueueName == "" {
 		return nil, missingParameter("QueueName")
 	}
-	if in.QueueOwnerAWSAccountId != "" && in.QueueOwnerAWSAccountId != s.accountOf(ctx) {
+	owner := s.accountOf(ctx)
+	if in.QueueOwnerAWSAccountId != "" {
+		owner = in.QueueOwnerAWSAccountId
+	}
+	if !validAnyQueueName(in.QueueName) || owner != s.accountOf(ctx) && !validAccount(owner) {
 		return nil, errQueueDoesNotExist
 	}
-	if !validAnyQueueName(in.QueueName) {
-		return nil, errQueueDoesNotExist
+	ref := queueRef{account: owner, name: in.QueueName}
+	q, err := s.backend.ViewQueue(ctx, ref.account, ref.name)
+	if err != nil {
+		return nil, s.loadError(ctx, ref, "GetQueueUrl", err)
 	}
-	if _, err := s.backend.GetQueue(ctx, s.accountOf(ctx), in.QueueName); err != nil {
-		return nil, s.engineError(err, "get queue "+in.QueueName)
+	if s.mustAuthorize(ctx, ref) {
+		if err := s.authorize(ctx, ref, &q, "GetQueueUrl"); err != nil {
+			return nil, err
+		}
 	}
-	return &GetQueueUrlOutput{QueueUrl: s.queueURL(ctx, in.QueueName)}, nil
+	return &GetQueueUrlOutput{QueueUrl: s.queueURL(ctx, ref.account, ref.name)}, nil
 }
 
 // ListQueues pages with an opaque token holding the last name returned.
@@ -110,7 +118,7 @@ func (s *service) listQueues(ctx context.Context, in *ListQueuesInput) (*ListQue
 	names, next := pg.page(names)
 	out := &ListQueuesOutput{NextToken: next}
 	for _, n := range names {
-		out.QueueUrls = append(out.QueueUrls, s.queueURL(ctx, n))
+		out.QueueUrls = append(out.QueueUrls, s.queueURL(ctx, s.accountOf(ctx), n))
 	}
 	return out, nil
 }
@@ -163,19 +171,19 @@ func (pg paging) page(names []string) ([]string, string) {
 }
 
 func (s *service) deleteQueue(ctx context.Context, in *QueueInput) (*EmptyOutput, error) {
-	name, err := s.queueName(ctx, in.QueueUrl)
+	ref, err := s.target(ctx, in.QueueUrl, "DeleteQueue")
 	if err != nil {
 		return nil, err
 	}
-	if err := s.backend.DeleteQueue(ctx, s.accountOf(ctx), name); err != nil {
-		return nil, s.engineError(err, "delete queue "+name)
+	if err := s.backend.DeleteQueue(ctx, ref.account, ref.name); err != nil {
+		return nil, s.engineError(err, "delete queue "+ref.name)
 	}
-	s.log.DebugContext(ctx, "queue deleted", "queue", name)
+	s.log.DebugContext(ctx, "queue deleted", "queue", ref.name)
 	return &EmptyOutput{}, nil
 }
 
 func (s *service) getQueueAttributes(ctx context.Context, in *GetQueueAttributesInput) (*GetQueueAttributesOutput, error) {
-	q, err := s.getQueue(ctx, in.QueueUrl)
+	q, err := s.getQueue(ctx, in.QueueUrl, "GetQueueAttributes")
 	if err != nil {
 		return nil, err
 	}
@@ -188,11 +196,11 @@ func (s *service) getQueueAttributes(ctx context.Context, in *GetQueueAttributes
 	}
 	var stats engine.Stats
 	if needsStats(want) {
-		if stats, err = s.backend.Stats(ctx, s.accountOf(ctx), q.Name); err != nil {
+		if stats, err = s.backend.Stats(ctx, q.Account, q.Name); err != nil {
 			return nil, s.engineError(err, "stats of "+q.Name)
 		}
 	}
-	return &GetQueueAttributesOutput{Attributes: queueAttributes(q, s.arn(ctx, q.Name), stats, want)}, nil
+	return &GetQueueAttributesOutput{Attributes: queueAttributes(q, queueARN(s.region, q.Account, q.Name), stats, want)}, nil
 }
 
 func (s *service) setQueueAttributes(ctx context.Context, in *SetQueueAttributesInput) (*EmptyOutput, error) {
@@ -202,7 +210,7 @@ func (s *service) setQueueAttributes(ctx context.Context, in *SetQueueAttributes
 	if _, ok := in.Attributes[attrRedrivePolicy]; ok {
 		// The target is checked outside the queue's update, which must not
 		// wait on another queue; the source's type never changes.
-		q, err := s.getQueue(ctx, in.QueueUrl)
+		q, err := s.getQueue(ctx, in.QueueUrl, "SetQueueAttributes")
 		if err != nil {
 			return nil, err
 		}
@@ -214,7 +222,7 @@ func (s *service) setQueueAttributes(ctx context.Context, in *SetQueueAttributes
 		}
 	}
 	now := s.clock.Now()
-	err := s.updateQueue(ctx, in.QueueUrl, func(q *engine.Queue) *protocol.Error {
+	err := s.updateQueue(ctx, in.QueueUrl, "SetQueueAttributes", func(q *engine.Queue) *protocol.Error {
 		attrs, perr := applyAttributes(q.Attributes, in.Attributes)
 		if perr != nil {
 			return perr
@@ -234,28 +242,30 @@ func (s *service) setQueueAttributes(ctx context.Context, in *SetQueueAttributes
 }
 
 func (s *service) purgeQueue(ctx context.Context, in *QueueInput) (*EmptyOutput, error) {
-	name, err := s.queueName(ctx, in.QueueUrl)
+	ref, err := s.target(ctx, in.QueueUrl, "PurgeQueue")
 	if err != nil {
 		return nil, err
 	}
-	if err := s.backend.Purge(ctx, s.accountOf(ctx), name); err != nil {
+	if err := s.backend.Purge(ctx, ref.account, ref.name); err != nil {
 		if errors.Is(err, engine.ErrPurgeInProgress) {
-			return nil, purgeInProgress(name)
+			return nil, purgeInProgress(ref.name)
 		}
-		return nil, s.engineError(err, "purge "+name)
+		return nil, s.engineError(err, "purge "+ref.name)
 	}
-	s.log.DebugContext(ctx, "queue purged", "queue", name)
+	s.log.DebugContext(ctx, "queue purged", "queue", ref.name)
 	return &EmptyOutput{}, nil
 }
 
 // updateQueue applies fn to the queue QueueUrl names, under the engine's
-// lock; fn's *protocol.Error comes back as is.
-func (s *service) updateQueue(ctx context.Context, queueURL string, fn func(*engine.Queue) *protocol.Error) error {
-	name, err := s.queueName(ctx, queueURL)
+// lock, once action is authorized on it; fn's *protocol.Error comes back
+// as is.
+func (s *service) updateQueue(ctx context.Context, queueURL, action string, fn func(*engine.Queue) *protocol.Error) error {
+	ref, err := s.target(ctx, queueURL, action)
 	if err != nil {
 		return err
 	}
-	err = s.backend.UpdateQueue(ctx, s.accountOf(ctx), name, func(q *engine.Queue) error {
+	name := ref.name
+	err = s.backend.UpdateQueue(ctx, ref.account, name, func(q *engine.Queue) error {
 		if perr := fn(q); perr != nil {
 			return perr
 		}

@@ -119,7 +119,10 @@ func TestGetQueueURL(t *testing.T) {
 		t.Errorf("url with owner = %q", got)
 	}
 	fails(h, "GetQueueUrl", &GetQueueUrlInput{}, "MissingParameter", "The request must contain the parameter QueueName.")
-	for _, in := range []GetQueueUrlInput{{QueueName: "nope"}, {QueueName: "q", QueueOwnerAWSAccountId: "999999999999"}, {QueueName: "bad name"}} {
+	// Another account's queue needs its policy's grant.
+	fails(h, "GetQueueUrl", &GetQueueUrlInput{QueueName: "q", QueueOwnerAWSAccountId: "999999999999"}, "AccessDenied",
+		"User: arn:aws:iam::"+testAccount+":root is not authorized to perform: sqs:getqueueurl on resource: arn:aws:sqs:"+testRegion+":999999999999:q because no resource-based policy allows the sqs:getqueueurl action")
+	for _, in := range []GetQueueUrlInput{{QueueName: "nope"}, {QueueName: "bad name"}} {
 		err := fails(h, "GetQueueUrl", &in, "AWS.SimpleQueueService.NonExistentQueue", "The specified queue does not exist.")
 		if err.Shape != "QueueDoesNotExist" || err.QueryMessage != "The specified queue does not exist for this wsdl version." {
 			t.Errorf("error = %+v", err)
@@ -218,8 +221,8 @@ func TestQueueResolution(t *testing.T) {
 			t.Errorf("%s: %v", ref, err)
 		}
 	}
+	fails(h, "GetQueueAttributes", &GetQueueAttributesInput{QueueUrl: testBase + "/999999999999/q"}, "AccessDenied", "")
 	bad := []string{
-		testBase + "/999999999999/q",
 		testBase + "/" + testAccount + "/nope",
 		testBase + "/q",
 		testBase + "/" + testAccount + "/bad%20name",

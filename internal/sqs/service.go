@@ -59,6 +59,7 @@ type service struct {
 	log      *slog.Logger
 	urlBase  string
 	activity Toucher
+	policies policyCache
 }
 
 // NewService returns the SQS service with every action.
@@ -125,8 +126,9 @@ func requestInfo(ctx context.Context) (host, path, accessKey string) {
 	return info.Host, info.Path, info.AccessKey
 }
 
-// queueURL is the URL of the named queue as this request should see it.
-func (s *service) queueURL(ctx context.Context, name string) string {
+// queueURL is the URL of the named queue of account as this request
+// should see it.
+func (s *service) queueURL(ctx context.Context, account, name string) string {
 	base := s.urlBase
 	if base == "" {
 		info := protocol.Info(ctx)
@@ -139,7 +141,7 @@ func (s *service) queueURL(ctx context.Context, name string) string {
 		}
 		base = scheme + host
 	}
-	return base + "/" + s.accountOf(ctx) + "/" + name
+	return base + "/" + account + "/" + name
 }
 
 func (s *service) arn(ctx context.Context, name string) string {
@@ -156,47 +158,32 @@ func (s *service) accountOf(ctx context.Context) string {
 	return s.account
 }
 
-// queueName resolves a request's QueueUrl (a URL or a bare name) to a queue
-// name of this account, falling back to the request path for clients that
-// post to the queue's URL. It does not check that the queue exists.
-func (s *service) queueName(ctx context.Context, queueURL string) (string, error) {
-	ref := queueURL
-	if ref == "" {
-		_, path, _ := requestInfo(ctx)
-		if path == "" || path == "/" {
-			return "", missingParameter("QueueUrl")
-		}
-		ref = path
-	}
-	owner, name, ok := parseQueueRef(ref)
-	account := s.accountOf(ctx)
-	if !ok || (owner != "" && owner != account) || !validAnyQueueName(name) {
-		return "", errQueueDoesNotExist
-	}
-	s.touch(account, name)
-	return name, nil
-}
-
-// getQueue resolves QueueUrl and loads the queue.
-func (s *service) getQueue(ctx context.Context, queueURL string) (engine.Queue, error) {
-	return s.loadQueue(ctx, queueURL, s.backend.GetQueue)
+// getQueue resolves QueueUrl, loads the queue and authorizes action on
+// it.
+func (s *service) getQueue(ctx context.Context, queueURL, action string) (engine.Queue, error) {
+	return s.loadQueue(ctx, queueURL, action, s.backend.GetQueue)
 }
 
 // viewQueue is getQueue for the message actions, which only read the
 // queue: its maps are the backend's, not copies made on every call.
-func (s *service) viewQueue(ctx context.Context, queueURL string) (engine.Queue, error) {
-	return s.loadQueue(ctx, queueURL, s.backend.ViewQueue)
+func (s *service) viewQueue(ctx context.Context, queueURL, action string) (engine.Queue, error) {
+	return s.loadQueue(ctx, queueURL, action, s.backend.ViewQueue)
 }
 
-func (s *service) loadQueue(ctx context.Context, queueURL string,
+func (s *service) loadQueue(ctx context.Context, queueURL, action string,
 	load func(ctx context.Context, account, name string) (engine.Queue, error)) (engine.Queue, error) {
-	name, err := s.queueName(ctx, queueURL)
+	ref, err := s.parseTarget(ctx, queueURL)
 	if err != nil {
 		return engine.Queue{}, err
 	}
-	q, err := load(ctx, s.accountOf(ctx), name)
+	q, err := load(ctx, ref.account, ref.name)
 	if err != nil {
-		return engine.Queue{}, s.engineError(err, "get queue "+name)
+		return engine.Queue{}, s.loadError(ctx, ref, action, err)
+	}
+	if s.mustAuthorize(ctx, ref) {
+		if err := s.authorize(ctx, ref, &q, action); err != nil {
+			return engine.Queue{}, err
+		}
 	}
 	return q, nil
 }

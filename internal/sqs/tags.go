@@ -62,7 +62,7 @@ func (s *service) tagQueue(ctx context.Context, in *TagQueueInput) (*EmptyOutput
 	if perr := checkTags(in.Tags); perr != nil {
 		return nil, perr
 	}
-	err := s.updateQueue(ctx, in.QueueUrl, func(q *engine.Queue) *protocol.Error {
+	err := s.updateQueue(ctx, in.QueueUrl, "TagQueue", func(q *engine.Queue) *protocol.Error {
 		merged := maps.Clone(q.Tags)
 		if merged == nil {
 			merged = make(map[string]string, len(in.Tags))
@@ -84,7 +84,7 @@ func (s *service) untagQueue(ctx context.Context, in *UntagQueueInput) (*EmptyOu
 	if len(in.TagKeys) == 0 {
 		return nil, invalidParameter("Tag keys must be between 1 and 128 characters in length.")
 	}
-	err := s.updateQueue(ctx, in.QueueUrl, func(q *engine.Queue) *protocol.Error {
+	err := s.updateQueue(ctx, in.QueueUrl, "UntagQueue", func(q *engine.Queue) *protocol.Error {
 		if len(q.Tags) == 0 {
 			return nil
 		}
@@ -102,7 +102,7 @@ func (s *service) untagQueue(ctx context.Context, in *UntagQueueInput) (*EmptyOu
 }
 
 func (s *service) listQueueTags(ctx context.Context, in *QueueInput) (*ListQueueTagsOutput, error) {
-	q, err := s.getQueue(ctx, in.QueueUrl)
+	q, err := s.getQueue(ctx, in.QueueUrl, "ListQueueTags")
 	if err != nil {
 		return nil, err
 	}

@@ -3,7 +3,6 @@ package postgres
 import (
 	"context"
 	"fmt"
-	"strconv"
 
 	"github.com/jackc/pgx/v5"
 
@@ -16,172 +15,83 @@ import (
 // therefore sees whatever the previous holder of a group's lock did with
 // it. Two receives never take from one group at once, on any nodes.
 
-// dedupKey is a message's deduplication key in its queue's scope. A
-// message without a deduplication id is nobody's duplicate: its key is its
-// own, made of its new message id, so that it still takes its sequence
-// number through the same claim. The prefixes keep the three kinds apart.
-func dedupKey(scope string, m *engine.NewMessage, messageID string) string {
-	switch {
-	case m.DeduplicationID == "":
-		return "n:" + messageID
-	case scope == engine.DeduplicationScopeMessageGroup:
-		return "g:" + strconv.Itoa(len(m.MessageGroupID)) + ":" + m.MessageGroupID + ":" + m.DeduplicationID
-	}
-	return "q:" + m.DeduplicationID
-}
-
-// claimSQL claims deduplication keys for the window: a key nobody holds,
-// or whose window has ended, becomes this send's, numbered in order. A key
-// another send holds is not returned; one being claimed by a concurrent
-// send waits for it (the unique key), so a key is enqueued once.
-const claimSQL = `
-INSERT INTO fifo_dedup (queue_id, key, message_id, seq, sent_ns)
-SELECT $1, u.key, u.message_id, nextval('message_seq'), $2
-FROM (SELECT * FROM unnest($3::text[], $4::text[]) WITH ORDINALITY AS u(key, message_id, ord) ORDER BY ord) u
-ON CONFLICT (queue_id, key) DO UPDATE
-	SET message_id = excluded.message_id, seq = excluded.seq, sent_ns = excluded.sent_ns
-	WHERE fifo_dedup.sent_ns <= $2::int8 - $5::int8
-RETURNING key, seq`
-
-// fifoInsertSQL writes the fresh messages of a FIFO send, with the seqs
-// their claims took ($16) and their deduplication ids ($17), gives their
-// groups rows, sweeps the queue's expired deduplication keys and tells the
-// waiters, last, once it holds the group rows.
-var fifoInsertSQL = `
+// fifoSendSQL enqueues a batch on a FIFO queue in one statement, with
+// sendSQL's arguments, $16 the deduplication ids and $17 the window. A
+// message's deduplication key is its id in the queue's scope, prefixed by
+// its group in the messageGroup scope; a message without a deduplication
+// id is nobody's duplicate: its key is its own, made of its new message id,
+// so that it still takes its sequence number through the same claim. The
+// first message of each key in the batch claims the key: one nobody holds,
+// or whose window has ended, becomes this send's with the message's
+// sequence number; one another send holds is left as it is (the update
+// writes its own values back), and RETURNING reads its holder even when
+// that send committed after this statement's snapshot; one being claimed
+// by a concurrent send waits for it (the unique key), so a key is enqueued
+// once. Keys are claimed in the order of the key, so that concurrent sends
+// of the same keys do not deadlock, and numbered in the order of the
+// batch. The messages that claimed their keys are written, their groups
+// get rows (upsertGroups), the queue's expired keys are swept but for
+// those another send holds, and the waiters are told, last, once it holds
+// the group rows.
+// It answers the queue id (no row: no such queue), whether the queue is
+// FIFO (if not, it wrote nothing: sendSQL's turn) and, in the batch's
+// order, each message's id and sequence number, its key's holder's for a
+// duplicate, and whether it is one.
+var fifoSendSQL = `
 WITH q AS (
-	SELECT id, delay_ns FROM queues WHERE id = $1
-), m AS (
-	SELECT u.* FROM unnest(` + sendColumns + `, $16::int8[], $17::text[])
-		AS u(` + sendColumnNames + `, seq, dedup_id)
+	SELECT id, delay_ns, fifo, dedup_scope FROM queues WHERE account = $1 AND name = $2 AND deleted_ns IS NULL
+), u AS (
+	SELECT u.*, CASE WHEN u.dedup_id = '' THEN 'n:' || u.message_id
+		WHEN q.dedup_scope = '` + engine.DeduplicationScopeMessageGroup + `'
+			THEN 'g:' || octet_length(u.group_id) || ':' || u.group_id || ':' || u.dedup_id
+		ELSE 'q:' || u.dedup_id END AS key
+	FROM q, unnest(` + sendColumns + `, $16::text[]) WITH ORDINALITY AS u(` + sendColumnNames + `, dedup_id, ord)
+	WHERE q.fifo
+), m AS MATERIALIZED (
+	SELECT nextval('message_seq') AS seq, f.*
+	FROM (SELECT * FROM (SELECT DISTINCT ON (key) * FROM u ORDER BY key, ord) d ORDER BY ord) f
+), claim AS (
+	INSERT INTO fifo_dedup (queue_id, key, message_id, seq, sent_ns)
+	SELECT q.id, m.key, m.message_id, m.seq, $13 FROM q, m ORDER BY m.key
+	ON CONFLICT (queue_id, key) DO UPDATE SET
+		message_id = CASE WHEN fifo_dedup.sent_ns <= $13::int8 - $17::int8 THEN excluded.message_id ELSE fifo_dedup.message_id END,
+		seq = CASE WHEN fifo_dedup.sent_ns <= $13::int8 - $17::int8 THEN excluded.seq ELSE fifo_dedup.seq END,
+		sent_ns = CASE WHEN fifo_dedup.sent_ns <= $13::int8 - $17::int8 THEN excluded.sent_ns ELSE fifo_dedup.sent_ns END
+	RETURNING key, message_id, seq
+), fresh AS (
+	SELECT m.* FROM m JOIN claim c ON c.key = m.key AND c.message_id = m.message_id
 ), b AS (
 	INSERT INTO message_bodies (id, body, attributes, trace_header, group_id, sender_id, md5_body, md5_attrs, md5_sys, slot)
-	SELECT seq, body, attributes, trace_header, group_id, sender_id, md5_body, md5_attrs, md5_sys, ` + currentSlot + ` FROM m
+	SELECT seq, body, attributes, trace_header, group_id, sender_id, md5_body, md5_attrs, md5_sys, ` + currentSlot + ` FROM fresh
 ), st AS (
 	INSERT INTO messages (queue_id, seq, body_id, message_id, sent_ns, entered_ns, visible_ns, dedup_id, group_id, slot)
-	SELECT q.id, m.seq, m.seq, m.message_id, $13, $13, $13 + coalesce(m.delay_ns, q.delay_ns), m.dedup_id, m.group_id,
+	SELECT q.id, f.seq, f.seq, f.message_id, $13, $13, $13 + coalesce(f.delay_ns, q.delay_ns), f.dedup_id, f.group_id,
 		` + currentSlot + `
-	FROM q, m
+	FROM q, fresh f
 	RETURNING queue_id, group_id, seq, visible_ns
 ), g AS (` + upsertGroups("st") + `
 ), sweep AS (
-	DELETE FROM fifo_dedup d WHERE d.queue_id = $1 AND d.sent_ns <= $13::int8 - $2::int8
+	-- Not the keys this statement claims, nor those another send holds:
+	-- sends sweeping each other's keys would deadlock.
+	DELETE FROM fifo_dedup d
+	WHERE d.queue_id = (SELECT id FROM q) AND d.sent_ns <= $13::int8 - $17::int8 AND d.key = ANY (ARRAY(
+		SELECT x.key FROM fifo_dedup x
+		WHERE x.queue_id = (SELECT id FROM q) AND x.sent_ns <= $13::int8 - $17::int8
+			AND x.key <> ALL (ARRAY(SELECT key FROM m))
+		FOR UPDATE SKIP LOCKED))
 ), n AS (
 	SELECT notify_waiters($14, q.id, min(st.visible_ns)) FROM q, st
 	WHERE (SELECT count(*) FROM g) > 0
 	GROUP BY q.id HAVING min(st.visible_ns) < $13 + $15
+), r AS (
+	SELECT u.ord, c.message_id, c.seq, c.message_id <> u.message_id AS dup FROM u JOIN claim c ON c.key = u.key
 )
-SELECT count(*) FROM n`
-
-// sendFIFO sends msgs to FIFO queue qid in one transaction: claim the
-// deduplication keys, read the holders of those not claimed, write the
-// fresh messages. args and ids are sendArgs' for msgs.
-func (s *Store) sendFIFO(ctx context.Context, db querier, qid int64, scope string, msgs []engine.NewMessage,
-	args []any, ids []string, now int64) ([]engine.SendResult, error) {
-	keys := make([]string, len(msgs))
-	first := map[string]int{} // key → the index of its first message
-	var claimKeys, claimIDs []string
-	for i := range msgs {
-		keys[i] = dedupKey(scope, &msgs[i], ids[i])
-		if _, ok := first[keys[i]]; !ok {
-			first[keys[i]] = i
-			claimKeys = append(claimKeys, keys[i])
-			claimIDs = append(claimIDs, ids[i])
-		}
-	}
-	window := int64(engine.DeduplicationWindow)
-	res := make([]engine.SendResult, len(msgs))
-	err := pgx.BeginFunc(ctx, db, func(tx pgx.Tx) error {
-		rows, err := tx.Query(ctx, claimSQL, qid, now, claimKeys, claimIDs, window)
-		if err != nil {
-			return err
-		}
-		claimed := map[string]int64{}
-		var (
-			key string
-			seq int64
-		)
-		if _, err := pgx.ForEachRow(rows, []any{&key, &seq}, func() error { claimed[key] = seq; return nil }); err != nil {
-			return fmt.Errorf("claim deduplication keys: %w", err)
-		}
-		var fresh []int
-		for i, k := range keys {
-			if seq, ok := claimed[k]; ok && first[k] == i {
-				fresh = append(fresh, i)
-				res[i] = engine.SendResult{MessageID: ids[i], SequenceNumber: engine.FormatSequenceNumber(uint64(seq))}
-			}
-		}
-		if len(fresh) < len(msgs) {
-			holders := map[string]engine.SendResult{}
-			rows, err := tx.Query(ctx, `SELECT key, message_id, seq FROM fifo_dedup WHERE queue_id = $1 AND key = ANY($2)`, qid, claimKeys)
-			if err != nil {
-				return err
-			}
-			var id string
-			if _, err := pgx.ForEachRow(rows, []any{&key, &id, &seq}, func() error {
-				holders[key] = engine.SendResult{MessageID: id, SequenceNumber: engine.FormatSequenceNumber(uint64(seq)), Duplicate: true}
-				return nil
-			}); err != nil {
-				return fmt.Errorf("read deduplication keys: %w", err)
-			}
-			for i, k := range keys {
-				if res[i].MessageID != "" {
-					continue
-				}
-				if seq, ok := claimed[k]; ok { // an earlier message of this call
-					res[i] = engine.SendResult{MessageID: ids[first[k]], SequenceNumber: engine.FormatSequenceNumber(uint64(seq)), Duplicate: true}
-					continue
-				}
-				h, ok := holders[k]
-				if !ok {
-					return fmt.Errorf("deduplication key %q neither claimed nor held", k)
-				}
-				res[i] = h
-			}
-		}
-		if len(fresh) == 0 {
-			return nil
-		}
-		ins := make([]any, 0, len(args)+2)
-		ins = append(ins, qid, window)
-		for _, a := range args[2:12] {
-			ins = append(ins, pickAny(a, fresh))
-		}
-		seqs := make([]int64, len(fresh))
-		dedups := make([]string, len(fresh))
-		for j, i := range fresh {
-			seqs[j], dedups[j] = claimed[keys[i]], msgs[i].DeduplicationID
-		}
-		ins = append(ins, args[12:]...)
-		ins = append(ins, seqs, dedups)
-		var noted int64
-		return tx.QueryRow(ctx, fifoInsertSQL, ins...).Scan(&noted)
-	})
-	if err != nil {
-		return nil, err
-	}
-	return res, nil
-}
-
-// pickAny returns the elements idx of one of sendArgs' columns.
-func pickAny(col any, idx []int) any {
-	switch c := col.(type) {
-	case []string:
-		return pick(c, idx)
-	case [][]byte:
-		return pick(c, idx)
-	case []*int64:
-		return pick(c, idx)
-	}
-	panic(fmt.Sprintf("postgres: no column of type %T", col))
-}
-
-func pick[T any](xs []T, idx []int) []T {
-	out := make([]T, len(idx))
-	for j, i := range idx {
-		out[j] = xs[i]
-	}
-	return out
-}
+SELECT q.id, q.fifo,
+	coalesce((SELECT array_agg(r.message_id ORDER BY r.ord) FROM r), '{}'),
+	coalesce((SELECT array_agg(r.seq ORDER BY r.ord) FROM r), '{}'),
+	coalesce((SELECT array_agg(r.dup ORDER BY r.ord) FROM r), '{}'),
+	(SELECT count(*) FROM n)
+FROM q`
 
 // fifoReadAhead bounds how many messages of each locked group a receive
 // reads: a run is at most engine.MaxMessages long, and what it moves to

@@ -19,8 +19,7 @@ import (
 // topics) and receive attempts, the
 // rows of FIFO groups that have no message left, and the ended move tasks
 // of deleted queues. One node at a time does it for all, holding the
-// "janitor" lease; every node tries to take the lease every janitorEvery,
-// so another carries on when the holder dies.
+// "janitor" lease (leased).
 const (
 	defaultJanitorEvery = time.Minute
 	// janitorBatch bounds the rows one statement deletes, so that no
@@ -28,8 +27,11 @@ const (
 	janitorBatch = 1000
 )
 
-// janitor runs sweeps while the store is open.
-func (s *Store) janitor(ctx context.Context, every time.Duration) {
+// leased runs work every every while the store is open, on one node at a
+// time: the one that holds the named lease. Every node tries to take the
+// lease every every, for twice that, so another carries on when the
+// holder dies.
+func (s *Store) leased(ctx context.Context, name string, every time.Duration, work func(context.Context) error) {
 	defer s.background.Done()
 	for {
 		select {
@@ -37,13 +39,13 @@ func (s *Store) janitor(ctx context.Context, every time.Duration) {
 			return
 		case <-time.After(every):
 		}
-		held, err := s.takeLease(ctx, "janitor", 2*every)
+		held, err := s.takeLease(ctx, name, 2*every)
 		if err == nil && held {
-			err = s.sweep(ctx)
+			err = work(ctx)
 		}
 		// An unreachable database is logged once, by the outage.
 		if err != nil && ctx.Err() == nil && !errors.Is(err, engine.ErrUnavailable) {
-			s.log.Warn("postgres: janitor", "err", err)
+			s.log.Warn("postgres: "+name, "err", err)
 		}
 	}
 }

@@ -465,6 +465,14 @@ func (r *runner) step(t runTask, limit int) (int, bool, error) {
 	return len(out), done, nil
 }
 
+// moveCandidatesSQL locks up to $6 messages of source $1 for a step, the
+// oldest first: the visible ones at $3 within the retention $4, or, when
+// $2 (FIFO), the runs $5 that fifoRunCTEs chose.
+const moveCandidatesSQL = `SELECT m.seq, m.dlq_source_arn FROM messages m
+	WHERE m.queue_id = $1 AND ($2 OR (m.visible_ns <= $3 AND m.sent_ns > $3::int8 - $4::int8))
+		AND (NOT $2 OR m.seq = ANY($5))
+	ORDER BY m.seq LIMIT $6 FOR UPDATE OF m SKIP LOCKED`
+
 // moveCandidates chooses up to n visible messages of source to move,
 // oldest first, with the queue each came from (DeadLetterSourceARN). On a
 // FIFO source it takes them as a receive would: it locks the ready groups
@@ -489,10 +497,7 @@ func moveCandidates(ctx context.Context, tx pgx.Tx, source int64, account, name 
 			return nil, nil, err
 		}
 	}
-	rows, err := tx.Query(ctx, `SELECT m.seq, m.dlq_source_arn FROM messages m
-		WHERE m.queue_id = $1 AND ($2 OR (m.visible_ns <= $3 AND m.sent_ns > $3::int8 - $4::int8))
-			AND (NOT $2 OR m.seq = ANY($5))
-		ORDER BY m.seq LIMIT $6 FOR UPDATE OF m SKIP LOCKED`, source, fifo, now, retention, seqs, n)
+	rows, err := tx.Query(ctx, moveCandidatesSQL, source, fifo, now, retention, seqs, n)
 	if err != nil {
 		return nil, nil, err
 	}

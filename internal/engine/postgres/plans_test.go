@@ -3,6 +3,8 @@ package postgres
 import (
 	"context"
 	"fmt"
+	"slices"
+	"strconv"
 	"strings"
 	"testing"
 	"time"
@@ -14,9 +16,11 @@ import (
 	"github.com/ferrymq/ferry/internal/engine/enginetest"
 )
 
-// The statements of a FIFO receive, a delete and a send walk indexes, on a
+// The statements of a FIFO send, receive and delete walk indexes, on a
 // FIFO queue of 20,000 groups of 2 messages (beside another queue's 40,000
-// messages) whose 500 oldest groups have a message in flight. The plans
+// messages) whose 500 oldest groups have a message in flight, and whose
+// messages' deduplication keys are held (100 of them expired). The send
+// is of 10 messages, 5 of them duplicates. The plans
 // are logged (go test -v -run TestFIFOPlans) for docs/postgres.md. (The
 // queues table of two rows is read whole, as PostgreSQL should.)
 func TestFIFOPlans(t *testing.T) {
@@ -62,11 +66,39 @@ func TestFIFOPlans(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
+	// Deduplication keys: each message's, 100 of them expired.
+	_, err = s.pool.Exec(ctx, `
+		INSERT INTO fifo_dedup (queue_id, key, message_id, seq, sent_ns)
+		SELECT queue_id, 'q:' || dedup_id, message_id, seq,
+			CASE WHEN seq % 400 = 0 THEN $2::int8 - $3::int8 ELSE $2::int8 END
+		FROM messages WHERE queue_id = $1`, qid, now, int64(engine.DeduplicationWindow))
+	if err != nil {
+		t.Fatal(err)
+	}
 	if _, err := s.pool.Exec(ctx, "ANALYZE"); err != nil {
 		t.Fatal(err)
 	}
 
 	acct, name := enginetest.Account, "q.fifo"
+	// A send of 10: 5 fresh keys, 5 held by messages in the queue.
+	var dups []string
+	if err := s.pool.QueryRow(ctx, `SELECT array_agg(dedup_id) FROM (SELECT dedup_id FROM messages
+		WHERE queue_id = $1 AND seq % 400 <> 0 ORDER BY seq LIMIT 5) d`, qid).Scan(&dups); err != nil {
+		t.Fatal(err)
+	}
+	var msgs []engine.NewMessage
+	for i := range 10 {
+		m := engine.NewMessage{Body: "x", MessageGroupID: "g" + strconv.Itoa(i), DeduplicationID: "fresh" + strconv.Itoa(i)}
+		if i%2 == 1 {
+			m.DeduplicationID = dups[i/2]
+		}
+		msgs = append(msgs, m)
+	}
+	p, err := s.prepareSend(acct, name, msgs, now)
+	if err != nil {
+		t.Fatal(err)
+	}
+	sendSQL, sendArgs := p.statement(true)
 	var handle []int64
 	if err := s.pool.QueryRow(ctx, `SELECT array[$1::int8, min(seq)] FROM messages WHERE queue_id = $1 AND gen = 1`, qid).
 		Scan(&handle); err != nil {
@@ -74,6 +106,7 @@ func TestFIFOPlans(t *testing.T) {
 	}
 	var vis *int64
 	steps := []planStep{
+		{"send", sendSQL, sendArgs},
 		{"lock the ready groups", lockReadySQL, []any{acct, name, now, 10}},
 		{"take", fifoTakeSQL, []any{acct, name, now, 10, vis, "", s.channel}},
 		{"refresh the groups", refreshSQL, s.refreshArgs(acct, name, now)},
@@ -81,7 +114,7 @@ func TestFIFOPlans(t *testing.T) {
 		{"delete", deleteSQL, []any{acct, name, []int64{handle[0]}, []int64{handle[1]}, []int32{1}, now}},
 		{"refresh the delete's groups", refreshSQL, s.refreshArgs(acct, name, now)},
 	}
-	checkPlans(t, s, steps, "messages", "fifo_groups")
+	checkPlans(t, s, steps, "messages", "fifo_groups", "fifo_dedup")
 
 	// The real receive takes the oldest ready groups' runs.
 	got, err := s.Receive(ctx, acct, name, engine.ReceiveRequest{Max: 10})
@@ -296,4 +329,219 @@ func TestSequencePlans(t *testing.T) {
 			now.Add(engine.DeduplicationWindow).UnixNano(), now.UnixNano()}},
 		{"sweep expired keys", sweepSequenceKeysSQL, []any{janitorBatch, now.UnixNano()}},
 	}, "sequence_keys", "sequences")
+}
+
+// A generic plan does not outlive the size of the tables it was made for.
+// The hot statements run six times on one connection while the tables are
+// vacuumed empty, so that PostgreSQL keeps generic plans made for empty
+// tables; then each of three queues (standard, FIFO of 5,000 groups, and a
+// dead-letter queue a move task redrives) gets 10,000 messages. The plans
+// kept then scan the tables (the test fails if none does: it would show
+// nothing). Once analyzeGrown has run, the generic plan of every
+// statement, made again, walks the indexes and reads no table whole (go
+// test -v logs the plans). Autovacuum is off for the tables, so that only
+// analyzeGrown changes their statistics.
+func TestPlansFollowTheTablesSize(t *testing.T) {
+	clk := clock.NewFake(enginetest.Start)
+	s := freshSchema(t).openWith(t, Options{Clock: clk, statsEvery: -1})
+	ctx := context.Background()
+	createQueue(t, s, "q")
+	createQueue(t, s, "dlq")
+	createFIFOQueue(t, s, "q.fifo")
+	qid, dlq, fid := queueID(t, s, "q"), queueID(t, s, "dlq"), queueID(t, s, "q.fifo")
+	// The message tables' leaves, where the rows are: slot 0 is current
+	// in a new schema, and slot 1 stays empty.
+	hot := []string{"fifo_dedup", "fifo_groups", "message_bodies_0", "messages_0"}
+	for _, table := range hot {
+		if _, err := s.pool.Exec(ctx, "ALTER TABLE "+table+" SET (autovacuum_enabled = off)"); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if _, err := s.pool.Exec(ctx, "VACUUM ANALYZE "+strings.Join(hot, ", ")+", messages_1, message_bodies_1"); err != nil {
+		t.Fatal(err)
+	}
+	conn, err := s.pool.Acquire(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer conn.Release()
+
+	acct, now := enginetest.Account, s.now()
+	fifoMsgs := make([]engine.NewMessage, 10)
+	for i := range fifoMsgs {
+		fifoMsgs[i] = engine.NewMessage{Body: "x", MessageGroupID: "g" + strconv.Itoa(i), DeduplicationID: "fresh" + strconv.Itoa(i)}
+	}
+	// A send to no queue writes nothing, so the tables stay empty.
+	p, err := s.prepareSend(acct, "none.fifo", fifoMsgs, now)
+	if err != nil {
+		t.Fatal(err)
+	}
+	fifoSend, fifoSendArgs := p.statement(true)
+	var vis *int64
+	// The handles name messages the fill writes: the last of each queue.
+	hq, hs := []int64{qid}, []int64{10000}
+	fq, fs := []int64{fid}, []int64{20000}
+	ds := []int64{30000}
+	steps := []planStep{
+		{"receive", receiveSQL, []any{acct, "q", now, 10, vis, s.channel, int64(maxLongPoll)}},
+		{"delete", deleteSQL, []any{acct, "q", hq, hs, []int32{0}, now}},
+		{"change visibility", changeSQL, []any{acct, "q", hq, hs, []int32{0}, []int64{0}, now,
+			int64(engine.MaxVisibility), s.channel, int64(maxLongPoll)}},
+		{"FIFO send", fifoSend, fifoSendArgs},
+		{"FIFO: lock the ready groups", lockReadySQL, []any{acct, "q.fifo", now, 10}},
+		{"FIFO: take", fifoTakeSQL, []any{acct, "q.fifo", now, 10, vis, "", s.channel}},
+		{"FIFO: refresh the groups", refreshSQL, s.refreshArgs(acct, "q.fifo", now)},
+		{"FIFO: lock a delete's groups", lockHandledSQL, []any{acct, "q.fifo", fq, fs}},
+		{"FIFO: delete", deleteSQL, []any{acct, "q.fifo", fq, fs, []int32{0}, now}},
+		{"redrive: the messages to move", moveCandidatesSQL, []any{dlq, false, now, int64(4 * 24 * time.Hour), []int64(nil), 10}},
+		{"redrive: move", stepMoveSQL, []any{dlq, ds, []int64{qid}, []string{"new"}, now, "no task", s.channel, int64(maxLongPoll)}},
+	}
+	for i, st := range steps {
+		if _, err := conn.Conn().Prepare(ctx, "p"+strconv.Itoa(i), st.sql); err != nil {
+			t.Fatalf("%s: %v", st.what, err)
+		}
+	}
+	// Six executions on the empty tables: PostgreSQL keeps a generic plan
+	// after five when it costs no more than theirs. (A round is one
+	// transaction, as a FIFO receive's statements are.)
+	for range 6 {
+		err := pgx.BeginFunc(ctx, conn, func(tx pgx.Tx) error {
+			for i, st := range steps {
+				if _, err := tx.Exec(ctx, "p"+strconv.Itoa(i), st.args...); err != nil {
+					return fmt.Errorf("%s: %w", st.what, err)
+				}
+			}
+			return nil
+		})
+		if err != nil {
+			t.Fatal(err)
+		}
+	}
+
+	// 10,000 messages in each queue, in that order (the handles' seqs);
+	// the FIFO queue's in 5,000 groups of 2, with their rows and keys.
+	_, err = conn.Exec(ctx, `
+		WITH b AS (
+			INSERT INTO message_bodies (id, body, trace_header, group_id, sender_id, md5_body, md5_attrs, md5_sys)
+			SELECT i, 'x', '', CASE WHEN i > 10000 AND i <= 20000 THEN 'g' || i % 5000 ELSE '' END, '', '', '', ''
+			FROM generate_series(1, 30000) i
+			RETURNING id, group_id
+		)
+		INSERT INTO messages (queue_id, seq, body_id, message_id, sent_ns, entered_ns, visible_ns, group_id, dedup_id, dlq_source_arn)
+		SELECT CASE WHEN id <= 10000 THEN $1::int8 WHEN id <= 20000 THEN $2::int8 ELSE $3::int8 END, id, id, 'm' || id, $4::int8, $4::int8, $4::int8,
+			group_id, CASE WHEN group_id <> '' THEN 'd' || id ELSE '' END, CASE WHEN id > 20000 THEN $5 ELSE '' END
+		FROM b`, qid, fid, dlq, now, enginetest.ARN("q"))
+	if err == nil {
+		_, err = conn.Exec(ctx, `SELECT setval('message_seq', 30000)`)
+	}
+	if err == nil {
+		_, err = conn.Exec(ctx, `
+			INSERT INTO fifo_groups (queue_id, group_id, head_seq, ready_ns)
+			SELECT queue_id, group_id, min(seq), min(visible_ns) FROM messages WHERE queue_id = $1 GROUP BY queue_id, group_id`, fid)
+	}
+	if err == nil {
+		_, err = conn.Exec(ctx, `
+			INSERT INTO fifo_dedup (queue_id, key, message_id, seq, sent_ns)
+			SELECT queue_id, 'q:' || dedup_id, message_id, seq, $2::int8 FROM messages WHERE queue_id = $1`, fid, now)
+	}
+	if err == nil {
+		// This connection reports what it wrote to the statistics now, not
+		// within the second or so it otherwise may take.
+		_, err = conn.Exec(ctx, "SELECT pg_stat_force_next_flush()")
+	}
+	if err != nil {
+		t.Fatal(err)
+	}
+
+	// explain answers the plan lines of the statements that read a table
+	// whole, with plan_cache_mode set to mode; run, if analyze, in a
+	// transaction it rolls back.
+	explain := func(mode string, analyze bool) (whole []string) {
+		t.Helper()
+		options := "COSTS OFF"
+		if analyze {
+			options += ", ANALYZE, TIMING OFF, SUMMARY OFF"
+		}
+		err := pgx.BeginFunc(ctx, conn, func(tx pgx.Tx) error {
+			if _, err := tx.Exec(ctx, "SET LOCAL plan_cache_mode = "+mode); err != nil {
+				return err
+			}
+			for i, st := range steps {
+				params := make([]string, len(st.args))
+				for k := range params {
+					params[k] = "$" + strconv.Itoa(k+1)
+				}
+				sql := "EXPLAIN (" + options + ") EXECUTE p" + strconv.Itoa(i) + " (" + strings.Join(params, ", ") + ")"
+				rows, err := tx.Query(ctx, sql, append([]any{pgx.QueryExecModeSimpleProtocol}, st.args...)...)
+				if err != nil {
+					return fmt.Errorf("%s: %w", st.what, err)
+				}
+				lines, err := pgx.CollectRows(rows, pgx.RowTo[string])
+				if err != nil {
+					return fmt.Errorf("%s: %w", st.what, err)
+				}
+				t.Logf("%s (%s):\n%s", st.what, mode, strings.Join(lines, "\n"))
+				for _, l := range lines {
+					if readsWhole(l) {
+						whole = append(whole, st.what+": "+strings.TrimSpace(l))
+					}
+				}
+			}
+			return errRollback
+		})
+		if err != errRollback {
+			t.Fatal(err)
+		}
+		return whole
+	}
+	// The plans kept, not run: they would read the tables whole, many
+	// times over.
+	if stale := explain("auto", false); len(stale) == 0 {
+		t.Fatal("the plans made for the empty tables scan none of them once filled: the test shows nothing")
+	} else {
+		t.Logf("before analyzeGrown, the plans kept scan tables:\n%s", strings.Join(stale, "\n"))
+	}
+
+	analyzed, err := s.analyzeGrown(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := make([]string, len(hot))
+	for i, table := range hot {
+		want[i] = s.schema + "." + table
+	}
+	if !slices.Equal(analyzed, want) {
+		t.Errorf("analyzed %v, want %v", analyzed, want)
+	}
+	if again, err := s.analyzeGrown(ctx); err != nil || len(again) > 0 {
+		t.Errorf("a second look analyzed %v, %v; want nothing", again, err)
+	}
+	// The generic plans, made again, are what any later execution may use.
+	if whole := explain("force_generic_plan", true); len(whole) > 0 {
+		t.Errorf("after analyzeGrown the plans still read tables whole:\n%s", strings.Join(whole, "\n"))
+	}
+}
+
+// readsWhole reports a plan line that reads one of the message tables
+// whole, or a filter that threw away 1,000 rows or more: an index walked
+// end to end, or a join that read every row.
+func readsWhole(line string) bool {
+	for _, table := range []string{"messages", "message_bodies", "fifo_groups", "fifo_dedup"} {
+		if strings.Contains(line, "Seq Scan on "+table+" ") || strings.HasSuffix(line, "Seq Scan on "+table) {
+			return true
+		}
+	}
+	return removedMany(line)
+}
+
+// removedMany reports a plan line of a filter that threw away 1,000 rows
+// or more: an index walked end to end, or a join that read every row.
+func removedMany(line string) bool {
+	_, n, ok := strings.Cut(line, "Rows Removed by ")
+	if !ok {
+		return false
+	}
+	_, n, _ = strings.Cut(n, ": ")
+	v, err := strconv.Atoi(strings.TrimSpace(n))
+	return err == nil && v >= 1000
 }

@@ -12,6 +12,7 @@
 package postgres
 
 import (
+	"cmp"
 	"context"
 	"fmt"
 	"log/slog"
@@ -55,6 +56,9 @@ type Options struct {
 	leases       leaseTimes    // tests shorten them
 	janitorEvery time.Duration // zero: defaultJanitorEvery
 	rotation     rotationOptions
+	// statsEvery paces the look for tables grown past their statistics;
+	// zero: defaultStatsEvery, negative: never (a test looks itself).
+	statsEvery time.Duration
 }
 
 // Store is the PostgreSQL store. Its methods are safe for concurrent use.
@@ -86,7 +90,7 @@ type Store struct {
 	done    chan struct{}  // closed by Close: ends long polls
 
 	stopBackground context.CancelFunc
-	background     sync.WaitGroup // the janitor and the rotator
+	background     sync.WaitGroup // the janitor, the rotator and the statistics' watch
 }
 
 // Open connects, migrates the schema, loads the shared secrets and starts
@@ -138,15 +142,18 @@ func Open(ctx context.Context, opts Options) (*Store, error) {
 		return nil, err
 	}
 	s.tasks = startRunner(s, opts.HoldMoveTasks, opts.leases)
-	every := opts.janitorEvery
-	if every <= 0 {
-		every = defaultJanitorEvery
-	}
 	var bg context.Context
 	bg, s.stopBackground = context.WithCancel(context.Background())
 	s.background.Add(2)
-	go s.janitor(bg, every)
+	go s.leased(bg, "janitor", cmp.Or(opts.janitorEvery, defaultJanitorEvery), s.sweep)
 	go s.rotator(bg)
+	if opts.statsEvery >= 0 {
+		s.background.Add(1)
+		go s.leased(bg, "statistics", cmp.Or(opts.statsEvery, defaultStatsEvery), func(ctx context.Context) error {
+			_, err := s.analyzeGrown(ctx)
+			return err
+		})
+	}
 	return s, nil
 }
 

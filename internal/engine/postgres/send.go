@@ -24,11 +24,11 @@ const sendColumnNames = `message_id, body, attributes, trace_header, group_id, s
 // numbers the messages from message_seq in their order, writes their
 // bodies and states, and tells the waiters of the queue when the first of
 // them is visible soon. It answers the queue id (no row: no such queue),
-// whether the queue is FIFO (then it wrote nothing: sendFIFO's turn) and
-// the seqs.
+// whether the queue is FIFO (then it wrote nothing: fifoSendSQL's turn)
+// and the seqs.
 const sendSQL = `
 WITH q AS (
-	SELECT id, delay_ns, fifo, dedup_scope FROM queues WHERE account = $1 AND name = $2 AND deleted_ns IS NULL
+	SELECT id, delay_ns, fifo FROM queues WHERE account = $1 AND name = $2 AND deleted_ns IS NULL
 ), m AS (
 	SELECT nextval('message_seq') AS seq, u.*
 	FROM q, unnest(` + sendColumns + `) WITH ORDINALITY AS u(` + sendColumnNames + `, ord)
@@ -44,7 +44,7 @@ WITH q AS (
 	SELECT notify_waiters($14, q.id, min(st.visible_ns)) FROM q, st
 	GROUP BY q.id HAVING min(st.visible_ns) < $13 + $15
 )
-SELECT q.id, q.fifo, q.dedup_scope, coalesce((SELECT array_agg(seq ORDER BY ord) FROM m), '{}'),
+SELECT q.id, q.fifo, coalesce((SELECT array_agg(seq ORDER BY ord) FROM m), '{}'),
 	(SELECT count(*) FROM n)
 FROM q`
 
@@ -86,7 +86,7 @@ func (s *Store) sendArgs(account, name string, msgs []engine.NewMessage, now int
 		now, s.channel, int64(maxLongPoll)}, ids, nil
 }
 
-// pendingSend is one queue's send between sendSQL and its results.
+// pendingSend is one queue's send between its statement and its results.
 type pendingSend struct {
 	msgs []engine.NewMessage
 	args []any
@@ -98,59 +98,100 @@ func (s *Store) prepareSend(account, name string, msgs []engine.NewMessage, now 
 	return pendingSend{msgs: msgs, args: args, ids: ids}, err
 }
 
-// sendHead is sendSQL's answer for one queue.
-type sendHead struct {
-	qid   int64
-	fifo  bool
-	scope string
-	seqs  []int64
-	err   error // engine.ErrQueueNotFound when there is no such queue
+// statement is the send's statement for a queue of its kind, FIFO or not,
+// with its arguments.
+func (p pendingSend) statement(fifo bool) (string, []any) {
+	if !fifo {
+		return sendSQL, p.args
+	}
+	dedups := make([]string, len(p.msgs))
+	for i := range p.msgs {
+		dedups[i] = p.msgs[i].DeduplicationID
+	}
+	return fifoSendSQL, append(p.args[:len(p.args):len(p.args)], dedups, int64(engine.DeduplicationWindow))
 }
 
-func scanSendHead(row pgx.Row) sendHead {
+// sendHead is a send statement's answer for one queue.
+type sendHead struct {
+	qid  int64
+	fifo bool // the queue is FIFO
+	seqs []int64
+	// The FIFO statement's: each message's id and whether it is a
+	// duplicate, whose id and seq are its key's holder's.
+	ids  []string
+	dups []bool
+	err  error // engine.ErrQueueNotFound when there is no such queue
+}
+
+// scanSendHead reads sendSQL's answer, or fifoSendSQL's when fifo.
+func scanSendHead(row pgx.Row, fifo bool) sendHead {
 	var (
 		h     sendHead
 		noted int64
 	)
-	h.err = row.Scan(&h.qid, &h.fifo, &h.scope, &h.seqs, &noted)
+	if fifo {
+		h.err = row.Scan(&h.qid, &h.fifo, &h.ids, &h.seqs, &h.dups, &noted)
+	} else {
+		h.err = row.Scan(&h.qid, &h.fifo, &h.seqs, &noted)
+	}
 	if errors.Is(h.err, pgx.ErrNoRows) {
 		h.err = engine.ErrQueueNotFound
 	}
 	return h
 }
 
-// finish answers p from its sendSQL's answer h, sending through sendFIFO
-// on db, a transaction or the pool, when the queue is FIFO.
-func (s *Store) finish(ctx context.Context, db querier, p pendingSend, h sendHead, now int64) ([]engine.SendResult, error) {
+// viewsFIFO says whether the node's view of the queue says it is FIFO; a
+// queue it has no view of is taken for a standard one.
+func (s *Store) viewsFIFO(account, name string) bool {
+	q, _, ok := s.views.get(viewKey(account, name))
+	return ok && q.Settings.FIFO
+}
+
+// send runs p's statement for a queue of kind fifo on db, and the other
+// kind's when the queue turned out to be of that one (each writes nothing
+// to a queue of the other kind): one round trip when the kind was right.
+func (s *Store) send(ctx context.Context, db querier, p pendingSend, fifo bool) sendHead {
+	sql, args := p.statement(fifo)
+	h := scanSendHead(db.QueryRow(ctx, sql, args...), fifo)
+	if h.err == nil && h.fifo != fifo {
+		sql, args = p.statement(h.fifo)
+		h = scanSendHead(db.QueryRow(ctx, sql, args...), h.fifo)
+	}
+	return h
+}
+
+// results answers p from its statement's answer h.
+func (p pendingSend) results(h sendHead) ([]engine.SendResult, error) {
 	if h.err != nil {
 		return nil, h.err
 	}
-	if h.fifo {
-		return s.sendFIFO(ctx, db, h.qid, h.scope, p.msgs, p.args, p.ids, now)
+	n := len(p.ids)
+	if len(h.seqs) != n || (h.fifo && (len(h.ids) != n || len(h.dups) != n)) {
+		return nil, fmt.Errorf("%d messages answered of %d", len(h.seqs), n)
 	}
-	if len(h.seqs) != len(p.ids) {
-		return nil, fmt.Errorf("%d messages stored of %d", len(h.seqs), len(p.ids))
-	}
-	res := make([]engine.SendResult, len(p.ids))
+	res := make([]engine.SendResult, n)
 	for i, id := range p.ids {
-		res[i] = engine.SendResult{MessageID: id}
+		if !h.fifo {
+			res[i] = engine.SendResult{MessageID: id}
+			continue
+		}
+		res[i] = engine.SendResult{MessageID: h.ids[i], SequenceNumber: engine.FormatSequenceNumber(uint64(h.seqs[i])),
+			Duplicate: h.dups[i]}
 	}
 	return res, nil
 }
 
-// Send implements engine.Backend. On a standard queue it is one
-// statement; on a FIFO queue that statement finds the queue FIFO and
-// sendFIFO follows.
+// Send implements engine.Backend: one statement, of the kind the node's
+// view says the queue is (a view that was wrong costs one more).
 func (s *Store) Send(ctx context.Context, account, name string, msgs []engine.NewMessage) ([]engine.SendResult, error) {
 	if err := s.enter(); err != nil {
 		return nil, err
 	}
 	defer s.leave()
-	now := s.now()
-	p, err := s.prepareSend(account, name, msgs, now)
+	p, err := s.prepareSend(account, name, msgs, s.now())
 	var res []engine.SendResult
 	if err == nil {
-		res, err = s.finish(ctx, s.pool, p, scanSendHead(s.pool.QueryRow(ctx, sendSQL, p.args...)), now)
+		res, err = p.results(s.send(ctx, s.pool, p, s.viewsFIFO(account, name)))
 	}
 	switch {
 	case errors.Is(err, engine.ErrQueueNotFound):
@@ -162,9 +203,9 @@ func (s *Store) Send(ctx context.Context, account, name string, msgs []engine.Ne
 }
 
 // SendMany implements engine.Backend: every part in one transaction, so
-// the call commits once, and their sendSQLs in one batch, so that the
-// standard queues' parts cost one round trip together; a FIFO queue's
-// part follows with sendFIFO.
+// the call commits once, and their statements in one batch, so that the
+// parts cost one round trip together; a part whose queue is not of the
+// kind the node's view says follows with the other statement.
 func (s *Store) SendMany(ctx context.Context, sends []engine.QueueSend) ([]engine.SendOutcome, error) {
 	if err := s.enter(); err != nil {
 		return nil, err
@@ -176,26 +217,32 @@ func (s *Store) SendMany(ctx context.Context, sends []engine.QueueSend) ([]engin
 	}
 	now := s.now()
 	ps := make([]pendingSend, len(sends))
+	kinds := make([]bool, len(sends))
 	b := &pgx.Batch{}
 	for i, qs := range sends {
 		var err error
 		if ps[i], err = s.prepareSend(qs.Account, qs.Name, qs.Msgs, now); err != nil {
 			return nil, fmt.Errorf("postgres: send to %s: %w", qs.Name, err)
 		}
-		b.Queue(sendSQL, ps[i].args...)
+		kinds[i] = s.viewsFIFO(qs.Account, qs.Name)
+		sql, args := ps[i].statement(kinds[i])
+		b.Queue(sql, args...)
 	}
 	err := pgx.BeginFunc(ctx, s.pool, func(tx pgx.Tx) error {
 		br := tx.SendBatch(ctx, b)
 		heads := make([]sendHead, len(sends))
 		for i := range heads {
-			heads[i] = scanSendHead(br.QueryRow())
+			heads[i] = scanSendHead(br.QueryRow(), kinds[i])
 		}
 		if err := br.Close(); err != nil {
 			return err
 		}
 		for i, qs := range sends {
-			// A FIFO part's sendFIFO runs once the batch has ended.
-			res, err := s.finish(ctx, tx, ps[i], heads[i], now)
+			h := heads[i]
+			if h.err == nil && h.fifo != kinds[i] { // once the batch has ended
+				h = s.send(ctx, tx, ps[i], h.fifo)
+			}
+			res, err := ps[i].results(h)
 			if err != nil && !errors.Is(err, engine.ErrQueueNotFound) {
 				return fmt.Errorf("send to %s: %w", qs.Name, err)
 			}

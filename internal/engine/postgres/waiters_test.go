@@ -155,7 +155,7 @@ func TestRegisterWaitsForSendsInFlight(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if h := scanSendHead(tx.QueryRow(ctx, sendSQL, p.args...)); h.err != nil {
+	if h := scanSendHead(tx.QueryRow(ctx, sendSQL, p.args...), false); h.err != nil {
 		t.Fatal(h.err)
 	}
 

@@ -107,6 +107,9 @@ type SQS interface {
 	Message(body string, attrs []engine.MessageAttribute, senderID string) (engine.NewMessage, error)
 	// Send writes msgs into the queue queueARN names.
 	Send(ctx context.Context, queueARN string, msgs []engine.NewMessage) ([]engine.SendResult, error)
+	// MaySNSSend reports whether the topic may send into the queue, as
+	// the queue's policy decides it; an error is the store's.
+	MaySNSSend(ctx context.Context, topicARN, queueARN string) (bool, error)
 }
 
 // Subscriptions is SNS's side of deliveries.
@@ -144,10 +147,6 @@ type Subscription struct {
 	Queue string
 	// DeadLetter is its dead-letter queue's ARN; "" when it has none.
 	DeadLetter string
-	// DeadLetterDenied: the dead-letter queue does not let the topic in
-	// (a queue of another account whose policy does not allow it), so
-	// what would go there fails instead.
-	DeadLetterDenied bool
 	// Policy is its parsed DeliveryPolicy; nil when it has none.
 	Policy *SubscriptionPolicy
 }
