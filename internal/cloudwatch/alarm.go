@@ -5,12 +5,17 @@ import (
 	"encoding/json"
 	"errors"
 	"time"
+
+	"github.com/ferrymq/ferry/internal/protocol"
 )
 
 // alarm is a metric alarm: its configuration as PutMetricAlarm set it and
-// its state. It is stored as JSON under its name.
+// its state. It is stored as JSON under its key (Service.key).
 type alarm struct {
-	Name                    string      `json:"name"`
+	Name string `json:"name"`
+	// Account is the alarm's account; "" for the configured account, so
+	// that its records keep the form they always had.
+	Account                 string      `json:"account,omitempty"`
 	Description             *string     `json:"description,omitempty"`
 	ActionsEnabled          bool        `json:"actionsEnabled"`
 	OKActions               []string    `json:"okActions"`
@@ -133,15 +138,15 @@ func (s *Service) save(ctx context.Context, a *alarm) error {
 	}
 	var ok bool
 	if a.stored == nil {
-		ok, err = s.records.InsertRecord(ctx, kindAlarm, a.Name, b)
+		ok, err = s.records.InsertRecord(ctx, kindAlarm, s.key(a), b)
 	} else {
-		ok, err = s.records.SwapRecord(ctx, kindAlarm, a.Name, a.stored, b)
+		ok, err = s.records.SwapRecord(ctx, kindAlarm, s.key(a), a.stored, b)
 	}
 	switch {
 	case err != nil:
 		return err
 	case !ok:
-		if _, err := s.reread(ctx, a.Name); err != nil {
+		if _, err := s.reread(ctx, s.key(a)); err != nil {
 			return err
 		}
 		return errLostRace
@@ -158,4 +163,60 @@ func retryRaces(try func() error) error {
 			return err
 		}
 	}
+}
+
+// Alarms are per account. Each is known, in memory and as a record, by
+// its key: its name for the configured account (as before accounts were
+// told apart), and for another account a record separator, the account
+// and the name. CloudWatch's alarm names cannot hold control characters,
+// so no name of the configured account takes another account's key.
+const accountKeyMark = "\x1e"
+
+// alarmKey is the key of account's alarm called name.
+func (s *Service) alarmKey(account, name string) string {
+	if account == s.account {
+		return name
+	}
+	return accountKeyMark + account + "/" + name
+}
+
+// key is a's key.
+func (s *Service) key(a *alarm) string { return s.alarmKey(s.accountOfAlarm(a), a.Name) }
+
+// accountOfAlarm is a's account.
+func (s *Service) accountOfAlarm(a *alarm) string {
+	if a.Account == "" {
+		return s.account
+	}
+	return a.Account
+}
+
+// storedAccount is account as an alarm stores it ("" for the configured).
+func (s *Service) storedAccount(account string) string {
+	if account == s.account {
+		return ""
+	}
+	return account
+}
+
+// accountOf is the account the request is served in, as the protocol
+// layer decided it (protocol.Auth); the configured account for a call
+// that came through no handler.
+func (s *Service) accountOf(ctx context.Context) string {
+	if a := protocol.Info(ctx).Account; a != "" {
+		return a
+	}
+	return s.account
+}
+
+// ownAlarms are the alarms of account, sorted by name. The caller holds mu.
+func (s *Service) ownAlarms(account string) []*alarm {
+	stored := s.storedAccount(account)
+	out := make([]*alarm, 0, len(s.alarms))
+	for _, a := range s.sorted() {
+		if a.Account == stored {
+			out = append(out, a)
+		}
+	}
+	return out
 }

@@ -13,19 +13,22 @@ import (
 const unchecked = "Unchecked: Initial alarm creation"
 
 func (s *Service) putMetricAlarm(ctx context.Context, in *PutMetricAlarmInput) (*EmptyOutput, error) {
-	a, err := s.validatePut(in)
+	account := s.accountOf(ctx)
+	a, err := s.validatePut(in, account)
 	if err != nil {
 		return nil, err
 	}
+	a.Account = s.storedAccount(account)
+	key := s.key(a)
 	now := s.now()
 	s.mu.Lock()
 	put := *a
 	err = retryRaces(func() error {
-		old, err := s.current(ctx, put.Name)
+		old, err := s.current(ctx, key)
 		if err != nil {
 			return s.internal(ctx, "read alarm", err)
 		}
-		if old == nil && len(s.alarms) >= maxAlarms {
+		if old == nil && len(s.ownAlarms(account)) >= maxAlarms {
 			return errLimitExceeded.WithMessage("The maximum allowed number of alarms (%d) has been reached.", maxAlarms)
 		}
 		a = new(alarm)
@@ -50,7 +53,7 @@ func (s *Service) putMetricAlarm(ctx context.Context, in *PutMetricAlarmInput) (
 			}
 			return s.internal(ctx, "put alarm", err)
 		}
-		s.alarms[a.Name] = a
+		s.alarms[key] = a
 		s.recordConfig(ctx, kind, old, a, now)
 		return nil
 	})
@@ -62,7 +65,7 @@ func (s *Service) putMetricAlarm(ctx context.Context, in *PutMetricAlarmInput) (
 	s.mu.Unlock()
 
 	// A new or changed alarm is evaluated at once.
-	s.evaluate(ctx, []string{a.Name}, now)
+	s.evaluate(ctx, []string{key}, now)
 	return &EmptyOutput{}, nil
 }
 
@@ -100,16 +103,17 @@ func (s *Service) describeAlarms(ctx context.Context, in *DescribeAlarmsInput) (
 		in.ChildrenOfAlarmName != nil || in.ParentsOfAlarmName != nil {
 		return out, nil
 	}
+	account := s.accountOf(ctx)
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	for _, n := range in.AlarmNames {
 		// On a shared store an alarm made through another node a moment
 		// ago may not be in memory yet.
-		if _, err := s.find(ctx, n); err != nil {
+		if _, err := s.find(ctx, s.alarmKey(account, n)); err != nil {
 			return nil, s.internal(ctx, "read alarm", err)
 		}
 	}
-	for _, a := range s.sorted() {
+	for _, a := range s.ownAlarms(account) {
 		if a.Name <= after && after != "" {
 			continue
 		}
@@ -123,7 +127,7 @@ func (s *Service) describeAlarms(ctx context.Context, in *DescribeAlarmsInput) (
 			out.NextToken = encodeToken(out.MetricAlarms[limit-1].AlarmName)
 			break
 		}
-		out.MetricAlarms = append(out.MetricAlarms, a.output(s.alarmARN(a.Name)))
+		out.MetricAlarms = append(out.MetricAlarms, a.output(s.alarmARN(account, a.Name)))
 	}
 	return out, nil
 }
@@ -177,9 +181,10 @@ func (s *Service) describeAlarmsForMetric(ctx context.Context, in *DescribeAlarm
 		return nil, err
 	}
 	out := &DescribeAlarmsForMetricOutput{MetricAlarms: []MetricAlarm{}}
+	account := s.accountOf(ctx)
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	for _, a := range s.sorted() {
+	for _, a := range s.ownAlarms(account) {
 		if a.Namespace != in.Namespace || a.MetricName != in.MetricName ||
 			in.Statistic != "" && a.Statistic != in.Statistic ||
 			in.ExtendedStatistic != "" && a.ExtendedStatistic != in.ExtendedStatistic ||
@@ -188,7 +193,7 @@ func (s *Service) describeAlarmsForMetric(ctx context.Context, in *DescribeAlarm
 			!sameDimensions(a.Dimensions, in.Dimensions) {
 			continue
 		}
-		out.MetricAlarms = append(out.MetricAlarms, a.output(s.alarmARN(a.Name)))
+		out.MetricAlarms = append(out.MetricAlarms, a.output(s.alarmARN(account, a.Name)))
 	}
 	return out, nil
 }
@@ -221,10 +226,11 @@ func (s *Service) deleteAlarms(ctx context.Context, in *AlarmNamesInput) (*Empty
 	if err := checkAlarmNames(in.AlarmNames); err != nil {
 		return nil, err
 	}
+	account := s.accountOf(ctx)
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	for _, n := range in.AlarmNames {
-		a, err := s.current(ctx, n)
+		a, err := s.current(ctx, s.alarmKey(account, n))
 		if err != nil {
 			return nil, s.internal(ctx, "read alarm", err)
 		}
@@ -234,11 +240,12 @@ func (s *Service) deleteAlarms(ctx context.Context, in *AlarmNamesInput) (*Empty
 	}
 	now := s.now()
 	for _, n := range dedupe(in.AlarmNames) {
-		a := s.alarms[n]
-		if err := s.records.DeleteRecord(ctx, kindAlarm, n); err != nil {
+		k := s.alarmKey(account, n)
+		a := s.alarms[k]
+		if err := s.records.DeleteRecord(ctx, kindAlarm, k); err != nil {
 			return nil, s.internal(ctx, "delete alarm", err)
 		}
-		delete(s.alarms, n)
+		delete(s.alarms, k)
 		s.recordConfig(ctx, "Delete", a, nil, now)
 	}
 	if len(s.alarms) == 0 {
@@ -261,11 +268,13 @@ func (s *Service) setActionsEnabled(ctx context.Context, in *AlarmNamesInput, on
 	if err := checkAlarmNames(in.AlarmNames); err != nil {
 		return nil, err
 	}
+	account := s.accountOf(ctx)
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	for _, n := range in.AlarmNames {
+		k := s.alarmKey(account, n)
 		err := retryRaces(func() error {
-			a, err := s.current(ctx, n)
+			a, err := s.current(ctx, k)
 			if err != nil {
 				return s.internal(ctx, "read alarm", err)
 			}
@@ -280,7 +289,7 @@ func (s *Service) setActionsEnabled(ctx context.Context, in *AlarmNamesInput, on
 				}
 				return s.internal(ctx, "set alarm actions", err)
 			}
-			s.alarms[n] = &c
+			s.alarms[k] = &c
 			return nil
 		})
 		if err != nil {
@@ -316,7 +325,7 @@ func (s *Service) setAlarmState(ctx context.Context, in *SetAlarmStateInput) (*E
 	s.mu.Lock()
 	var ch *change
 	err := retryRaces(func() error {
-		a, err := s.current(ctx, in.AlarmName)
+		a, err := s.current(ctx, s.alarmKey(s.accountOf(ctx), in.AlarmName))
 		if err != nil {
 			return s.internal(ctx, "read alarm", err)
 		}

@@ -314,7 +314,7 @@ func TestClusterAlarmChangesAtOnce(t *testing.T) {
 	if _, err := a.putMetricAlarm(ctx, input("x")); err != nil {
 		t.Fatal(err)
 	}
-	arn := a.alarmARN("x")
+	arn := a.alarmARN(a.account, "x")
 	const rounds = 20 // 40 tags: below the limit of 50
 	for i := range rounds {
 		var wg sync.WaitGroup

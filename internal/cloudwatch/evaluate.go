@@ -94,7 +94,7 @@ func (s *Service) evaluate(ctx context.Context, names []string, now time.Time) {
 				// Another node may have changed the alarm since this
 				// node heard of it: decide on the stored one. (After a
 				// lost race save has read it again.)
-				fresh, err := s.current(ctx, a.Name)
+				fresh, err := s.current(ctx, s.key(a))
 				if err != nil {
 					return err
 				}
@@ -102,7 +102,7 @@ func (s *Service) evaluate(ctx context.Context, names []string, now time.Time) {
 					return nil // deleted meanwhile
 				}
 				a, r = fresh, s.assess(fresh, now)
-			} else if a = s.alarms[a.Name]; a == nil {
+			} else if a = s.alarms[s.key(a)]; a == nil {
 				return nil
 			} else {
 				r = s.assess(a, now)
@@ -142,7 +142,7 @@ func (s *Service) transition(ctx context.Context, a *alarm, state, reason, data 
 	if err := s.save(ctx, &c); err != nil {
 		return nil, err
 	}
-	s.alarms[c.Name] = &c
+	s.alarms[s.key(&c)] = &c
 	if state == a.State {
 		return nil, nil
 	}
@@ -303,7 +303,7 @@ func (s *Service) periods(a *alarm, from, to time.Time, period time.Duration) []
 		return slots
 	}
 	dim := metrics.Dimension{Name: a.Dimensions[0].Name, Value: a.Dimensions[0].Value}
-	aggs := aggregate(s.datapoints(a.Namespace, a.MetricName, dim, from, to, to), from, period, count)
+	aggs := aggregate(s.datapoints(s.accountOfAlarm(a), a.Namespace, a.MetricName, dim, from, to, to), from, period, count)
 	for i, ag := range aggs {
 		if ag.SampleCount > 0 {
 			slots[i].ok, slots[i].value, slots[i].sampleCount = true, statValue(a.Statistic, ag), ag.SampleCount

@@ -269,7 +269,7 @@ func TestHistoryAndRestart(t *testing.T) {
 	if err != nil || len(out2.AlarmHistoryItems) != 4 || out2.AlarmHistoryItems[0].HistoryItemType != "Action" {
 		t.Fatalf("history after restart: %+v (%v)", out2, err)
 	}
-	tags, err := r.svc.listTagsForResource(ctx, &ResourceARNInput{ResourceARN: r.svc.alarmARN("a")})
+	tags, err := r.svc.listTagsForResource(ctx, &ResourceARNInput{ResourceARN: r.svc.alarmARN(r.svc.account, "a")})
 	if err != nil || len(tags.Tags) != 1 || tags.Tags[0] != (Tag{"team", "ops"}) {
 		t.Errorf("tags = %v (%v)", tags, err)
 	}

@@ -21,7 +21,10 @@ const (
 // historyItem is one entry of an alarm's history, stored as JSON.
 type historyItem struct {
 	key       string
-	AlarmName string    `json:"alarmName"`
+	AlarmName string `json:"alarmName"`
+	// Account is the alarm's, as the alarm stores it ("" for the
+	// configured account).
+	Account   string    `json:"account,omitempty"`
 	Timestamp time.Time `json:"timestamp"`
 	Type      string    `json:"type"`
 	Summary   string    `json:"summary"`
@@ -116,7 +119,7 @@ func (s *Service) historyAlarm(a *alarm) historyAlarm {
 		ComparisonOperator: a.ComparisonOperator, Threshold: javaDouble(a.Threshold), Period: a.Period,
 		EvaluationPeriods: a.EvaluationPeriods, DatapointsToAlarm: a.DatapointsToAlarm,
 		InsufficientDataActions: nonNil(a.InsufficientDataActions), AlarmActions: nonNil(a.AlarmActions),
-		ActionsEnabled: a.ActionsEnabled, AlarmName: a.Name, AlarmArn: s.alarmARN(a.Name), AlarmDescription: a.Description,
+		ActionsEnabled: a.ActionsEnabled, AlarmName: a.Name, AlarmArn: s.alarmARN(s.accountOfAlarm(a), a.Name), AlarmDescription: a.Description,
 		AlarmConfigurationUpdatedTimestamp: cwTime(a.ConfigUpdated), StateValue: a.State, StateReason: a.StateReason,
 		StateUpdatedTimestamp: cwTime(a.StateUpdated), Statistic: a.Statistic, ExtendedStatistic: a.ExtendedStatistic,
 		Unit: a.Unit, TreatMissingData: a.TreatMissingData, EvaluateLowSampleCountPercentile: a.EvaluateLowSampleCountPercentile,
@@ -131,13 +134,13 @@ func (s *Service) historyAlarm(a *alarm) historyAlarm {
 // Delete; old is nil on Create, cur nil on Delete. The caller holds mu.
 func (s *Service) recordConfig(ctx context.Context, kind string, old, cur *alarm, now time.Time) {
 	doc := map[string]any{"type": kind, "version": "1.0"}
-	var name, verb string
+	var name, verb, account string
 	switch kind {
 	case "Create":
-		name, verb = cur.Name, "created"
+		name, verb, account = cur.Name, "created", cur.Account
 		doc["createdAlarm"] = s.historyAlarm(cur)
 	case "Update":
-		name, verb = cur.Name, "updated"
+		name, verb, account = cur.Name, "updated", cur.Account
 		before, after := toMap(s.historyAlarm(old)), toMap(s.historyAlarm(cur))
 		changed := map[string]any{}
 		for k, v := range before {
@@ -153,11 +156,11 @@ func (s *Service) recordConfig(ctx context.Context, kind string, old, cur *alarm
 		doc["originalUpdatedFields"] = changed
 		doc["updatedAlarm"] = s.historyAlarm(cur)
 	default:
-		name, verb = old.Name, "deleted"
+		name, verb, account = old.Name, "deleted", old.Account
 		doc["deletedAlarm"] = s.historyAlarm(old)
 	}
 	b, _ := json.Marshal(doc)
-	s.addHistory(ctx, historyItem{AlarmName: name, Timestamp: now, Type: "ConfigurationUpdate",
+	s.addHistory(ctx, historyItem{AlarmName: name, Account: account, Timestamp: now, Type: "ConfigurationUpdate",
 		Summary: fmt.Sprintf("Alarm %q %s", name, verb), Data: string(b)})
 }
 
@@ -193,13 +196,13 @@ func (s *Service) recordState(ctx context.Context, old, cur *alarm, now time.Tim
 		OldState historyState `json:"oldState"`
 		NewState historyState `json:"newState"`
 	}{"1.0", stateOf(old), stateOf(cur)})
-	s.addHistory(ctx, historyItem{AlarmName: cur.Name, Timestamp: now, Type: "StateUpdate",
+	s.addHistory(ctx, historyItem{AlarmName: cur.Name, Account: cur.Account, Timestamp: now, Type: "StateUpdate",
 		Summary: fmt.Sprintf("Alarm updated from %s to %s", old.State, cur.State), Data: string(b)})
 }
 
 // recordAction records the outcome of one action of the state change at
 // at (the action runs at once, so the item carries the change's time).
-func (s *Service) recordAction(ctx context.Context, name, arn, message string, at time.Time, failure error) {
+func (s *Service) recordAction(ctx context.Context, a *alarm, arn, message string, at time.Time, failure error) {
 	doc := struct {
 		ActionState          string `json:"actionState"`
 		StateUpdateTimestamp int64  `json:"stateUpdateTimestamp"`
@@ -215,7 +218,7 @@ func (s *Service) recordAction(ctx context.Context, name, arn, message string, a
 	b, _ := json.Marshal(doc)
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	s.addHistory(ctx, historyItem{AlarmName: name, Timestamp: at, Type: "Action", Summary: summary, Data: string(b)})
+	s.addHistory(ctx, historyItem{AlarmName: a.Name, Account: a.Account, Timestamp: at, Type: "Action", Summary: summary, Data: string(b)})
 }
 
 func (s *Service) describeAlarmHistory(ctx context.Context, in *DescribeAlarmHistoryInput) (*DescribeAlarmHistoryOutput, error) {
@@ -259,10 +262,11 @@ func (s *Service) describeAlarmHistory(ctx context.Context, in *DescribeAlarmHis
 	// Items past the retention are pruned on the next write; until then
 	// they are not shown.
 	cut := s.clock.Now().Add(-historyRetention)
+	account := s.storedAccount(s.accountOf(ctx))
 	s.mu.Lock()
 	var match []historyItem
 	for _, h := range s.history {
-		if h.Timestamp.Before(cut) ||
+		if h.Timestamp.Before(cut) || h.Account != account ||
 			in.AlarmName != nil && h.AlarmName != *in.AlarmName ||
 			in.HistoryItemType != "" && h.Type != in.HistoryItemType ||
 			!from.IsZero() && h.Timestamp.Before(from) ||

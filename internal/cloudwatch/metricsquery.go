@@ -41,7 +41,8 @@ func (s *Service) listMetrics(ctx context.Context, in *ListMetricsInput) (*ListM
 		return nil, invalidValue("The parameter NextToken is invalid.")
 	}
 	out := &ListMetricsOutput{Metrics: []Metric{}}
-	if in.OwningAccount != "" && in.OwningAccount != s.account {
+	// The store's series are the configured account's (datapoints).
+	if account := s.accountOf(ctx); account != s.account || in.OwningAccount != "" && in.OwningAccount != account {
 		return out, nil
 	}
 	now := s.clock.Now()
@@ -218,7 +219,7 @@ func (s *Service) getMetricStatistics(ctx context.Context, in *GetMetricStatisti
 		return out, nil
 	}
 	period := time.Duration(*in.Period) * time.Second
-	for _, d := range aggregate(s.datapoints(in.Namespace, in.MetricName, dim, start, end, s.clock.Now()), start, period, int(count)) {
+	for _, d := range aggregate(s.datapoints(s.accountOf(ctx), in.Namespace, in.MetricName, dim, start, end, s.clock.Now()), start, period, int(count)) {
 		if d.SampleCount == 0 {
 			continue
 		}
@@ -342,7 +343,7 @@ func (s *Service) getMetricData(ctx context.Context, in *GetMetricDataInput) (*G
 		if q.ReturnData != nil && !*q.ReturnData {
 			continue
 		}
-		times, values := s.series(q.MetricStat, start, end, in.ScanBy == "TimestampAscending")
+		times, values := s.series(s.accountOf(ctx), q.MetricStat, start, end, in.ScanBy == "TimestampAscending")
 		skip := 0
 		if qi == resumeQ {
 			skip = min(resumeP, len(times))
@@ -373,7 +374,7 @@ func (s *Service) getMetricData(ctx context.Context, in *GetMetricDataInput) (*G
 
 // series is a MetricStat's periods with data in [start, end), newest
 // first unless ascending.
-func (s *Service) series(ms *MetricStat, start, end time.Time, ascending bool) (times []time.Time, values []float64) {
+func (s *Service) series(account string, ms *MetricStat, start, end time.Time, ascending bool) (times []time.Time, values []float64) {
 	times, values = []time.Time{}, []float64{}
 	dim, ok := seriesOf(ms.Metric.Dimensions)
 	if !ok || ms.Unit != "" && ms.Unit != unitOf(ms.Metric.MetricName) {
@@ -381,7 +382,7 @@ func (s *Service) series(ms *MetricStat, start, end time.Time, ascending bool) (
 	}
 	count := periodCount(start, end, *ms.Period)
 	period := time.Duration(*ms.Period) * time.Second
-	aggs := aggregate(s.datapoints(ms.Metric.Namespace, ms.Metric.MetricName, dim, start, end, s.clock.Now()), start, period, int(count))
+	aggs := aggregate(s.datapoints(account, ms.Metric.Namespace, ms.Metric.MetricName, dim, start, end, s.clock.Now()), start, period, int(count))
 	for i := range aggs {
 		d := aggs[i]
 		if !ascending {

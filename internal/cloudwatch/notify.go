@@ -53,9 +53,9 @@ type triggerDimension struct {
 func (s *Service) message(ch *change) (subject, body string) {
 	a := &ch.alarm
 	n := notification{
-		AlarmName: a.Name, AlarmDescription: a.Description, AWSAccountId: s.account,
+		AlarmName: a.Name, AlarmDescription: a.Description, AWSAccountId: s.accountOfAlarm(a),
 		AlarmConfigurationUpdatedTimestamp: cwTime(a.ConfigUpdated), NewStateValue: a.State, NewStateReason: a.StateReason,
-		StateChangeTime: cwTime(a.StateTransitioned), Region: regionName(s.region), AlarmArn: s.alarmARN(a.Name),
+		StateChangeTime: cwTime(a.StateTransitioned), Region: regionName(s.region), AlarmArn: s.alarmARN(s.accountOfAlarm(a), a.Name),
 		OldStateValue: ch.oldState, OKActions: nonNil(a.OKActions), AlarmActions: nonNil(a.AlarmActions),
 		InsufficientDataActions: nonNil(a.InsufficientDataActions),
 		Trigger: trigger{MetricName: a.MetricName, Namespace: a.Namespace, StatisticType: "Statistic",
@@ -110,6 +110,6 @@ func (s *Service) runActions(ctx context.Context, ch *change) {
 		if err != nil {
 			s.log.WarnContext(ctx, "cloudwatch: alarm action failed", "alarm", ch.alarm.Name, "action", arn, "err", err)
 		}
-		s.recordAction(ctx, ch.alarm.Name, arn, body, ch.alarm.StateTransitioned, err)
+		s.recordAction(ctx, &ch.alarm, arn, body, ch.alarm.StateTransitioned, err)
 	}
 }

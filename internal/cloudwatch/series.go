@@ -21,7 +21,13 @@ var sqsCounters = metrics.ActivityCounters
 // minutes with samples; SQS reports its counters every minute while the
 // queue is active (any of its counters moved in the last 6 hours), so such
 // a complete minute without samples reads as a zero.
-func (s *Service) datapoints(ns, metric string, dim metrics.Dimension, from, to, now time.Time) []metrics.Datapoint {
+//
+// The store keeps the configured account's series only: another account
+// has none (and never sees the configured account's).
+func (s *Service) datapoints(account, ns, metric string, dim metrics.Dimension, from, to, now time.Time) []metrics.Datapoint {
+	if account != s.account {
+		return nil
+	}
 	dps := s.metrics.Datapoints(ns, metric, dim, from, to)
 	if ns != metrics.NamespaceSQS || dim.Name != metrics.DimQueueName || !slices.Contains(sqsCounters, metric) {
 		return dps

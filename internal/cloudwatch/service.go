@@ -160,7 +160,7 @@ func (s *Service) loadAlarms(ctx context.Context) error {
 		if err := json.Unmarshal(r.Value, a); err != nil {
 			return fmt.Errorf("cloudwatch: alarm %q: %w", r.Key, err)
 		}
-		alarms[a.Name] = a
+		alarms[s.key(a)] = a
 	}
 	s.alarms = alarms
 	return nil
@@ -246,9 +246,9 @@ func (s *Service) internal(ctx context.Context, what string, err error) error {
 	return fmt.Errorf("%s: %w", what, errors.Join(errInternal, err))
 }
 
-// alarmARN is the ARN of the alarm called name.
-func (s *Service) alarmARN(name string) string {
-	return "arn:aws:cloudwatch:" + s.region + ":" + s.account + ":alarm:" + name
+// alarmARN is the ARN of account's alarm called name.
+func (s *Service) alarmARN(account, name string) string {
+	return "arn:aws:cloudwatch:" + s.region + ":" + account + ":alarm:" + name
 }
 
 // now is the service's time, in UTC and to the millisecond as CloudWatch

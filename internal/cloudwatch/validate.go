@@ -65,7 +65,7 @@ func checkNamespace(v *violations, ns *string, field string) {
 
 // validatePut checks a PutMetricAlarm request and returns the alarm it
 // describes (configuration only; the caller sets state and times).
-func (s *Service) validatePut(in *PutMetricAlarmInput) (*alarm, error) {
+func (s *Service) validatePut(in *PutMetricAlarmInput, account string) (*alarm, error) {
 	var v violations
 	v.required(in.AlarmName != "", "alarmName")
 	v.length(nonEmpty(in.AlarmName), "alarmName", 1, 255)
@@ -156,7 +156,7 @@ func (s *Service) validatePut(in *PutMetricAlarmInput) (*alarm, error) {
 	}
 	for _, arns := range [][]string{in.OKActions, in.AlarmActions, in.InsufficientDataActions} {
 		for _, a := range arns {
-			if err := s.checkAction(a); err != nil {
+			if err := s.checkAction(a, account); err != nil {
 				return nil, err
 			}
 		}
@@ -193,11 +193,11 @@ func validPeriod(p int32) bool {
 	return p == 10 || p == 20 || p == 30 || (p > 0 && p%60 == 0)
 }
 
-// checkAction accepts an SNS topic ARN of this account and region: the
+// checkAction accepts an SNS topic ARN of the alarm's account and region: the
 // only action Ferry can carry out. CloudWatch's other actions (Auto
 // Scaling, EC2, Systems Manager, Lambda) are refused rather than accepted
 // and never run.
-func (s *Service) checkAction(arn string) error {
+func (s *Service) checkAction(arn, account string) error {
 	parts := strings.SplitN(arn, ":", 6)
 	if len(parts) != 6 || parts[0] != "arn" || parts[1] == "" || parts[2] == "" {
 		return validation("Invalid arn syntax: %s", arn)
@@ -205,8 +205,8 @@ func (s *Service) checkAction(arn string) error {
 	if parts[2] != "sns" {
 		return validation("The action %s is not supported: Ferry's alarms notify SNS topics only.", arn)
 	}
-	if parts[3] != s.region || parts[4] != s.account || parts[5] == "" || strings.Contains(parts[5], ":") {
-		return validation("Invalid region or account in SNS action %s: expected a topic of %s in %s.", arn, s.account, s.region)
+	if parts[3] != s.region || parts[4] != account || parts[5] == "" || strings.Contains(parts[5], ":") {
+		return validation("Invalid region or account in SNS action %s: expected a topic of %s in %s.", arn, account, s.region)
 	}
 	return nil
 }

@@ -1,13 +1,63 @@
 package sns
 
 import (
+	"context"
 	"strings"
 
 	"github.com/ferrymq/ferry/internal/arn"
+	"github.com/ferrymq/ferry/internal/protocol"
 )
 
-func (s *Service) topicARN(name string) string {
-	return "arn:" + arn.Partition(s.region) + ":sns:" + s.region + ":" + s.account + ":" + name
+// accountOf is the account the request is served in, as the protocol
+// layer decided it (protocol.Auth); the configured account for a call
+// that came through no handler.
+func (s *Service) accountOf(ctx context.Context) string {
+	if a := protocol.Info(ctx).Account; a != "" {
+		return a
+	}
+	return s.account
+}
+
+// topicARN is the ARN of account's topic called name.
+func (s *Service) topicARN(account, name string) string {
+	return "arn:" + arn.Partition(s.region) + ":sns:" + s.region + ":" + account + ":" + name
+}
+
+// arnAccount is the account element of an SNS ARN (a topic's, a
+// subscription's, a platform application's or endpoint's): the fifth.
+func arnAccount(a string) string {
+	for range 4 {
+		i := strings.IndexByte(a, ':')
+		if i < 0 {
+			return ""
+		}
+		a = a[i+1:]
+	}
+	if i := strings.IndexByte(a, ':'); i >= 0 {
+		return a[:i]
+	}
+	return ""
+}
+
+// ownedBy reports whether the SNS resource resourceARN belongs to the
+// request's account, and if not, answers as SNS answers a caller of
+// another account whose access the resource's policy does not grant:
+// AuthorizationError naming the action. Resource policies are not
+// evaluated yet: only the owner's account is allowed.
+func (s *Service) ownedBy(ctx context.Context, resourceARN, action string) error {
+	caller := s.accountOf(ctx)
+	if arnAccount(resourceARN) == caller {
+		return nil
+	}
+	return notAuthorized(s.region, caller, action, resourceARN)
+}
+
+// notAuthorized is SNS's refusal of action on resource to a caller of
+// account. Ferry has no IAM users: the caller is named as its account's
+// root.
+func notAuthorized(region, account, action, resource string) error {
+	return errAuthorization.WithMessage("User: arn:%s:iam::%s:root is not authorized to perform: SNS:%s on resource: %s",
+		arn.Partition(region), account, action, resource)
 }
 
 // arnElements splits an ARN on ':' and refuses fewer than six elements
@@ -21,8 +71,10 @@ func arnElements(arn, param string) ([]string, error) {
 }
 
 // checkTopicARN validates a topic ARN parameter: present, well formed, of
-// SNS, in this region and account. It returns the topic's name. A topic of
-// another account cannot exist here, so it is reported as missing.
+// SNS, in this region. It returns the topic's name. The account may be
+// any: whether the caller may act on the topic is decided once it is
+// found (ownedBy), as SNS answers NotFound for a topic that does not
+// exist, whoever owns the ARN's account.
 func (s *Service) checkTopicARN(topicARN, param string) (string, error) {
 	if topicARN == "" {
 		return "", invalidParameter("%s Reason: no value for required parameter", param)
@@ -34,11 +86,8 @@ func (s *Service) checkTopicARN(topicARN, param string) (string, error) {
 		return "", invalidParameter("%s", param)
 	}
 	a, ok := arn.Split(topicARN)
-	if !ok || a.Service != "sns" || a.Region != s.region || a.Resource == "" {
+	if !ok || a.Service != "sns" || a.Region != s.region || a.Resource == "" || a.Account == "" {
 		return "", invalidParameter("%s", param)
-	}
-	if a.Account != s.account {
-		return "", errTopicNotFound
 	}
 	return a.Resource, nil
 }
@@ -71,6 +120,16 @@ func (s *Service) checkSubscriptionARN(arn string) (topicARN string, err error) 
 func queueARN(s string) (arn.ARN, bool) {
 	a, ok := arn.Parse(s)
 	return a, ok && a.Service == "sqs" && a.Region != "" && a.Account != "" && a.Six()
+}
+
+// mayDeliver reports whether the topic topicARN may send into the queue
+// queueARN (a subscription's endpoint; the dead-letter queue is asked the
+// same in package delivery): the queue's policy decides, as on AWS
+// (policy.MaySNSSend through SQS's port): another account's queue needs
+// an Allow of sqs:SendMessage to sns.amazonaws.com (or to the topic's
+// account), and a Deny refuses even the topic's own account.
+func (s *Service) mayDeliver(ctx context.Context, topicARN, queueARN string) (bool, error) {
+	return s.sqs.MaySNSSend(ctx, topicARN, queueARN)
 }
 
 // fifoQueue reports whether a queue's ARN names a FIFO queue.

@@ -212,7 +212,7 @@ func (s *Service) apply(ctx context.Context, kind, key string, value []byte, fou
 			s.removePlatform(kind, key)
 			return nil
 		}
-		if err := s.putPlatform(kind, value); err != nil {
+		if err := s.putPlatform(kind, key, value); err != nil {
 			s.log.Error("sns: unreadable record", "kind", kind, "key", key, "err", err)
 		}
 	}

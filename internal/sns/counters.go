@@ -154,7 +154,7 @@ func (s *Service) count(sub *subscription, k counter, n int) {
 	if t != nil {
 		t.state.counters[k].Add(int64(n))
 	}
-	if s.metrics != nil {
+	if s.recordsMetrics(sub.TopicARN) {
 		dim := metrics.Topic(topicNameOf(sub.TopicARN))
 		for range n {
 			s.metrics.Record(metrics.NamespaceSNS, counterMetric[k], dim, 1)
@@ -184,13 +184,14 @@ func (s *Service) countFiltered(sub *subscription, scope string, r filterpolicy.
 // countPublished counts messages a topic accepted, and their sizes.
 func (s *Service) countPublished(t *topic, msgs ...*message) {
 	var dim metrics.Dimension
-	if s.metrics != nil {
+	record := s.recordsMetrics(t.ARN)
+	if record {
 		dim = metrics.Topic(t.Name)
 	}
 	for _, m := range msgs {
 		t.state.counters[cPublished].Add(1)
 		t.state.counters[cPublishSize].Add(int64(m.size))
-		if s.metrics != nil {
+		if record {
 			s.metrics.Record(metrics.NamespaceSNS, metrics.MessagesPublished, dim, 1)
 			s.metrics.Record(metrics.NamespaceSNS, metrics.PublishSize, dim, float64(m.size))
 		}
@@ -215,6 +216,14 @@ func (s *Service) serveCounters(w http.ResponseWriter, r *http.Request) {
 	s.mu.RUnlock()
 	w.Header().Set("Content-Type", "application/json")
 	_ = json.NewEncoder(w).Encode(out)
+}
+
+// recordsMetrics reports whether the topic's CloudWatch metrics are
+// recorded: the metric store keeps the configured account's series only
+// (its keys name no account, as SQS's do), so that no account's figures
+// show in another's.
+func (s *Service) recordsMetrics(topicARN string) bool {
+	return s.metrics != nil && arnAccount(topicARN) == s.account
 }
 
 // topicNameOf is the last element of a topic ARN.

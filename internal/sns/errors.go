@@ -45,6 +45,12 @@ var (
 		Message: "Phone number is opted out"}
 	errVerification = &protocol.Error{Shape: "VerificationException", Code: "VerificationException", Status: http.StatusBadRequest}
 
+	// errDeliveryDenied is SQS's refusal of SNS's copy for a queue whose
+	// policy does not let the topic in (mayDeliver), as the delivery
+	// status log shows it: AWS's SQS answers AccessDenied.
+	errDeliveryDenied = &protocol.Error{Shape: "AccessDenied", Code: "AccessDenied", Status: http.StatusForbidden,
+		Message: "Access to the resource is denied."}
+
 	errTopicNotFound        = errNotFound.WithMessage("Topic does not exist")
 	errSubscriptionNotFound = errNotFound.WithMessage("Subscription does not exist")
 )

@@ -277,7 +277,7 @@ type sqsDelivery struct {
 // A missing queue, or a copy SQS refuses, is a client-side error: no
 // retry, the subscription's dead-letter queue if it has one.
 func (s *Service) deliverSQS(ctx context.Context, t *topic, sub *subscription, msgs []*message) error {
-	d, err := s.sqsDelivery(t, sub, msgs)
+	d, err := s.sqsDelivery(ctx, t, sub, msgs)
 	if err != nil {
 		return err
 	}
@@ -300,9 +300,16 @@ func (s *Service) deliverJointSQS(ctx context.Context, t *topic, subs []*subscri
 		if len(pass) == 0 {
 			continue
 		}
-		d, err := s.sqsDelivery(t, sub, pass)
+		d, err := s.sqsDelivery(ctx, t, sub, pass)
 		if err != nil {
 			errs = append(errs, fmt.Errorf("subscription %s: %w", sub.ARN, err))
+			continue
+		}
+		if len(d.batch) == 0 {
+			// All refused before the send: nothing for the queue.
+			if err := s.settleSQS(ctx, t, d, nil, nil); err != nil {
+				errs = append(errs, fmt.Errorf("subscription %s: %w", sub.ARN, err))
+			}
 			continue
 		}
 		ds = append(ds, d)
@@ -327,14 +334,23 @@ func (s *Service) deliverJointSQS(ctx context.Context, t *topic, subs []*subscri
 
 // sqsDelivery makes sub's copies of msgs, setting aside (and logging)
 // those SQS refuses.
-func (s *Service) sqsDelivery(t *topic, sub *subscription, msgs []*message) (*sqsDelivery, error) {
+func (s *Service) sqsDelivery(ctx context.Context, t *topic, sub *subscription, msgs []*message) (*sqsDelivery, error) {
 	d := &sqsDelivery{sub: sub, logs: t.delivery.LogsFor(delivery.ProtoSQS)}
 	if d.logs {
 		d.handoff = s.clock.Now()
 	}
+	allowed, err := s.mayDeliver(ctx, t.ARN, sub.Endpoint)
+	if err != nil {
+		return nil, err
+	}
 	d.batch = make([]engine.NewMessage, 0, len(msgs))
 	for _, m := range msgs {
 		nm, err := s.sqsCopy(t, sub, m)
+		if err == nil && !allowed {
+			// The queue's owner has not let the topic in: no copy
+			// reaches it, as SQS refuses SNS's send on AWS.
+			err = errDeliveryDenied
+		}
 		if perr := delivery.Refusal(err); perr != nil {
 			d.refused = append(d.refused, nm)
 			if d.logs {

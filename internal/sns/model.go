@@ -384,26 +384,32 @@ func (s *Service) removeSubscription(ctx context.Context, sub *subscription) err
 	return s.releaseEndpoint(ctx, sub)
 }
 
-// lookupTopic returns the topic named by a TopicArn parameter. On a store
-// other nodes share, a topic this node does not know is looked for in the
-// store before the answer is NotFound: one made through another node a
-// moment ago, whose news has not come yet. The caller must not hold
-// writeMu (cachedTopic is for those who do).
-func (s *Service) lookupTopic(ctx context.Context, arn, param string) (*topic, error) {
+// lookupTopic returns the topic named by a TopicArn parameter, for the
+// request's action, which the topic's account must be the caller's
+// (ownedBy); a topic that does not exist is NotFound, whatever its ARN's
+// account. On a store other nodes share, a topic this node does not know
+// is looked for in the store before the answer is NotFound: one made
+// through another node a moment ago, whose news has not come yet. The
+// caller must not hold writeMu (cachedTopic is for those who do).
+func (s *Service) lookupTopic(ctx context.Context, arn, param, action string) (*topic, error) {
 	t, err := s.cachedTopic(arn, param)
 	if err == errTopicNotFound && s.shared {
-		if _, cerr := s.checkTopicARN(arn, param); cerr != nil {
-			return nil, cerr // another account's: no need to look
-		}
 		if rerr := s.reread(ctx, kindTopic, arn); rerr != nil {
 			return nil, s.internal(ctx, "read topic", rerr)
 		}
 		t, err = s.cachedTopic(arn, param)
 	}
-	return t, err
+	if err != nil {
+		return nil, err
+	}
+	if err := s.ownedBy(ctx, t.ARN, action); err != nil {
+		return nil, err
+	}
+	return t, nil
 }
 
-// cachedTopic is lookupTopic without the store: what this node knows.
+// cachedTopic is lookupTopic without the store, and of any account: what
+// this node knows.
 func (s *Service) cachedTopic(arn, param string) (*topic, error) {
 	if _, err := s.checkTopicARN(arn, param); err != nil {
 		return nil, err
@@ -418,9 +424,10 @@ func (s *Service) cachedTopic(arn, param string) (*topic, error) {
 }
 
 // lookupSubscription returns the live subscription named by arn, read
-// from the store on a miss as lookupTopic does. The caller must not hold
-// writeMu.
-func (s *Service) lookupSubscription(ctx context.Context, arn string) (*subscription, error) {
+// from the store on a miss as lookupTopic does, for the request's action,
+// which the subscription's account (its topic's) must be the caller's.
+// The caller must not hold writeMu.
+func (s *Service) lookupSubscription(ctx context.Context, arn, action string) (*subscription, error) {
 	sub, err := s.cachedSubscription(arn)
 	if err == errSubscriptionNotFound && s.shared {
 		if rerr := s.reread(ctx, kindSubscription, arn); rerr != nil {
@@ -428,10 +435,17 @@ func (s *Service) lookupSubscription(ctx context.Context, arn string) (*subscrip
 		}
 		sub, err = s.cachedSubscription(arn)
 	}
-	return sub, err
+	if err != nil {
+		return nil, err
+	}
+	if err := s.ownedBy(ctx, sub.ARN, action); err != nil {
+		return nil, err
+	}
+	return sub, nil
 }
 
-// cachedSubscription is lookupSubscription without the store.
+// cachedSubscription is lookupSubscription without the store, and of any
+// account.
 func (s *Service) cachedSubscription(arn string) (*subscription, error) {
 	if _, err := s.checkSubscriptionARN(arn); err != nil {
 		return nil, err

@@ -12,7 +12,6 @@ import (
 
 	"github.com/google/uuid"
 
-	"github.com/ferrymq/ferry/internal/arn"
 	"github.com/ferrymq/ferry/internal/protocol"
 	"github.com/ferrymq/ferry/internal/sns/delivery"
 )
@@ -62,7 +61,24 @@ type smsState struct {
 type platformStore struct {
 	apps      map[string]*platformApp
 	endpoints map[string]*platformEndpoint
-	sms       smsState
+	sms       map[string]smsState // by account; absent: the defaults
+}
+
+// smsKey is the record key of account's SMS settings: the configured
+// account keeps the key its settings have always had.
+func (s *Service) smsKey(account string) string {
+	if account == s.account {
+		return smsStateKey
+	}
+	return smsStateKey + "/" + account
+}
+
+// smsAccount is the account whose SMS settings the record key names.
+func (s *Service) smsAccount(key string) string {
+	if a, ok := strings.CutPrefix(key, smsStateKey+"/"); ok {
+		return a
+	}
+	return s.account
 }
 
 type platformAttrsInput struct {
@@ -210,14 +226,14 @@ func (s *Service) platformActions() []protocol.Action {
 
 // loadPlatform reads the platform resources and SMS settings back.
 func (s *Service) loadPlatform(ctx context.Context) error {
-	s.platform = platformStore{apps: map[string]*platformApp{}, endpoints: map[string]*platformEndpoint{}, sms: smsState{Attributes: map[string]string{}}}
+	s.platform = platformStore{apps: map[string]*platformApp{}, endpoints: map[string]*platformEndpoint{}, sms: map[string]smsState{}}
 	for _, kind := range []string{kindPlatformApp, kindPlatformEndpoint, kindSMS} {
 		recs, err := s.records.Records(ctx, kind)
 		if err != nil {
 			return fmt.Errorf("sns: load %s: %w", kind, err)
 		}
 		for _, r := range recs {
-			if err := s.putPlatform(kind, r.Value); err != nil {
+			if err := s.putPlatform(kind, r.Key, r.Value); err != nil {
 				return fmt.Errorf("sns: %s record %s: %w", kind, r.Key, err)
 			}
 		}
@@ -227,7 +243,7 @@ func (s *Service) loadPlatform(ctx context.Context) error {
 
 // putPlatform installs a platform record of kind. The caller holds mu (or
 // is loading, alone).
-func (s *Service) putPlatform(kind string, b []byte) error {
+func (s *Service) putPlatform(kind, key string, b []byte) error {
 	switch kind {
 	case kindPlatformApp:
 		a := &platformApp{}
@@ -249,7 +265,7 @@ func (s *Service) putPlatform(kind string, b []byte) error {
 		if st.Attributes == nil {
 			st.Attributes = map[string]string{}
 		}
-		s.platform.sms = st
+		s.platform.sms[s.smsAccount(key)] = st
 	}
 	return nil
 }
@@ -263,7 +279,7 @@ func (s *Service) removePlatform(kind, key string) {
 	case kindPlatformEndpoint:
 		delete(s.platform.endpoints, key)
 	case kindSMS:
-		s.platform.sms = smsState{Attributes: map[string]string{}}
+		delete(s.platform.sms, s.smsAccount(key))
 	}
 }
 
@@ -289,7 +305,9 @@ func (s *Service) parsePlatformAppARN(arn string) error {
 	return nil
 }
 
-func (s *Service) app(arn string) (*platformApp, error) {
+// app is the platform application arn names, for the request's action,
+// which the application's account must be the caller's (ownedBy).
+func (s *Service) app(ctx context.Context, arn, action string) (*platformApp, error) {
 	if err := s.parsePlatformAppARN(arn); err != nil {
 		return nil, err
 	}
@@ -298,6 +316,9 @@ func (s *Service) app(arn string) (*platformApp, error) {
 	s.mu.RUnlock()
 	if a == nil {
 		return nil, errNotFound.WithMessage("PlatformApplication does not exist")
+	}
+	if err := s.ownedBy(ctx, a.ARN, action); err != nil {
+		return nil, err
 	}
 	return a, nil
 }
@@ -330,7 +351,7 @@ func (s *Service) createPlatformApplication(ctx context.Context, in *platformAtt
 			return nil, invalidParameter("Attributes Reason: PlatformPrincipal attribute provided without PlatformCredential")
 		}
 	}
-	arn := "arn:" + arn.Partition(s.region) + ":sns:" + s.region + ":" + s.account + ":app/" + in.Platform + "/" + in.Name
+	arn := s.topicARN(s.accountOf(ctx), "app/"+in.Platform+"/"+in.Name)
 	a := &platformApp{ARN: arn, Platform: in.Platform, Name: in.Name, Attributes: map[string]string{"Enabled": "true"}}
 	maps.Copy(a.Attributes, in.Attributes)
 	s.writeMu.Lock()
@@ -345,7 +366,7 @@ func (s *Service) createPlatformApplication(ctx context.Context, in *platformAtt
 }
 
 func (s *Service) getPlatformApplicationAttributes(ctx context.Context, in *platformAppArnInput) (*attributesOutput, error) {
-	a, err := s.app(in.PlatformApplicationArn)
+	a, err := s.app(ctx, in.PlatformApplicationArn, "GetPlatformApplicationAttributes")
 	if err != nil {
 		return nil, err
 	}
@@ -358,7 +379,7 @@ func (s *Service) setPlatformApplicationAttributes(ctx context.Context, in *setP
 	}
 	s.writeMu.Lock()
 	defer s.writeMu.Unlock()
-	a, err := s.app(in.PlatformApplicationArn)
+	a, err := s.app(ctx, in.PlatformApplicationArn, "SetPlatformApplicationAttributes")
 	if err != nil {
 		return nil, err
 	}
@@ -380,6 +401,14 @@ func (s *Service) deletePlatformApplication(ctx context.Context, in *platformApp
 	}
 	s.writeMu.Lock()
 	defer s.writeMu.Unlock()
+	s.mu.RLock()
+	a := s.platform.apps[in.PlatformApplicationArn]
+	s.mu.RUnlock()
+	if a != nil {
+		if err := s.ownedBy(ctx, a.ARN, "DeletePlatformApplication"); err != nil {
+			return nil, err
+		}
+	}
 	s.mu.RLock()
 	var eps []string
 	for arn, e := range s.platform.endpoints {
@@ -406,10 +435,16 @@ func (s *Service) deletePlatformApplication(ctx context.Context, in *platformApp
 }
 
 func (s *Service) listPlatformApplications(ctx context.Context, in *listInput) (*listPlatformAppsOutput, error) {
+	account := s.accountOf(ctx)
+	apps := map[string]*platformApp{}
 	s.mu.RLock()
-	arns := slices.Sorted(maps.Keys(s.platform.apps))
-	apps := maps.Clone(s.platform.apps)
+	for arn, a := range s.platform.apps {
+		if arnAccount(arn) == account {
+			apps[arn] = a
+		}
+	}
 	s.mu.RUnlock()
+	arns := slices.Sorted(maps.Keys(apps))
 	page, next, err := pageAfter(arns, in.NextToken)
 	if err != nil {
 		return nil, err
@@ -447,7 +482,7 @@ func (s *Service) createPlatformEndpoint(ctx context.Context, in *createEndpoint
 	}
 	s.writeMu.Lock()
 	defer s.writeMu.Unlock()
-	a, err := s.app(in.PlatformApplicationArn)
+	a, err := s.app(ctx, in.PlatformApplicationArn, "CreatePlatformEndpoint")
 	if err != nil {
 		return nil, err
 	}
@@ -478,7 +513,9 @@ func (s *Service) createPlatformEndpoint(ctx context.Context, in *createEndpoint
 	return &endpointArnOutput{EndpointArn: arn}, nil
 }
 
-func (s *Service) endpoint(arn string) (*platformEndpoint, error) {
+// endpoint is the platform endpoint arn names, for the request's action,
+// as app.
+func (s *Service) endpoint(ctx context.Context, arn, action string) (*platformEndpoint, error) {
 	if _, err := arnElements(arn, "EndpointArn"); err != nil {
 		return nil, err
 	}
@@ -488,11 +525,14 @@ func (s *Service) endpoint(arn string) (*platformEndpoint, error) {
 	if e == nil {
 		return nil, errNotFound.WithMessage("Endpoint does not exist")
 	}
+	if err := s.ownedBy(ctx, e.ARN, action); err != nil {
+		return nil, err
+	}
 	return e, nil
 }
 
 func (s *Service) getEndpointAttributes(ctx context.Context, in *endpointArnInput) (*attributesOutput, error) {
-	e, err := s.endpoint(in.EndpointArn)
+	e, err := s.endpoint(ctx, in.EndpointArn, "GetEndpointAttributes")
 	if err != nil {
 		return nil, err
 	}
@@ -508,7 +548,7 @@ func (s *Service) setEndpointAttributes(ctx context.Context, in *setEndpointInpu
 	}
 	s.writeMu.Lock()
 	defer s.writeMu.Unlock()
-	e, err := s.endpoint(in.EndpointArn)
+	e, err := s.endpoint(ctx, in.EndpointArn, "SetEndpointAttributes")
 	if err != nil {
 		return nil, err
 	}
@@ -530,6 +570,14 @@ func (s *Service) deleteEndpoint(ctx context.Context, in *endpointArnInput) (*em
 	}
 	s.writeMu.Lock()
 	defer s.writeMu.Unlock()
+	s.mu.RLock()
+	e := s.platform.endpoints[in.EndpointArn]
+	s.mu.RUnlock()
+	if e != nil {
+		if err := s.ownedBy(ctx, e.ARN, "DeleteEndpoint"); err != nil {
+			return nil, err
+		}
+	}
 	if err := s.records.DeleteRecord(ctx, kindPlatformEndpoint, in.EndpointArn); err != nil {
 		return nil, s.internal(ctx, "delete endpoint", err)
 	}
@@ -540,7 +588,7 @@ func (s *Service) deleteEndpoint(ctx context.Context, in *endpointArnInput) (*em
 }
 
 func (s *Service) listEndpointsByPlatformApplication(ctx context.Context, in *listEndpointsInput) (*listEndpointsOutput, error) {
-	a, err := s.app(in.PlatformApplicationArn)
+	a, err := s.app(ctx, in.PlatformApplicationArn, "ListEndpointsByPlatformApplication")
 	if err != nil {
 		return nil, err
 	}
@@ -564,7 +612,7 @@ func (s *Service) listEndpointsByPlatformApplication(ctx context.Context, in *li
 }
 
 // publishToEndpoint records a message published to a platform endpoint.
-func (s *Service) publishToEndpoint(arn string, m *message) error {
+func (s *Service) publishToEndpoint(ctx context.Context, arn string, m *message) error {
 	s.mu.RLock()
 	e := s.platform.endpoints[arn]
 	var a *platformApp
@@ -575,6 +623,9 @@ func (s *Service) publishToEndpoint(arn string, m *message) error {
 	if e == nil || a == nil {
 		return invalidParameter("TargetArn Reason: No endpoint found for the target arn specified")
 	}
+	if err := s.ownedBy(ctx, e.ARN, "Publish"); err != nil {
+		return err
+	}
 	if e.Attributes["Enabled"] != "true" {
 		return errEndpointDisabled
 	}
@@ -583,9 +634,9 @@ func (s *Service) publishToEndpoint(arn string, m *message) error {
 }
 
 // publishSMS records a message published straight to a phone number.
-func (s *Service) publishSMS(phone string, m *message) error {
+func (s *Service) publishSMS(ctx context.Context, phone string, m *message) error {
 	s.mu.RLock()
-	_, optedOut := slices.BinarySearch(s.platform.sms.OptedOut, phone)
+	_, optedOut := slices.BinarySearch(s.platform.sms[s.accountOf(ctx)].OptedOut, phone)
 	s.mu.RUnlock()
 	if optedOut {
 		return errOptedOut
@@ -594,23 +645,27 @@ func (s *Service) publishSMS(phone string, m *message) error {
 	return nil
 }
 
-// saveSMS stores the SMS settings; the caller holds writeMu and passes a
-// modified copy.
-func (s *Service) saveSMS(ctx context.Context, st smsState) error {
-	if err := s.putRecord(ctx, kindSMS, smsStateKey, st); err != nil {
+// saveSMS stores account's SMS settings; the caller holds writeMu and
+// passes a modified copy.
+func (s *Service) saveSMS(ctx context.Context, account string, st smsState) error {
+	if err := s.putRecord(ctx, kindSMS, s.smsKey(account), st); err != nil {
 		return err
 	}
 	s.mu.Lock()
-	s.platform.sms = st
+	s.platform.sms[account] = st
 	s.mu.Unlock()
 	return nil
 }
 
-func (s *Service) smsCopy() smsState {
+// smsCopy is a copy of account's SMS settings.
+func (s *Service) smsCopy(account string) smsState {
 	s.mu.RLock()
 	defer s.mu.RUnlock()
-	st := s.platform.sms
+	st := s.platform.sms[account]
 	st.Attributes = maps.Clone(st.Attributes)
+	if st.Attributes == nil {
+		st.Attributes = map[string]string{}
+	}
 	st.OptedOut = slices.Clone(st.OptedOut)
 	st.Sandbox = maps.Clone(st.Sandbox)
 	return st
@@ -630,16 +685,16 @@ func (s *Service) setSMSAttributes(ctx context.Context, in *smsAttributesInput) 
 	}
 	s.writeMu.Lock()
 	defer s.writeMu.Unlock()
-	st := s.smsCopy()
+	st := s.smsCopy(s.accountOf(ctx))
 	maps.Copy(st.Attributes, in.Attributes)
-	if err := s.saveSMS(ctx, st); err != nil {
+	if err := s.saveSMS(ctx, s.accountOf(ctx), st); err != nil {
 		return nil, s.internal(ctx, "set SMS attributes", err)
 	}
 	return &emptyOutput{}, nil
 }
 
 func (s *Service) getSMSAttributes(ctx context.Context, in *getSMSAttributesInput) (*smsAttributesOutput, error) {
-	st := s.smsCopy()
+	st := s.smsCopy(s.accountOf(ctx))
 	all := map[string]string{"MonthlySpendLimit": "1"}
 	maps.Copy(all, st.Attributes)
 	if len(in.Attributes) == 0 {
@@ -665,12 +720,12 @@ func (s *Service) checkIfPhoneNumberIsOptedOut(ctx context.Context, in *phoneInp
 	if err := checkPhone(in.PhoneNumber); err != nil {
 		return nil, err
 	}
-	_, out := slices.BinarySearch(s.smsCopy().OptedOut, in.PhoneNumber)
+	_, out := slices.BinarySearch(s.smsCopy(s.accountOf(ctx)).OptedOut, in.PhoneNumber)
 	return &optedOutOutput{IsOptedOut: out}, nil
 }
 
 func (s *Service) listPhoneNumbersOptedOut(ctx context.Context, in *listOptedOutInput) (*listOptedOutOutput, error) {
-	page, next, err := pageAfter(s.smsCopy().OptedOut, in.NextToken)
+	page, next, err := pageAfter(s.smsCopy(s.accountOf(ctx)).OptedOut, in.NextToken)
 	if err != nil {
 		return nil, err
 	}
@@ -683,37 +738,42 @@ func (s *Service) optInPhoneNumber(ctx context.Context, in *phoneInput) (*emptyO
 	}
 	s.writeMu.Lock()
 	defer s.writeMu.Unlock()
-	st := s.smsCopy()
+	st := s.smsCopy(s.accountOf(ctx))
 	i, found := slices.BinarySearch(st.OptedOut, in.PhoneNumber)
 	if !found {
 		return &emptyOutput{}, nil
 	}
 	st.OptedOut = slices.Delete(st.OptedOut, i, i+1)
-	if err := s.saveSMS(ctx, st); err != nil {
+	if err := s.saveSMS(ctx, s.accountOf(ctx), st); err != nil {
 		return nil, s.internal(ctx, "opt in", err)
 	}
 	return &emptyOutput{}, nil
 }
 
-// OptOut records that a phone number opted out of SMS (what a reply of
-// STOP does on AWS).
-func (s *Service) OptOut(ctx context.Context, phone string) error {
+// OptOut records that a phone number opted out of SMS from account's
+// texts (what a reply of STOP does on AWS); "" is the configured account.
+func (s *Service) OptOut(ctx context.Context, account, phone string) error {
 	if err := checkPhone(phone); err != nil {
 		return err
 	}
+	if account == "" {
+		account = s.account
+	}
 	s.writeMu.Lock()
 	defer s.writeMu.Unlock()
-	st := s.smsCopy()
+	st := s.smsCopy(account)
 	i, found := slices.BinarySearch(st.OptedOut, phone)
 	if found {
 		return nil
 	}
 	st.OptedOut = slices.Insert(st.OptedOut, i, phone)
-	return s.saveSMS(ctx, st)
+	return s.saveSMS(ctx, account, st)
 }
 
+// serveOptOut opts phoneNumber out of the texts of account accountId
+// (the configured account when absent).
 func (s *Service) serveOptOut(w http.ResponseWriter, r *http.Request) {
-	if err := s.OptOut(r.Context(), r.FormValue("phoneNumber")); err != nil {
+	if err := s.OptOut(r.Context(), r.FormValue("accountId"), r.FormValue("phoneNumber")); err != nil {
 		http.Error(w, err.Error(), http.StatusBadRequest)
 		return
 	}
@@ -732,14 +792,14 @@ func (s *Service) createSMSSandboxPhoneNumber(ctx context.Context, in *sandboxPh
 	}
 	s.writeMu.Lock()
 	defer s.writeMu.Unlock()
-	st := s.smsCopy()
+	st := s.smsCopy(s.accountOf(ctx))
 	if st.Sandbox == nil {
 		st.Sandbox = map[string]string{}
 	}
 	if _, ok := st.Sandbox[in.PhoneNumber]; !ok {
 		st.Sandbox[in.PhoneNumber] = "Pending"
 	}
-	if err := s.saveSMS(ctx, st); err != nil {
+	if err := s.saveSMS(ctx, s.accountOf(ctx), st); err != nil {
 		return nil, s.internal(ctx, "create sandbox number", err)
 	}
 	return &emptyOutput{}, nil
@@ -750,7 +810,7 @@ var otp = regexp.MustCompile(`^[0-9]{5,8}$`)
 func (s *Service) verifySMSSandboxPhoneNumber(ctx context.Context, in *sandboxPhoneInput) (*emptyOutput, error) {
 	s.writeMu.Lock()
 	defer s.writeMu.Unlock()
-	st := s.smsCopy()
+	st := s.smsCopy(s.accountOf(ctx))
 	if _, ok := st.Sandbox[in.PhoneNumber]; !ok {
 		return nil, errResourceNotFound.WithMessage("The phone number %s is not in the SMS sandbox.", in.PhoneNumber)
 	}
@@ -758,7 +818,7 @@ func (s *Service) verifySMSSandboxPhoneNumber(ctx context.Context, in *sandboxPh
 		return nil, errVerification.WithMessage("Invalid one-time password.")
 	}
 	st.Sandbox[in.PhoneNumber] = "Verified"
-	if err := s.saveSMS(ctx, st); err != nil {
+	if err := s.saveSMS(ctx, s.accountOf(ctx), st); err != nil {
 		return nil, s.internal(ctx, "verify sandbox number", err)
 	}
 	return &emptyOutput{}, nil
@@ -767,19 +827,19 @@ func (s *Service) verifySMSSandboxPhoneNumber(ctx context.Context, in *sandboxPh
 func (s *Service) deleteSMSSandboxPhoneNumber(ctx context.Context, in *sandboxPhoneInput) (*emptyOutput, error) {
 	s.writeMu.Lock()
 	defer s.writeMu.Unlock()
-	st := s.smsCopy()
+	st := s.smsCopy(s.accountOf(ctx))
 	if _, ok := st.Sandbox[in.PhoneNumber]; !ok {
 		return nil, errResourceNotFound.WithMessage("The phone number %s is not in the SMS sandbox.", in.PhoneNumber)
 	}
 	delete(st.Sandbox, in.PhoneNumber)
-	if err := s.saveSMS(ctx, st); err != nil {
+	if err := s.saveSMS(ctx, s.accountOf(ctx), st); err != nil {
 		return nil, s.internal(ctx, "delete sandbox number", err)
 	}
 	return &emptyOutput{}, nil
 }
 
 func (s *Service) listSMSSandboxPhoneNumbers(ctx context.Context, in *listSandboxInput) (*listSandboxOutput, error) {
-	st := s.smsCopy()
+	st := s.smsCopy(s.accountOf(ctx))
 	page, next, err := pageAfter(slices.Sorted(maps.Keys(st.Sandbox)), in.NextToken)
 	if err != nil {
 		return nil, err

@@ -29,7 +29,7 @@ func (s *Service) publish(ctx context.Context, in *publishInput) (*publishOutput
 		if !e164.MatchString(in.PhoneNumber) {
 			return nil, invalidParameter("PhoneNumber Reason: %s is not valid to publish to", in.PhoneNumber)
 		}
-		if err := s.publishSMS(in.PhoneNumber, m); err != nil {
+		if err := s.publishSMS(ctx, in.PhoneNumber, m); err != nil {
 			return nil, err
 		}
 		return &publishOutput{MessageId: m.ID}, nil
@@ -40,13 +40,13 @@ func (s *Service) publish(ctx context.Context, in *publishInput) (*publishOutput
 	if arn == "" {
 		arn, param = in.TargetArn, "TargetArn"
 		if strings.Contains(arn, ":endpoint/") {
-			if err := s.publishToEndpoint(arn, m); err != nil {
+			if err := s.publishToEndpoint(ctx, arn, m); err != nil {
 				return nil, err
 			}
 			return &publishOutput{MessageId: m.ID}, nil
 		}
 	}
-	t, err := s.lookupTopic(ctx, arn, param)
+	t, err := s.lookupTopic(ctx, arn, param, "Publish")
 	if err != nil {
 		return nil, err
 	}
@@ -150,7 +150,7 @@ func (s *Service) publishBatch(ctx context.Context, in *publishBatchInput) (*pub
 	case len(entries) > maxBatchEntries:
 		return nil, errTooManyEntries
 	}
-	t, err := s.lookupTopic(ctx, in.TopicArn, "TopicArn")
+	t, err := s.lookupTopic(ctx, in.TopicArn, "TopicArn", "Publish")
 	if err != nil {
 		return nil, err
 	}

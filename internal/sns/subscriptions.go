@@ -222,14 +222,15 @@ func parseRedriveTarget(raw string) (string, error) {
 }
 
 // needsConfirmation: HTTP/S and email subscriptions wait for the endpoint's
-// owner; an SQS queue of another account would get a confirmation message.
-func (s *Service) needsConfirmation(protocol, endpoint string) bool {
+// owner; so does an SQS queue of an account other than the subscriber's
+// (AWS sends it a confirmation message, which its owner confirms).
+func (s *Service) needsConfirmation(ctx context.Context, protocol, endpoint string) bool {
 	switch protocol {
 	case delivery.ProtoHTTP, delivery.ProtoHTTPS, delivery.ProtoEmail, delivery.ProtoEmailJSON:
 		return true
 	case delivery.ProtoSQS:
 		q, _ := queueARN(endpoint)
-		return q.Account != s.account
+		return q.Account != s.accountOf(ctx)
 	}
 	return false
 }
@@ -305,7 +306,7 @@ func subscribeAttributes(in map[string]string, sc subContext) (map[string]string
 }
 
 func (s *Service) subscribe(ctx context.Context, in *subscribeInput) (*subscriptionArnOutput, error) {
-	t, err := s.lookupTopic(ctx, in.TopicArn, "TopicArn")
+	t, err := s.lookupTopic(ctx, in.TopicArn, "TopicArn", "Subscribe")
 	if err != nil {
 		return nil, err
 	}
@@ -421,12 +422,12 @@ func (s *Service) subscribeOnce(ctx context.Context, in *subscribeInput, attrs m
 		TopicARN: t.ARN,
 		Protocol: in.Protocol,
 		Endpoint: in.Endpoint,
-		Owner:    s.account,
+		Owner:    s.accountOf(ctx),
 		Attrs:    attrs,
 		Created:  now,
 		state:    &subState{},
 	}
-	if s.needsConfirmation(in.Protocol, in.Endpoint) {
+	if s.needsConfirmation(ctx, in.Protocol, in.Endpoint) {
 		sub.Pending = true
 		sub.Token, sub.TokenIssued = s.newToken(sub.ARN), now
 	} else {
@@ -630,8 +631,14 @@ func (s *Service) unsubscribeOnce(ctx context.Context, arn string) error {
 	if sub == nil || sub.Deleted {
 		return nil
 	}
-	if sub.AuthOnUnsubscribe && protocol.Info(ctx).AccessKey == "" {
-		return errAuthorization.WithMessage("User: anonymous is not authorized to perform: SNS:Unsubscribe on resource: %s", sub.ARN)
+	if protocol.Info(ctx).AccessKey == "" {
+		// The UnsubscribeURL link, followed unsigned: it acts in the
+		// subscription's account, unless it must be signed.
+		if sub.AuthOnUnsubscribe {
+			return errAuthorization.WithMessage("User: anonymous is not authorized to perform: SNS:Unsubscribe on resource: %s", sub.ARN)
+		}
+	} else if err := s.ownedBy(ctx, sub.ARN, "Unsubscribe"); err != nil {
+		return err
 	}
 	if sub.Protocol != delivery.ProtoHTTP && sub.Protocol != delivery.ProtoHTTPS {
 		if err := s.dropSubscription(ctx, sub); err != nil {
@@ -738,14 +745,20 @@ func listPage(subs []*subscription, token string) (*listSubscriptionsOutput, err
 }
 
 func (s *Service) listSubscriptions(ctx context.Context, in *listInput) (*listSubscriptionsOutput, error) {
+	account := s.accountOf(ctx)
 	s.mu.RLock()
-	subs := slices.Collect(maps.Values(s.subs))
+	subs := make([]*subscription, 0, len(s.subs))
+	for _, sub := range s.subs {
+		if arnAccount(sub.ARN) == account {
+			subs = append(subs, sub)
+		}
+	}
 	s.mu.RUnlock()
 	return listPage(subs, in.NextToken)
 }
 
 func (s *Service) listSubscriptionsByTopic(ctx context.Context, in *listSubscriptionsByTopicInput) (*listSubscriptionsOutput, error) {
-	t, err := s.lookupTopic(ctx, in.TopicArn, "TopicArn")
+	t, err := s.lookupTopic(ctx, in.TopicArn, "TopicArn", "ListSubscriptionsByTopic")
 	if err != nil {
 		return nil, err
 	}
@@ -753,7 +766,7 @@ func (s *Service) listSubscriptionsByTopic(ctx context.Context, in *listSubscrip
 }
 
 func (s *Service) getSubscriptionAttributes(ctx context.Context, in *subscriptionArnInput) (*attributesOutput, error) {
-	sub, err := s.lookupSubscription(ctx, in.SubscriptionArn)
+	sub, err := s.lookupSubscription(ctx, in.SubscriptionArn, "GetSubscriptionAttributes")
 	if err != nil {
 		return nil, err
 	}
@@ -820,6 +833,9 @@ func (s *Service) setSubscriptionAttributes(ctx context.Context, in *setSubscrip
 func (s *Service) setSubscriptionAttributeOnce(ctx context.Context, arn, name, value string) error {
 	sub, err := s.cachedSubscription(arn)
 	if err != nil {
+		return err
+	}
+	if err := s.ownedBy(ctx, sub.ARN, "SetSubscriptionAttributes"); err != nil {
 		return err
 	}
 	s.mu.RLock()

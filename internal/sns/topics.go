@@ -185,7 +185,7 @@ func validArchivePolicy(raw string) bool {
 func (s *Service) defaultPolicy(topicARN string) string {
 	return `{"Version":"2008-10-17","Id":"__default_policy_ID","Statement":[{"Sid":"__default_statement_ID","Effect":"Allow","Principal":{"AWS":"*"},` +
 		`"Action":["SNS:GetTopicAttributes","SNS:SetTopicAttributes","SNS:AddPermission","SNS:RemovePermission","SNS:DeleteTopic","SNS:Subscribe","SNS:ListSubscriptionsByTopic","SNS:Publish"],` +
-		`"Resource":"` + topicARN + `","Condition":{"StringEquals":{"AWS:SourceOwner":"` + s.account + `"}}}]}`
+		`"Resource":"` + topicARN + `","Condition":{"StringEquals":{"AWS:SourceOwner":"` + arnAccount(topicARN) + `"}}}]}`
 }
 
 // checkTags validates tags to add: AWS's framework constraints first,
@@ -246,7 +246,7 @@ func (s *Service) createTopic(ctx context.Context, in *createTopicInput) (*creat
 			return nil, invalidParameter("DataProtectionPolicy")
 		}
 	}
-	arn := s.topicARN(in.Name)
+	arn := s.topicARN(s.accountOf(ctx), in.Name)
 	// A topic made through another node a moment ago, or at the same
 	// moment (the insert then loses), is this one.
 	err := s.retryRaces(ctx, "create topic", kindTopic, arn, func() error {
@@ -339,9 +339,6 @@ func topicAttribute(t *topic, name string) string {
 
 func (s *Service) deleteTopic(ctx context.Context, in *topicArnInput) (*emptyOutput, error) {
 	if _, err := s.checkTopicARN(in.TopicArn, "TopicArn"); err != nil {
-		if err == errTopicNotFound {
-			return &emptyOutput{}, nil
-		}
 		return nil, err
 	}
 	if err := s.fresh(ctx, kindTopic, in.TopicArn); err != nil {
@@ -354,6 +351,9 @@ func (s *Service) deleteTopic(ctx context.Context, in *topicArnInput) (*emptyOut
 	s.mu.RUnlock()
 	if t == nil {
 		return &emptyOutput{}, nil
+	}
+	if err := s.ownedBy(ctx, t.ARN, "DeleteTopic"); err != nil {
+		return nil, err
 	}
 	// The topic record goes first: subscriptions left behind by a crash
 	// are dropped at the next start.
@@ -405,9 +405,16 @@ func pageAfter(keys []string, token string) (page []string, next string, err err
 }
 
 func (s *Service) listTopics(ctx context.Context, in *listInput) (*listTopicsOutput, error) {
+	prefix := s.topicARN(s.accountOf(ctx), "")
 	s.mu.RLock()
-	arns := slices.Sorted(maps.Keys(s.topics))
+	arns := make([]string, 0, len(s.topics))
+	for arn := range s.topics {
+		if strings.HasPrefix(arn, prefix) {
+			arns = append(arns, arn)
+		}
+	}
 	s.mu.RUnlock()
+	slices.Sort(arns)
 	page, next, err := pageAfter(arns, in.NextToken)
 	if err != nil {
 		return nil, err
@@ -420,13 +427,13 @@ func (s *Service) listTopics(ctx context.Context, in *listInput) (*listTopicsOut
 }
 
 func (s *Service) getTopicAttributes(ctx context.Context, in *topicArnInput) (*attributesOutput, error) {
-	t, err := s.lookupTopic(ctx, in.TopicArn, "TopicArn")
+	t, err := s.lookupTopic(ctx, in.TopicArn, "TopicArn", "GetTopicAttributes")
 	if err != nil {
 		return nil, err
 	}
 	attrs := maps.Clone(t.Attrs)
 	attrs[attrTopicArn] = t.ARN
-	attrs[attrOwner] = s.account
+	attrs[attrOwner] = arnAccount(t.ARN)
 	if _, ok := attrs[attrDisplayName]; !ok {
 		attrs[attrDisplayName] = ""
 	}
@@ -459,13 +466,16 @@ func (s *Service) getTopicAttributes(ctx context.Context, in *topicArnInput) (*a
 // on the stored topic when another node changed it first. fn may refuse
 // with an error, which is returned as it is, or report that nothing
 // changed.
-func (s *Service) updateTopic(ctx context.Context, arn, param, op string, fn func(c *topic) (changed bool, err error)) error {
+func (s *Service) updateTopic(ctx context.Context, arn, param, op, action string, fn func(c *topic) (changed bool, err error)) error {
 	if _, err := s.checkTopicARN(arn, param); err != nil {
 		return err
 	}
 	return s.retryRaces(ctx, op, kindTopic, arn, func() error {
 		t, err := s.cachedTopic(arn, param)
 		if err != nil {
+			return err
+		}
+		if err := s.ownedBy(ctx, t.ARN, action); err != nil {
 			return err
 		}
 		c := t.clone()
@@ -497,7 +507,7 @@ func (s *Service) setTopicAttributes(ctx context.Context, in *setTopicAttributes
 	if in.AttributeValue != nil {
 		value = *in.AttributeValue
 	}
-	err := s.updateTopic(ctx, in.TopicArn, "TopicArn", "set topic attributes", func(c *topic) (bool, error) {
+	err := s.updateTopic(ctx, in.TopicArn, "TopicArn", "set topic attributes", "SetTopicAttributes", func(c *topic) (bool, error) {
 		v, err := s.checkTopicAttribute(in.AttributeName, value, c.FIFO, false)
 		if err != nil {
 			return false, err
@@ -519,8 +529,8 @@ func (s *Service) setTopicAttributes(ctx context.Context, in *setTopicAttributes
 }
 
 // tagTarget resolves a ResourceArn to its topic: tags live on topics only.
-func (s *Service) tagTarget(ctx context.Context, arn string) (*topic, error) {
-	t, err := s.lookupTopic(ctx, arn, "ResourceArn")
+func (s *Service) tagTarget(ctx context.Context, arn, action string) (*topic, error) {
+	t, err := s.lookupTopic(ctx, arn, "ResourceArn", action)
 	if err == errTopicNotFound {
 		return nil, errResourceNotFound
 	}
@@ -528,8 +538,8 @@ func (s *Service) tagTarget(ctx context.Context, arn string) (*topic, error) {
 }
 
 // updateTags changes a topic's tags; a missing topic is a missing resource.
-func (s *Service) updateTags(ctx context.Context, arn, op string, fn func(tags map[string]string) error) error {
-	err := s.updateTopic(ctx, arn, "ResourceArn", op, func(c *topic) (bool, error) {
+func (s *Service) updateTags(ctx context.Context, arn, op, action string, fn func(tags map[string]string) error) error {
+	err := s.updateTopic(ctx, arn, "ResourceArn", op, action, func(c *topic) (bool, error) {
 		if c.Tags == nil {
 			c.Tags = map[string]string{}
 		}
@@ -548,7 +558,7 @@ func (s *Service) tagResource(ctx context.Context, in *tagResourceInput) (*empty
 	if err := checkTags(in.Tags, "tags"); err != nil {
 		return nil, err
 	}
-	err := s.updateTags(ctx, in.ResourceArn, "tag topic", func(tags map[string]string) error {
+	err := s.updateTags(ctx, in.ResourceArn, "tag topic", "TagResource", func(tags map[string]string) error {
 		for _, tg := range in.Tags {
 			tags[tg.Key] = tg.Value
 		}
@@ -567,7 +577,7 @@ func (s *Service) untagResource(ctx context.Context, in *untagResourceInput) (*e
 	if len(in.TagKeys) == 0 {
 		return nil, notNull("tagKeys")
 	}
-	err := s.updateTags(ctx, in.ResourceArn, "untag topic", func(tags map[string]string) error {
+	err := s.updateTags(ctx, in.ResourceArn, "untag topic", "UntagResource", func(tags map[string]string) error {
 		for _, k := range in.TagKeys {
 			delete(tags, k)
 		}
@@ -580,7 +590,7 @@ func (s *Service) untagResource(ctx context.Context, in *untagResourceInput) (*e
 }
 
 func (s *Service) listTagsForResource(ctx context.Context, in *resourceArnInput) (*listTagsOutput, error) {
-	t, err := s.tagTarget(ctx, in.ResourceArn)
+	t, err := s.tagTarget(ctx, in.ResourceArn, "ListTagsForResource")
 	if err != nil {
 		return nil, err
 	}
@@ -681,7 +691,7 @@ func (s *Service) addPermission(ctx context.Context, in *addPermissionInput) (*e
 	for i, acct := range in.AWSAccountId {
 		principals[i] = "arn:" + arn.Partition(s.region) + ":iam::" + acct + ":root"
 	}
-	err := s.updateTopic(ctx, in.TopicArn, "TopicArn", "add permission", func(c *topic) (bool, error) {
+	err := s.updateTopic(ctx, in.TopicArn, "TopicArn", "add permission", "AddPermission", func(c *topic) (bool, error) {
 		doc, err := parsePolicy(c.Attrs[attrPolicy])
 		if err != nil {
 			doc, _ = parsePolicy(s.defaultPolicy(c.ARN))
@@ -728,7 +738,7 @@ func (s *Service) removePermission(ctx context.Context, in *removePermissionInpu
 	if in.Label == "" {
 		return nil, notNull("label")
 	}
-	err := s.updateTopic(ctx, in.TopicArn, "TopicArn", "remove permission", func(c *topic) (bool, error) {
+	err := s.updateTopic(ctx, in.TopicArn, "TopicArn", "remove permission", "RemovePermission", func(c *topic) (bool, error) {
 		doc, err := parsePolicy(c.Attrs[attrPolicy])
 		if err != nil {
 			return false, nil
@@ -748,7 +758,7 @@ func (s *Service) removePermission(ctx context.Context, in *removePermissionInpu
 }
 
 func (s *Service) getDataProtectionPolicy(ctx context.Context, in *resourceArnInput) (*dataProtectionPolicyOutput, error) {
-	t, err := s.lookupTopic(ctx, in.ResourceArn, "ResourceArn")
+	t, err := s.lookupTopic(ctx, in.ResourceArn, "ResourceArn", "GetDataProtectionPolicy")
 	if err != nil {
 		return nil, err
 	}
@@ -759,7 +769,7 @@ func (s *Service) putDataProtectionPolicy(ctx context.Context, in *putDataProtec
 	if len(in.DataProtectionPolicy) > maxDataProtection || in.DataProtectionPolicy != "" && !json.Valid([]byte(in.DataProtectionPolicy)) {
 		return nil, invalidParameter("DataProtectionPolicy")
 	}
-	err := s.updateTopic(ctx, in.ResourceArn, "ResourceArn", "put data protection policy", func(c *topic) (bool, error) {
+	err := s.updateTopic(ctx, in.ResourceArn, "ResourceArn", "put data protection policy", "PutDataProtectionPolicy", func(c *topic) (bool, error) {
 		c.DataProtectionPolicy = in.DataProtectionPolicy
 		return true, nil
 	})

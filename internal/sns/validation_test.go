@@ -1,6 +1,7 @@
 package sns
 
 import (
+	"context"
 	"errors"
 	"strings"
 	"testing"
@@ -128,7 +129,11 @@ func TestARNs(t *testing.T) {
 		{"arn:aws:sqs:us-east-1:000000000000:t", "InvalidParameter", "Invalid parameter: TopicArn"},
 		{"arn:aws:sns:us-west-2:000000000000:t", "InvalidParameter", "Invalid parameter: TopicArn"},
 		{"arn:aws:sns:us-east-1:000000000000:t:x", "InvalidParameter", "Invalid parameter: TopicArn"},
-		{"arn:aws:sns:us-east-1:111111111111:t", "NotFound", "Topic does not exist"},
+		// Another account's ARN is well formed: whether the topic exists,
+		// and whether the caller may use it, is decided once it is looked
+		// up (ownedBy).
+		{"arn:aws:sns:us-east-1:111111111111:t", "", ""},
+		{"arn:aws:sns:us-east-1::t", "InvalidParameter", "Invalid parameter: TopicArn"},
 	} {
 		_, err := s.checkTopicARN(tt.arn, "TopicArn")
 		wantErr(t, tt.arn, err, tt.code, tt.msg)
@@ -265,5 +270,31 @@ func TestPolicyDocument(t *testing.T) {
 	}
 	if got := d.String(); got != `{"Version":"2012-10-17","Statement":[{"Sid":"only"}],"Extra":1}` {
 		t.Errorf("rewritten: %s", got)
+	}
+}
+
+func TestAccounts(t *testing.T) {
+	t.Parallel()
+	for _, tt := range []struct{ arn, account string }{
+		{"arn:aws:sns:us-east-1:111111111111:t", "111111111111"},
+		{"arn:aws:sns:us-east-1:111111111111:t:5b1e1c4e-0000-4000-8000-000000000000", "111111111111"},
+		{"arn:aws:sns:us-east-1:222222222222:app/GCM/a", "222222222222"},
+		{"arn:aws:sqs:us-east-1:333333333333:q", "333333333333"},
+		{"arn:aws:sns:us-east-1", ""},
+		{"", ""},
+	} {
+		if got := arnAccount(tt.arn); got != tt.account {
+			t.Errorf("arnAccount(%q) = %q, want %q", tt.arn, got, tt.account)
+		}
+	}
+	s := testService()
+	for _, tt := range []struct{ caller, code, msg string }{
+		{"", "AuthorizationError", "User: arn:aws:iam::000000000000:root is not authorized to perform: SNS:Publish on resource: arn:aws:sns:us-east-1:111111111111:t"},
+		{"111111111111", "", ""},
+		{"222222222222", "AuthorizationError", "User: arn:aws:iam::222222222222:root is not authorized to perform: SNS:Publish on resource: arn:aws:sns:us-east-1:111111111111:t"},
+	} {
+		ctx := protocol.WithInfo(context.Background(), &protocol.RequestInfo{Account: tt.caller})
+		err := s.ownedBy(ctx, "arn:aws:sns:us-east-1:111111111111:t", "Publish")
+		wantErr(t, tt.caller, err, tt.code, tt.msg)
 	}
 }

@@ -7,7 +7,10 @@ import (
 	"strings"
 
 	"github.com/ferrymq/ferry/internal/arn"
+	"github.com/ferrymq/ferry/internal/clock"
 	"github.com/ferrymq/ferry/internal/engine"
+	iam "github.com/ferrymq/ferry/internal/policy"
+	"github.com/ferrymq/ferry/internal/sigv4"
 )
 
 // Port is the way into SQS queues for the rest of Ferry: SNS's copies of
@@ -27,12 +30,17 @@ type Port struct {
 	account, region string
 	backend         engine.Backend
 	metrics         Recorder
+	clock           clock.Clock
+	policies        policyCache
 }
 
 // NewPort returns the port into the queues of cfg.Backend; it uses
 // cfg's Account, Region, Backend and Metrics.
 func NewPort(cfg Config) *Port {
-	p := &Port{account: cfg.Account, region: cfg.Region, backend: cfg.Backend, metrics: cfg.Metrics}
+	p := &Port{account: cfg.Account, region: cfg.Region, backend: cfg.Backend, metrics: cfg.Metrics, clock: cfg.Clock}
+	if p.clock == nil {
+		p.clock = clock.Real{}
+	}
 	if p.account == "" {
 		p.account = DefaultAccount
 	}
@@ -62,12 +70,12 @@ func (p *Port) Message(body string, attrs []engine.MessageAttribute, senderID st
 // Send clears in msgs those it would not take (a FIFO topic's copies may
 // go to standard queues).
 func (p *Port) Send(ctx context.Context, queueARN string, msgs []engine.NewMessage) ([]engine.SendResult, error) {
-	name, ok := p.resolve(queueARN)
+	account, name, ok := p.resolve(queueARN)
 	if !ok {
 		return nil, errQueueUnreachable
 	}
 	fitDeduplication(name, msgs)
-	res, err := p.send(ctx, p.account, name, msgs)
+	res, err := p.send(ctx, account, name, msgs)
 	if errors.Is(err, engine.ErrQueueNotFound) {
 		return nil, errQueueUnreachable
 	}
@@ -84,9 +92,9 @@ func (p *Port) SendMany(ctx context.Context, queueARNs []string, msgs [][]engine
 	sends := make([]engine.QueueSend, len(queueARNs))
 	n := 0
 	for i, a := range queueARNs {
-		if name, ok := p.resolve(a); ok {
+		if account, name, ok := p.resolve(a); ok {
 			fitDeduplication(name, msgs[i])
-			sends[i] = engine.QueueSend{Account: p.account, Name: name, Msgs: msgs[i]}
+			sends[i] = engine.QueueSend{Account: account, Name: name, Msgs: msgs[i]}
 			n++
 		}
 	}
@@ -109,7 +117,7 @@ func (p *Port) SendMany(ctx context.Context, queueARNs []string, msgs [][]engine
 	for j := range res {
 		switch o := &res[j]; {
 		case o.Err == nil:
-			p.recordSent(p.account, written[j].Name, written[j].Msgs, o.Results)
+			p.recordSent(written[j].Account, written[j].Name, written[j].Msgs, o.Results)
 		case errors.Is(o.Err, engine.ErrQueueNotFound):
 			o.Err = errQueueUnreachable
 		}
@@ -155,20 +163,50 @@ func (p *Port) send(ctx context.Context, account, name string, msgs []engine.New
 	return res, nil
 }
 
-// resolve is the name of the queue that queueARN names.
-func (p *Port) resolve(queueARN string) (string, bool) {
+// resolve is the account and name of the queue that queueARN names.
+func (p *Port) resolve(queueARN string) (account, name string, ok bool) {
 	a, ok := arn.Parse(queueARN)
 	if !ok {
-		return "", false
+		return "", "", false
 	}
 	return p.localQueue(a)
 }
 
-// localQueue is the name of the queue an ARN names; ok is false for any
-// ARN but one of a queue of this account and region, which cannot exist.
-func (p *Port) localQueue(a arn.ARN) (string, bool) {
-	ok := a.Service == "sqs" && a.Region == p.region && a.Account == p.account && validAnyQueueName(a.Resource)
-	return a.Resource, ok
+// localQueue is the account and name of the queue an ARN names; ok is
+// false for any ARN but one of a queue of an account (an account id, or
+// the configured account) in this region, which cannot exist. Whether the
+// sender may write there is the sender's to decide before it sends (SNS:
+// mayDeliver).
+func (p *Port) localQueue(a arn.ARN) (account, name string, ok bool) {
+	ok = a.Service == "sqs" && a.Region == p.region && (a.Account == p.account || sigv4.IsAccountID(a.Account)) &&
+		validAnyQueueName(a.Resource)
+	return a.Account, a.Resource, ok
+}
+
+// MaySNSSend reports whether the topic topicARN may send into the queue
+// queueARN, as the queue's Policy decides it (policy.MaySNSSend): SNS
+// asks before it writes a subscription's copies or its dead-letter
+// copies. A queue that cannot be found is let through: the send then
+// answers that it is missing, as before. An invalid stored Policy grants
+// and denies nothing.
+func (p *Port) MaySNSSend(ctx context.Context, topicARN, queueARN string) (bool, error) {
+	account, name, ok := p.resolve(queueARN)
+	if !ok {
+		return true, nil
+	}
+	q, err := p.backend.ViewQueue(ctx, account, name)
+	if errors.Is(err, engine.ErrQueueNotFound) {
+		return true, nil
+	}
+	if err != nil {
+		return false, err
+	}
+	var pol *iam.Policy
+	if raw := q.Attributes[attrPolicy]; raw != "" {
+		pol, _ = p.policies.parse(raw)
+	}
+	topic, _ := arn.Parse(topicARN)
+	return iam.MaySNSSend(pol, topicARN, topic.Account, queueARN, account, p.clock.Now()), nil
 }
 
 // fitDeduplication clears the deduplication ids of messages for a

@@ -155,7 +155,17 @@ func (d *Service) redrive(ctx context.Context, sub *Subscription, msgs []engine.
 		return true
 	}
 	for try := 1; ; try++ {
-		_, err := d.sqs.Send(ctx, sub.DeadLetter, msgs)
+		// The dead-letter queue's policy decides, as for the subscription's
+		// own queue: a refusal is SQS's AccessDenied, not retried.
+		allowed, err := d.sqs.MaySNSSend(ctx, sub.TopicARN, sub.DeadLetter)
+		if err == nil && !allowed {
+			d.log.Warn("sns: dead-letter queue's policy does not allow the topic; messages dropped", "subscription", sub.ARN, "queue", sub.DeadLetter, "messages", len(msgs))
+			count(RedriveFailed, len(msgs))
+			return true
+		}
+		if err == nil {
+			_, err = d.sqs.Send(ctx, sub.DeadLetter, msgs)
+		}
 		switch {
 		case err == nil:
 			count(Redriven, len(msgs))

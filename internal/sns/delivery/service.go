@@ -107,6 +107,9 @@ type SQS interface {
 	Message(body string, attrs []engine.MessageAttribute, senderID string) (engine.NewMessage, error)
 	// Send writes msgs into the queue queueARN names.
 	Send(ctx context.Context, queueARN string, msgs []engine.NewMessage) ([]engine.SendResult, error)
+	// MaySNSSend reports whether the topic may send into the queue, as
+	// the queue's policy decides it; an error is the store's.
+	MaySNSSend(ctx context.Context, topicARN, queueARN string) (bool, error)
 }
 
 // Subscriptions is SNS's side of deliveries.
