@@ -153,10 +153,8 @@ func checkSDKReport(t *testing.T, f *ferry, r sdkReport, want map[string][]strin
 }
 
 // TestJSSDKSignatures drives a verifying Ferry with the AWS SDK for
-// JavaScript v3 as testdata/jssdk pins it. The SDK speaks AWS JSON 1.0 to
-// SQS and the query protocol to SNS; to CloudWatch it would speak AWS JSON
-// 1.0, which Ferry does not serve, so the script picks the query protocol
-// by the client's protocol option.
+// JavaScript v3 as testdata/jssdk pins it: AWS JSON 1.0 to SQS and
+// CloudWatch, the query protocol to SNS.
 func TestJSSDKSignatures(t *testing.T) {
 	t.Parallel()
 	jsSDKTool.need(t)
@@ -167,72 +165,79 @@ func TestJSSDKSignatures(t *testing.T) {
 	f := start(t, verifyingHarness(t))
 	env := toolEnv(t, "PATH="+filepath.Dir(node)+":/usr/bin:/bin")
 	r := runSDK(t, f, env, node, filepath.Join(jsSDKDir, "calls.mjs"))
-	checkSDKReport(t, f, r, map[string][]string{"sqs": {"json"}, "sns": {"query"}, "cloudwatch": {"query"}})
+	checkSDKReport(t, f, r, map[string][]string{"sqs": {"json"}, "sns": {"query"}, "cloudwatch": {"json"}})
 }
 
-// TestBoto3Signatures drives a verifying Ferry with Debian's boto3. It
-// speaks the query protocol to SNS and CloudWatch, and to SQS the query
-// protocol or AWS JSON 1.0 by its version (botocoreSQSProtocol).
+// TestBoto3Signatures drives a verifying Ferry with Debian's boto3, which
+// speaks the protocols of its botocore's version (botocoreProtocols).
 func TestBoto3Signatures(t *testing.T) {
 	t.Parallel()
 	boto3Tool.need(t)
 	f := start(t, verifyingHarness(t))
 	r := runSDK(t, f, toolEnv(t, "PYTHONDONTWRITEBYTECODE=1"), debianPython, filepath.Join("testdata", "boto3", "calls.py"))
 	_, botocore, _ := strings.Cut(r.SDK, " botocore/")
-	sqsProtocol, err := botocoreSQSProtocol(botocore)
+	want, err := botocoreProtocols(botocore)
 	if err != nil {
 		t.Fatalf("%s: %v", r.SDK, err)
 	}
-	checkSDKReport(t, f, r, map[string][]string{"sqs": {sqsProtocol}, "sns": {"query"}, "cloudwatch": {"query"}})
+	checkSDKReport(t, f, r, want)
 }
 
-// botocoreSQSProtocol is the protocol a botocore version speaks to SQS:
-// AWS JSON 1.0 from 1.34.90, and in the two short spells before it when
-// it did (1.29.127; 1.31.81 up to 1.32.6, which rolled back), the query
-// protocol otherwise.
-func botocoreSQSProtocol(version string) (string, error) {
+// botocoreProtocols are the protocols a botocore version speaks to each
+// service: to SQS AWS JSON 1.0 from 1.34.90, and in the two short spells
+// before it when it did (1.29.127; 1.31.81 up to 1.32.6, which rolled
+// back), the query protocol otherwise; to CloudWatch AWS JSON 1.0 from
+// 1.42.7, the query protocol before; to SNS the query protocol.
+func botocoreProtocols(version string) (map[string][]string, error) {
 	parts := strings.Split(version, ".")
 	if len(parts) != 3 {
-		return "", fmt.Errorf("botocore version %q is not major.minor.patch", version)
+		return nil, fmt.Errorf("botocore version %q is not major.minor.patch", version)
 	}
 	v := make([]int, 3)
 	for i, p := range parts {
 		n, err := strconv.Atoi(p)
 		if err != nil {
-			return "", fmt.Errorf("botocore version %q: %w", version, err)
+			return nil, fmt.Errorf("botocore version %q: %w", version, err)
 		}
 		v[i] = n
 	}
 	at := func(w ...int) int { return slices.Compare(v, w) }
+	out := map[string][]string{"sqs": {"query"}, "sns": {"query"}, "cloudwatch": {"query"}}
 	if at(1, 34, 90) >= 0 || at(1, 29, 127) == 0 || at(1, 31, 81) >= 0 && at(1, 32, 6) < 0 {
-		return "json", nil
+		out["sqs"] = []string{"json"}
 	}
-	return "query", nil
+	if at(1, 42, 7) >= 0 {
+		out["cloudwatch"] = []string{"json"}
+	}
+	return out, nil
 }
 
-func TestBotocoreSQSProtocol(t *testing.T) {
+func TestBotocoreProtocols(t *testing.T) {
 	t.Parallel()
-	for _, tc := range []struct{ version, want string }{
-		{"1.29.27", "query"}, // Debian 12's python3-botocore
-		{"1.29.126", "query"},
-		{"1.29.127", "json"},
-		{"1.29.128", "query"},
-		{"1.31.80", "query"},
-		{"1.31.81", "json"},
-		{"1.32.5", "json"},
-		{"1.32.6", "query"},
-		{"1.34.89", "query"},
-		{"1.34.90", "json"},
-		{"1.43.11", "json"},
-		{"2.0.0", "json"},
+	for _, tc := range []struct{ version, sqs, cloudwatch string }{
+		{"1.29.27", "query", "query"}, // Debian 12's python3-botocore
+		{"1.29.126", "query", "query"},
+		{"1.29.127", "json", "query"},
+		{"1.29.128", "query", "query"},
+		{"1.31.80", "query", "query"},
+		{"1.31.81", "json", "query"},
+		{"1.32.5", "json", "query"},
+		{"1.32.6", "query", "query"},
+		{"1.34.89", "query", "query"},
+		{"1.34.90", "json", "query"},
+		{"1.42.6", "json", "query"},
+		{"1.42.7", "json", "json"},
+		{"1.43.11", "json", "json"},
+		{"2.0.0", "json", "json"},
 	} {
-		if got, err := botocoreSQSProtocol(tc.version); err != nil || got != tc.want {
-			t.Errorf("%s: %q (%v), want %q", tc.version, got, err, tc.want)
+		want := map[string][]string{"sqs": {tc.sqs}, "sns": {"query"}, "cloudwatch": {tc.cloudwatch}}
+		if got, err := botocoreProtocols(tc.version); err != nil || !reflect.DeepEqual(got, want) {
+			t.Errorf("%s: %v (%v), want %v", tc.version, got, err, want)
 		}
 	}
 	for _, bad := range []string{"", "1.34", "1.x.0", "1.34.90.1"} {
-		if got, err := botocoreSQSProtocol(bad); err == nil {
-			t.Errorf("%q: %q, want an error", bad, got)
+		if got, err := botocoreProtocols(bad); err == nil {
+			t.Errorf("%q: %v, want an error", bad, got)
 		}
 	}
 }

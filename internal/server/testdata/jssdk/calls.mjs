@@ -13,7 +13,6 @@ import {
 } from "@aws-sdk/client-sqs";
 import { SNSClient, CreateTopicCommand, SubscribeCommand, PublishCommand, ListTopicsCommand } from "@aws-sdk/client-sns";
 import { CloudWatchClient, ListMetricsCommand, GetMetricStatisticsCommand } from "@aws-sdk/client-cloudwatch";
-import { AwsQueryProtocol } from "@aws-sdk/core/protocols";
 
 const [endpoint, region, accessKeyId, secretAccessKey] = process.argv.slice(2);
 if (!secretAccessKey) {
@@ -38,9 +37,7 @@ function clients(key, secret) {
   const made = {
     sqs: new SQSClient(config),
     sns: new SNSClient(config),
-    // The client's default for CloudWatch is AWS JSON 1.0; the query
-    // protocol is chosen by its class, as the SDK allows.
-    cloudwatch: new CloudWatchClient({ ...config, protocol: AwsQueryProtocol }),
+    cloudwatch: new CloudWatchClient(config),
   };
   for (const [service, client] of Object.entries(made)) {
     client.middlewareStack.add((next) => async (args) => {
