@@ -29,6 +29,9 @@ import (
 	"github.com/ferrymq/ferry/internal/testwait"
 )
 
+// The key and secret of the harness's own clients.
+const harnessKey, harnessSecret = "AKIDFERRYTEST", "secret"
+
 // epoch is where every fake clock starts.
 var epoch = time.Date(2026, 1, 2, 3, 4, 5, 0, time.UTC)
 
@@ -187,7 +190,7 @@ func jsonClient(url string) *sqs.Client {
 	return sqs.New(sqs.Options{
 		Region:           "us-east-1",
 		BaseEndpoint:     aws.String(url),
-		Credentials:      credentials.NewStaticCredentialsProvider("AKIDFERRYTEST", "secret", ""),
+		Credentials:      credentials.NewStaticCredentialsProvider(harnessKey, harnessSecret, ""),
 		RetryMaxAttempts: 1,
 		HTTPClient:       sdkHTTP,
 	})
@@ -201,7 +204,7 @@ func snsClient(url string) *snssdk.Client {
 	return snssdk.New(snssdk.Options{
 		Region:           "us-east-1",
 		BaseEndpoint:     aws.String(url),
-		Credentials:      credentials.NewStaticCredentialsProvider("AKIDFERRYTEST", "secret", ""),
+		Credentials:      credentials.NewStaticCredentialsProvider(harnessKey, harnessSecret, ""),
 		RetryMaxAttempts: 2,
 		HTTPClient:       sdkHTTP,
 	})
@@ -220,7 +223,7 @@ func v1Session(url string, hc *http.Client) *session.Session {
 	return session.Must(session.NewSession(&awsv1.Config{
 		Region:      awsv1.String("us-east-1"),
 		Endpoint:    awsv1.String(url),
-		Credentials: credv1.NewStaticCredentials("AKIDFERRYTEST", "secret", ""),
+		Credentials: credv1.NewStaticCredentials(harnessKey, harnessSecret, ""),
 		MaxRetries:  awsv1.Int(0),
 		HTTPClient:  hc,
 	}))
