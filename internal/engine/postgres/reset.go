@@ -9,8 +9,8 @@ import (
 )
 
 // picked is the condition of ResetQueues on a row whose account is in
-// column: $1 the account, or with $1 '' every account but $2 ('' spares
-// none).
+// column: $1 the account, or with $1 empty every account but $2 (none
+// when $2 is empty).
 func picked(column string) string {
 	return `(` + column + ` = $1 OR ($1 = '' AND ($2 = '' OR ` + column + ` <> $2)))`
 }
