@@ -385,6 +385,7 @@ func Start(ctx context.Context, cfg Config) (*Server, error) {
 		api.Auth.Verifier = &sigv4.Verifier{Keys: cfg.Credentials, Region: cfg.Region, Clock: cfg.Clock}
 	}
 	if err := api.Check(); err != nil {
+		s.resets.close()
 		s.sampler.Close(ctx)
 		cwSvc.Close()
 		snsSvc.Close()
