@@ -70,6 +70,19 @@ func storeWith(t testing.TB, dir string, set func(*embedded.Options)) option {
 	}
 }
 
+// withWaits opens the store, embedded or PostgreSQL, with SQS's waits
+// set as w.
+func withWaits(t testing.TB, w engine.Waits) option {
+	return func(c *server.Config) {
+		if onPostgres(t) {
+			url, schema := pgtest.Schema(t)
+			c.Store = openSchemaWaits(t, *c, url, schema, w)
+			return
+		}
+		c.Store = openStore(t, *c, func(o *embedded.Options) { o.Waits = w })
+	}
+}
+
 // serverStoreEnv chooses the store of every server the tests start: unset,
 // the embedded store; "postgres", a PostgreSQL schema of each server's own
 // on FERRY_TEST_POSTGRES_URL, as ferry serve --postgres runs.
@@ -129,8 +142,13 @@ func openStore(t testing.TB, cfg server.Config, set func(*embedded.Options)) eng
 // that share it, on cfg's clock.
 func openSchema(t testing.TB, cfg server.Config, url, schema string) engine.Store {
 	t.Helper()
+	return openSchemaWaits(t, cfg, url, schema, engine.Waits{})
+}
+
+func openSchemaWaits(t testing.TB, cfg server.Config, url, schema string, w engine.Waits) engine.Store {
+	t.Helper()
 	st, err := postgres.Open(context.Background(), postgres.Options{URL: url, Schema: schema, Clock: cfg.Clock,
-		Logger: cfg.Logger, HoldMoveTasks: true})
+		Logger: cfg.Logger, HoldMoveTasks: true, Waits: w})
 	if err != nil {
 		t.Fatalf("open store: %v", err)
 	}
