@@ -77,11 +77,7 @@ type subscribeKeys struct{ protocol, endpoint string }
 // signature was verified. The owner's publish without verification costs
 // nothing but the comparison of two strings.
 func (s *Service) authorizeTopic(ctx context.Context, t *topic, action string, keys *subscribeKeys) error {
-	info := protocol.Info(ctx)
-	caller := info.Account
-	if caller == "" {
-		caller = s.account
-	}
+	info, caller := protocol.Info(ctx), s.accountOf(ctx)
 	owner := arnAccount(t.ARN)
 	cross := caller != owner
 	if !cross && (!info.Verified || !t.access.denies) {
@@ -96,14 +92,14 @@ func (s *Service) authorizeTopic(ctx context.Context, t *topic, action string, k
 		req.Context.Set(keyProtocol, keys.protocol)
 		req.Context.Set(keyEndpoint, keys.endpoint)
 	}
-	d := t.access.policy.Evaluate(req)
-	switch {
-	case d == policy.Denied:
-		return notAuthorized(s.region, caller, action, t.ARN, reasonExplicitDeny)
-	case cross && d != policy.Allowed:
-		return notAuthorized(s.region, caller, action, t.ARN, noAllow(action))
+	if policy.Authorize(t.access.policy, req, owner) {
+		return nil
 	}
-	return nil
+	reason := noAllow(action)
+	if t.access.policy.Evaluate(req) == policy.Denied {
+		reason = reasonExplicitDeny
+	}
+	return notAuthorized(s.region, caller, action, t.ARN, reason)
 }
 
 // authorizeSubscription decides whether the request may perform action
