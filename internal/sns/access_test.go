@@ -2,11 +2,13 @@ package sns
 
 import (
 	"context"
+	"encoding/json"
 	"strings"
 	"testing"
 	"time"
 
 	"github.com/ferrymq/ferry/internal/clock"
+	"github.com/ferrymq/ferry/internal/engine"
 	"github.com/ferrymq/ferry/internal/protocol"
 )
 
@@ -181,4 +183,81 @@ func TestPermissionStatements(t *testing.T) {
 	_, err := s.publish(other, &publishInput{TopicArn: topicARN, Message: "m"})
 	wantErr(t, "publish after RemovePermission", err, "AuthorizationError", "User: arn:aws:iam::"+otherAcct+
 		":root is not authorized to perform: SNS:Publish on resource: "+topicARN+" because no resource-based policy allows the SNS:Publish action")
+}
+
+// TestConfirmationIntoQueue: the topic's owner subscribing a queue of
+// another account leaves the subscription pending and sends its
+// SubscriptionConfirmation into the queue when the queue's policy lets
+// the topic in (a FIFO queue takes it in a group of its own), and sends
+// nothing when it does not; the queue's owner then confirms with the
+// token, from its own account.
+func TestConfirmationIntoQueue(t *testing.T) {
+	t.Parallel()
+	for _, tt := range []struct {
+		name       string
+		fifo, lets bool
+	}{
+		{"standard, let in", false, true},
+		{"standard, no policy", false, false},
+		{"fifo, let in", true, true},
+		{"fifo, no policy", true, false},
+	} {
+		t.Run(tt.name, func(t *testing.T) {
+			t.Parallel()
+			s, eng, _, _ := newFanoutFixture(t, nil)
+			ctx := context.Background() // the topic's owner, the configured account
+			suffix, attrs := "", map[string]string{}
+			if tt.fifo {
+				suffix, attrs = ".fifo", map[string]string{attrFifoTopic: "true"}
+			}
+			topic, err := s.createTopic(ctx, &createTopicInput{Name: "orders" + suffix, Attributes: attrs})
+			if err != nil {
+				t.Fatal(err)
+			}
+			queue := "inbox" + suffix
+			queueARN := "arn:aws:sqs:us-east-1:" + otherAcct + ":" + queue
+			q := engine.Queue{Account: otherAcct, Name: queue, ARN: queueARN, Attributes: map[string]string{},
+				Settings: engine.QueueSettings{FIFO: tt.fifo}}
+			if tt.lets {
+				q.Attributes["Policy"] = statements(`{"Effect":"Allow","Principal":{"Service":"sns.amazonaws.com"},"Action":"sqs:SendMessage",` +
+					`"Resource":"` + queueARN + `","Condition":{"ArnEquals":{"aws:SourceArn":"` + topic.TopicArn + `"}}}`)
+			}
+			if _, _, err := eng.CreateQueue(ctx, q); err != nil {
+				t.Fatal(err)
+			}
+			out, err := s.subscribe(ctx, &subscribeInput{TopicArn: topic.TopicArn, Protocol: "sqs", Endpoint: queueARN})
+			if err != nil || out.SubscriptionArn != pendingARN {
+				t.Fatalf("Subscribe: %v (%v), want pending", out, err)
+			}
+			msgs, err := eng.Receive(ctx, otherAcct, queue, engine.ReceiveRequest{Max: 10})
+			if err != nil {
+				t.Fatal(err)
+			}
+			if !tt.lets {
+				if len(msgs) != 0 {
+					t.Errorf("the queue that does not let the topic in got %d messages", len(msgs))
+				}
+				return
+			}
+			if len(msgs) != 1 {
+				t.Fatalf("%d messages, want the confirmation", len(msgs))
+			}
+			var conf struct{ Type, Token, TopicArn string }
+			if err := json.Unmarshal([]byte(msgs[0].Body), &conf); err != nil || conf.Type != "SubscriptionConfirmation" || conf.TopicArn != topic.TopicArn {
+				t.Fatalf("confirmation %s (%v)", msgs[0].Body, err)
+			}
+			if tt.fifo && msgs[0].MessageGroupID == "" {
+				t.Error("the FIFO queue's confirmation has no group")
+			}
+			queueOwner := protocol.WithInfo(context.Background(), &protocol.RequestInfo{Account: otherAcct, AccessKey: otherAcct})
+			confirmed, err := s.confirmSubscription(queueOwner, &confirmSubscriptionInput{TopicArn: topic.TopicArn, Token: conf.Token})
+			if err != nil {
+				t.Fatalf("the queue's owner confirms: %v", err)
+			}
+			sub, err := s.cachedSubscription(confirmed.SubscriptionArn)
+			if err != nil || sub.Pending || sub.Owner != DefaultAccount || !sub.Authenticated {
+				t.Errorf("confirmed subscription %+v (%v): want active, the subscriber's, authenticated", sub, err)
+			}
+		})
+	}
 }
