@@ -153,7 +153,7 @@ func TestAuthVerify(t *testing.T) {
 	}
 }
 
-// TestAuthRefusals: a wrong secret, an unknown key, a wrong region and a
+// TestAuthRefusals: a wrong secret, an unknown key, a region that is none and a
 // clock 20 minutes off are refused with AWS's codes, statuses and
 // messages on every protocol.
 func TestAuthRefusals(t *testing.T) {
@@ -170,7 +170,7 @@ func TestAuthRefusals(t *testing.T) {
 	}{
 		{"wrong secret", f.srv.URL(), aliceKey, "guess", "us-east-1", "SignatureDoesNotMatch", mismatch, 403},
 		{"unknown key", f.srv.URL(), "AKIANOBODY", aliceSecret, "us-east-1", "InvalidClientTokenId", "The security token included in the request is invalid.", 403},
-		{"wrong region", f.srv.URL(), aliceKey, aliceSecret, "eu-west-1", "SignatureDoesNotMatch", "Credential should be scoped to a valid region, not 'eu-west-1'.", 403},
+		{"not a region", f.srv.URL(), aliceKey, aliceSecret, "moon-base", "SignatureDoesNotMatch", "Credential should be scoped to a valid region, not 'moon-base'.", 403},
 		{"clock skew", skewed.srv.URL(), aliceKey, aliceSecret, "us-east-1", "SignatureDoesNotMatch", "Signature expired: ", 403},
 	} {
 		t.Run(tt.name, func(t *testing.T) {

@@ -259,9 +259,15 @@ type rawResponse struct {
 // postJSON sends an SQS JSON 1.0 request by hand.
 func (f *ferry) postJSON(t testing.TB, action, body string) rawResponse {
 	t.Helper()
+	return f.postTarget(t, "AmazonSQS."+action, body)
+}
+
+// postTarget sends an AWS JSON 1.0 request for target (prefix.Action).
+func (f *ferry) postTarget(t testing.TB, target, body string) rawResponse {
+	t.Helper()
 	req, _ := http.NewRequest("POST", f.srv.URL()+"/", strings.NewReader(body))
 	req.Header.Set("Content-Type", "application/x-amz-json-1.0")
-	req.Header.Set("X-Amz-Target", "AmazonSQS."+action)
+	req.Header.Set("X-Amz-Target", target)
 	return do(t, req)
 }
 

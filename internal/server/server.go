@@ -27,6 +27,7 @@ import (
 	"github.com/ferrymq/ferry/internal/engine"
 	"github.com/ferrymq/ferry/internal/metrics"
 	"github.com/ferrymq/ferry/internal/protocol"
+	"github.com/ferrymq/ferry/internal/region"
 	"github.com/ferrymq/ferry/internal/sigv4"
 	"github.com/ferrymq/ferry/internal/sns"
 	"github.com/ferrymq/ferry/internal/sns/delivery"
@@ -375,10 +376,10 @@ func Start(ctx context.Context, cfg Config) (*Server, error) {
 		Logger:   cfg.Logger,
 		Observe:  requests.Observe,
 		Services: []*protocol.Service{sqs.NewService(sqsCfg), snsSvc.Protocol(), cwSvc.Protocol()},
-		Auth:     protocol.Auth{Verify: cfg.AuthVerify, DefaultAccount: cfg.Account},
+		Auth:     protocol.Auth{Verify: cfg.AuthVerify, DefaultAccount: cfg.Account, DefaultRegion: cfg.Region},
 	}
 	if cfg.Credentials != nil {
-		api.Auth.Verifier = &sigv4.Verifier{Keys: cfg.Credentials, Region: cfg.Region, Clock: cfg.Clock}
+		api.Auth.Verifier = &sigv4.Verifier{Keys: cfg.Credentials, Regions: region.Valid, Clock: cfg.Clock}
 	}
 	if err := api.Check(); err != nil {
 		s.sampler.Close(ctx)
