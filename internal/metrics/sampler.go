@@ -52,7 +52,7 @@ type SamplerOptions struct {
 	// SNS delivery queues live in one. Every other account's are.
 	Hidden []string
 	Clock  clock.Clock
-	Logger  *slog.Logger
+	Logger *slog.Logger
 	// Persist, when set, receives the completed minutes at every tick and
 	// everything at Close (Store.Flush).
 	Persist engine.MetricStore
