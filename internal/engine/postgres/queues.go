@@ -205,8 +205,9 @@ func (s *Store) Accounts(ctx context.Context) ([]string, error) {
 		return nil, err
 	}
 	defer s.leave()
-	rows, err := s.pool.Query(ctx, `SELECT DISTINCT account FROM queues
-		WHERE deleted_ns IS NULL ORDER BY account COLLATE "C"`)
+	// The order is bytewise, as the embedded store's.
+	rows, err := s.pool.Query(ctx, `SELECT DISTINCT account COLLATE "C" FROM queues
+		WHERE deleted_ns IS NULL ORDER BY 1`)
 	if err != nil {
 		return nil, fmt.Errorf("postgres: list accounts: %w", err)
 	}
