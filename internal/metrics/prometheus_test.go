@@ -1,7 +1,6 @@
 package metrics
 
 import (
-	"context"
 	"io"
 	"net/http/httptest"
 	"strings"
@@ -12,8 +11,6 @@ import (
 	"github.com/prometheus/client_golang/prometheus/promhttp"
 
 	"github.com/ferrymq/ferry/internal/clock"
-	"github.com/ferrymq/ferry/internal/engine"
-	"github.com/ferrymq/ferry/internal/engine/embedded"
 )
 
 // The counters of every account's queues are shown, labelled with the
@@ -68,26 +65,8 @@ ferry_sqs_sent_message_size_bytes_count{account="123456789012",queue="a"} 2
 // hidden accounts', with each account's queue count and stored messages.
 func TestCollectorGauges(t *testing.T) {
 	t.Parallel()
-	ctx := context.Background()
 	clk := clock.NewFake(t0)
-	eng, err := embedded.Open(ctx, embedded.Options{InMemory: true, Clock: clk})
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { _ = eng.Close() })
-	for _, q := range []struct {
-		account, name string
-		messages      int
-	}{{acct, "a", 2}, {acct, "b", 0}, {other, "a", 1}, {"hidden", "h", 5}} {
-		if _, _, err := eng.CreateQueue(ctx, engine.Queue{Account: q.account, Name: q.name, Created: clk.Now()}); err != nil {
-			t.Fatal(err)
-		}
-		for range q.messages {
-			if _, err := eng.Send(ctx, q.account, q.name, []engine.NewMessage{{Body: "m"}}); err != nil {
-				t.Fatal(err)
-			}
-		}
-	}
+	eng := queuesIn(t, clk, []testQueue{{acct, "a", 2}, {acct, "b", 0}, {other, "a", 1}, {"hidden", "h", 5}})
 	reg := prometheus.NewPedanticRegistry()
 	reg.MustRegister(NewCollector(New(Options{Clock: clk}), eng, []string{"hidden"}, nil))
 	got := scrape(reg)

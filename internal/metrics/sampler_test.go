@@ -17,24 +17,7 @@ func TestSamplerAccounts(t *testing.T) {
 	t.Parallel()
 	ctx := context.Background()
 	clk := clock.NewFake(t0)
-	eng, err := embedded.Open(ctx, embedded.Options{InMemory: true, Clock: clk})
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { _ = eng.Close() })
-	for _, q := range []struct {
-		account, name string
-		messages      int
-	}{{acct, "q", 2}, {other, "q", 1}, {acct, "idle", 0}, {other, "idle", 0}, {"hidden", "q", 3}} {
-		if _, _, err := eng.CreateQueue(ctx, engine.Queue{Account: q.account, Name: q.name, Created: clk.Now()}); err != nil {
-			t.Fatal(err)
-		}
-		for range q.messages {
-			if _, err := eng.Send(ctx, q.account, q.name, []engine.NewMessage{{Body: "m"}}); err != nil {
-				t.Fatal(err)
-			}
-		}
-	}
+	eng := queuesIn(t, clk, []testQueue{{acct, "q", 2}, {other, "q", 1}, {acct, "idle", 0}, {other, "idle", 0}, {"hidden", "q", 3}})
 	store := New(Options{Clock: clk, Account: acct})
 	s := NewSampler(SamplerOptions{Store: store, Backend: eng, Hidden: []string{"hidden"}, Clock: clk})
 	t.Cleanup(func() { _ = s.Close(ctx) })
@@ -74,4 +57,32 @@ func TestSamplerAccounts(t *testing.T) {
 			t.Errorf("series of a hidden account: %+v", k)
 		}
 	}
+}
+
+// testQueue is a queue to create, holding messages messages.
+type testQueue struct {
+	account, name string
+	messages      int
+}
+
+// queuesIn is an in-memory engine on clk holding queues.
+func queuesIn(t *testing.T, clk clock.Clock, queues []testQueue) engine.Backend {
+	t.Helper()
+	ctx := context.Background()
+	eng, err := embedded.Open(ctx, embedded.Options{InMemory: true, Clock: clk})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = eng.Close() })
+	for _, q := range queues {
+		if _, _, err := eng.CreateQueue(ctx, engine.Queue{Account: q.account, Name: q.name, Created: clk.Now()}); err != nil {
+			t.Fatal(err)
+		}
+		for range q.messages {
+			if _, err := eng.Send(ctx, q.account, q.name, []engine.NewMessage{{Body: "m"}}); err != nil {
+				t.Fatal(err)
+			}
+		}
+	}
+	return eng
 }
