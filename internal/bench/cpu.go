@@ -88,17 +88,39 @@ const clockTicks = 100
 // treeCPU is the CPU, in seconds, used so far by process pid and its
 // children, the live ones (read one by one) and those that ended (which
 // their parent's stat counts once it has waited for them), from /proc:
-// PostgreSQL runs a process per connection beside its postmaster.
+// PostgreSQL runs a process per connection beside its postmaster. A child
+// reaped while the children are read would be in neither figure (its
+// own stat gone, the parent's read before), so the scan is taken again
+// until the parent's count of its reaped children held still across it.
 func treeCPU(pid int) (float64, error) {
-	own, err := procStat(pid)
-	if err != nil {
-		return 0, err
+	for range 10 {
+		before, err := procStat(pid)
+		if err != nil {
+			return 0, err
+		}
+		children, err := childrenTicks(pid)
+		if err != nil {
+			return 0, err
+		}
+		after, err := procStat(pid)
+		if err != nil {
+			return 0, err
+		}
+		if after.cutime+after.cstime == before.cutime+before.cstime {
+			return float64(after.utime+after.stime+after.cutime+after.cstime+children) / clockTicks, nil
+		}
 	}
-	ticks := own.utime + own.stime + own.cutime + own.cstime
+	return 0, fmt.Errorf("process %d: children kept ending while they were read", pid)
+}
+
+// childrenTicks sums the CPU ticks of pid's live (or not yet reaped)
+// children and of the children they reaped.
+func childrenTicks(pid int) (int64, error) {
 	entries, err := os.ReadDir("/proc")
 	if err != nil {
 		return 0, fmt.Errorf("list processes: %w", err)
 	}
+	var ticks int64
 	for _, de := range entries {
 		child, err := strconv.Atoi(de.Name())
 		if err != nil || child == pid {
@@ -110,7 +132,7 @@ func treeCPU(pid int) (float64, error) {
 		}
 		ticks += st.utime + st.stime + st.cutime + st.cstime
 	}
-	return float64(ticks) / clockTicks, nil
+	return ticks, nil
 }
 
 // stat is what treeCPU needs of /proc/PID/stat.

@@ -2,7 +2,9 @@ package bench
 
 import (
 	"os"
+	"os/exec"
 	"runtime"
+	"sync"
 	"testing"
 )
 
@@ -47,5 +49,55 @@ func TestTreeCPU(t *testing.T) {
 	}
 	if _, err := treeCPU(1 << 30); err == nil {
 		t.Error("a process that does not exist was read")
+	}
+}
+
+// TestTreeCPUNeverFalls reads this process's tree while children that
+// use CPU start, end and are reaped: the figure only grows. A child
+// reaped in the middle of a read once fell out of it, making a scenario's
+// database CPU come out below zero.
+func TestTreeCPUNeverFalls(t *testing.T) {
+	if runtime.GOOS != "linux" {
+		t.Skip("reads /proc")
+	}
+	sh, err := exec.LookPath("sh")
+	if err != nil {
+		t.Skip("no sh")
+	}
+	var wg sync.WaitGroup
+	done := make(chan struct{})
+	for range 2 {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			for range 8 {
+				// About 100 ms of CPU each, then the child ends and is reaped.
+				cmd := exec.Command(sh, "-c", "i=0; while [ $i -lt 60000 ]; do i=$((i+1)); done")
+				if err := cmd.Run(); err != nil {
+					t.Errorf("child: %v", err)
+					return
+				}
+			}
+		}()
+	}
+	go func() { wg.Wait(); close(done) }()
+	prev := 0.0
+	for reads := 0; ; reads++ {
+		select {
+		case <-done:
+			if reads == 0 {
+				t.Error("no read while the children ran")
+			}
+			return
+		default:
+		}
+		v, err := treeCPU(os.Getpid())
+		if err != nil {
+			t.Fatalf("read %d: %v", reads, err)
+		}
+		if v < prev {
+			t.Fatalf("read %d: %.2f s after %.2f s", reads, v, prev)
+		}
+		prev = v
 	}
 }

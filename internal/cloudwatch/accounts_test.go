@@ -9,10 +9,10 @@ import (
 	"github.com/ferrymq/ferry/internal/protocol"
 )
 
-// Each account reads its own series only: ListMetrics, GetMetricStatistics
-// and GetMetricData of the same queue name give each account its own
-// figures, a queue of one account is nothing to another, and an alarm
-// evaluates its own account's metric.
+// Each account reads its own series only, of the request's region:
+// ListMetrics, GetMetricStatistics and GetMetricData of the same queue
+// name give each account its own figures, a queue of one account is
+// nothing to another, and an alarm evaluates its own account's metric.
 func TestMetricsPerAccount(t *testing.T) {
 	t.Parallel()
 	const other = "222222222222"
@@ -22,6 +22,9 @@ func TestMetricsPerAccount(t *testing.T) {
 	r.record("q", "NumberOfMessagesSent", 1, 2)
 	r.recordIn(other, "q", "NumberOfMessagesSent", 1, 7)
 	r.recordIn(other, "only-theirs", "ApproximateNumberOfMessagesVisible", 1, 5)
+	// A queue of the configured account in another region (region.Owner).
+	west := protocol.WithInfo(own, &protocol.RequestInfo{Region: "us-west-2"})
+	r.recordIn(ownAccount+"@us-west-2", "q", "NumberOfMessagesSent", 1, 9)
 	r.recordIn(other, "only-theirs", "ApproximateNumberOfMessagesVisible", 4, 5)
 	r.clk.Set(t0.Add(5*time.Minute + 7*time.Second))
 
@@ -48,6 +51,7 @@ func TestMetricsPerAccount(t *testing.T) {
 		{"the other account, its own as owner", theirs, ListMetricsInput{OwningAccount: other}, []string{"ApproximateNumberOfMessagesVisible/only-theirs", "NumberOfMessagesSent/q"}},
 		{"the configured account, the other as owner", own, ListMetricsInput{OwningAccount: other}, nil},
 		{"the configured account, recently active", own, ListMetricsInput{RecentlyActive: "PT3H"}, []string{"NumberOfMessagesSent/q"}},
+		{"the configured account in us-west-2", west, ListMetricsInput{}, []string{"NumberOfMessagesSent/q"}},
 	} {
 		if got := list(c.ctx, &c.in); !slices.Equal(got, c.want) {
 			t.Errorf("%s lists %v, want %v", c.who, got, c.want)
@@ -78,6 +82,7 @@ func TestMetricsPerAccount(t *testing.T) {
 		{"the other account", theirs, "NumberOfMessagesSent", "q", []float64{7}},
 		{"the other account", theirs, "ApproximateNumberOfMessagesVisible", "only-theirs", []float64{5}},
 		{"the configured account", own, "ApproximateNumberOfMessagesVisible", "only-theirs", nil},
+		{"the configured account in us-west-2", west, "NumberOfMessagesSent", "q", []float64{9}},
 	} {
 		if got := sum(c.ctx, c.metric, c.queue); !slices.Equal(got, c.want) {
 			t.Errorf("%s reads %s of %s: %v, want %v", c.who, c.metric, c.queue, got, c.want)

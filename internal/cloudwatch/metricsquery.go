@@ -43,10 +43,10 @@ func (s *Service) listMetrics(ctx context.Context, in *ListMetricsInput) (*ListM
 	out := &ListMetricsOutput{Metrics: []Metric{}}
 	// The caller's series only: OwningAccount names another account's
 	// only across a monitoring account's link, which Ferry has not.
-	account := s.accountOf(ctx)
-	if in.OwningAccount != "" && in.OwningAccount != account {
+	if in.OwningAccount != "" && in.OwningAccount != s.accountOf(ctx) {
 		return out, nil
 	}
+	account := s.seriesOwner(ctx)
 	now := s.clock.Now()
 	for _, k := range s.metrics.Series() {
 		pos := seriesToken(k)
@@ -223,7 +223,7 @@ func (s *Service) getMetricStatistics(ctx context.Context, in *GetMetricStatisti
 		return out, nil
 	}
 	period := time.Duration(*in.Period) * time.Second
-	for _, d := range aggregate(s.datapoints(s.accountOf(ctx), in.Namespace, in.MetricName, dim, start, end, s.clock.Now()), start, period, int(count)) {
+	for _, d := range aggregate(s.datapoints(s.seriesOwner(ctx), in.Namespace, in.MetricName, dim, start, end, s.clock.Now()), start, period, int(count)) {
 		if d.SampleCount == 0 {
 			continue
 		}
@@ -342,7 +342,7 @@ func (s *Service) getMetricData(ctx context.Context, in *GetMetricDataInput) (*G
 		}
 	}
 	out := &GetMetricDataOutput{MetricDataResults: []MetricDataResult{}, Messages: []MessageData{}}
-	account := s.accountOf(ctx)
+	account, owner := s.accountOf(ctx), s.seriesOwner(ctx)
 	for qi := resumeQ; qi < len(in.MetricDataQueries); qi++ {
 		q := in.MetricDataQueries[qi]
 		if q.ReturnData != nil && !*q.ReturnData {
@@ -352,7 +352,7 @@ func (s *Service) getMetricData(ctx context.Context, in *GetMetricDataInput) (*G
 		// account linked to it, which Ferry has not (as OwningAccount).
 		times, values := []time.Time{}, []float64{}
 		if q.AccountId == "" || q.AccountId == account {
-			times, values = s.series(account, q.MetricStat, start, end, in.ScanBy == "TimestampAscending")
+			times, values = s.series(owner, q.MetricStat, start, end, in.ScanBy == "TimestampAscending")
 		}
 		skip := 0
 		if qi == resumeQ {

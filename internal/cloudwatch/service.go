@@ -220,6 +220,10 @@ func (s *Service) newProtocol() *protocol.Service {
 		protocol.Define("ListTagsForResource", s.listTagsForResource),
 	}
 	svc := &protocol.Service{
+		// The current SDKs speak Smithy RPC v2 CBOR or AWS JSON 1.0 (the
+		// JavaScript SDK v3's default); older ones and the CLI the query
+		// protocol. One set of actions serves all three.
+		JSONTargetPrefix: "GraniteServiceVersion20100801",
 		RPCv2ServiceName: "GraniteServiceVersion20100801",
 		ShapeNamespace:   "com.amazonaws.cloudwatch.v2010_08_01",
 		Version:          "2010-08-01",

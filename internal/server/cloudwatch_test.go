@@ -3,7 +3,7 @@ package server_test
 import (
 	"encoding/json"
 	"errors"
-	"os"
+	"fmt"
 	"strings"
 	"testing"
 	"time"
@@ -353,12 +353,7 @@ func TestCloudWatchQueryAPI(t *testing.T) {
 // The Debian AWS CLI 2.9 speaks the query protocol to CloudWatch.
 func TestCloudWatchDebianCLI(t *testing.T) {
 	t.Parallel()
-	if _, err := os.Stat(debianCLI); err != nil {
-		if os.Getenv("CI") != "" {
-			t.Fatalf("CI must install Debian's awscli: %v", err)
-		}
-		t.Skip("Debian's awscli is not installed")
-	}
+	awsCLITool.need(t)
 	f := start(t)
 	topic := f.createTopic(t, "cli-alerts", nil)
 	if _, stderr, err := awsCLI(t, f, "cloudwatch", "put-metric-alarm", "--alarm-name", "cli-alarm",
@@ -498,5 +493,89 @@ func TestCloudWatchCBOR(t *testing.T) {
 		StartTime: aws.Time(epoch.Add(-time.Hour)), EndTime: aws.Time(epoch), Period: aws.Int32(60), Statistics: []cwtypes.Statistic{cwtypes.StatisticSum}})
 	if err != nil || aws.ToString(stats.Label) != "NumberOfMessagesSent" {
 		t.Errorf("GetMetricStatistics: %v %v", stats, err)
+	}
+}
+
+// TestCloudWatchJSON: CloudWatch over AWS JSON 1.0, as the JavaScript
+// SDK v3 sends it by default (X-Amz-Target GraniteServiceVersion20100801),
+// with timestamps as epoch seconds, doubles as numbers and the
+// query-compatible error header.
+func TestCloudWatchJSON(t *testing.T) {
+	t.Parallel()
+	f := start(t)
+	cw := func(action, body string) rawResponse {
+		t.Helper()
+		return f.postTarget(t, "GraniteServiceVersion20100801."+action, body)
+	}
+	url := f.createQueue(t, "jq", nil)
+	for range 3 {
+		if _, err := f.json.SendMessage(ctxT(t), &sqs.SendMessageInput{QueueUrl: aws.String(url), MessageBody: aws.String("m")}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	f.clk.Advance(time.Minute)
+
+	from, to := epoch.Add(-time.Hour).Unix(), epoch.Add(time.Hour).Unix()
+	st := cw("GetMetricStatistics", fmt.Sprintf(`{"Namespace":"AWS/SQS","MetricName":"NumberOfMessagesSent",
+		"Dimensions":[{"Name":"QueueName","Value":"jq"}],"StartTime":%d,"EndTime":%d.5,"Period":60,"Statistics":["Sum"]}`, from, to))
+	var stats struct {
+		Label      string
+		Datapoints []struct {
+			Timestamp float64
+			Sum       float64
+			Unit      string
+		}
+	}
+	if st.Status != 200 || st.Header.Get("Content-Type") != "application/x-amz-json-1.0" || json.Unmarshal([]byte(st.Body), &stats) != nil ||
+		stats.Label != "NumberOfMessagesSent" || len(stats.Datapoints) != 1 || stats.Datapoints[0].Sum != 3 ||
+		stats.Datapoints[0].Timestamp != float64(epoch.Truncate(time.Minute).Unix()) || stats.Datapoints[0].Unit != "Count" {
+		t.Fatalf("GetMetricStatistics: %d %s", st.Status, st.Body)
+	}
+
+	if r := cw("PutMetricAlarm", `{"AlarmName":"j","Namespace":"AWS/SQS","MetricName":"NumberOfMessagesSent",
+		"Dimensions":[{"Name":"QueueName","Value":"jq"}],"Statistic":"Sum","Period":60,"EvaluationPeriods":1,
+		"Threshold":2.5,"ComparisonOperator":"GreaterThanThreshold"}`); r.Status != 200 || strings.TrimSpace(r.Body) != "{}" {
+		t.Fatalf("PutMetricAlarm: %d %q", r.Status, r.Body)
+	}
+	d := cw("DescribeAlarms", `{"AlarmNames":["j"]}`)
+	var desc struct {
+		MetricAlarms []struct {
+			AlarmArn                           string
+			Threshold                          float64
+			AlarmConfigurationUpdatedTimestamp float64
+			Dimensions                         []struct{ Name, Value string }
+		}
+	}
+	if d.Status != 200 || json.Unmarshal([]byte(d.Body), &desc) != nil || len(desc.MetricAlarms) != 1 ||
+		desc.MetricAlarms[0].AlarmArn != "arn:aws:cloudwatch:us-east-1:000000000000:alarm:j" || desc.MetricAlarms[0].Threshold != 2.5 ||
+		desc.MetricAlarms[0].AlarmConfigurationUpdatedTimestamp != float64(epoch.Add(time.Minute).Unix()) ||
+		len(desc.MetricAlarms[0].Dimensions) != 1 || desc.MetricAlarms[0].Dimensions[0].Value != "jq" {
+		t.Fatalf("DescribeAlarms: %d %s", d.Status, d.Body)
+	}
+
+	for _, tc := range []struct {
+		name, action, body string
+		status             int
+		queryError, typ    string
+	}{
+		{"missing alarm", "SetAlarmState", `{"AlarmName":"nope","StateValue":"OK","StateReason":"x"}`, 404,
+			"ResourceNotFound;Sender", "com.amazonaws.cloudwatch.v2010_08_01#ResourceNotFound"},
+		{"validation", "PutMetricAlarm", `{"AlarmName":"v"}`, 400,
+			"ValidationError;Sender", "com.amazonaws.cloudwatch.v2010_08_01#ValidationError"},
+		{"not a number", "GetMetricStatistics", `{"Namespace":"AWS/SQS","MetricName":"x","StartTime":"soon"}`, 400,
+			"SerializationException;Sender", "com.amazon.coral.service#SerializationException"},
+		{"unsupported action", "PutMetricData", `{"Namespace":"App","MetricData":[]}`, 400,
+			"UnknownOperationException;Sender", "com.amazon.coral.service#UnknownOperationException"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			r := cw(tc.action, tc.body)
+			var e struct {
+				Type string `json:"__type"`
+			}
+			if r.Status != tc.status || r.Header.Get("X-Amzn-Query-Error") != tc.queryError ||
+				json.Unmarshal([]byte(r.Body), &e) != nil || e.Type != tc.typ {
+				t.Errorf("%d %q %s", r.Status, r.Header.Get("X-Amzn-Query-Error"), r.Body)
+			}
+		})
 	}
 }
