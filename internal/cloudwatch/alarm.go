@@ -7,6 +7,7 @@ import (
 	"time"
 
 	"github.com/ferrymq/ferry/internal/protocol"
+	"github.com/ferrymq/ferry/internal/region"
 )
 
 // alarm is a metric alarm: its configuration as PutMetricAlarm set it and
@@ -207,6 +208,14 @@ func (s *Service) accountOf(ctx context.Context) string {
 		return a
 	}
 	return s.account
+}
+
+// seriesOwner is the key of the request's metric series: its account's,
+// of the region it is served in (region.Owner), as SQS keeps the queues
+// whose series they are. Alarms are the home region's, and evaluate the
+// home region's series: their account's alone.
+func (s *Service) seriesOwner(ctx context.Context) string {
+	return region.Owner(s.accountOf(ctx), protocol.Info(ctx).Region, s.region)
 }
 
 // ownAlarms are the alarms of account, sorted by name. The caller holds mu.
