@@ -155,7 +155,7 @@ func (s *Service) count(sub *subscription, k counter, n int) {
 		t.state.counters[k].Add(int64(n))
 	}
 	if s.metrics != nil {
-		account, dim := arnAccount(sub.TopicARN), metrics.Topic(topicNameOf(sub.TopicARN))
+		account, dim := s.ownerOfARN(sub.TopicARN), metrics.Topic(topicNameOf(sub.TopicARN))
 		for range n {
 			s.metrics.Record(account, metrics.NamespaceSNS, counterMetric[k], dim, 1)
 		}
@@ -187,7 +187,7 @@ func (s *Service) countPublished(t *topic, msgs ...*message) {
 	var dim metrics.Dimension
 	record := s.metrics != nil
 	if record {
-		account, dim = arnAccount(t.ARN), metrics.Topic(t.Name)
+		account, dim = s.ownerOfARN(t.ARN), metrics.Topic(t.Name)
 	}
 	for _, m := range msgs {
 		t.state.counters[cPublished].Add(1)
