@@ -46,7 +46,7 @@ func (s *Service) listMetrics(ctx context.Context, in *ListMetricsInput) (*ListM
 	if in.OwningAccount != "" && in.OwningAccount != s.accountOf(ctx) {
 		return out, nil
 	}
-	account := s.seriesOwner(ctx)
+	account := s.ownerOf(ctx)
 	now := s.clock.Now()
 	for _, k := range s.metrics.Series() {
 		pos := seriesToken(k)
@@ -223,7 +223,7 @@ func (s *Service) getMetricStatistics(ctx context.Context, in *GetMetricStatisti
 		return out, nil
 	}
 	period := time.Duration(*in.Period) * time.Second
-	for _, d := range aggregate(s.datapoints(s.seriesOwner(ctx), in.Namespace, in.MetricName, dim, start, end, s.clock.Now()), start, period, int(count)) {
+	for _, d := range aggregate(s.datapoints(s.ownerOf(ctx), in.Namespace, in.MetricName, dim, start, end, s.clock.Now()), start, period, int(count)) {
 		if d.SampleCount == 0 {
 			continue
 		}
@@ -342,7 +342,7 @@ func (s *Service) getMetricData(ctx context.Context, in *GetMetricDataInput) (*G
 		}
 	}
 	out := &GetMetricDataOutput{MetricDataResults: []MetricDataResult{}, Messages: []MessageData{}}
-	account, owner := s.accountOf(ctx), s.seriesOwner(ctx)
+	account, owner := s.accountOf(ctx), s.ownerOf(ctx)
 	for qi := resumeQ; qi < len(in.MetricDataQueries); qi++ {
 		q := in.MetricDataQueries[qi]
 		if q.ReturnData != nil && !*q.ReturnData {
