@@ -1831,6 +1831,17 @@ func TestSNSPlatformAndSMS(t *testing.T) {
 	}
 	_, err = f.sns.Publish(ctx, &snssdk.PublishInput{TargetArn: aws.String(epARN), Message: aws.String("m")})
 	wantSNSError(t, err, "EndpointDisabled", 400, "Endpoint is disabled")
+	// The endpoint is checked before the message: a body no JSON either.
+	_, err = f.sns.Publish(ctx, &snssdk.PublishInput{TargetArn: aws.String(epARN), MessageStructure: aws.String("json"), Message: aws.String("msg")})
+	wantSNSError(t, err, "EndpointDisabled", 400, "Endpoint is disabled")
+	// Subscribing needs the endpoint: a deleted one is refused.
+	pushTopic := f.createTopic(t, "push", nil)
+	f.subscribe(t, pushTopic, "application", epARN, nil)
+	if _, err := f.sns.DeleteEndpoint(ctx, &snssdk.DeleteEndpointInput{EndpointArn: aws.String(epARN)}); err != nil {
+		t.Fatal(err)
+	}
+	_, err = f.sns.Subscribe(ctx, &snssdk.SubscribeInput{TopicArn: aws.String(pushTopic), Protocol: aws.String("application"), Endpoint: aws.String(epARN)})
+	wantSNSError(t, err, "InvalidParameter", 400, "Invalid parameter: Endpoint Reason: Endpoint does not exist for endpoint arn"+epARN)
 	_, err = f.sns.SetEndpointAttributes(ctx, &snssdk.SetEndpointAttributesInput{EndpointArn: aws.String(epARN), Attributes: map[string]string{"Color": "red"}})
 	wantSNSError(t, err, "InvalidParameter", 400, "Invalid parameter: Attributes Reason: Invalid attribute name: Color")
 	if _, err := f.sns.DeletePlatformApplication(ctx, &snssdk.DeletePlatformApplicationInput{PlatformApplicationArn: aws.String(appARN)}); err != nil {

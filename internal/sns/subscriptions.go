@@ -99,6 +99,13 @@ func (s *Service) checkEndpoint(t *topic, protocol, endpoint string) error {
 		if !isARN(endpoint, "sns") {
 			return invalidParameter("ApplicationEndpoint ARN")
 		}
+		s.mu.RLock()
+		_, ok := s.platform.endpoints[endpoint]
+		s.mu.RUnlock()
+		if !ok {
+			// AWS's own wording, without a space before the ARN.
+			return invalidParameter("Endpoint Reason: Endpoint does not exist for endpoint arn%s", endpoint)
+		}
 	}
 	return nil
 }
