@@ -78,7 +78,8 @@ func (s *Service) checkEndpoint(t *topic, protocol, endpoint string) error {
 		}
 	case delivery.ProtoSMS:
 		if !e164.MatchString(endpoint) {
-			return invalidParameter("Invalid SMS endpoint: %s", endpoint)
+			// AWS's words, without "Invalid parameter: ".
+			return errInvalidParameter.WithMessage("Invalid SMS endpoint: %s", endpoint)
 		}
 	case delivery.ProtoSQS:
 		if _, ok := queueARN(endpoint); !ok {
