@@ -160,6 +160,20 @@ func serve(ctx context.Context, args []string, getenv func(string) string, stder
 		}
 		return n
 	}
+	// A switch reads Ferry's variable, else LocalStack's of the same
+	// meaning, so that a LocalStack setup carries over.
+	envSwitch := func(name, localstack string, def bool) bool {
+		for _, n := range []string{name, localstack} {
+			if v := getenv(n); v != "" {
+				b, err := strconv.ParseBool(v)
+				if err != nil {
+					envErrs = append(envErrs, fmt.Sprintf("%s=%q is not a boolean", n, v))
+				}
+				return b
+			}
+		}
+		return def
+	}
 	var cfg server.Config
 	var sopts embedded.Options
 	fs.StringVar(&cfg.Listen, "listen", env("FERRY_LISTEN", server.DefaultListen), "address to listen on (FERRY_LISTEN)")
@@ -189,6 +203,8 @@ func serve(ctx context.Context, args []string, getenv func(string) string, stder
 	authMode := fs.String("auth", env("FERRY_AUTH", "off"), "off: serve requests whether signed or not, in the account their access key names (12 digits) or --account; verify: every request must carry a valid AWS SigV4 signature by a key of --credentials (FERRY_AUTH)")
 	credentials := fs.String("credentials", env("FERRY_CREDENTIALS", ""), "AWS shared-credentials file of the callers: sections with aws_access_key_id, aws_secret_access_key and aws_account_id (FERRY_CREDENTIALS)")
 	reserve := fs.String("disk-reserve", env("FERRY_DISK_RESERVE", "128MiB"), "room kept free on the data volume (bytes, or with KiB, MiB, GiB, TiB); with less, writes answer ServiceUnavailable until space is freed; 0 turns this off (FERRY_DISK_RESERVE)")
+	delayDeleted := fs.Bool("sqs-delay-recently-deleted", envSwitch("FERRY_SQS_DELAY_RECENTLY_DELETED", "SQS_DELAY_RECENTLY_DELETED", true), "refuse, as AWS does, to create a queue under a name deleted less than 60 seconds ago (QueueDeletedRecently); false allows it at once (FERRY_SQS_DELAY_RECENTLY_DELETED, or LocalStack's SQS_DELAY_RECENTLY_DELETED)")
+	delayPurge := fs.Bool("sqs-delay-purge-retry", envSwitch("FERRY_SQS_DELAY_PURGE_RETRY", "SQS_DELAY_PURGE_RETRY", true), "refuse, as AWS does, a purge less than 60 seconds after the queue's last (PurgeQueueInProgress); false allows it at once (FERRY_SQS_DELAY_PURGE_RETRY, or LocalStack's SQS_DELAY_PURGE_RETRY)")
 	level := fs.String("log-level", env("FERRY_LOG_LEVEL", "info"), "debug, info, warn or error (FERRY_LOG_LEVEL)")
 	format := fs.String("log-format", env("FERRY_LOG_FORMAT", "text"), "text or json (FERRY_LOG_FORMAT)")
 	grace := fs.Duration("shutdown-grace", 30*time.Second, "how long a shutdown waits for requests in flight")
@@ -231,6 +247,8 @@ func serve(ctx context.Context, args []string, getenv func(string) string, stder
 		}
 		cfg.Credentials = creds
 	}
+	waits := engine.Waits{NoRecreateDelay: !*delayDeleted, NoPurgeInterval: !*delayPurge}
+	sopts.Waits, popts.Waits = waits, waits
 	cfg.AllowedHosts = splitList(*allowedHosts)
 	cfg.SNSAllowedEndpoints = splitList(*snsAllowed)
 	if n, err := parseSize(*reserve); err != nil {

@@ -85,6 +85,37 @@ const PurgeInterval = 60 * time.Second
 // RecreateDelay is how long a deleted queue's name stays reserved.
 const RecreateDelay = 60 * time.Second
 
+// Waits turns SQS's two 60-second waits off, as LocalStack's
+// SQS_DELAY_RECENTLY_DELETED and SQS_DELAY_PURGE_RETRY do: test suites
+// that delete and create the same queue, or purge it twice, in a row. The
+// zero value keeps AWS's behaviour. A store still records deletes and
+// purges with the waits off, so that a node sharing the store with them
+// on still sees them.
+type Waits struct {
+	// NoRecreateDelay lets a deleted queue's name be created again at
+	// once (no ErrQueueDeletedRecently).
+	NoRecreateDelay bool
+	// NoPurgeInterval lets a queue be purged again at once (no
+	// ErrPurgeInProgress).
+	NoPurgeInterval bool
+}
+
+// RecreateDelay is how long a deleted queue's name stays reserved under w.
+func (w Waits) RecreateDelay() time.Duration {
+	if w.NoRecreateDelay {
+		return 0
+	}
+	return RecreateDelay
+}
+
+// PurgeInterval is how long a queue must wait between two purges under w.
+func (w Waits) PurgeInterval() time.Duration {
+	if w.NoPurgeInterval {
+		return 0
+	}
+	return PurgeInterval
+}
+
 // Move task limits (SQS: a task runs at most 36 hours; at most 100 active
 // tasks per account).
 const (
@@ -334,7 +365,8 @@ type MoveTask struct {
 type Backend interface {
 	// CreateQueue creates q unless a queue of that account and name exists,
 	// in which case it returns the existing one and created=false. It fails
-	// with ErrQueueDeletedRecently within RecreateDelay of a delete, a
+	// with ErrQueueDeletedRecently within RecreateDelay of a delete (the
+	// store's Waits may set it to zero), a
 	// restart in between included.
 	CreateQueue(ctx context.Context, q Queue) (existing Queue, created bool, err error)
 	GetQueue(ctx context.Context, account, name string) (Queue, error)
@@ -350,6 +382,13 @@ type Backend interface {
 	// the result; fn may refuse with an error, which UpdateQueue returns.
 	UpdateQueue(ctx context.Context, account, name string, fn func(*Queue) error) error
 	DeleteQueue(ctx context.Context, account, name string) error
+	// ResetQueues removes the queues of every account (owner key) that
+	// pick picks, each as DeleteQueue removes one (its messages, move
+	// tasks, FIFO deduplication window and receive attempts; its long
+	// polls end empty), and forgets the deleted names of those accounts,
+	// so that any name can be created again at once. It returns how many
+	// queues it removed. A queue created while it runs may stay.
+	ResetQueues(ctx context.Context, pick func(account string) bool) (int, error)
 
 	// Send enqueues msgs in order. On a FIFO queue a message whose
 	// deduplication key (DeduplicationID, with MessageGroupID in the
@@ -393,7 +432,7 @@ type Backend interface {
 	// queue an expired handle fails with ErrReceiptHandleExpired.
 	ChangeVisibility(ctx context.Context, account, name string, changes []VisibilityChange) ([]error, error)
 	// Purge deletes every message; ErrPurgeInProgress within PurgeInterval
-	// of the previous purge.
+	// of the previous purge (the store's Waits may set it to zero).
 	Purge(ctx context.Context, account, name string) error
 	Stats(ctx context.Context, account, name string) (Stats, error)
 

@@ -3,6 +3,7 @@ package protocol
 import (
 	"net/http"
 
+	"github.com/ferrymq/ferry/internal/region"
 	"github.com/ferrymq/ferry/internal/sigv4"
 )
 
@@ -16,6 +17,9 @@ type Auth struct {
 	Verifier *sigv4.Verifier
 	// DefaultAccount serves a request whose key names no account.
 	DefaultAccount string
+	// DefaultRegion serves a request whose signature names no region (or,
+	// unverified, names something that is not one).
+	DefaultRegion string
 }
 
 // Errors of authentication: the query codes AWS answers with, and the
@@ -37,14 +41,21 @@ func authError(e *sigv4.Error) *Error {
 // a key of 12 digits is the account (as LocalStack has it), and any other
 // key or none gets the default account. unsigned tells that the action
 // may run without a signature.
+//
+// The region is the signature's, as each region is a namespace of its
+// own on AWS; a request that names none, or (unverified) a name that is
+// no region, is served in the default region.
 func (h *Handler) identify(r *http.Request, c *call, unsigned bool) *Error {
 	a := &h.Auth
+	if !region.Valid(c.info.Region) {
+		c.info.Region = a.DefaultRegion
+	}
 	if !a.Verify {
 		c.info.Account = a.accountOf(c.info.AccessKey)
 		return nil
 	}
 	if unsigned && !sigv4.Signed(r) {
-		c.info.AccessKey, c.info.Account = "", a.DefaultAccount
+		c.info.AccessKey, c.info.Account, c.info.Region = "", a.DefaultAccount, a.DefaultRegion
 		return nil
 	}
 	service := c.scope

@@ -14,6 +14,7 @@ import (
 	v4 "github.com/aws/aws-sdk-go-v2/aws/signer/v4"
 
 	"github.com/ferrymq/ferry/internal/clock"
+	"github.com/ferrymq/ferry/internal/region"
 	"github.com/ferrymq/ferry/internal/sigv4"
 )
 
@@ -27,12 +28,18 @@ func testAuth(t testing.TB, verify bool) Auth {
 	if err != nil {
 		t.Fatal(err)
 	}
-	return Auth{Verify: verify, DefaultAccount: "000000000000",
-		Verifier: &sigv4.Verifier{Keys: keys, Region: "us-east-1", Clock: clock.NewFake(signedAt)}}
+	return Auth{Verify: verify, DefaultAccount: "000000000000", DefaultRegion: "us-east-1",
+		Verifier: &sigv4.Verifier{Keys: keys, Regions: region.Valid, Clock: clock.NewFake(signedAt)}}
 }
 
-// signedRequest is rq signed by aws-sdk-go-v2 as AKIABENCH for sqs.
+// signedRequest is rq signed by aws-sdk-go-v2 for sqs in us-east-1.
 func signedRequest(t testing.TB, rq request, key, secret string) *http.Request {
+	t.Helper()
+	return signedIn(t, rq, key, secret, "us-east-1")
+}
+
+// signedIn is rq signed by aws-sdk-go-v2 for sqs in region.
+func signedIn(t testing.TB, rq request, key, secret, region string) *http.Request {
 	t.Helper()
 	req := httptest.NewRequest(http.MethodPost, "http://localhost:4566/", strings.NewReader(rq.body))
 	for k, v := range rq.header {
@@ -40,14 +47,14 @@ func signedRequest(t testing.TB, rq request, key, secret string) *http.Request {
 	}
 	sum := sha256.Sum256([]byte(rq.body))
 	if err := v4.NewSigner().SignHTTP(context.Background(), aws.Credentials{AccessKeyID: key, SecretAccessKey: secret}, req,
-		hex.EncodeToString(sum[:]), "sqs", "us-east-1", signedAt); err != nil {
+		hex.EncodeToString(sum[:]), "sqs", region, signedAt); err != nil {
 		t.Fatal(err)
 	}
 	return req
 }
 
-// TestIdentify: the account each request is served in, with and without
-// verification.
+// TestIdentify: the account and region each request is served in, with
+// and without verification.
 func TestIdentify(t *testing.T) {
 	t.Parallel()
 	var got RequestInfo
@@ -59,8 +66,10 @@ func TestIdentify(t *testing.T) {
 		name          string
 		verify        bool
 		key, secret   string // "" sends no signature
+		signedIn      string // the region signed for; us-east-1 if ""
 		status        int
 		account       string
+		region        string // us-east-1 if ""
 		verified      bool
 		queryErrorFor string
 	}{
@@ -73,14 +82,27 @@ func TestIdentify(t *testing.T) {
 		{name: "verify, 12 digits unknown", verify: true, key: "123456789012", secret: "x", status: 403, queryErrorFor: "InvalidClientTokenId;Sender"},
 		{name: "verify, wrong secret", verify: true, key: "AKIABENCH", secret: "x", status: 403, queryErrorFor: "SignatureDoesNotMatch;Sender"},
 		{name: "verify, unsigned", verify: true, status: 403, queryErrorFor: "MissingAuthenticationToken;Sender"},
+		{name: "off, another region", key: "AKIDANY", secret: "x", signedIn: "eu-west-1", status: 200, account: "000000000000", region: "eu-west-1"},
+		{name: "off, no region", key: "AKIDANY", secret: "x", signedIn: "elasticmq", status: 200, account: "000000000000"},
+		{name: "verify, another region", verify: true, key: "AKIABENCH", secret: "bench/secret", signedIn: "ap-southeast-2", status: 200,
+			account: "444455556666", region: "ap-southeast-2", verified: true},
+		{name: "verify, no region", verify: true, key: "AKIABENCH", secret: "bench/secret", signedIn: "local", status: 403,
+			queryErrorFor: "SignatureDoesNotMatch;Sender"},
 	} {
 		t.Run(tt.name, func(t *testing.T) {
 			h, _, _ := newTestHandler(t, probe)
 			h.Auth = testAuth(t, tt.verify)
 			rq := jsonReq("Probe", "{}")
 			var req *http.Request
+			signed, wantRegion := tt.signedIn, tt.region
+			if signed == "" {
+				signed = "us-east-1"
+			}
+			if wantRegion == "" {
+				wantRegion = "us-east-1"
+			}
 			if tt.key != "" {
-				req = signedRequest(t, rq, tt.key, tt.secret)
+				req = signedIn(t, rq, tt.key, tt.secret, signed)
 			} else {
 				req = httptest.NewRequest(http.MethodPost, "http://localhost:4566/", strings.NewReader(rq.body))
 				for k, v := range rq.header {
@@ -93,8 +115,8 @@ func TestIdentify(t *testing.T) {
 			if w.Code != tt.status {
 				t.Fatalf("status %d, want %d: %s", w.Code, tt.status, w.Body)
 			}
-			if tt.status == 200 && (got.Account != tt.account || got.Verified != tt.verified) {
-				t.Errorf("served in %q (verified %v), want %q (%v)", got.Account, got.Verified, tt.account, tt.verified)
+			if tt.status == 200 && (got.Account != tt.account || got.Region != wantRegion || got.Verified != tt.verified) {
+				t.Errorf("served in %q %q (verified %v), want %q %q (%v)", got.Account, got.Region, got.Verified, tt.account, wantRegion, tt.verified)
 			}
 			if q := w.Header().Get("X-Amzn-Query-Error"); q != tt.queryErrorFor {
 				t.Errorf("x-amzn-query-error %q, want %q", q, tt.queryErrorFor)

@@ -17,8 +17,10 @@ type RequestInfo struct {
 	// SourceIP is the address of the connection's peer (no port), for
 	// the aws:SourceIp condition of resource policies.
 	SourceIP string
-	// Region and AccessKey come from the SigV4 credential scope (header or
-	// presigned query); empty when the request carries none.
+	// AccessKey comes from the SigV4 credential scope (header or presigned
+	// query); empty when the request carries none. Region is the region
+	// the request is served in: its scope's, or the handler's default
+	// (Auth.identify); empty only when no handler served the request.
 	Region    string
 	AccessKey string
 	// Account is the account the request is served in, which the

@@ -4,7 +4,6 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
-	"os"
 	"strings"
 	"testing"
 	"time"
@@ -354,12 +353,7 @@ func TestCloudWatchQueryAPI(t *testing.T) {
 // The Debian AWS CLI 2.9 speaks the query protocol to CloudWatch.
 func TestCloudWatchDebianCLI(t *testing.T) {
 	t.Parallel()
-	if _, err := os.Stat(debianCLI); err != nil {
-		if os.Getenv("CI") != "" {
-			t.Fatalf("CI must install Debian's awscli: %v", err)
-		}
-		t.Skip("Debian's awscli is not installed")
-	}
+	awsCLITool.need(t)
 	f := start(t)
 	topic := f.createTopic(t, "cli-alerts", nil)
 	if _, stderr, err := awsCLI(t, f, "cloudwatch", "put-metric-alarm", "--alarm-name", "cli-alarm",

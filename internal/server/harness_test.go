@@ -29,6 +29,9 @@ import (
 	"github.com/ferrymq/ferry/internal/testwait"
 )
 
+// The key and secret of the harness's own clients.
+const harnessKey, harnessSecret = "AKIDFERRYTEST", "secret"
+
 // epoch is where every fake clock starts.
 var epoch = time.Date(2026, 1, 2, 3, 4, 5, 0, time.UTC)
 
@@ -64,6 +67,19 @@ func storeWith(t testing.TB, dir string, set func(*embedded.Options)) option {
 	return func(c *server.Config) {
 		c.DataDir = dir
 		c.Store = openStore(t, *c, set)
+	}
+}
+
+// withWaits opens the store, embedded or PostgreSQL, with SQS's waits
+// set as w.
+func withWaits(t testing.TB, w engine.Waits) option {
+	return func(c *server.Config) {
+		if onPostgres(t) {
+			url, schema := pgtest.Schema(t)
+			c.Store = openSchemaWaits(t, *c, url, schema, w)
+			return
+		}
+		c.Store = openStore(t, *c, func(o *embedded.Options) { o.Waits = w })
 	}
 }
 
@@ -126,8 +142,13 @@ func openStore(t testing.TB, cfg server.Config, set func(*embedded.Options)) eng
 // that share it, on cfg's clock.
 func openSchema(t testing.TB, cfg server.Config, url, schema string) engine.Store {
 	t.Helper()
+	return openSchemaWaits(t, cfg, url, schema, engine.Waits{})
+}
+
+func openSchemaWaits(t testing.TB, cfg server.Config, url, schema string, w engine.Waits) engine.Store {
+	t.Helper()
 	st, err := postgres.Open(context.Background(), postgres.Options{URL: url, Schema: schema, Clock: cfg.Clock,
-		Logger: cfg.Logger, HoldMoveTasks: true})
+		Logger: cfg.Logger, HoldMoveTasks: true, Waits: w})
 	if err != nil {
 		t.Fatalf("open store: %v", err)
 	}
@@ -187,7 +208,7 @@ func jsonClient(url string) *sqs.Client {
 	return sqs.New(sqs.Options{
 		Region:           "us-east-1",
 		BaseEndpoint:     aws.String(url),
-		Credentials:      credentials.NewStaticCredentialsProvider("AKIDFERRYTEST", "secret", ""),
+		Credentials:      credentials.NewStaticCredentialsProvider(harnessKey, harnessSecret, ""),
 		RetryMaxAttempts: 1,
 		HTTPClient:       sdkHTTP,
 	})
@@ -201,7 +222,7 @@ func snsClient(url string) *snssdk.Client {
 	return snssdk.New(snssdk.Options{
 		Region:           "us-east-1",
 		BaseEndpoint:     aws.String(url),
-		Credentials:      credentials.NewStaticCredentialsProvider("AKIDFERRYTEST", "secret", ""),
+		Credentials:      credentials.NewStaticCredentialsProvider(harnessKey, harnessSecret, ""),
 		RetryMaxAttempts: 2,
 		HTTPClient:       sdkHTTP,
 	})
@@ -220,7 +241,7 @@ func v1Session(url string, hc *http.Client) *session.Session {
 	return session.Must(session.NewSession(&awsv1.Config{
 		Region:      awsv1.String("us-east-1"),
 		Endpoint:    awsv1.String(url),
-		Credentials: credv1.NewStaticCredentials("AKIDFERRYTEST", "secret", ""),
+		Credentials: credv1.NewStaticCredentials(harnessKey, harnessSecret, ""),
 		MaxRetries:  awsv1.Int(0),
 		HTTPClient:  hc,
 	}))

@@ -27,6 +27,7 @@ import (
 	"github.com/ferrymq/ferry/internal/engine"
 	"github.com/ferrymq/ferry/internal/metrics"
 	"github.com/ferrymq/ferry/internal/protocol"
+	"github.com/ferrymq/ferry/internal/region"
 	"github.com/ferrymq/ferry/internal/sigv4"
 	"github.com/ferrymq/ferry/internal/sns"
 	"github.com/ferrymq/ferry/internal/sns/delivery"
@@ -179,10 +180,13 @@ type Server struct {
 	admin       *http.Server
 	adminLn     net.Listener
 	adminServed chan error
-	drain       context.Context // cancelled when shutdown begins: long polls answer
-	stopAll     context.CancelFunc
-	once        sync.Once
-	closeErr    error
+	// resetMu serialises resets; resets follows other nodes' (reset.go).
+	resetMu  sync.Mutex
+	resets   *resetNews
+	drain    context.Context // cancelled when shutdown begins: long polls answer
+	stopAll  context.CancelFunc
+	once     sync.Once
+	closeErr error
 }
 
 // Start binds the listener and starts serving from cfg.Store. The caller
@@ -362,6 +366,7 @@ func Start(ctx context.Context, cfg Config) (*Server, error) {
 		return nil, fmt.Errorf("start cloudwatch: %w", err)
 	}
 	s.cw = cwSvc
+	s.startResetNews(ctx)
 	watch.deliver(s.recordChanged)
 	// Only the API account's queues are sampled: the hidden SNS delivery
 	// queues (delivery.QueueAccount) are never reported.
@@ -375,12 +380,13 @@ func Start(ctx context.Context, cfg Config) (*Server, error) {
 		Logger:   cfg.Logger,
 		Observe:  requests.Observe,
 		Services: []*protocol.Service{sqs.NewService(sqsCfg), snsSvc.Protocol(), cwSvc.Protocol()},
-		Auth:     protocol.Auth{Verify: cfg.AuthVerify, DefaultAccount: cfg.Account},
+		Auth:     protocol.Auth{Verify: cfg.AuthVerify, DefaultAccount: cfg.Account, DefaultRegion: cfg.Region},
 	}
 	if cfg.Credentials != nil {
-		api.Auth.Verifier = &sigv4.Verifier{Keys: cfg.Credentials, Region: cfg.Region, Clock: cfg.Clock}
+		api.Auth.Verifier = &sigv4.Verifier{Keys: cfg.Credentials, Regions: region.Valid, Clock: cfg.Clock}
 	}
 	if err := api.Check(); err != nil {
+		s.resets.close()
 		s.sampler.Close(ctx)
 		cwSvc.Close()
 		snsSvc.Close()
@@ -401,6 +407,10 @@ func Start(ctx context.Context, cfg Config) (*Server, error) {
 		ErrorLog: slog.NewLogLogger(cfg.Logger.Handler(), slog.LevelWarn),
 	}))
 	snsSvc.Register(mux)
+	mux.HandleFunc("POST /_ferry/reset", s.ferryReset)
+	mux.HandleFunc("/moto-api/reset", s.motoReset)
+	mux.HandleFunc("POST /_localstack/state/reset", s.localstackReset)
+	mux.HandleFunc("POST /_localstack/state/{service}/reset", s.localstackReset)
 	mux.Handle("/", api)
 
 	s.http = &http.Server{
@@ -492,6 +502,7 @@ func (s *Server) CloudWatch() *cloudwatch.Service { return s.cw }
 func (s *Server) recordChanged(kind, key string) {
 	s.sns.RecordChanged(kind, key)
 	s.cw.RecordChanged(kind, key)
+	s.resets.news.Add(kind, key)
 }
 
 // recordWatch holds news of other nodes' record changes until the
@@ -579,6 +590,7 @@ func (s *Server) Shutdown(ctx context.Context) error {
 			}
 			err = errors.Join(err, aerr)
 		}
+		s.resets.close()
 		// Alarms publish to SNS, and SNS delivery workers use the engine:
 		// they stop first, in that order.
 		if cerr := s.cw.Close(); cerr != nil {

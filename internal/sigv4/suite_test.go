@@ -12,6 +12,7 @@ import (
 	"time"
 
 	"github.com/ferrymq/ferry/internal/clock"
+	"github.com/ferrymq/ferry/internal/region"
 )
 
 // The AWS Signature Version 4 test suite (testdata/aws4_testsuite, see
@@ -110,7 +111,7 @@ func suiteVerifier() *Verifier {
 	keys := &Credentials{keys: map[string]*key{
 		suiteKey: {Identity: Identity{AccessKey: suiteKey, Account: suiteAccount}, secret: suiteSecret},
 	}}
-	return &Verifier{Keys: keys, Region: suiteRegion, Clock: clock.NewFake(suiteTime)}
+	return &Verifier{Keys: keys, Regions: region.Valid, Clock: clock.NewFake(suiteTime)}
 }
 
 func TestSuiteCanonicalRequest(t *testing.T) {

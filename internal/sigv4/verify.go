@@ -31,9 +31,10 @@ const emptyHash = "e3b0c44298fc1c149afbf4c8996fb92427ae41e4649b934ca495991b7852b
 // Verifier checks SigV4 signatures against the secrets of Keys.
 type Verifier struct {
 	Keys *Credentials
-	// Region is the region a request must be signed for; "" takes any.
-	Region string
-	Clock  clock.Clock // clock.Real when nil
+	// Regions tells the regions a request may be signed for; nil takes
+	// any.
+	Regions func(name string) bool
+	Clock   clock.Clock // clock.Real when nil
 
 	bufs sync.Pool
 }
@@ -199,7 +200,7 @@ func fromQuery(r *http.Request) (signed, *Error) {
 // every part that is wrong, in one SignatureDoesNotMatch.
 func (v *Verifier) checkScope(s *signed, service string) *Error {
 	var msgs []string
-	if v.Region != "" && s.scope.Region != v.Region {
+	if v.Regions != nil && !v.Regions(s.scope.Region) {
 		msgs = append(msgs, "Credential should be scoped to a valid region, not '"+s.scope.Region+"'.")
 	}
 	if service != "" && s.scope.Service != service {

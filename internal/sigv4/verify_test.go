@@ -14,6 +14,7 @@ import (
 	v4 "github.com/aws/aws-sdk-go-v2/aws/signer/v4"
 
 	"github.com/ferrymq/ferry/internal/clock"
+	"github.com/ferrymq/ferry/internal/region"
 )
 
 const (
@@ -33,7 +34,7 @@ func testVerifier(t *testing.T) *Verifier {
 	if err != nil {
 		t.Fatal(err)
 	}
-	return &Verifier{Keys: keys, Region: "us-east-1", Clock: clock.NewFake(now)}
+	return &Verifier{Keys: keys, Regions: region.Valid, Clock: clock.NewFake(now)}
 }
 
 // signing describes how aws-sdk-go-v2's signer signs a request.
@@ -154,12 +155,12 @@ func TestVerify(t *testing.T) {
 			code: CodeSignatureDoesNotMatch, message: msgMismatch},
 		{name: "unknown key", req: post(with(func(s *signing) { s.key = "AKIAUNKNOWN" })), body: testForm, service: "sqs",
 			code: CodeInvalidClientTokenID, message: msgUnknown},
-		{name: "wrong region", req: post(with(func(s *signing) { s.region = "eu-west-1" })), body: testForm, service: "sqs",
-			code: CodeSignatureDoesNotMatch, message: "Credential should be scoped to a valid region, not 'eu-west-1'."},
+		{name: "wrong region", req: post(with(func(s *signing) { s.region = "moon-base" })), body: testForm, service: "sqs",
+			code: CodeSignatureDoesNotMatch, message: "Credential should be scoped to a valid region, not 'moon-base'."},
 		{name: "wrong service", req: post(with(func(s *signing) { s.service = "sns" })), body: testForm, service: "sqs",
 			code: CodeSignatureDoesNotMatch, message: "Credential should be scoped to correct service: 'sqs'."},
-		{name: "wrong region and service", req: post(with(func(s *signing) { s.service, s.region = "sns", "eu-west-1" })), body: testForm, service: "sqs",
-			code: CodeSignatureDoesNotMatch, message: "Credential should be scoped to a valid region, not 'eu-west-1'. Credential should be scoped to correct service: 'sqs'."},
+		{name: "wrong region and service", req: post(with(func(s *signing) { s.service, s.region = "sns", "moon-base" })), body: testForm, service: "sqs",
+			code: CodeSignatureDoesNotMatch, message: "Credential should be scoped to a valid region, not 'moon-base'. Credential should be scoped to correct service: 'sqs'."},
 		{name: "14 minutes slow", req: post(with(func(s *signing) { s.at = now.Add(-14 * time.Minute) })), body: testForm, service: "sqs"},
 		{name: "14 minutes fast", req: post(with(func(s *signing) { s.at = now.Add(14 * time.Minute) })), body: testForm, service: "sqs"},
 		{name: "16 minutes slow", req: post(with(func(s *signing) { s.at = now.Add(-16 * time.Minute) })), body: testForm, service: "sqs",

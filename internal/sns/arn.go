@@ -5,6 +5,7 @@ import (
 	"strings"
 
 	"github.com/ferrymq/ferry/internal/arn"
+	"github.com/ferrymq/ferry/internal/policy"
 	"github.com/ferrymq/ferry/internal/protocol"
 )
 
@@ -39,25 +40,37 @@ func arnAccount(a string) string {
 	return ""
 }
 
-// ownedBy reports whether the SNS resource resourceARN belongs to the
+// ownedBy reports whether the SNS resource resourceARN (a platform
+// application or endpoint, which have no resource policy) belongs to the
 // request's account, and if not, answers as SNS answers a caller of
-// another account whose access the resource's policy does not grant:
-// AuthorizationError naming the action. Resource policies are not
-// evaluated yet: only the owner's account is allowed.
+// another account: AuthorizationError naming the action. Topics and
+// subscriptions are decided by authorizeTopic and authorizeSubscription.
 func (s *Service) ownedBy(ctx context.Context, resourceARN, action string) error {
 	caller := s.accountOf(ctx)
 	if arnAccount(resourceARN) == caller {
 		return nil
 	}
-	return notAuthorized(s.region, caller, action, resourceARN)
+	return notAuthorized(s.region, caller, action, resourceARN, "")
+}
+
+// reasonExplicitDeny ends a refusal that a resource policy's Deny
+// decided, as IAM words it; noAllow one that no Allow let through.
+const reasonExplicitDeny = "with an explicit deny in a resource-based policy"
+
+func noAllow(action string) string {
+	return "because no resource-based policy allows the SNS:" + action + " action"
 }
 
 // notAuthorized is SNS's refusal of action on resource to a caller of
-// account. Ferry has no IAM users: the caller is named as its account's
-// root.
-func notAuthorized(region, account, action, resource string) error {
-	return errAuthorization.WithMessage("User: arn:%s:iam::%s:root is not authorized to perform: SNS:%s on resource: %s",
-		arn.Partition(region), account, action, resource)
+// account, followed by IAM's reason when a resource policy decided it
+// ("" for none). Ferry has no IAM users: the caller is named as its
+// account's root.
+func notAuthorized(region, account, action, resource, reason string) error {
+	msg := "User: " + policy.RootARN(arn.Partition(region), account) + " is not authorized to perform: SNS:" + action + " on resource: " + resource
+	if reason != "" {
+		msg += " " + reason
+	}
+	return errAuthorization.WithMessage("%s", msg)
 }
 
 // arnElements splits an ARN on ':' and refuses fewer than six elements
@@ -73,7 +86,7 @@ func arnElements(arn, param string) ([]string, error) {
 // checkTopicARN validates a topic ARN parameter: present, well formed, of
 // SNS, in this region. It returns the topic's name. The account may be
 // any: whether the caller may act on the topic is decided once it is
-// found (ownedBy), as SNS answers NotFound for a topic that does not
+// found (authorizeTopic), as SNS answers NotFound for a topic that does not
 // exist, whoever owns the ARN's account.
 func (s *Service) checkTopicARN(topicARN, param string) (string, error) {
 	if topicARN == "" {

@@ -352,7 +352,7 @@ func (s *Service) deleteTopic(ctx context.Context, in *topicArnInput) (*emptyOut
 	if t == nil {
 		return &emptyOutput{}, nil
 	}
-	if err := s.ownedBy(ctx, t.ARN, "DeleteTopic"); err != nil {
+	if err := s.authorizeTopic(ctx, t, "DeleteTopic", nil); err != nil {
 		return nil, err
 	}
 	// The topic record goes first: subscriptions left behind by a crash
@@ -475,7 +475,7 @@ func (s *Service) updateTopic(ctx context.Context, arn, param, op, action string
 		if err != nil {
 			return err
 		}
-		if err := s.ownedBy(ctx, t.ARN, action); err != nil {
+		if err := s.authorizeTopic(ctx, t, action, nil); err != nil {
 			return err
 		}
 		c := t.clone()

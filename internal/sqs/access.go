@@ -26,10 +26,15 @@ import (
 // while a request of another account is still decided by the policy, so
 // that multi-account tests get AWS's answers.
 
-// queueRef is the queue a request addresses: its owner and name.
+// queueRef is the queue a request addresses: its account, region and
+// name, and owner, the key the store keeps the account's queues of that
+// region under (region.Owner).
 type queueRef struct {
-	account, name string
+	account, region, name, owner string
 }
+
+// arn is the queue's ARN.
+func (r queueRef) arn() string { return queueARN(r.region, r.account, r.name) }
 
 // crossAccountActions are the actions a queue policy may grant to another
 // account; for every other action cross-account permissions do not apply
@@ -58,7 +63,7 @@ func (s *service) accessDenied(caller string, ref queueRef, action string, expli
 		why = "with an explicit deny in a resource-based policy"
 	}
 	return errAccessDenied.WithMessage("User: %s is not authorized to perform: %s on resource: %s %s",
-		iam.RootARN(arn.Partition(s.region), caller), strings.ToLower(action), queueARN(s.region, ref.account, ref.name), why)
+		iam.RootARN(arn.Partition(ref.region), caller), strings.ToLower(action), ref.arn(), why)
 }
 
 // target resolves a request's QueueUrl (a URL or a bare name) to the queue
@@ -74,15 +79,15 @@ func (s *service) target(ctx context.Context, queueURL, action string) (queueRef
 	if !s.mustAuthorize(ctx, ref) {
 		return ref, nil
 	}
-	q, err := s.backend.ViewQueue(ctx, ref.account, ref.name)
+	q, err := s.backend.ViewQueue(ctx, ref.owner, ref.name)
 	if err != nil {
 		return ref, s.loadError(ctx, ref, action, err)
 	}
 	return ref, s.authorize(ctx, ref, &q, action)
 }
 
-// parseTarget reads QueueUrl: a queue of the caller's account unless the
-// URL names another.
+// parseTarget reads QueueUrl: a queue of the caller's account and region
+// unless the URL names another.
 func (s *service) parseTarget(ctx context.Context, queueURL string) (queueRef, error) {
 	ref := queueURL
 	if ref == "" {
@@ -92,7 +97,7 @@ func (s *service) parseTarget(ctx context.Context, queueURL string) (queueRef, e
 		}
 		ref = path
 	}
-	owner, name, ok := parseQueueRef(ref)
+	owner, name, reg, ok := parseQueueRef(ref)
 	caller := s.accountOf(ctx)
 	if owner == "" {
 		owner = caller
@@ -100,8 +105,11 @@ func (s *service) parseTarget(ctx context.Context, queueURL string) (queueRef, e
 	if !ok || !validAnyQueueName(name) || owner != caller && !validAccount(owner) {
 		return queueRef{}, errQueueDoesNotExist
 	}
-	r := queueRef{account: owner, name: name}
-	s.touch(r.account, r.name)
+	if reg == "" {
+		reg = s.regionOf(ctx)
+	}
+	r := s.ref(owner, reg, name)
+	s.touch(r.owner, r.name)
 	return r, nil
 }
 
@@ -153,8 +161,8 @@ func (s *service) authorize(ctx context.Context, ref queueRef, q *engine.Queue, 
 		p = nil
 	}
 	info := protocol.Info(ctx)
-	req := &iam.Request{Account: caller, Action: iamAction, Resource: queueARN(s.region, ref.account, ref.name),
-		Context: iam.CallerContext(caller, arn.Partition(s.region), info.SourceIP, info.TLS, s.clock.Now())}
+	req := &iam.Request{Account: caller, Action: iamAction, Resource: ref.arn(),
+		Context: iam.CallerContext(caller, arn.Partition(ref.region), info.SourceIP, info.TLS, s.clock.Now())}
 	if iam.Authorize(p, req, ref.account) {
 		return nil
 	}

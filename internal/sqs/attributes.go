@@ -253,8 +253,10 @@ func parseBool(s string) (value, ok bool) {
 	return false, false
 }
 
-// settingsOf derives the engine's settings from validated attributes.
-func settingsOf(attrs map[string]string) engine.QueueSettings {
+// settingsOf derives the engine's settings from validated attributes;
+// home is the home region, of which the dead-letter queue's owner key
+// depends (region.Owner).
+func settingsOf(attrs map[string]string, home string) engine.QueueSettings {
 	seconds := func(name string) time.Duration {
 		n, _ := strconv.Atoi(attrs[name])
 		return time.Duration(n) * time.Second
@@ -266,7 +268,7 @@ func settingsOf(attrs map[string]string) engine.QueueSettings {
 		Retention:         seconds(attrMessageRetentionPeriod),
 		ReceiveWait:       seconds(attrReceiveMessageWaitTime),
 		MaximumSize:       size,
-		Redrive:           redriveOf(attrs),
+		Redrive:           redriveOf(attrs, home),
 	}
 	if isFifo(attrs) {
 		st.FIFO = true

@@ -122,7 +122,7 @@ func TestSettingsOf(t *testing.T) {
 		t.Fatal(err)
 	}
 	want := engine.QueueSettings{VisibilityTimeout: 30 * time.Second, Delay: 5 * time.Second, Retention: 96 * time.Hour, ReceiveWait: 7 * time.Second, MaximumSize: 2048}
-	if got := settingsOf(attrs); got != want {
+	if got := settingsOf(attrs, testRegion); got != want {
 		t.Errorf("settingsOf = %+v, want %+v", got, want)
 	}
 }
@@ -259,7 +259,7 @@ func TestFifoSettingsOf(t *testing.T) {
 		}(), true, "messageGroup"},
 	}
 	for _, tt := range tests {
-		st := settingsOf(tt.attrs)
+		st := settingsOf(tt.attrs, testRegion)
 		if st.FIFO != tt.fifo || st.DeduplicationScope != tt.scope || st.VisibilityTimeout != 30*time.Second {
 			t.Errorf("%s: settings = %+v", tt.name, st)
 		}

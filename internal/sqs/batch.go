@@ -149,7 +149,7 @@ func (s *service) deleteMessageBatch(ctx context.Context, in *DeleteMessageBatch
 		sent = append(sent, i)
 	}
 	if len(handles) > 0 {
-		errs, err := s.backend.Delete(ctx, ref.account, ref.name, handles)
+		errs, err := s.backend.Delete(ctx, ref.owner, ref.name, handles)
 		if err != nil {
 			return nil, s.engineError(err, "delete batch from "+ref.name)
 		}
@@ -160,7 +160,7 @@ func (s *service) deleteMessageBatch(ctx context.Context, in *DeleteMessageBatch
 				deleted++
 			}
 		}
-		s.recordDeleted(ref.account, ref.name, deleted)
+		s.recordDeleted(ref.owner, ref.name, deleted)
 	}
 	ok, bad := batchResults(in.Entries, failed, func(e *DeleteMessageBatchRequestEntry) string { return e.Id })
 	return &DeleteMessageBatchOutput{Successful: ok, Failed: bad}, nil
@@ -196,7 +196,7 @@ func (s *service) changeMessageVisibilityBatch(ctx context.Context, in *ChangeMe
 		sent = append(sent, i)
 	}
 	if len(changes) > 0 {
-		errs, err := s.backend.ChangeVisibility(ctx, ref.account, ref.name, changes)
+		errs, err := s.backend.ChangeVisibility(ctx, ref.owner, ref.name, changes)
 		if err != nil {
 			return nil, s.engineError(err, "change visibility batch in "+ref.name)
 		}

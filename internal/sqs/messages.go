@@ -108,14 +108,14 @@ func (s *service) deleteMessage(ctx context.Context, in *DeleteMessageInput) (*E
 	if in.ReceiptHandle == "" {
 		return nil, missingParameter("ReceiptHandle")
 	}
-	errs, err := s.backend.Delete(ctx, ref.account, ref.name, []string{in.ReceiptHandle})
+	errs, err := s.backend.Delete(ctx, ref.owner, ref.name, []string{in.ReceiptHandle})
 	if err != nil {
 		return nil, s.engineError(err, "delete from "+ref.name)
 	}
 	if perr := deleteError(in.ReceiptHandle, errs, 0); perr != nil {
 		return nil, perr
 	}
-	s.recordDeleted(ref.account, ref.name, 1)
+	s.recordDeleted(ref.owner, ref.name, 1)
 	return &EmptyOutput{}, nil
 }
 
@@ -154,7 +154,7 @@ func (s *service) changeMessageVisibility(ctx context.Context, in *ChangeMessage
 	if perr := checkVisibility(timeout); perr != nil {
 		return nil, perr
 	}
-	errs, err := s.backend.ChangeVisibility(ctx, ref.account, ref.name,
+	errs, err := s.backend.ChangeVisibility(ctx, ref.owner, ref.name,
 		[]engine.VisibilityChange{{ReceiptHandle: in.ReceiptHandle, Timeout: time.Duration(timeout) * time.Second}})
 	if err != nil {
 		return nil, s.engineError(err, "change visibility in "+ref.name)

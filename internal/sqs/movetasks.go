@@ -36,27 +36,30 @@ func (s *service) listDeadLetterSourceQueues(ctx context.Context, in *ListDeadLe
 	if perr != nil {
 		return nil, perr
 	}
-	sources, err := s.deadLetterSources(ctx, dlq.Account, dlq.Name)
+	ref := s.refOf(&dlq)
+	sources, err := s.deadLetterSources(ctx, ref)
 	if err != nil {
 		return nil, err
 	}
 	names, next := pg.page(sources)
 	out := &ListDeadLetterSourceQueuesOutput{QueueUrls: make([]string, 0, len(names)), NextToken: next}
 	for _, n := range names {
-		out.QueueUrls = append(out.QueueUrls, s.queueURL(ctx, dlq.Account, n))
+		src := ref
+		src.name = n
+		out.QueueUrls = append(out.QueueUrls, s.queueURL(ctx, src))
 	}
 	return out, nil
 }
 
-// deadLetterSources names, sorted, the queues of account whose
-// RedrivePolicy targets its queue name (a dead-letter queue and its
-// sources are of one account).
-func (s *service) deadLetterSources(ctx context.Context, account, name string) ([]string, error) {
-	queues, err := s.backend.ListQueues(ctx, account, "")
+// deadLetterSources names, sorted, the queues whose RedrivePolicy
+// targets dlq (a dead-letter queue and its sources are of one account
+// and region).
+func (s *service) deadLetterSources(ctx context.Context, dlq queueRef) ([]string, error) {
+	queues, err := s.backend.ListQueues(ctx, dlq.owner, "")
 	if err != nil {
 		return nil, s.engineError(err, "list queues")
 	}
-	target := queueARN(s.region, account, name)
+	target := dlq.arn()
 	var names []string
 	for _, q := range queues {
 		if redriveTargetARN(q.Attributes) == target {
@@ -77,14 +80,14 @@ func (s *service) moveTaskQueue(ctx context.Context, value, param, action string
 	}
 	notFound := errResourceNotFound.WithMessage(resourceNotFound, param)
 	caller := s.accountOf(ctx)
-	if a.Service != "sqs" || a.Region != s.region || a.Partition != arnPartition || !validAnyQueueName(a.Resource) {
+	if a.Service != "sqs" || a.Region != s.regionOf(ctx) || a.Partition != arnPartition || !validAnyQueueName(a.Resource) {
 		return engine.Queue{}, notFound
 	}
-	ref := queueRef{account: a.Account, name: a.Resource}
+	ref := s.ref(a.Account, a.Region, a.Resource)
 	if ref.account != caller {
 		return engine.Queue{}, s.accessDenied(caller, ref, policyAction(action), false)
 	}
-	q, err := s.backend.GetQueue(ctx, ref.account, ref.name)
+	q, err := s.backend.GetQueue(ctx, ref.owner, ref.name)
 	if errors.Is(err, engine.ErrQueueNotFound) {
 		return engine.Queue{}, notFound
 	}
@@ -107,14 +110,14 @@ func (s *service) startMessageMoveTask(ctx context.Context, in *StartMessageMove
 	if err != nil {
 		return nil, err
 	}
-	sources, err := s.deadLetterSources(ctx, src.Account, src.Name)
+	sources, err := s.deadLetterSources(ctx, s.refOf(&src))
 	if err != nil {
 		return nil, err
 	}
 	if len(sources) == 0 {
 		return nil, invalidParameter(notDeadLetterQueue)
 	}
-	task := engine.MoveTask{SourceAccount: src.Account, SourceName: src.Name, SourceARN: queueARN(s.region, src.Account, src.Name)}
+	task := engine.MoveTask{SourceAccount: src.Account, SourceName: src.Name, SourceARN: s.refOf(&src).arn()}
 	if in.DestinationArn != "" {
 		if _, ok := arn.Parse(in.DestinationArn); !ok {
 			return nil, invalidParameter(arnFormatMessage, "DestinationArn")
@@ -132,7 +135,7 @@ func (s *service) startMessageMoveTask(ctx context.Context, in *StartMessageMove
 		if isFifo(dst.Attributes) != isFifo(src.Attributes) {
 			return nil, invalidParameter(sameTypeMessage)
 		}
-		task.DestinationARN = queueARN(s.region, dst.Account, dst.Name)
+		task.DestinationARN = s.refOf(&dst).arn()
 	}
 	if r := in.MaxNumberOfMessagesPerSecond; r != nil {
 		if *r < 1 || *r > maxMovePerSecond {
@@ -173,7 +176,7 @@ func (s *service) listMessageMoveTasks(ctx context.Context, in *ListMessageMoveT
 	if err != nil {
 		return nil, err
 	}
-	tasks, err := s.backend.ListMoveTasks(ctx, s.accountOf(ctx), src.Name)
+	tasks, err := s.backend.ListMoveTasks(ctx, src.Account, src.Name)
 	if errors.Is(err, engine.ErrQueueNotFound) {
 		return nil, errResourceNotFound.WithMessage(resourceNotFound, "SourceArn")
 	}
@@ -242,7 +245,7 @@ func (s *service) cancelMessageMoveTask(ctx context.Context, in *CancelMessageMo
 	if err != nil {
 		return nil, err
 	}
-	t, err := s.backend.CancelMoveTask(ctx, s.accountOf(ctx), src.Name, id)
+	t, err := s.backend.CancelMoveTask(ctx, src.Account, src.Name, id)
 	switch {
 	// AWS's answer for a task that is no longer running is unrecorded; it
 	// gets the unknown task's.

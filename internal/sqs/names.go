@@ -2,6 +2,8 @@ package sqs
 
 import (
 	"strings"
+
+	"github.com/ferrymq/ferry/internal/region"
 )
 
 const (
@@ -60,31 +62,58 @@ func queueARN(region, account, name string) string {
 	return "arn:aws:sqs:" + region + ":" + account + ":" + name
 }
 
-// parseQueueRef reads the account and name a QueueUrl designates. SDKs send
-// full URLs whose host may be anything (a legacy AWS host, a proxy), so only
-// the last two path segments count; a bare name (no slash at all) means the
-// caller's own account, and account is then empty. ok is false when the
-// reference names no queue.
-func parseQueueRef(ref string) (account, name string, ok bool) {
+// parseQueueRef reads the account, name and region a QueueUrl
+// designates. SDKs send full URLs whose host may be anything (a legacy AWS
+// host, a proxy), so only the last two path segments name the queue; a
+// bare name (no slash at all) means the caller's own account, and account
+// is then empty. The region is the one the URL names, in the forms AWS
+// and LocalStack hand out: the host sqs.REGION.… or REGION.queue.…, or the
+// path /queue/REGION/ACCOUNT/NAME; empty when it names none, and the
+// request's region applies. ok is false when the reference names no queue.
+func parseQueueRef(ref string) (account, name, reg string, ok bool) {
 	if i := strings.IndexAny(ref, "?#"); i >= 0 {
 		ref = ref[:i]
 	}
 	if _, after, found := strings.Cut(ref, "://"); found {
-		_, path, hasPath := strings.Cut(after, "/") // drop the host
+		host, path, hasPath := strings.Cut(after, "/")
 		if !hasPath {
-			return "", "", false
+			return "", "", "", false
 		}
+		reg = hostRegion(host)
 		ref = path // the Trim below drops any leading slash
 	} else if !strings.Contains(ref, "/") {
-		return "", ref, ref != ""
+		return "", ref, "", ref != ""
 	}
 	path := strings.Trim(ref, "/")
 	last := strings.LastIndexByte(path, '/')
 	if last < 0 {
-		return "", "", false
+		return "", "", "", false
 	}
 	name = path[last+1:]
 	path = path[:last]
-	account = path[strings.LastIndexByte(path, '/')+1:]
-	return account, name, account != "" && name != ""
+	slash := strings.LastIndexByte(path, '/')
+	account = path[slash+1:]
+	if slash >= 0 {
+		if p, r, ok := strings.Cut(path[:slash], "/"); ok && p == "queue" && region.Valid(r) {
+			reg = r
+		}
+	}
+	return account, name, reg, account != "" && name != ""
+}
+
+// hostRegion is the region a queue URL's host names: sqs.REGION.… (AWS's
+// and LocalStack's standard form) or REGION.queue.… (LocalStack's domain
+// form); "" for any other host.
+func hostRegion(host string) string {
+	first, rest, _ := strings.Cut(host, ".")
+	if first == "sqs" {
+		if r, _, _ := strings.Cut(rest, "."); region.Valid(r) {
+			return r
+		}
+		return ""
+	}
+	if region.Valid(first) && strings.HasPrefix(rest, "queue.") {
+		return first
+	}
+	return ""
 }

@@ -8,31 +8,37 @@ import (
 func TestParseQueueRef(t *testing.T) {
 	t.Parallel()
 	tests := []struct {
-		ref           string
-		account, name string
-		ok            bool
+		ref                   string
+		account, name, region string
+		ok                    bool
 	}{
-		{"https://sqs.us-east-1.amazonaws.com/123456789012/orders", "123456789012", "orders", true},
-		{"http://localhost:4566/000000000000/q-1", "000000000000", "q-1", true},
-		{"https://eu-west-1.queue.amazonaws.com/123456789012/q", "123456789012", "q", true},
-		{"http://localhost:4566/queue/us-east-1/123456789012/q", "123456789012", "q", true},
-		{"http://localhost:4566/123456789012/q/", "123456789012", "q", true},
-		{"http://localhost:4566/123456789012/q?Action=x", "123456789012", "q", true},
-		{"/123456789012/q", "123456789012", "q", true},
-		{"orders", "", "orders", true},
-		{"http://localhost:4566/q", "", "", false},
-		{"http://localhost:4566", "", "", false},
-		{"http://localhost:4566/", "", "", false},
-		{"/", "", "", false},
-		{"", "", "", false},
-		{"//", "", "", false},
-		{"://", "", "", false},
+		{"https://sqs.us-east-1.amazonaws.com/123456789012/orders", "123456789012", "orders", "us-east-1", true},
+		{"http://localhost:4566/000000000000/q-1", "000000000000", "q-1", "", true},
+		{"https://eu-west-1.queue.amazonaws.com/123456789012/q", "123456789012", "q", "eu-west-1", true},
+		{"https://queue.amazonaws.com/123456789012/q", "123456789012", "q", "", true},
+		{"http://sqs.ap-south-2.localhost.localstack.cloud:4566/000000000000/q", "000000000000", "q", "ap-south-2", true},
+		{"http://eu-west-3.queue.localhost.localstack.cloud:4566/000000000000/q", "000000000000", "q", "eu-west-3", true},
+		{"http://sqs.localhost:4566/000000000000/q", "000000000000", "q", "", true},
+		{"http://localhost:4566/queue/us-west-2/123456789012/q", "123456789012", "q", "us-west-2", true},
+		{"http://localhost:4566/queue/nowhere/123456789012/q", "123456789012", "q", "", true},
+		{"/queue/eu-north-1/123456789012/q", "123456789012", "q", "eu-north-1", true},
+		{"http://localhost:4566/123456789012/q/", "123456789012", "q", "", true},
+		{"http://localhost:4566/123456789012/q?Action=x", "123456789012", "q", "", true},
+		{"/123456789012/q", "123456789012", "q", "", true},
+		{"orders", "", "orders", "", true},
+		{"http://localhost:4566/q", "", "", "", false},
+		{"http://localhost:4566", "", "", "", false},
+		{"http://localhost:4566/", "", "", "", false},
+		{"/", "", "", "", false},
+		{"", "", "", "", false},
+		{"//", "", "", "", false},
+		{"://", "", "", "", false},
 	}
 	for _, tt := range tests {
 		t.Run(tt.ref, func(t *testing.T) {
-			account, name, ok := parseQueueRef(tt.ref)
-			if account != tt.account || name != tt.name || ok != tt.ok {
-				t.Errorf("parseQueueRef(%q) = %q, %q, %v; want %q, %q, %v", tt.ref, account, name, ok, tt.account, tt.name, tt.ok)
+			account, name, reg, ok := parseQueueRef(tt.ref)
+			if account != tt.account || name != tt.name || reg != tt.region || ok != tt.ok {
+				t.Errorf("parseQueueRef(%q) = %q, %q, %q, %v; want %q, %q, %q, %v", tt.ref, account, name, reg, ok, tt.account, tt.name, tt.region, tt.ok)
 			}
 		})
 	}

@@ -155,7 +155,7 @@ func (s *service) addPermission(ctx context.Context, in *AddPermissionInput) (*E
 	}
 	now := s.clock.Now()
 	err := s.updateQueue(ctx, in.QueueUrl, "AddPermission", func(q *engine.Queue) *protocol.Error {
-		arn := s.arn(ctx, q.Name)
+		arn := s.refOf(q).arn()
 		doc := parsePolicy(q.Attributes[attrPolicy], arn)
 		for _, st := range doc.Statement {
 			if sid(st) == in.Label {
@@ -187,7 +187,7 @@ func (s *service) removePermission(ctx context.Context, in *RemovePermissionInpu
 	}
 	now := s.clock.Now()
 	err := s.updateQueue(ctx, in.QueueUrl, "RemovePermission", func(q *engine.Queue) *protocol.Error {
-		doc := parsePolicy(q.Attributes[attrPolicy], s.arn(ctx, q.Name))
+		doc := parsePolicy(q.Attributes[attrPolicy], s.refOf(q).arn())
 		i := slices.IndexFunc(doc.Statement, func(st json.RawMessage) bool { return sid(st) == in.Label })
 		if i < 0 {
 			return invalidValue(in.Label, "Label", "can't find label.")

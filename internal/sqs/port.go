@@ -10,6 +10,7 @@ import (
 	"github.com/ferrymq/ferry/internal/clock"
 	"github.com/ferrymq/ferry/internal/engine"
 	iam "github.com/ferrymq/ferry/internal/policy"
+	"github.com/ferrymq/ferry/internal/region"
 	"github.com/ferrymq/ferry/internal/sigv4"
 )
 
@@ -70,12 +71,12 @@ func (p *Port) Message(body string, attrs []engine.MessageAttribute, senderID st
 // Send clears in msgs those it would not take (a FIFO topic's copies may
 // go to standard queues).
 func (p *Port) Send(ctx context.Context, queueARN string, msgs []engine.NewMessage) ([]engine.SendResult, error) {
-	account, name, ok := p.resolve(queueARN)
+	owner, _, name, ok := p.resolve(queueARN)
 	if !ok {
 		return nil, errQueueUnreachable
 	}
 	fitDeduplication(name, msgs)
-	res, err := p.send(ctx, account, name, msgs)
+	res, err := p.send(ctx, owner, name, msgs)
 	if errors.Is(err, engine.ErrQueueNotFound) {
 		return nil, errQueueUnreachable
 	}
@@ -92,9 +93,9 @@ func (p *Port) SendMany(ctx context.Context, queueARNs []string, msgs [][]engine
 	sends := make([]engine.QueueSend, len(queueARNs))
 	n := 0
 	for i, a := range queueARNs {
-		if account, name, ok := p.resolve(a); ok {
+		if owner, _, name, ok := p.resolve(a); ok {
 			fitDeduplication(name, msgs[i])
-			sends[i] = engine.QueueSend{Account: account, Name: name, Msgs: msgs[i]}
+			sends[i] = engine.QueueSend{Account: owner, Name: name, Msgs: msgs[i]}
 			n++
 		}
 	}
@@ -163,24 +164,19 @@ func (p *Port) send(ctx context.Context, account, name string, msgs []engine.New
 	return res, nil
 }
 
-// resolve is the account and name of the queue that queueARN names.
-func (p *Port) resolve(queueARN string) (account, name string, ok bool) {
+// resolve is the queue that queueARN names: the key its store keeps it
+// under (region.Owner), its account and its name, in any region, as SNS
+// delivers across regions on AWS. ok is false for any ARN but one of a
+// queue of an account (an account id, or the configured account) in a
+// region, which cannot exist. Whether the sender may write there is the
+// sender's to decide before it sends (SNS: mayDeliver).
+func (p *Port) resolve(queueARN string) (owner, account, name string, ok bool) {
 	a, ok := arn.Parse(queueARN)
-	if !ok {
-		return "", "", false
+	if !ok || a.Service != "sqs" || !region.Valid(a.Region) || a.Account != p.account && !sigv4.IsAccountID(a.Account) ||
+		!validAnyQueueName(a.Resource) {
+		return "", "", "", false
 	}
-	return p.localQueue(a)
-}
-
-// localQueue is the account and name of the queue an ARN names; ok is
-// false for any ARN but one of a queue of an account (an account id, or
-// the configured account) in this region, which cannot exist. Whether the
-// sender may write there is the sender's to decide before it sends (SNS:
-// mayDeliver).
-func (p *Port) localQueue(a arn.ARN) (account, name string, ok bool) {
-	ok = a.Service == "sqs" && a.Region == p.region && (a.Account == p.account || sigv4.IsAccountID(a.Account)) &&
-		validAnyQueueName(a.Resource)
-	return a.Account, a.Resource, ok
+	return region.Owner(a.Account, a.Region, p.region), a.Account, a.Resource, true
 }
 
 // MaySNSSend reports whether the topic topicARN may send into the queue
@@ -190,11 +186,11 @@ func (p *Port) localQueue(a arn.ARN) (account, name string, ok bool) {
 // answers that it is missing, as before. An invalid stored Policy grants
 // and denies nothing.
 func (p *Port) MaySNSSend(ctx context.Context, topicARN, queueARN string) (bool, error) {
-	account, name, ok := p.resolve(queueARN)
+	owner, account, name, ok := p.resolve(queueARN)
 	if !ok {
 		return true, nil
 	}
-	q, err := p.backend.ViewQueue(ctx, account, name)
+	q, err := p.backend.ViewQueue(ctx, owner, name)
 	if errors.Is(err, engine.ErrQueueNotFound) {
 		return true, nil
 	}

@@ -47,17 +47,18 @@ func (s *service) createQueue(ctx context.Context, in *CreateQueueInput) (*Creat
 	if len(in.Tags) > maxTags {
 		return nil, tooManyTags(name)
 	}
-	if err := s.checkRedriveTarget(ctx, name, isFifo(attrs), in.Attributes); err != nil {
+	ref := s.own(ctx, name)
+	if err := s.checkRedriveTarget(ctx, ref, isFifo(attrs), in.Attributes); err != nil {
 		return nil, err
 	}
 	now := s.clock.Now()
 	q := engine.Queue{
-		Account:    s.accountOf(ctx),
+		Account:    ref.owner,
 		Name:       name,
-		ARN:        s.arn(ctx, name),
+		ARN:        ref.arn(),
 		Attributes: attrs,
 		Tags:       in.Tags,
-		Settings:   settingsOf(attrs),
+		Settings:   settingsOf(attrs, s.region),
 		Created:    now,
 		Modified:   now,
 	}
@@ -74,7 +75,7 @@ func (s *service) createQueue(ctx context.Context, in *CreateQueueInput) (*Creat
 	} else {
 		s.log.DebugContext(ctx, "queue created", "queue", name)
 	}
-	return &CreateQueueOutput{QueueUrl: s.queueURL(ctx, s.accountOf(ctx), name)}, nil
+	return &CreateQueueOutput{QueueUrl: s.queueURL(ctx, ref)}, nil
 }
 
 func (s *service) getQueueURL(ctx context.Context, in *GetQueueUrlInput) (*GetQueueUrlOutput, error) {
@@ -88,8 +89,8 @@ func (s *service) getQueueURL(ctx context.Context, in *GetQueueUrlInput) (*GetQu
 	if !validAnyQueueName(in.QueueName) || owner != s.accountOf(ctx) && !validAccount(owner) {
 		return nil, errQueueDoesNotExist
 	}
-	ref := queueRef{account: owner, name: in.QueueName}
-	q, err := s.backend.ViewQueue(ctx, ref.account, ref.name)
+	ref := s.ref(owner, s.regionOf(ctx), in.QueueName)
+	q, err := s.backend.ViewQueue(ctx, ref.owner, ref.name)
 	if err != nil {
 		return nil, s.loadError(ctx, ref, "GetQueueUrl", err)
 	}
@@ -98,7 +99,7 @@ func (s *service) getQueueURL(ctx context.Context, in *GetQueueUrlInput) (*GetQu
 			return nil, err
 		}
 	}
-	return &GetQueueUrlOutput{QueueUrl: s.queueURL(ctx, ref.account, ref.name)}, nil
+	return &GetQueueUrlOutput{QueueUrl: s.queueURL(ctx, ref)}, nil
 }
 
 // ListQueues pages with an opaque token holding the last name returned.
@@ -107,7 +108,8 @@ func (s *service) listQueues(ctx context.Context, in *ListQueuesInput) (*ListQue
 	if perr != nil {
 		return nil, perr
 	}
-	queues, err := s.backend.ListQueues(ctx, s.accountOf(ctx), in.QueueNamePrefix)
+	own := s.own(ctx, "")
+	queues, err := s.backend.ListQueues(ctx, own.owner, in.QueueNamePrefix)
 	if err != nil {
 		return nil, s.engineError(err, "list queues")
 	}
@@ -118,7 +120,8 @@ func (s *service) listQueues(ctx context.Context, in *ListQueuesInput) (*ListQue
 	names, next := pg.page(names)
 	out := &ListQueuesOutput{NextToken: next}
 	for _, n := range names {
-		out.QueueUrls = append(out.QueueUrls, s.queueURL(ctx, s.accountOf(ctx), n))
+		own.name = n
+		out.QueueUrls = append(out.QueueUrls, s.queueURL(ctx, own))
 	}
 	return out, nil
 }
@@ -175,7 +178,7 @@ func (s *service) deleteQueue(ctx context.Context, in *QueueInput) (*EmptyOutput
 	if err != nil {
 		return nil, err
 	}
-	if err := s.backend.DeleteQueue(ctx, ref.account, ref.name); err != nil {
+	if err := s.backend.DeleteQueue(ctx, ref.owner, ref.name); err != nil {
 		return nil, s.engineError(err, "delete queue "+ref.name)
 	}
 	s.log.DebugContext(ctx, "queue deleted", "queue", ref.name)
@@ -200,7 +203,7 @@ func (s *service) getQueueAttributes(ctx context.Context, in *GetQueueAttributes
 			return nil, s.engineError(err, "stats of "+q.Name)
 		}
 	}
-	return &GetQueueAttributesOutput{Attributes: queueAttributes(q, queueARN(s.region, q.Account, q.Name), stats, want)}, nil
+	return &GetQueueAttributesOutput{Attributes: queueAttributes(q, s.refOf(&q).arn(), stats, want)}, nil
 }
 
 func (s *service) setQueueAttributes(ctx context.Context, in *SetQueueAttributesInput) (*EmptyOutput, error) {
@@ -217,7 +220,7 @@ func (s *service) setQueueAttributes(ctx context.Context, in *SetQueueAttributes
 		if _, perr := applyAttributes(q.Attributes, in.Attributes); perr != nil {
 			return nil, perr
 		}
-		if err := s.checkRedriveTarget(ctx, q.Name, isFifo(q.Attributes), in.Attributes); err != nil {
+		if err := s.checkRedriveTarget(ctx, s.refOf(&q), isFifo(q.Attributes), in.Attributes); err != nil {
 			return nil, err
 		}
 	}
@@ -228,10 +231,10 @@ func (s *service) setQueueAttributes(ctx context.Context, in *SetQueueAttributes
 			return perr
 		}
 		q.Attributes = attrs
-		q.Settings = settingsOf(attrs)
+		q.Settings = settingsOf(attrs, s.region)
 		q.Modified = now
 		if q.ARN == "" {
-			q.ARN = s.arn(ctx, q.Name)
+			q.ARN = s.refOf(q).arn()
 		}
 		return nil
 	})
@@ -246,7 +249,7 @@ func (s *service) purgeQueue(ctx context.Context, in *QueueInput) (*EmptyOutput,
 	if err != nil {
 		return nil, err
 	}
-	if err := s.backend.Purge(ctx, ref.account, ref.name); err != nil {
+	if err := s.backend.Purge(ctx, ref.owner, ref.name); err != nil {
 		if errors.Is(err, engine.ErrPurgeInProgress) {
 			return nil, purgeInProgress(ref.name)
 		}
@@ -265,7 +268,7 @@ func (s *service) updateQueue(ctx context.Context, queueURL, action string, fn f
 		return err
 	}
 	name := ref.name
-	err = s.backend.UpdateQueue(ctx, ref.account, name, func(q *engine.Queue) error {
+	err = s.backend.UpdateQueue(ctx, ref.owner, name, func(q *engine.Queue) error {
 		if perr := fn(q); perr != nil {
 			return perr
 		}

@@ -13,6 +13,7 @@ import (
 	"github.com/ferrymq/ferry/internal/arn"
 	"github.com/ferrymq/ferry/internal/engine"
 	"github.com/ferrymq/ferry/internal/protocol"
+	"github.com/ferrymq/ferry/internal/region"
 )
 
 // Dead-letter policies. A source queue names its dead-letter queue in
@@ -222,10 +223,10 @@ func parseRedriveAllowPolicy(raw string) (redriveAllowPolicy, *protocol.Error) {
 }
 
 // checkRedriveTarget checks, for a request setting a RedrivePolicy on the
-// source queue named source, where the policy's target is: this region and
+// source queue src, where the policy's target is: the source's region and
 // account, a queue of the source's type other than the source, existing, and
 // allowing this source. Requests without a policy pass.
-func (s *service) checkRedriveTarget(ctx context.Context, source string, sourceFifo bool, req map[string]string) error {
+func (s *service) checkRedriveTarget(ctx context.Context, src queueRef, sourceFifo bool, req map[string]string) error {
 	raw := req[attrRedrivePolicy]
 	if raw == "" {
 		return nil
@@ -238,18 +239,18 @@ func (s *service) checkRedriveTarget(ctx context.Context, source string, sourceF
 	t := p.target
 	name := t.Resource
 	switch {
-	case t.Region != s.region:
+	case t.Region != src.region:
 		return bad(reasonSameRegion)
-	case t.Account != s.accountOf(ctx):
+	case t.Account != src.account:
 		return bad(reasonSameOwner)
 	case strings.HasSuffix(name, fifoSuffix) != sourceFifo:
 		return bad(reasonSameType)
-	case name == source:
+	case name == src.name:
 		return bad(reasonTargetIsSource)
 	case t.Partition != arnPartition || !validAnyQueueName(name):
 		return bad(reasonTargetMissing)
 	}
-	target, err := s.backend.GetQueue(ctx, s.accountOf(ctx), name)
+	target, err := s.backend.GetQueue(ctx, src.owner, name)
 	if errors.Is(err, engine.ErrQueueNotFound) {
 		return bad(reasonTargetMissing)
 	}
@@ -261,7 +262,7 @@ func (s *service) checkRedriveTarget(ctx context.Context, source string, sourceF
 	}
 	if allow := target.Attributes[attrRedriveAllowPolicy]; allow != "" {
 		ap, perr := parseRedriveAllowPolicy(allow)
-		if perr == nil && !ap.allows(s.arn(ctx, source)) {
+		if perr == nil && !ap.allows(src.arn()) {
 			return bad(reasonTargetDisallowed)
 		}
 	}
@@ -270,7 +271,7 @@ func (s *service) checkRedriveTarget(ctx context.Context, source string, sourceF
 
 // redriveOf derives the engine's redrive settings from a stored (valid,
 // normalised) RedrivePolicy; nil when there is none.
-func redriveOf(attrs map[string]string) *engine.Redrive {
+func redriveOf(attrs map[string]string, home string) *engine.Redrive {
 	raw := attrs[attrRedrivePolicy]
 	if raw == "" {
 		return nil
@@ -279,7 +280,8 @@ func redriveOf(attrs map[string]string) *engine.Redrive {
 	if perr != nil {
 		return nil
 	}
-	return &engine.Redrive{TargetAccount: p.target.Account, TargetName: p.target.Resource, MaxReceiveCount: p.maxReceiveCount}
+	return &engine.Redrive{TargetAccount: region.Owner(p.target.Account, p.target.Region, home), TargetName: p.target.Resource,
+		MaxReceiveCount: p.maxReceiveCount}
 }
 
 // redriveTargetARN is the dead-letter target ARN of a queue's attributes, or

@@ -17,6 +17,7 @@ import (
 	"github.com/ferrymq/ferry/internal/engine"
 	"github.com/ferrymq/ferry/internal/metrics"
 	"github.com/ferrymq/ferry/internal/protocol"
+	"github.com/ferrymq/ferry/internal/region"
 )
 
 // Config is what the SQS service needs.
@@ -126,9 +127,13 @@ func requestInfo(ctx context.Context) (host, path, accessKey string) {
 	return info.Host, info.Path, info.AccessKey
 }
 
-// queueURL is the URL of the named queue of account as this request
-// should see it.
-func (s *service) queueURL(ctx context.Context, account, name string) string {
+// queueURL is the URL of ref's queue as this request should see it: on
+// the host the request came to, or the configured base. A queue of the
+// home region (--region) has the path /ACCOUNT/NAME; one of another region
+// /queue/REGION/ACCOUNT/NAME (LocalStack's path form), so that the URL
+// alone names its region whoever uses it, unless the host names the
+// region already (sqs.REGION.…).
+func (s *service) queueURL(ctx context.Context, ref queueRef) string {
 	base := s.urlBase
 	if base == "" {
 		info := protocol.Info(ctx)
@@ -141,11 +146,44 @@ func (s *service) queueURL(ctx context.Context, account, name string) string {
 		}
 		base = scheme + host
 	}
-	return base + "/" + account + "/" + name
+	if ref.region != s.region && hostRegion(hostOf(base)) != ref.region {
+		return base + "/queue/" + ref.region + "/" + ref.account + "/" + ref.name
+	}
+	return base + "/" + ref.account + "/" + ref.name
 }
 
-func (s *service) arn(ctx context.Context, name string) string {
-	return queueARN(s.region, s.accountOf(ctx), name)
+// hostOf is the host of a URL base (scheme://host[:port][/path]).
+func hostOf(base string) string {
+	_, rest, _ := strings.Cut(base, "://")
+	host, _, _ := strings.Cut(rest, "/")
+	return host
+}
+
+// regionOf is the region the request is served in, as the protocol layer
+// decided it (protocol.Auth); the configured region for a call that came
+// through no handler.
+func (s *service) regionOf(ctx context.Context) string {
+	if r := protocol.Info(ctx).Region; r != "" {
+		return r
+	}
+	return s.region
+}
+
+// ref is the queue called name of account in region reg.
+func (s *service) ref(account, reg, name string) queueRef {
+	return queueRef{account: account, region: reg, name: name, owner: region.Owner(account, reg, s.region)}
+}
+
+// own is the caller's queue called name, in the request's region.
+func (s *service) own(ctx context.Context, name string) queueRef {
+	return s.ref(s.accountOf(ctx), s.regionOf(ctx), name)
+}
+
+// refOf is the reference of a queue the store returned, whose Account is
+// its owner key.
+func (s *service) refOf(q *engine.Queue) queueRef {
+	account, reg := region.Split(q.Account, s.region)
+	return queueRef{account: account, region: reg, name: q.Name, owner: q.Account}
 }
 
 // accountOf is the account the request is served in, as the protocol
@@ -176,7 +214,7 @@ func (s *service) loadQueue(ctx context.Context, queueURL, action string,
 	if err != nil {
 		return engine.Queue{}, err
 	}
-	q, err := load(ctx, ref.account, ref.name)
+	q, err := load(ctx, ref.owner, ref.name)
 	if err != nil {
 		return engine.Queue{}, s.loadError(ctx, ref, action, err)
 	}

@@ -22,6 +22,9 @@ func TestConformanceInMemory(t *testing.T) {
 		Open: func(t *testing.T, clk *clock.Fake) engine.Store {
 			return openChecked(t, Options{InMemory: true, Clock: clk})
 		},
+		OpenWaits: func(t *testing.T, clk *clock.Fake, w engine.Waits) engine.Store {
+			return openChecked(t, Options{InMemory: true, Clock: clk, Waits: w})
+		},
 	})
 }
 
@@ -31,6 +34,9 @@ func TestConformanceOnDisk(t *testing.T) {
 			return openChecked(t, Options{Dir: t.TempDir(), Clock: clk})
 		},
 		Reopen: reopenChecked,
+		OpenWaits: func(t *testing.T, clk *clock.Fake, w engine.Waits) engine.Store {
+			return openChecked(t, Options{Dir: t.TempDir(), Clock: clk, Waits: w})
+		},
 	})
 }
 

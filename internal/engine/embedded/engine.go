@@ -70,6 +70,8 @@ type Options struct {
 	// the first OnMovedByTask, so that its hook is told of every move; by
 	// default they resume at once.
 	HoldMoveTasks bool
+	// Waits turns SQS's 60-second waits off; the zero value keeps them.
+	Waits engine.Waits
 }
 
 // Ids (queue ids, message seqs, receive generations) are epoch<<epochShift
@@ -86,6 +88,7 @@ type Engine struct {
 	clock  clock.Clock
 	log    *slog.Logger
 	sync   bool
+	waits  engine.Waits
 	signer *handle.Signer
 	// secretMu serialises the first creation of a secret (cluster.go).
 	secretMu sync.Mutex
@@ -152,6 +155,7 @@ func Open(ctx context.Context, opts Options) (*Engine, error) {
 		clock:     opts.Clock,
 		log:       opts.Logger,
 		sync:      !opts.NoSync,
+		waits:     opts.Waits,
 		deleted:   make(map[qname]time.Time),
 		queues:    make(map[qname]*queue),
 		arns:      make(map[string]*queue),

@@ -8,8 +8,6 @@ import (
 	"unsafe"
 
 	"github.com/cockroachdb/pebble/v2"
-
-	"github.com/ferrymq/ferry/internal/engine"
 )
 
 // load rebuilds every queue's index from the store: queues first, then one
@@ -188,7 +186,7 @@ func (e *Engine) loadDeleted(cleanup *pebble.Batch) error {
 		if err != nil {
 			return false, fmt.Errorf("embedded: deleted queue key %x: %w", it.Key(), err)
 		}
-		if _, exists := e.queues[key]; exists || now.Sub(at) >= engine.RecreateDelay {
+		if _, exists := e.queues[key]; exists || now.Sub(at) >= e.waits.RecreateDelay() {
 			_ = cleanup.Delete(it.Key(), nil)
 			return false, nil
 		}

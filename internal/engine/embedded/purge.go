@@ -10,7 +10,7 @@ import (
 func (e *Engine) Purge(ctx context.Context, account, name string) error {
 	return e.withQueue(ctx, account, name, opWrite, func(q *queue) (commit, error) {
 		nowT := e.clock.Now()
-		if last := q.desc.LastPurge; !last.IsZero() && nowT.Sub(last) < engine.PurgeInterval {
+		if last := q.desc.LastPurge; !last.IsZero() && nowT.Sub(last) < e.waits.PurgeInterval() {
 			return commit{}, engine.ErrPurgeInProgress
 		}
 		d := cloneQueue(&q.desc)

@@ -27,7 +27,7 @@ func (e *Engine) CreateQueue(ctx context.Context, q engine.Queue) (engine.Queue,
 	b := e.db.NewBatch()
 	defer b.Close()
 	for k, at := range e.deleted {
-		if now.Sub(at) >= engine.RecreateDelay {
+		if now.Sub(at) >= e.waits.RecreateDelay() {
 			delete(e.deleted, k)
 			// Written with the create; if it fails, Open drops them.
 			_ = b.Delete(deletedKey(k.account, k.name), nil)

@@ -45,6 +45,9 @@ type Driver struct {
 	// does. Once it returns, old does nothing more. Nil skips the crash
 	// tests.
 	Crash func(t *testing.T, clk *clock.Fake, old engine.Store) engine.Store
+	// OpenWaits, optional, is Open with engine.Waits set. Nil skips the
+	// test of the waits turned off.
+	OpenWaits func(t *testing.T, clk *clock.Fake, w engine.Waits) engine.Store
 }
 
 // test is one test of the suite.
@@ -54,7 +57,7 @@ type test struct {
 }
 
 // tests is the suite, in the order it runs.
-var tests = slices.Concat(queueTests, messageTests, deadLetterTests, fifoTests, storeTests, conditionalTests, clusterTests, restartTests)
+var tests = slices.Concat(queueTests, messageTests, deadLetterTests, fifoTests, storeTests, conditionalTests, clusterTests, restartTests, resetTests)
 
 var queueTests = []test{
 	{"CreateQueueIdempotent", testCreateIdempotent},

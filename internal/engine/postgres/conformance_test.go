@@ -34,25 +34,28 @@ var suiteLeases = leaseTimes{hold: time.Second, renew: 50 * time.Millisecond}
 // stops (crash).
 func TestConformance(t *testing.T) {
 	pgtest.URL(t)
-	open := func(t *testing.T, clk *clock.Fake, ts testSchema, hold bool) suiteStore {
-		s, app := ts.openNamed(t, Options{Clock: clk, HoldMoveTasks: hold, leases: suiteLeases})
+	open := func(t *testing.T, clk *clock.Fake, ts testSchema, hold bool, w engine.Waits) suiteStore {
+		s, app := ts.openNamed(t, Options{Clock: clk, HoldMoveTasks: hold, leases: suiteLeases, Waits: w})
 		return suiteStore{Store: s, ts: ts, app: app}
 	}
 	enginetest.Run(t, enginetest.Driver{
 		Open: func(t *testing.T, clk *clock.Fake) engine.Store {
-			return open(t, clk, freshSchema(t), false)
+			return open(t, clk, freshSchema(t), false, engine.Waits{})
 		},
 		Reopen: func(t *testing.T, clk *clock.Fake, old engine.Store) engine.Store {
 			o := old.(suiteStore)
 			if err := o.Close(); err != nil {
 				t.Fatalf("Close: %v", err)
 			}
-			return open(t, clk, o.ts, true)
+			return open(t, clk, o.ts, true, engine.Waits{})
 		},
 		Crash: func(t *testing.T, clk *clock.Fake, old engine.Store) engine.Store {
 			o := old.(suiteStore)
 			o.crash(t, o.ts, o.app)
-			return open(t, clk, o.ts, true)
+			return open(t, clk, o.ts, true, engine.Waits{})
+		},
+		OpenWaits: func(t *testing.T, clk *clock.Fake, w engine.Waits) engine.Store {
+			return open(t, clk, freshSchema(t), false, w)
 		},
 	})
 }

@@ -179,7 +179,7 @@ func (s *Store) Purge(ctx context.Context, account, name string) error {
 			SELECT pg_notify($5, $6) FROM p
 		)
 		SELECT q.id, (SELECT count(*) FROM p), (SELECT count(*) FROM n) FROM q`,
-		[]any{account, name, now, int64(engine.PurgeInterval), s.channel, viewNote(viewKey(account, name))},
+		[]any{account, name, now, int64(s.waits.PurgeInterval()), s.channel, viewNote(viewKey(account, name))},
 		&qid, &purged, &noted)
 	s.views.drop(viewKey(account, name))
 	if isNoRows(err) {

@@ -52,6 +52,10 @@ type Options struct {
 	// HoldMoveTasks keeps this node from running move tasks until the
 	// first OnMovedByTask, so that its hook is told of every move.
 	HoldMoveTasks bool
+	// Waits turns SQS's 60-second waits off for the calls through this
+	// node; the zero value keeps them. Deletes and purges are recorded
+	// either way, for the nodes that keep them.
+	Waits engine.Waits
 
 	leases       leaseTimes    // tests shorten them
 	janitorEvery time.Duration // zero: defaultJanitorEvery
@@ -68,6 +72,7 @@ type Store struct {
 	acquire *acquireBound // how long a call waits for a connection
 	clock   clock.Clock
 	log     *slog.Logger
+	waits   engine.Waits
 	schema  string
 	channel string // the schema's notification channel
 	// node names this node (while it runs) in leases, in the
@@ -129,6 +134,7 @@ func Open(ctx context.Context, opts Options) (*Store, error) {
 		acquire: acquire,
 		clock:   opts.Clock,
 		log:     opts.Logger,
+		waits:   opts.Waits,
 		schema:  opts.Schema,
 		channel: "ferry:" + opts.Schema,
 		node:    newNodeName(),

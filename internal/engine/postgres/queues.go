@@ -112,7 +112,7 @@ func (s *Store) CreateQueue(ctx context.Context, q engine.Queue) (engine.Queue, 
 		var recent bool
 		if err := tx.QueryRow(ctx, `SELECT EXISTS (SELECT 1 FROM queues
 			WHERE account = $1 AND name = $2 AND deleted_ns > $3)`,
-			q.Account, q.Name, now-int64(engine.RecreateDelay)).Scan(&recent); err != nil {
+			q.Account, q.Name, now-int64(s.waits.RecreateDelay())).Scan(&recent); err != nil {
 			return err
 		}
 		if recent {
