@@ -84,10 +84,10 @@ func (s *Service) authorizeTopic(ctx context.Context, t *topic, action string, k
 		return nil
 	}
 	if cross && (!sharedActions[action] || t.access.policy == nil) {
-		return notAuthorized(s.region, caller, action, t.ARN, noAllow(action))
+		return notAuthorized(s.regionOf(ctx), caller, action, t.ARN, noAllow(action))
 	}
 	req := &policy.Request{Account: caller, Action: "sns:" + action, Resource: t.ARN,
-		Context: policy.CallerContext(caller, arn.Partition(s.region), info.SourceIP, info.TLS, s.clock.Now())}
+		Context: policy.CallerContext(caller, arn.Partition(s.regionOf(ctx)), info.SourceIP, info.TLS, s.clock.Now())}
 	if keys != nil {
 		req.Context.Set(keyProtocol, keys.protocol)
 		req.Context.Set(keyEndpoint, keys.endpoint)
@@ -99,7 +99,7 @@ func (s *Service) authorizeTopic(ctx context.Context, t *topic, action string, k
 	if t.access.policy.Evaluate(req) == policy.Denied {
 		reason = reasonExplicitDeny
 	}
-	return notAuthorized(s.region, caller, action, t.ARN, reason)
+	return notAuthorized(s.regionOf(ctx), caller, action, t.ARN, reason)
 }
 
 // authorizeSubscription decides whether the request may perform action
@@ -111,5 +111,5 @@ func (s *Service) authorizeSubscription(ctx context.Context, sub *subscription, 
 	if caller == sub.Owner || caller == arnAccount(sub.ARN) {
 		return nil
 	}
-	return notAuthorized(s.region, caller, action, sub.ARN, "")
+	return notAuthorized(s.regionOf(ctx), caller, action, sub.ARN, "")
 }

@@ -254,7 +254,7 @@ func TestConfirmationIntoQueue(t *testing.T) {
 			if err != nil {
 				t.Fatalf("the queue's owner confirms: %v", err)
 			}
-			sub, err := s.cachedSubscription(confirmed.SubscriptionArn)
+			sub, err := s.cachedSubscription(ctx, confirmed.SubscriptionArn)
 			if err != nil || sub.Pending || sub.Owner != DefaultAccount || !sub.Authenticated {
 				t.Errorf("confirmed subscription %+v (%v): want active, the subscriber's, authenticated", sub, err)
 			}

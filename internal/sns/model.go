@@ -408,20 +408,20 @@ func (s *Service) lookupTopic(ctx context.Context, arn, param, action string) (*
 // store before the answer is NotFound: one made through another node a
 // moment ago, whose news has not come yet.
 func (s *Service) findTopic(ctx context.Context, arn, param string) (*topic, error) {
-	t, err := s.cachedTopic(arn, param)
+	t, err := s.cachedTopic(ctx, arn, param)
 	if err == errTopicNotFound && s.shared {
 		if rerr := s.reread(ctx, kindTopic, arn); rerr != nil {
 			return nil, s.internal(ctx, "read topic", rerr)
 		}
-		t, err = s.cachedTopic(arn, param)
+		t, err = s.cachedTopic(ctx, arn, param)
 	}
 	return t, err
 }
 
 // cachedTopic is lookupTopic without the store, and of any account: what
 // this node knows.
-func (s *Service) cachedTopic(arn, param string) (*topic, error) {
-	if _, err := s.checkTopicARN(arn, param); err != nil {
+func (s *Service) cachedTopic(ctx context.Context, arn, param string) (*topic, error) {
+	if _, err := s.checkTopicARN(ctx, arn, param); err != nil {
 		return nil, err
 	}
 	s.mu.RLock()
@@ -438,12 +438,12 @@ func (s *Service) cachedTopic(arn, param string) (*topic, error) {
 // which the caller must be allowed (authorizeSubscription).
 // The caller must not hold writeMu.
 func (s *Service) lookupSubscription(ctx context.Context, arn, action string) (*subscription, error) {
-	sub, err := s.cachedSubscription(arn)
+	sub, err := s.cachedSubscription(ctx, arn)
 	if err == errSubscriptionNotFound && s.shared {
 		if rerr := s.reread(ctx, kindSubscription, arn); rerr != nil {
 			return nil, s.internal(ctx, "read subscription", rerr)
 		}
-		sub, err = s.cachedSubscription(arn)
+		sub, err = s.cachedSubscription(ctx, arn)
 	}
 	if err != nil {
 		return nil, err
@@ -456,8 +456,8 @@ func (s *Service) lookupSubscription(ctx context.Context, arn, action string) (*
 
 // cachedSubscription is lookupSubscription without the store, and of any
 // account.
-func (s *Service) cachedSubscription(arn string) (*subscription, error) {
-	if _, err := s.checkSubscriptionARN(arn); err != nil {
+func (s *Service) cachedSubscription(ctx context.Context, arn string) (*subscription, error) {
+	if _, err := s.checkSubscriptionARN(ctx, arn); err != nil {
 		return nil, err
 	}
 	s.mu.RLock()

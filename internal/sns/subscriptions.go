@@ -298,7 +298,8 @@ func (s *Service) confirmQueue(ctx context.Context, t *topic, sub *subscription)
 // the store (tokenSubscription); then random hex to AWS's length.
 func (s *Service) newToken(subARN string) string {
 	const tokenLen = 288
-	prefix := hex.EncodeToString([]byte(s.region+"/")) + strings.ReplaceAll(subARN[strings.LastIndexByte(subARN, ':')+1:], "-", "")
+	a, _ := arn.Split(subARN)
+	prefix := hex.EncodeToString([]byte(a.Region+"/")) + strings.ReplaceAll(subARN[strings.LastIndexByte(subARN, ':')+1:], "-", "")
 	b := make([]byte, (tokenLen-len(prefix)+1)/2)
 	_, _ = rand.Read(b)
 	return (prefix + hex.EncodeToString(b))[:tokenLen]
@@ -464,7 +465,7 @@ func (s *Service) existingSubscription(ctx context.Context, t *topic, in *subscr
 func (s *Service) subscribeOnce(ctx context.Context, in *subscribeInput, attrs map[string]string, attempt int) (*subscriptionArnOutput, error) {
 	s.writeMu.Lock()
 	defer s.writeMu.Unlock()
-	t, err := s.cachedTopic(in.TopicArn, "TopicArn")
+	t, err := s.cachedTopic(ctx, in.TopicArn, "TopicArn")
 	if err != nil {
 		return nil, err
 	}
@@ -621,7 +622,7 @@ func (s *Service) confirmSubscription(ctx context.Context, in *confirmSubscripti
 	if !ok {
 		return nil, invalidParameter("Token")
 	}
-	if region != topic.Region || topic.Region != s.region {
+	if region != topic.Region || !s.inRegion(ctx, topic.Region) {
 		return nil, invalidParameter("Topic")
 	}
 	// The token names its subscription, which another node may have made
@@ -687,7 +688,7 @@ func (s *Service) confirmOnce(ctx context.Context, in *confirmSubscriptionInput)
 }
 
 func (s *Service) unsubscribe(ctx context.Context, in *subscriptionArnInput) (*emptyOutput, error) {
-	if _, err := s.checkSubscriptionARN(in.SubscriptionArn); err != nil {
+	if _, err := s.checkSubscriptionARN(ctx, in.SubscriptionArn); err != nil {
 		return nil, err
 	}
 	err := s.retryRaces(ctx, "unsubscribe", kindSubscription, in.SubscriptionArn, func() error {
@@ -825,11 +826,11 @@ func listPage(subs []*subscription, token string) (*listSubscriptionsOutput, err
 // made, to its own topics or to another account's (whose ARNs are under
 // that topic's), not those another account made to its topics.
 func (s *Service) listSubscriptions(ctx context.Context, in *listInput) (*listSubscriptionsOutput, error) {
-	account := s.accountOf(ctx)
+	account, r := s.accountOf(ctx), s.regionOf(ctx)
 	s.mu.RLock()
 	subs := make([]*subscription, 0, len(s.subs))
 	for _, sub := range s.subs {
-		if sub.Owner == account {
+		if sub.Owner == account && arnRegion(sub.ARN) == r {
 			subs = append(subs, sub)
 		}
 	}
@@ -859,7 +860,7 @@ func (s *Service) getSubscriptionAttributes(ctx context.Context, in *subscriptio
 	attrs[attrOwner] = sub.Owner
 	attrs[attrProtocol] = sub.Protocol
 	attrs[attrEndpoint] = delivery.MaskEndpoint(sub.Endpoint)
-	attrs[attrSubscriptionPrincipal] = "arn:" + arn.Partition(s.region) + ":iam::" + sub.Owner + ":root"
+	attrs[attrSubscriptionPrincipal] = "arn:" + arn.Partition(s.regionOf(ctx)) + ":iam::" + sub.Owner + ":root"
 	attrs[attrPendingConfirmation] = boolString(sub.Pending)
 	attrs[attrConfirmationWasAuthenticated] = boolString(sub.Authenticated)
 	if _, ok := attrs[attrRawMessageDelivery]; !ok {
@@ -889,7 +890,7 @@ func boolString(b bool) string {
 }
 
 func (s *Service) setSubscriptionAttributes(ctx context.Context, in *setSubscriptionAttributesInput) (*emptyOutput, error) {
-	if _, err := s.checkSubscriptionARN(in.SubscriptionArn); err != nil {
+	if _, err := s.checkSubscriptionARN(ctx, in.SubscriptionArn); err != nil {
 		return nil, err
 	}
 	if in.AttributeName == "" {
@@ -911,7 +912,7 @@ func (s *Service) setSubscriptionAttributes(ctx context.Context, in *setSubscrip
 // setSubscriptionAttributeOnce sets one attribute. The caller holds
 // writeMu.
 func (s *Service) setSubscriptionAttributeOnce(ctx context.Context, arn, name, value string) error {
-	sub, err := s.cachedSubscription(arn)
+	sub, err := s.cachedSubscription(ctx, arn)
 	if err != nil {
 		return err
 	}
