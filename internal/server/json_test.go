@@ -18,6 +18,8 @@ import (
 	awshttp "github.com/aws/aws-sdk-go-v2/aws/transport/http"
 	"github.com/aws/aws-sdk-go-v2/service/sqs"
 	"github.com/aws/aws-sdk-go-v2/service/sqs/types"
+	awsv1 "github.com/aws/aws-sdk-go/aws"
+	sqsv1 "github.com/aws/aws-sdk-go/service/sqs"
 	"github.com/aws/smithy-go"
 	"github.com/ferrymq/ferry/internal/testwait"
 )
@@ -400,6 +402,46 @@ func TestJSONSendValidation(t *testing.T) {
 		MessageSystemAttributeNames: []types.MessageSystemAttributeName{"MessageGroupId"}})
 	if err != nil || len(out.Messages) != 1 || out.Messages[0].Attributes["MessageGroupId"] != "tenant-1" {
 		t.Fatalf("fair queue group id: %+v, %v", out, err)
+	}
+}
+
+// TestAttributeNameOutsideASCII: AWS documents A-Z, a-z, 0-9, '_', '-'
+// and '.' for message attribute names; a name with an umlaut, which
+// travels as UTF-8 in both protocols, is refused whole in SendMessage and
+// fails its own entry in SendMessageBatch.
+func TestAttributeNameOutsideASCII(t *testing.T) {
+	t.Parallel()
+	f := start(t)
+	ctx := ctxT(t)
+	url := f.createQueue(t, "names", nil)
+	const name = "\u00f6ther_encodings"
+	const want = "Message (user) attributes name can only contain upper and lower score characters, digits, periods, hyphens and underscores. "
+	attrs := map[string]types.MessageAttributeValue{name: {DataType: aws.String("String"), StringValue: aws.String("str")}}
+	_, err := f.json.SendMessage(ctx, &sqs.SendMessageInput{QueueUrl: aws.String(url), MessageBody: aws.String("derp"), MessageAttributes: attrs})
+	wantAPIError(t, err, "InvalidParameterValue", 400)
+	var api smithy.APIError
+	if errors.As(err, &api) && api.ErrorMessage() != want {
+		t.Errorf("message = %q", api.ErrorMessage())
+	}
+	_, err = f.query.SendMessage(&sqsv1.SendMessageInput{QueueUrl: awsv1.String(url), MessageBody: awsv1.String("derp"),
+		MessageAttributes: map[string]*sqsv1.MessageAttributeValue{name: {DataType: awsv1.String("String"), StringValue: awsv1.String("str")}}})
+	wantV1Error(t, err, "InvalidParameterValue", 400)
+	out, err := f.json.SendMessageBatch(ctx, &sqs.SendMessageBatchInput{QueueUrl: aws.String(url), Entries: []types.SendMessageBatchRequestEntry{
+		{Id: aws.String("bad"), MessageBody: aws.String("derp"), MessageAttributes: attrs},
+		{Id: aws.String("good"), MessageBody: aws.String("fine")},
+	}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(out.Successful) != 1 || aws.ToString(out.Successful[0].Id) != "good" || len(out.Failed) != 1 {
+		t.Fatalf("batch = %+v", out)
+	}
+	if fe := out.Failed[0]; aws.ToString(fe.Id) != "bad" || aws.ToString(fe.Code) != "InvalidParameterValue" || aws.ToString(fe.Message) != want || !fe.SenderFault {
+		t.Errorf("failed entry = %+v", fe)
+	}
+	got, err := f.json.ReceiveMessage(ctx, &sqs.ReceiveMessageInput{QueueUrl: aws.String(url), MaxNumberOfMessages: 10})
+	if err != nil || len(got.Messages) != 1 || aws.ToString(got.Messages[0].Body) != "fine" {
+		t.Fatalf("queue holds %+v, %v; want the good entry alone", got, err)
 	}
 }
 

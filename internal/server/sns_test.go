@@ -573,7 +573,7 @@ func TestSNSPublishValidation(t *testing.T) {
 	}{
 		{&snssdk.PublishInput{TopicArn: aws.String(topic), Message: msg, Subject: aws.String("")}, "InvalidParameter", "Invalid parameter: Subject"},
 		{&snssdk.PublishInput{TopicArn: aws.String(topic), Message: msg, Subject: aws.String("two\nlines")}, "InvalidParameter", "Invalid parameter: Subject"},
-		{&snssdk.PublishInput{TopicArn: aws.String(topic), Message: msg, Subject: aws.String(strings.Repeat("s", 100))}, "InvalidParameter", "Invalid parameter: Subject"},
+		{&snssdk.PublishInput{TopicArn: aws.String(topic), Message: msg, Subject: aws.String(strings.Repeat("s", 101))}, "InvalidParameter", "Invalid parameter: Subject"},
 		{&snssdk.PublishInput{TopicArn: aws.String(topic), Message: aws.String("")}, "InvalidParameter", "Invalid parameter: Empty message"},
 		{&snssdk.PublishInput{TopicArn: aws.String(topic), Message: aws.String(strings.Repeat("x", 262145))}, "InvalidParameter", "Invalid parameter: Message too long"},
 		{&snssdk.PublishInput{TopicArn: aws.String(topic), Message: aws.String(strings.Repeat("x", 262140)),
@@ -616,8 +616,10 @@ func TestSNSPublishValidation(t *testing.T) {
 		}
 		wantSNSError(t, err, tc.code, status, tc.message)
 	}
-	// The limit itself is allowed.
+	// The limits themselves are allowed: AWS takes a subject of 100
+	// characters, though its reference says "less than 100".
 	f.publish(t, &snssdk.PublishInput{TopicArn: aws.String(topic), Message: aws.String(strings.Repeat("x", 262144))})
+	f.publish(t, &snssdk.PublishInput{TopicArn: aws.String(topic), Message: msg, Subject: aws.String(strings.Repeat("s", 100))})
 	// A missing DataType never leaves the SDK; by hand it is the
 	// framework's ValidationError.
 	r := f.postQuery(t, "Action=Publish&Version=2010-03-31&TopicArn="+topic+"&Message=m&MessageAttributes.entry.1.Name=a&MessageAttributes.entry.1.Value.StringValue=b")
@@ -1831,6 +1833,17 @@ func TestSNSPlatformAndSMS(t *testing.T) {
 	}
 	_, err = f.sns.Publish(ctx, &snssdk.PublishInput{TargetArn: aws.String(epARN), Message: aws.String("m")})
 	wantSNSError(t, err, "EndpointDisabled", 400, "Endpoint is disabled")
+	// The endpoint is checked before the message: a body no JSON either.
+	_, err = f.sns.Publish(ctx, &snssdk.PublishInput{TargetArn: aws.String(epARN), MessageStructure: aws.String("json"), Message: aws.String("msg")})
+	wantSNSError(t, err, "EndpointDisabled", 400, "Endpoint is disabled")
+	// Subscribing needs the endpoint: a deleted one is refused.
+	pushTopic := f.createTopic(t, "push", nil)
+	f.subscribe(t, pushTopic, "application", epARN, nil)
+	if _, err := f.sns.DeleteEndpoint(ctx, &snssdk.DeleteEndpointInput{EndpointArn: aws.String(epARN)}); err != nil {
+		t.Fatal(err)
+	}
+	_, err = f.sns.Subscribe(ctx, &snssdk.SubscribeInput{TopicArn: aws.String(pushTopic), Protocol: aws.String("application"), Endpoint: aws.String(epARN)})
+	wantSNSError(t, err, "InvalidParameter", 400, "Invalid parameter: Endpoint Reason: Endpoint does not exist for endpoint arn"+epARN)
 	_, err = f.sns.SetEndpointAttributes(ctx, &snssdk.SetEndpointAttributesInput{EndpointArn: aws.String(epARN), Attributes: map[string]string{"Color": "red"}})
 	wantSNSError(t, err, "InvalidParameter", 400, "Invalid parameter: Attributes Reason: Invalid attribute name: Color")
 	if _, err := f.sns.DeletePlatformApplication(ctx, &snssdk.DeletePlatformApplicationInput{PlatformApplicationArn: aws.String(appARN)}); err != nil {
@@ -1851,6 +1864,8 @@ func TestSNSPlatformAndSMS(t *testing.T) {
 	}
 	_, err = f.sns.SetSMSAttributes(ctx, &snssdk.SetSMSAttributesInput{Attributes: map[string]string{"Volume": "11"}})
 	wantSNSError(t, err, "InvalidParameter", 400, "Invalid parameter: Volume is not a valid attribute")
+	_, err = f.sns.Subscribe(ctx, &snssdk.SubscribeInput{TopicArn: aws.String(pushTopic), Protocol: aws.String("sms"), Endpoint: aws.String("+15--551234567")})
+	wantSNSError(t, err, "InvalidParameter", 400, "Invalid SMS endpoint: +15--551234567")
 	f.publish(t, &snssdk.PublishInput{PhoneNumber: aws.String("+15555550100"), Message: aws.String("your code is 1234")})
 	if ds := f.srv.SNS().Deliveries("sms"); len(ds) != 1 || ds[0].Endpoint != "+15555550100" {
 		t.Errorf("sms deliveries: %+v", ds)

@@ -25,7 +25,7 @@ type MessageAttribute = filterpolicy.Attribute
 // Message limits (sns.md §5).
 const (
 	maxMessageBytes  = 262_144 // body and attributes together
-	maxSubjectChars  = 100     // Subject must be shorter
+	maxSubjectChars  = 100     // the longest Subject AWS takes
 	maxAttrNameBytes = 256
 	maxAttrTypeBytes = 256
 	maxPunctIDChars  = 128
@@ -63,14 +63,16 @@ type publishRequest struct {
 	batchPos int
 }
 
-// checkSubject: present means non-empty, shorter than 100 characters, one
-// line of printable text starting with a letter, digit or punctuation.
+// checkSubject: present means non-empty, at most 100 characters, one line
+// of printable text starting with a letter, digit or punctuation. The API
+// reference says "less than 100", but AWS takes exactly 100 (and AWS
+// Config publishes such subjects); 101 is refused.
 func checkSubject(subject *string) error {
 	if subject == nil {
 		return nil
 	}
 	s := *subject
-	if s == "" || !utf8.ValidString(s) || utf8.RuneCountInString(s) >= maxSubjectChars {
+	if s == "" || !utf8.ValidString(s) || utf8.RuneCountInString(s) > maxSubjectChars {
 		return invalidParameter("Subject")
 	}
 	for _, r := range s {

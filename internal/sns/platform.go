@@ -621,8 +621,12 @@ func (s *Service) listEndpointsByPlatformApplication(ctx context.Context, in *li
 	return out, nil
 }
 
-// publishToEndpoint records a message published to a platform endpoint.
-func (s *Service) publishToEndpoint(ctx context.Context, arn string, m *message) error {
+// targetEndpoint is the platform endpoint a Publish names in TargetArn,
+// with its application, once it may be published to: it exists, the
+// caller owns it and it is enabled. AWS checks this before the message:
+// a disabled endpoint answers EndpointDisabled even to a body that
+// MessageStructure=json cannot parse.
+func (s *Service) targetEndpoint(ctx context.Context, arn string) (*platformEndpoint, *platformApp, error) {
 	s.mu.RLock()
 	e := s.platform.endpoints[arn]
 	var a *platformApp
@@ -631,16 +635,31 @@ func (s *Service) publishToEndpoint(ctx context.Context, arn string, m *message)
 	}
 	s.mu.RUnlock()
 	if e == nil || a == nil {
-		return invalidParameter("TargetArn Reason: No endpoint found for the target arn specified")
+		return nil, nil, invalidParameter("TargetArn Reason: No endpoint found for the target arn specified")
 	}
 	if err := s.ownedBy(ctx, e.ARN, "Publish"); err != nil {
-		return err
+		return nil, nil, err
 	}
 	if e.Attributes["Enabled"] != "true" {
-		return errEndpointDisabled
+		return nil, nil, errEndpointDisabled
 	}
-	s.delivery.RecordPublish(delivery.ProtoApplication, arn, &m.Message, m.TextFor(a.Platform))
-	return nil
+	return e, a, nil
+}
+
+// publishEndpoint records r published to the platform endpoint arn, which
+// is checked before the message (targetEndpoint).
+func (s *Service) publishEndpoint(ctx context.Context, arn string, r publishRequest) (*publishOutput, error) {
+	e, a, err := s.targetEndpoint(ctx, arn)
+	if err != nil {
+		return nil, err
+	}
+	m, err := s.buildMessage(r)
+	if err != nil {
+		return nil, err
+	}
+	m.ID, m.Timestamp = newID(), s.clock.Now().UTC()
+	s.delivery.RecordPublish(delivery.ProtoApplication, e.ARN, &m.Message, m.TextFor(a.Platform))
+	return &publishOutput{MessageId: m.ID}, nil
 }
 
 // publishSMS records a message published straight to a phone number.

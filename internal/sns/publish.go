@@ -16,6 +16,9 @@ func newID() string { return uuid.NewString() }
 func (s *Service) publish(ctx context.Context, in *publishInput) (*publishOutput, error) {
 	r := publishRequest{message: in.Message, subject: in.Subject, structure: in.MessageStructure,
 		attrs: in.MessageAttributes, dedupID: in.MessageDeduplicationId, groupID: in.MessageGroupId}
+	if in.PhoneNumber == "" && in.TopicArn == "" && strings.Contains(in.TargetArn, ":endpoint/") {
+		return s.publishEndpoint(ctx, in.TargetArn, r)
+	}
 	m, err := s.buildMessage(r)
 	if err != nil {
 		return nil, err
@@ -39,12 +42,6 @@ func (s *Service) publish(ctx context.Context, in *publishInput) (*publishOutput
 	arn, param := in.TopicArn, "TopicArn"
 	if arn == "" {
 		arn, param = in.TargetArn, "TargetArn"
-		if strings.Contains(arn, ":endpoint/") {
-			if err := s.publishToEndpoint(ctx, arn, m); err != nil {
-				return nil, err
-			}
-			return &publishOutput{MessageId: m.ID}, nil
-		}
 	}
 	t, err := s.lookupTopic(ctx, arn, param, "Publish")
 	if err != nil {

@@ -79,7 +79,8 @@ func (s *Service) checkEndpoint(t *topic, protocol, endpoint string) error {
 		}
 	case delivery.ProtoSMS:
 		if !e164.MatchString(endpoint) {
-			return invalidParameter("Invalid SMS endpoint: %s", endpoint)
+			// AWS's words, without "Invalid parameter: ".
+			return errInvalidParameter.WithMessage("Invalid SMS endpoint: %s", endpoint)
 		}
 	case delivery.ProtoSQS:
 		if _, ok := queueARN(endpoint); !ok {
@@ -99,6 +100,13 @@ func (s *Service) checkEndpoint(t *topic, protocol, endpoint string) error {
 	case delivery.ProtoApplication:
 		if !isARN(endpoint, "sns") {
 			return invalidParameter("ApplicationEndpoint ARN")
+		}
+		s.mu.RLock()
+		_, ok := s.platform.endpoints[endpoint]
+		s.mu.RUnlock()
+		if !ok {
+			// AWS's own wording, without a space before the ARN.
+			return invalidParameter("Endpoint Reason: Endpoint does not exist for endpoint arn%s", endpoint)
 		}
 	}
 	return nil

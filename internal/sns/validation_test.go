@@ -78,7 +78,8 @@ func TestCheckAttributes(t *testing.T) {
 func TestCheckSubjectAndIDs(t *testing.T) {
 	t.Parallel()
 	for s, ok := range map[string]bool{"Hello": true, "": false, "a\nb": false, "\tx": false, " lead": false,
-		strings.Repeat("é", 99): true, strings.Repeat("x", 100): false, "bad\xff": false} {
+		strings.Repeat("é", 99): true, strings.Repeat("x", 100): true, strings.Repeat("é", 100): true,
+		strings.Repeat("x", 101): false, strings.Repeat("é", 101): false, "bad\xff": false} {
 		if err := checkSubject(&s); (err == nil) != ok {
 			t.Errorf("checkSubject(%q) = %v", s, err)
 		}
@@ -311,5 +312,24 @@ func TestAccounts(t *testing.T) {
 		ctx := protocol.WithInfo(context.Background(), &protocol.RequestInfo{Account: tt.caller})
 		err := s.ownedBy(ctx, "arn:aws:sns:us-east-1:111111111111:t", "Publish")
 		wantErr(t, tt.caller, err, tt.code, tt.msg)
+	}
+}
+
+// TestCheckSMSEndpoint: AWS words a bad SMS endpoint without the
+// "Invalid parameter: " that most of its errors carry.
+func TestCheckSMSEndpoint(t *testing.T) {
+	t.Parallel()
+	s := testService()
+	for endpoint, want := range map[string]string{
+		"+15551234567":   "",
+		"15551234567":    "",
+		"+15--551234567": "Invalid SMS endpoint: +15--551234567",
+		"NAA+1555":       "Invalid SMS endpoint: NAA+1555",
+	} {
+		code := ""
+		if want != "" {
+			code = "InvalidParameter"
+		}
+		wantErr(t, endpoint, s.checkEndpoint(&topic{}, "sms", endpoint), code, want)
 	}
 }

@@ -8,7 +8,6 @@ import (
 	"strconv"
 	"strings"
 	"time"
-	"unicode/utf8"
 
 	"github.com/ferrymq/ferry/internal/digest"
 	"github.com/ferrymq/ferry/internal/engine"
@@ -208,10 +207,10 @@ func checkAttributeName(name string) *protocol.Error {
 	if len(name) > maxAttrNameBytes {
 		return invalidParameter("Message (user) attribute names must be shorter than 256 Bytes")
 	}
-	for _, r := range name {
-		// Letters with diacritics (U+00C0-U+017F) were seen accepted by AWS.
-		ok := r < utf8.RuneSelf && (isNameChar(byte(r)) || r == '.') || r >= 0xC0 && r <= 0x17F
-		if !ok {
+	// AWS documents A-Z, a-z, 0-9, '_', '-' and '.' alone: a letter outside
+	// ASCII (an umlaut) is refused too, as SNS refuses it.
+	for i := 0; i < len(name); i++ {
+		if c := name[i]; !isNameChar(c) && c != '.' {
 			return invalidParameter("Message (user) attributes name can only contain upper and lower score characters, digits, periods, hyphens and underscores. ")
 		}
 	}
