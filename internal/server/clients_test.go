@@ -322,3 +322,17 @@ func TestDeadLetterLifecycleJSSDK(t *testing.T) {
 		t.Errorf("the consumers saw messages sent after they stopped: %v", r.Handled)
 	}
 }
+
+func TestDeadLetterLifecycleBoto3(t *testing.T) {
+	t.Parallel()
+	boto3Tool.need(t)
+	f := start(t)
+	r := driveLifecycle(t, f, startSteps(t, f, toolEnv(t), debianPython, filepath.Join("testdata", "boto3", "lifecycle.py")))
+	checkLifecycle(t, f, r)
+	// Debian's botocore has no move tasks: the program redrove by hand,
+	// each message back to its DeadLetterQueueSourceArn.
+	if len(r.Moved.Tasks) != 0 || r.Cancel != nil {
+		t.Errorf("move tasks %+v, cancel %+v from a botocore without them", r.Moved.Tasks, r.Cancel)
+	}
+	f.waitHolds(t, map[string]int64{"orders-dlq": 0, "orders-dlq.fifo": 0, "orders": 0, "orders.fifo": 0})
+}
