@@ -7,10 +7,12 @@ import (
 	"encoding/json"
 	"fmt"
 	"io"
+	"os"
 	"os/exec"
 	"path/filepath"
 	"slices"
 	"strings"
+	"syscall"
 	"testing"
 	"time"
 
@@ -335,4 +337,131 @@ func TestDeadLetterLifecycleBoto3(t *testing.T) {
 		t.Errorf("move tasks %+v, cancel %+v from a botocore without them", r.Moved.Tasks, r.Cancel)
 	}
 	f.waitHolds(t, map[string]int64{"orders-dlq": 0, "orders-dlq.fifo": 0, "orders": 0, "orders.fifo": 0})
+}
+
+// TestCeleryDeadLetter runs a Celery worker on kombu's SQS transport
+// against a queue with a RedrivePolicy: a task that fails reaches the
+// dead-letter queue only with late acknowledgement and no acknowledgement
+// on failure; with Celery's defaults its message is deleted when the worker
+// takes it.
+func TestCeleryDeadLetter(t *testing.T) {
+	t.Parallel()
+	celeryTool.need(t)
+	for _, tc := range []struct {
+		mode string
+		// attempts of the poison task; deadLettered: whether it moved.
+		attempts     int
+		deadLettered bool
+	}{
+		{"dead-letter", 2, true},
+		{"defaults", 1, false},
+	} {
+		t.Run(tc.mode, func(t *testing.T) {
+			t.Parallel()
+			const visibility = 10 * time.Second
+			f := start(t)
+			f.createQueue(t, "tasks-dlq", nil)
+			url := f.createQueue(t, "tasks", map[string]string{"RedrivePolicy": redrivePolicy("tasks-dlq", 2),
+				"VisibilityTimeout": fmt.Sprint(visibility.Seconds())})
+			marker := filepath.Join(t.TempDir(), "attempts")
+			w := startWorker(t, f, tc.mode, url, marker)
+
+			ran := func(want ...string) func() bool {
+				return func() bool {
+					b, _ := os.ReadFile(marker)
+					got := strings.Fields(string(b))
+					slices.Sort(got)
+					return slices.Equal(got, want)
+				}
+			}
+			// Each failed attempt leaves the message in flight until its
+			// visibility timeout runs out on Ferry's clock.
+			attempts := []string{"good"}
+			for i := 1; i <= tc.attempts; i++ {
+				attempts = append(attempts, "poison")
+				w.wait(fmt.Sprintf("attempt %d of the poison task", i), ran(attempts...))
+				if !tc.deadLettered {
+					break
+				}
+				w.wait("the failed task's message in flight", func() bool {
+					st := f.stats(t, "tasks")
+					return st.Visible == 0 && st.NotVisible == 1
+				})
+				f.clk.Advance(visibility)
+			}
+			if tc.deadLettered {
+				// The receive after maxReceiveCount moved it.
+				w.wait("the poison task in the dead-letter queue", func() bool {
+					return f.stats(t, "tasks-dlq").Visible == 1 && f.stats(t, "tasks").Visible+f.stats(t, "tasks").NotVisible == 0
+				})
+				got := f.receiveAll(t, f.srv.URL()+"/000000000000/tasks-dlq", 10)
+				if len(got) != 1 || got[0].Attributes["ApproximateReceiveCount"] != "3" ||
+					got[0].Attributes["DeadLetterQueueSourceArn"] != arnPrefix+"tasks" {
+					t.Fatalf("dead-letter queue holds %+v", got)
+				}
+				return
+			}
+			// Acknowledged when taken: deleted before it failed, so nothing
+			// is left to come back, however long the clock runs.
+			w.wait("the failed task's message deleted", func() bool {
+				st := f.stats(t, "tasks")
+				return st.Visible+st.NotVisible+st.Delayed == 0
+			})
+			f.clk.Advance(2 * visibility)
+			f.waitHolds(t, map[string]int64{"tasks": 0, "tasks-dlq": 0})
+			if !ran("good", "poison")() {
+				t.Error("the poison task ran again")
+			}
+		})
+	}
+}
+
+// worker is a Celery worker the test runs.
+type worker struct {
+	t      *testing.T
+	cmd    *exec.Cmd
+	stderr *bytes.Buffer
+	exited chan struct{}
+}
+
+// startWorker runs testdata/celery/worker.py in mode on queue url; it is
+// bound by a deadline and stopped (SIGTERM, then killed) with the test.
+func startWorker(t *testing.T, f *ferry, mode, url, marker string) *worker {
+	t.Helper()
+	ctx, cancel := context.WithTimeout(context.Background(), 3*time.Minute)
+	cmd := exec.CommandContext(ctx, debianPython, filepath.Join("testdata", "celery", "worker.py"), mode, url, marker,
+		f.srv.URL(), "us-east-1", harnessKey, harnessSecret)
+	cmd.Env = toolEnv(t)
+	cmd.Cancel = func() error { return cmd.Process.Signal(syscall.SIGTERM) }
+	cmd.WaitDelay = 10 * time.Second
+	w := &worker{t: t, cmd: cmd, stderr: &bytes.Buffer{}, exited: make(chan struct{})}
+	cmd.Stdout, cmd.Stderr = w.stderr, w.stderr
+	if err := cmd.Start(); err != nil {
+		t.Fatalf("celery worker: %v", err)
+	}
+	go func() {
+		_ = cmd.Wait()
+		close(w.exited)
+	}()
+	t.Cleanup(func() {
+		cancel()
+		<-w.exited
+		if t.Failed() {
+			t.Logf("celery worker:\n%s", w.stderr)
+		}
+	})
+	return w
+}
+
+// wait waits for cond, failing at once when the worker has exited.
+func (w *worker) wait(what string, cond func() bool) {
+	w.t.Helper()
+	testwait.Eventually(w.t, what, func() bool {
+		select {
+		case <-w.exited:
+			w.t.Fatalf("the celery worker exited before %s: %v", what, w.cmd.ProcessState)
+		default:
+		}
+		return cond()
+	})
 }
