@@ -465,3 +465,101 @@ func (w *worker) wait(what string, cond func() bool) {
 		return cond()
 	})
 }
+
+// TestDeadLetterDebianAWSCLI drives the dead-letter lifecycle with the AWS
+// CLI 2.9 from Debian: a consumer that gives the message back at once
+// (receive-message --visibility-timeout 0) until it moves,
+// list-dead-letter-source-queues, and the redrive. The CLI 2.9 predates the message move tasks
+// (June 2023), so it redrives by hand as scripts of its time did; a newer
+// CLI on PATH here would run start-message-move-task instead.
+func TestDeadLetterDebianAWSCLI(t *testing.T) {
+	t.Parallel()
+	awsCLITool.need(t)
+	f := start(t)
+	cli := func(v any, args ...string) {
+		t.Helper()
+		out, stderr, err := awsCLI(t, f, append([]string{"sqs"}, args...)...)
+		if err != nil {
+			t.Fatalf("aws sqs %s: %v\n%s", strings.Join(args, " "), err, stderr)
+		}
+		if v != nil && strings.TrimSpace(out) != "" {
+			if err := json.Unmarshal([]byte(out), v); err != nil {
+				t.Fatalf("aws sqs %s said %q: %v", args[0], out, err)
+			}
+		}
+	}
+	type messages struct {
+		Messages []struct {
+			MessageId, Body, ReceiptHandle string
+			Attributes                     map[string]string
+		}
+	}
+	var dlq, src struct{ QueueUrl string }
+	cli(&dlq, "create-queue", "--queue-name", "orders-dlq", "--attributes",
+		`{"RedriveAllowPolicy":"{\"redrivePermission\":\"byQueue\",\"sourceQueueArns\":[\"`+arnPrefix+`orders\"]}"}`)
+	cli(&src, "create-queue", "--queue-name", "orders", "--attributes",
+		`{"VisibilityTimeout":"30","RedrivePolicy":"{\"deadLetterTargetArn\":\"`+arnPrefix+`orders-dlq\",\"maxReceiveCount\":2}"}`)
+	var sent struct{ MessageId string }
+	cli(&sent, "send-message", "--queue-url", src.QueueUrl, "--message-body", `{"order":42}`)
+
+	// A consumer that fails twice, giving the message back each time.
+	for i := 1; i <= 2; i++ {
+		var got messages
+		cli(&got, "receive-message", "--queue-url", src.QueueUrl, "--attribute-names", "ApproximateReceiveCount",
+			"--visibility-timeout", "0")
+		if len(got.Messages) != 1 || got.Messages[0].Attributes["ApproximateReceiveCount"] != fmt.Sprint(i) {
+			t.Fatalf("receive %d: %+v", i, got)
+		}
+	}
+	var none messages
+	cli(&none, "receive-message", "--queue-url", src.QueueUrl)
+	if len(none.Messages) != 0 {
+		t.Fatalf("the third receive handed out %+v", none)
+	}
+	var sources struct{ QueueUrls []string }
+	cli(&sources, "list-dead-letter-source-queues", "--queue-url", dlq.QueueUrl)
+	if !slices.Equal(sources.QueueUrls, []string{src.QueueUrl}) {
+		t.Errorf("list-dead-letter-source-queues = %v", sources.QueueUrls)
+	}
+	var dead messages
+	cli(&dead, "receive-message", "--queue-url", dlq.QueueUrl, "--attribute-names", "All", "--visibility-timeout", "0")
+	if len(dead.Messages) != 1 || dead.Messages[0].MessageId != sent.MessageId || dead.Messages[0].Body != `{"order":42}` ||
+		dead.Messages[0].Attributes["DeadLetterQueueSourceArn"] != arnPrefix+"orders" || dead.Messages[0].Attributes["ApproximateReceiveCount"] != "3" {
+		t.Fatalf("dead-letter queue holds %+v", dead)
+	}
+
+	out, stderr, err := awsCLI(t, f, "sqs", "start-message-move-task", "--source-arn", arnPrefix+"orders-dlq")
+	switch {
+	case err != nil && strings.Contains(stderr, "Invalid choice"):
+		// The CLI 2.9: by hand, to the queue the message came from.
+		t.Log("this AWS CLI has no start-message-move-task: redriving by hand")
+		m := dead.Messages[0]
+		cli(nil, "send-message", "--queue-url", src.QueueUrl, "--message-body", m.Body)
+		cli(nil, "delete-message", "--queue-url", dlq.QueueUrl, "--receipt-handle", m.ReceiptHandle)
+	case err != nil:
+		t.Fatalf("start-message-move-task: %v\n%s", err, stderr)
+	default:
+		var started struct{ TaskHandle string }
+		if err := json.Unmarshal([]byte(out), &started); err != nil || started.TaskHandle == "" {
+			t.Fatalf("start-message-move-task said %q (%v)", out, err)
+		}
+		f.waitTask(t, arnPrefix+"orders-dlq", "COMPLETED")
+		var tasks struct {
+			Results []struct {
+				Status                           string
+				ApproximateNumberOfMessagesMoved int64
+			}
+		}
+		cli(&tasks, "list-message-move-tasks", "--source-arn", arnPrefix+"orders-dlq")
+		if len(tasks.Results) != 1 || tasks.Results[0].Status != "COMPLETED" || tasks.Results[0].ApproximateNumberOfMessagesMoved != 1 {
+			t.Errorf("list-message-move-tasks = %+v", tasks)
+		}
+	}
+	var back messages
+	cli(&back, "receive-message", "--queue-url", src.QueueUrl, "--attribute-names", "All")
+	if len(back.Messages) != 1 || back.Messages[0].Body != `{"order":42}` || back.Messages[0].MessageId == sent.MessageId ||
+		back.Messages[0].Attributes["ApproximateReceiveCount"] != "1" {
+		t.Errorf("redriven: %+v", back)
+	}
+	f.waitHolds(t, map[string]int64{"orders-dlq": 0})
+}
