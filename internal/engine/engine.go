@@ -382,14 +382,13 @@ type Backend interface {
 	// the result; fn may refuse with an error, which UpdateQueue returns.
 	UpdateQueue(ctx context.Context, account, name string, fn func(*Queue) error) error
 	DeleteQueue(ctx context.Context, account, name string) error
-	// ResetQueues removes the queues of account, or with account "" of
-	// every account but spare ("" spares none), each as DeleteQueue
-	// removes one (its messages, move tasks, FIFO deduplication window
-	// and receive attempts; its long polls end empty), and forgets the
-	// deleted names of those accounts, so that any name can be created
-	// again at once. It returns how many queues it removed. A queue
-	// created while it runs may stay.
-	ResetQueues(ctx context.Context, account, spare string) (int, error)
+	// ResetQueues removes the queues of every account (owner key) that
+	// pick picks, each as DeleteQueue removes one (its messages, move
+	// tasks, FIFO deduplication window and receive attempts; its long
+	// polls end empty), and forgets the deleted names of those accounts,
+	// so that any name can be created again at once. It returns how many
+	// queues it removed. A queue created while it runs may stay.
+	ResetQueues(ctx context.Context, pick func(account string) bool) (int, error)
 
 	// Send enqueues msgs in order. On a FIFO queue a message whose
 	// deduplication key (DeduplicationID, with MessageGroupID in the

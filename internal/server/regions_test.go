@@ -5,6 +5,7 @@ import (
 	"testing"
 
 	"github.com/aws/aws-sdk-go-v2/aws"
+	snssdk "github.com/aws/aws-sdk-go-v2/service/sns"
 	"github.com/aws/aws-sdk-go-v2/service/sqs"
 	sqstypes "github.com/aws/aws-sdk-go-v2/service/sqs/types"
 	awsv1 "github.com/aws/aws-sdk-go/aws"
@@ -143,3 +144,66 @@ func TestSQSRegions(t *testing.T) {
 
 // hostOf is the host:port f listens on.
 func hostOf(f *ferry) string { return strings.TrimPrefix(f.srv.URL(), "http://") }
+
+// TestSNSRegions: topics, subscriptions and SMS settings are per region;
+// a topic delivers into a queue of another region, as on AWS.
+func TestSNSRegions(t *testing.T) {
+	t.Parallel()
+	f := start(t)
+	ctx := ctxT(t)
+	east := clientsOf(f.srv.URL(), "AKIDEAST", "x", "us-east-1")
+	west := clientsOf(f.srv.URL(), "AKIDWEST", "x", "us-west-2")
+
+	wt, err := west.sns.CreateTopic(ctx, &snssdk.CreateTopicInput{Name: aws.String("alerts")})
+	if err != nil || aws.ToString(wt.TopicArn) != "arn:aws:sns:us-west-2:000000000000:alerts" {
+		t.Fatalf("CreateTopic in us-west-2: %v %v", wt, err)
+	}
+	if l, err := east.sns.ListTopics(ctx, &snssdk.ListTopicsInput{}); err != nil || len(l.Topics) != 0 {
+		t.Errorf("us-east-1 lists %v (%v)", l, err)
+	}
+	_, err = east.sns.GetTopicAttributes(ctx, &snssdk.GetTopicAttributesInput{TopicArn: wt.TopicArn})
+	wantAPIError(t, err, "InvalidParameter", 400)
+	et, err := east.sns.CreateTopic(ctx, &snssdk.CreateTopicInput{Name: aws.String("alerts"),
+		Attributes: map[string]string{"DisplayName": "east"}})
+	if err != nil || aws.ToString(et.TopicArn) != "arn:aws:sns:us-east-1:000000000000:alerts" {
+		t.Fatalf("the same name in us-east-1: %v %v", et, err)
+	}
+
+	// The us-west-2 topic delivers into a queue of us-east-1.
+	q, err := east.json.CreateQueue(ctx, &sqs.CreateQueueInput{QueueName: aws.String("inbox")})
+	if err != nil {
+		t.Fatal(err)
+	}
+	sub, err := west.sns.Subscribe(ctx, &snssdk.SubscribeInput{TopicArn: wt.TopicArn, Protocol: aws.String("sqs"),
+		Endpoint: aws.String("arn:aws:sqs:us-east-1:000000000000:inbox"), ReturnSubscriptionArn: true,
+		Attributes: map[string]string{"RawMessageDelivery": "true"}})
+	if err != nil || !strings.HasPrefix(aws.ToString(sub.SubscriptionArn), "arn:aws:sns:us-west-2:000000000000:alerts:") {
+		t.Fatalf("Subscribe: %v %v", sub, err)
+	}
+	if l, err := east.sns.ListSubscriptions(ctx, &snssdk.ListSubscriptionsInput{}); err != nil || len(l.Subscriptions) != 0 {
+		t.Errorf("us-east-1 lists the us-west-2 subscription: %v %v", l, err)
+	}
+	if l, err := west.sns.ListSubscriptions(ctx, &snssdk.ListSubscriptionsInput{}); err != nil || len(l.Subscriptions) != 1 {
+		t.Errorf("us-west-2 subscriptions: %v %v", l, err)
+	}
+	if _, err := west.sns.Publish(ctx, &snssdk.PublishInput{TopicArn: wt.TopicArn, Message: aws.String("across regions")}); err != nil {
+		t.Fatal(err)
+	}
+	got, err := east.json.ReceiveMessage(ctx, &sqs.ReceiveMessageInput{QueueUrl: q.QueueUrl, WaitTimeSeconds: 5})
+	if err != nil || len(got.Messages) != 1 || aws.ToString(got.Messages[0].Body) != "across regions" {
+		t.Fatalf("delivery into us-east-1: %v %v", got, err)
+	}
+
+	// SMS settings are the region's.
+	if _, err := west.sns.SetSMSAttributes(ctx, &snssdk.SetSMSAttributesInput{Attributes: map[string]string{"DefaultSenderID": "West"}}); err != nil {
+		t.Fatal(err)
+	}
+	ea, err := east.sns.GetSMSAttributes(ctx, &snssdk.GetSMSAttributesInput{})
+	if err != nil || ea.Attributes["DefaultSenderID"] == "West" {
+		t.Errorf("us-east-1's SMS settings: %v %v", ea, err)
+	}
+	wa, err := west.sns.GetSMSAttributes(ctx, &snssdk.GetSMSAttributesInput{})
+	if err != nil || wa.Attributes["DefaultSenderID"] != "West" {
+		t.Errorf("us-west-2's SMS settings: %v %v", wa, err)
+	}
+}

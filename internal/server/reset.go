@@ -16,6 +16,7 @@ import (
 
 	"github.com/ferrymq/ferry/internal/cloudwatch"
 	"github.com/ferrymq/ferry/internal/engine"
+	"github.com/ferrymq/ferry/internal/region"
 	"github.com/ferrymq/ferry/internal/sns"
 	"github.com/ferrymq/ferry/internal/sns/delivery"
 )
@@ -90,12 +91,17 @@ func (s *Server) reset(ctx context.Context, account string, services []string) (
 		}
 	}
 	if slices.Contains(services, "sqs") {
-		// Without SNS, the hidden delivery queues of its subscriptions stay.
-		spare := ""
-		if !slices.Contains(services, "sns") {
-			spare = delivery.QueueAccount
+		// Without SNS, the hidden delivery queues of its subscriptions
+		// stay. An account's queues are those of every region.
+		withSNS := slices.Contains(services, "sns")
+		pick := func(owner string) bool {
+			if account != "" {
+				a, _ := region.Split(owner, s.cfg.Region)
+				return a == account
+			}
+			return withSNS || owner != delivery.QueueAccount
 		}
-		if res.Removed.Queues, err = s.store.ResetQueues(ctx, account, spare); err != nil {
+		if res.Removed.Queues, err = s.store.ResetQueues(ctx, pick); err != nil {
 			return res, err
 		}
 	}

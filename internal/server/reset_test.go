@@ -178,6 +178,11 @@ func TestResetFerry(t *testing.T) {
 	ctx := ctxT(t)
 	resetState(t, f, a)
 	resetState(t, f, b)
+	// An account's queues are those of every region.
+	aWest := clientsOf(f.srv.URL(), "111111111111", "x", "eu-west-1")
+	bWest := clientsOf(f.srv.URL(), "222222222222", "x", "eu-west-1")
+	createQueueIn(ctx, t, aWest, "west")
+	createQueueIn(ctx, t, bWest, "west")
 	polled := createQueueIn(ctx, t, a, "polled")
 	poll := make(chan error, 1)
 	go func() {
@@ -197,7 +202,7 @@ func TestResetFerry(t *testing.T) {
 		t.Fatalf("reset: %d %s", r.Status, r.Body)
 	}
 	want := `{"account":"111111111111","removed":{"alarmHistory":1,"alarms":1,"metricSeries":0,"platformApplications":0,` +
-		`"platformEndpoints":0,"queues":3,"smsSettings":1,"subscriptions":2,"topics":1},"services":["sns","cloudwatch","sqs"]}`
+		`"platformEndpoints":0,"queues":4,"smsSettings":1,"subscriptions":2,"topics":1},"services":["sns","cloudwatch","sqs"]}`
 	if canon, _ := json.Marshal(got); string(canon) != want {
 		t.Errorf("reset answered %s\nwant %s", canon, want)
 	}
@@ -213,6 +218,12 @@ func TestResetFerry(t *testing.T) {
 		t.Fatal("the long poll on a removed queue did not end")
 	}
 	wantClean(t, f, a)
+	if l, err := aWest.json.ListQueues(ctx, &sqs.ListQueuesInput{}); err != nil || len(l.QueueUrls) != 0 {
+		t.Errorf("a's queues in eu-west-1 after its reset: %v %v", l, err)
+	}
+	if l, err := bWest.json.ListQueues(ctx, &sqs.ListQueuesInput{}); err != nil || len(l.QueueUrls) != 1 {
+		t.Errorf("b's queues in eu-west-1 after a's reset: %v %v", l, err)
+	}
 	// b's state is whole.
 	inbox, err := b.json.GetQueueUrl(ctx, &sqs.GetQueueUrlInput{QueueName: aws.String("inbox")})
 	if err != nil {

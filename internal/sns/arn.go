@@ -5,7 +5,9 @@ import (
 	"strings"
 
 	"github.com/ferrymq/ferry/internal/arn"
+	"github.com/ferrymq/ferry/internal/policy"
 	"github.com/ferrymq/ferry/internal/protocol"
+	"github.com/ferrymq/ferry/internal/region"
 )
 
 // accountOf is the account the request is served in, as the protocol
@@ -18,9 +20,34 @@ func (s *Service) accountOf(ctx context.Context) string {
 	return s.account
 }
 
-// topicARN is the ARN of account's topic called name.
-func (s *Service) topicARN(account, name string) string {
-	return "arn:" + arn.Partition(s.region) + ":sns:" + s.region + ":" + account + ":" + name
+// regionOf is the region the request is served in, as the protocol
+// layer decided it (protocol.Auth); the configured region for a call that
+// came through no handler. Each region's topics are its own, as on AWS.
+func (s *Service) regionOf(ctx context.Context) string {
+	if r := protocol.Info(ctx).Region; r != "" {
+		return r
+	}
+	return s.region
+}
+
+// ownerOf is the key under which the stores keep the request's account's
+// state of its region (region.Owner).
+func (s *Service) ownerOf(ctx context.Context) string {
+	return region.Owner(s.accountOf(ctx), s.regionOf(ctx), s.region)
+}
+
+// topicARN is the ARN of the request's account's topic called name, in
+// the request's region.
+func (s *Service) topicARN(ctx context.Context, name string) string {
+	r := s.regionOf(ctx)
+	return "arn:" + arn.Partition(r) + ":sns:" + r + ":" + s.accountOf(ctx) + ":" + name
+}
+
+// inRegion reports whether an ARN's region r is the request's. SNS's
+// links (SubscribeURL, UnsubscribeURL) come unsigned and name no region
+// but their ARN's, which then serves.
+func (s *Service) inRegion(ctx context.Context, r string) bool {
+	return r == s.regionOf(ctx) || protocol.Info(ctx).AccessKey == "" && region.Valid(r)
 }
 
 // arnAccount is the account element of an SNS ARN (a topic's, a
@@ -39,25 +66,43 @@ func arnAccount(a string) string {
 	return ""
 }
 
-// ownedBy reports whether the SNS resource resourceARN belongs to the
+// arnRegion is the region element of an ARN, the fourth.
+func arnRegion(s string) string {
+	a, _ := arn.Split(s)
+	return a.Region
+}
+
+// ownedBy reports whether the SNS resource resourceARN (a platform
+// application or endpoint, which have no resource policy) belongs to the
 // request's account, and if not, answers as SNS answers a caller of
-// another account whose access the resource's policy does not grant:
-// AuthorizationError naming the action. Resource policies are not
-// evaluated yet: only the owner's account is allowed.
+// another account: AuthorizationError naming the action. Topics and
+// subscriptions are decided by authorizeTopic and authorizeSubscription.
 func (s *Service) ownedBy(ctx context.Context, resourceARN, action string) error {
 	caller := s.accountOf(ctx)
 	if arnAccount(resourceARN) == caller {
 		return nil
 	}
-	return notAuthorized(s.region, caller, action, resourceARN)
+	return notAuthorized(s.regionOf(ctx), caller, action, resourceARN, "")
+}
+
+// reasonExplicitDeny ends a refusal that a resource policy's Deny
+// decided, as IAM words it; noAllow one that no Allow let through.
+const reasonExplicitDeny = "with an explicit deny in a resource-based policy"
+
+func noAllow(action string) string {
+	return "because no resource-based policy allows the SNS:" + action + " action"
 }
 
 // notAuthorized is SNS's refusal of action on resource to a caller of
-// account. Ferry has no IAM users: the caller is named as its account's
-// root.
-func notAuthorized(region, account, action, resource string) error {
-	return errAuthorization.WithMessage("User: arn:%s:iam::%s:root is not authorized to perform: SNS:%s on resource: %s",
-		arn.Partition(region), account, action, resource)
+// account, followed by IAM's reason when a resource policy decided it
+// ("" for none). Ferry has no IAM users: the caller is named as its
+// account's root.
+func notAuthorized(region, account, action, resource, reason string) error {
+	msg := "User: " + policy.RootARN(arn.Partition(region), account) + " is not authorized to perform: SNS:" + action + " on resource: " + resource
+	if reason != "" {
+		msg += " " + reason
+	}
+	return errAuthorization.WithMessage("%s", msg)
 }
 
 // arnElements splits an ARN on ':' and refuses fewer than six elements
@@ -71,11 +116,11 @@ func arnElements(arn, param string) ([]string, error) {
 }
 
 // checkTopicARN validates a topic ARN parameter: present, well formed, of
-// SNS, in this region. It returns the topic's name. The account may be
+// SNS, in the request's region. It returns the topic's name. The account may be
 // any: whether the caller may act on the topic is decided once it is
-// found (ownedBy), as SNS answers NotFound for a topic that does not
+// found (authorizeTopic), as SNS answers NotFound for a topic that does not
 // exist, whoever owns the ARN's account.
-func (s *Service) checkTopicARN(topicARN, param string) (string, error) {
+func (s *Service) checkTopicARN(ctx context.Context, topicARN, param string) (string, error) {
 	if topicARN == "" {
 		return "", invalidParameter("%s Reason: no value for required parameter", param)
 	}
@@ -86,7 +131,7 @@ func (s *Service) checkTopicARN(topicARN, param string) (string, error) {
 		return "", invalidParameter("%s", param)
 	}
 	a, ok := arn.Split(topicARN)
-	if !ok || a.Service != "sns" || a.Region != s.region || a.Resource == "" || a.Account == "" {
+	if !ok || a.Service != "sns" || !s.inRegion(ctx, a.Region) || a.Resource == "" || a.Account == "" {
 		return "", invalidParameter("%s", param)
 	}
 	return a.Resource, nil
@@ -94,7 +139,7 @@ func (s *Service) checkTopicARN(topicARN, param string) (string, error) {
 
 // checkSubscriptionARN validates a subscription ARN: a topic ARN followed
 // by the subscription's id. It returns the topic ARN.
-func (s *Service) checkSubscriptionARN(arn string) (topicARN string, err error) {
+func (s *Service) checkSubscriptionARN(ctx context.Context, arn string) (topicARN string, err error) {
 	if arn == "" {
 		return "", invalidParameter("SubscriptionArn Reason: no value for required parameter")
 	}
@@ -108,7 +153,7 @@ func (s *Service) checkSubscriptionARN(arn string) (topicARN string, err error) 
 	if len(parts) != 7 || parts[0] != "arn" || parts[2] != "sns" || parts[6] == "" {
 		return "", invalidParameter("SubscriptionArn")
 	}
-	if parts[3] != s.region {
+	if !s.inRegion(ctx, parts[3]) {
 		return "", invalidParameter("SubscriptionArn")
 	}
 	return strings.Join(parts[:6], ":"), nil

@@ -36,6 +36,7 @@ type topic struct {
 	Created              time.Time         `json:"created"`
 
 	delivery *delivery.Topic // what deliveries read of it (prepare)
+	access   topicAccess     // its Policy, parsed (prepare)
 	state    *topicState     // shared by every copy of the topic
 	// stored is the record as stored, which a change of a clone replaces
 	// only if the store still has it (saveTopic); nil for a new topic.
@@ -49,9 +50,11 @@ func (t *topic) clone() *topic {
 	return &c
 }
 
-// prepare reads what the stored attributes imply for deliveries. An error
-// is a DeliveryPolicy that no longer parses; the topic goes without it.
+// prepare reads what the stored attributes imply: who may act on the
+// topic, and what deliveries read of it. An error is a DeliveryPolicy
+// that no longer parses; the topic goes without it.
 func (t *topic) prepare() error {
+	t.access = newTopicAccess(t.Attrs[attrPolicy])
 	var err error
 	t.delivery, err = delivery.NewTopic(t.ARN, t.Name, t.FIFO, t.Attrs)
 	return err
@@ -385,33 +388,40 @@ func (s *Service) removeSubscription(ctx context.Context, sub *subscription) err
 }
 
 // lookupTopic returns the topic named by a TopicArn parameter, for the
-// request's action, which the topic's account must be the caller's
-// (ownedBy); a topic that does not exist is NotFound, whatever its ARN's
-// account. On a store other nodes share, a topic this node does not know
-// is looked for in the store before the answer is NotFound: one made
-// through another node a moment ago, whose news has not come yet. The
-// caller must not hold writeMu (cachedTopic is for those who do).
+// request's action, which the topic's policy must let the caller perform
+// (authorizeTopic); a topic that does not exist is NotFound, whatever its
+// ARN's account. The caller must not hold writeMu (cachedTopic is for
+// those who do).
 func (s *Service) lookupTopic(ctx context.Context, arn, param, action string) (*topic, error) {
-	t, err := s.cachedTopic(arn, param)
-	if err == errTopicNotFound && s.shared {
-		if rerr := s.reread(ctx, kindTopic, arn); rerr != nil {
-			return nil, s.internal(ctx, "read topic", rerr)
-		}
-		t, err = s.cachedTopic(arn, param)
-	}
+	t, err := s.findTopic(ctx, arn, param)
 	if err != nil {
 		return nil, err
 	}
-	if err := s.ownedBy(ctx, t.ARN, action); err != nil {
+	if err := s.authorizeTopic(ctx, t, action, nil); err != nil {
 		return nil, err
 	}
 	return t, nil
 }
 
+// findTopic is lookupTopic without deciding who may act on it. On a store
+// other nodes share, a topic this node does not know is looked for in the
+// store before the answer is NotFound: one made through another node a
+// moment ago, whose news has not come yet.
+func (s *Service) findTopic(ctx context.Context, arn, param string) (*topic, error) {
+	t, err := s.cachedTopic(ctx, arn, param)
+	if err == errTopicNotFound && s.shared {
+		if rerr := s.reread(ctx, kindTopic, arn); rerr != nil {
+			return nil, s.internal(ctx, "read topic", rerr)
+		}
+		t, err = s.cachedTopic(ctx, arn, param)
+	}
+	return t, err
+}
+
 // cachedTopic is lookupTopic without the store, and of any account: what
 // this node knows.
-func (s *Service) cachedTopic(arn, param string) (*topic, error) {
-	if _, err := s.checkTopicARN(arn, param); err != nil {
+func (s *Service) cachedTopic(ctx context.Context, arn, param string) (*topic, error) {
+	if _, err := s.checkTopicARN(ctx, arn, param); err != nil {
 		return nil, err
 	}
 	s.mu.RLock()
@@ -424,21 +434,21 @@ func (s *Service) cachedTopic(arn, param string) (*topic, error) {
 }
 
 // lookupSubscription returns the live subscription named by arn, read
-// from the store on a miss as lookupTopic does, for the request's action,
-// which the subscription's account (its topic's) must be the caller's.
+// from the store on a miss as findTopic does, for the request's action,
+// which the caller must be allowed (authorizeSubscription).
 // The caller must not hold writeMu.
 func (s *Service) lookupSubscription(ctx context.Context, arn, action string) (*subscription, error) {
-	sub, err := s.cachedSubscription(arn)
+	sub, err := s.cachedSubscription(ctx, arn)
 	if err == errSubscriptionNotFound && s.shared {
 		if rerr := s.reread(ctx, kindSubscription, arn); rerr != nil {
 			return nil, s.internal(ctx, "read subscription", rerr)
 		}
-		sub, err = s.cachedSubscription(arn)
+		sub, err = s.cachedSubscription(ctx, arn)
 	}
 	if err != nil {
 		return nil, err
 	}
-	if err := s.ownedBy(ctx, sub.ARN, action); err != nil {
+	if err := s.authorizeSubscription(ctx, sub, action); err != nil {
 		return nil, err
 	}
 	return sub, nil
@@ -446,8 +456,8 @@ func (s *Service) lookupSubscription(ctx context.Context, arn, action string) (*
 
 // cachedSubscription is lookupSubscription without the store, and of any
 // account.
-func (s *Service) cachedSubscription(arn string) (*subscription, error) {
-	if _, err := s.checkSubscriptionARN(arn); err != nil {
+func (s *Service) cachedSubscription(ctx context.Context, arn string) (*subscription, error) {
+	if _, err := s.checkSubscriptionARN(ctx, arn); err != nil {
 		return nil, err
 	}
 	s.mu.RLock()

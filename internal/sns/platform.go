@@ -13,6 +13,7 @@ import (
 	"github.com/google/uuid"
 
 	"github.com/ferrymq/ferry/internal/protocol"
+	"github.com/ferrymq/ferry/internal/region"
 	"github.com/ferrymq/ferry/internal/sns/delivery"
 )
 
@@ -64,16 +65,25 @@ type platformStore struct {
 	sms       map[string]smsState // by account; absent: the defaults
 }
 
-// smsKey is the record key of account's SMS settings: the configured
-// account keeps the key its settings have always had.
-func (s *Service) smsKey(account string) string {
-	if account == s.account {
+// smsKey is the record key of the SMS settings of owner (an account in a
+// region, region.Owner): the configured account of the home region keeps
+// the key its settings have always had.
+func (s *Service) smsKey(owner string) string {
+	if owner == s.account {
 		return smsStateKey
 	}
-	return smsStateKey + "/" + account
+	return smsStateKey + "/" + owner
 }
 
-// smsAccount is the account whose SMS settings the record key names.
+// smsAccountOf is the account of an owner of SMS settings, whatever its
+// region.
+func (s *Service) smsAccountOf(owner string) string {
+	a, _ := region.Split(owner, s.region)
+	return a
+}
+
+// smsAccount is the owner (region.Owner) whose SMS settings the record
+// key names.
 func (s *Service) smsAccount(key string) string {
 	if a, ok := strings.CutPrefix(key, smsStateKey+"/"); ok {
 		return a
@@ -351,7 +361,7 @@ func (s *Service) createPlatformApplication(ctx context.Context, in *platformAtt
 			return nil, invalidParameter("Attributes Reason: PlatformPrincipal attribute provided without PlatformCredential")
 		}
 	}
-	arn := s.topicARN(s.accountOf(ctx), "app/"+in.Platform+"/"+in.Name)
+	arn := s.topicARN(ctx, "app/"+in.Platform+"/"+in.Name)
 	a := &platformApp{ARN: arn, Platform: in.Platform, Name: in.Name, Attributes: map[string]string{"Enabled": "true"}}
 	maps.Copy(a.Attributes, in.Attributes)
 	s.writeMu.Lock()
@@ -435,11 +445,11 @@ func (s *Service) deletePlatformApplication(ctx context.Context, in *platformApp
 }
 
 func (s *Service) listPlatformApplications(ctx context.Context, in *listInput) (*listPlatformAppsOutput, error) {
-	account := s.accountOf(ctx)
+	prefix := s.topicARN(ctx, "") // the request's account and region
 	apps := map[string]*platformApp{}
 	s.mu.RLock()
 	for arn, a := range s.platform.apps {
-		if arnAccount(arn) == account {
+		if strings.HasPrefix(arn, prefix) {
 			apps[arn] = a
 		}
 	}
@@ -636,7 +646,7 @@ func (s *Service) publishToEndpoint(ctx context.Context, arn string, m *message)
 // publishSMS records a message published straight to a phone number.
 func (s *Service) publishSMS(ctx context.Context, phone string, m *message) error {
 	s.mu.RLock()
-	_, optedOut := slices.BinarySearch(s.platform.sms[s.accountOf(ctx)].OptedOut, phone)
+	_, optedOut := slices.BinarySearch(s.platform.sms[s.ownerOf(ctx)].OptedOut, phone)
 	s.mu.RUnlock()
 	if optedOut {
 		return errOptedOut
@@ -685,16 +695,16 @@ func (s *Service) setSMSAttributes(ctx context.Context, in *smsAttributesInput) 
 	}
 	s.writeMu.Lock()
 	defer s.writeMu.Unlock()
-	st := s.smsCopy(s.accountOf(ctx))
+	st := s.smsCopy(s.ownerOf(ctx))
 	maps.Copy(st.Attributes, in.Attributes)
-	if err := s.saveSMS(ctx, s.accountOf(ctx), st); err != nil {
+	if err := s.saveSMS(ctx, s.ownerOf(ctx), st); err != nil {
 		return nil, s.internal(ctx, "set SMS attributes", err)
 	}
 	return &emptyOutput{}, nil
 }
 
 func (s *Service) getSMSAttributes(ctx context.Context, in *getSMSAttributesInput) (*smsAttributesOutput, error) {
-	st := s.smsCopy(s.accountOf(ctx))
+	st := s.smsCopy(s.ownerOf(ctx))
 	all := map[string]string{"MonthlySpendLimit": "1"}
 	maps.Copy(all, st.Attributes)
 	if len(in.Attributes) == 0 {
@@ -720,12 +730,12 @@ func (s *Service) checkIfPhoneNumberIsOptedOut(ctx context.Context, in *phoneInp
 	if err := checkPhone(in.PhoneNumber); err != nil {
 		return nil, err
 	}
-	_, out := slices.BinarySearch(s.smsCopy(s.accountOf(ctx)).OptedOut, in.PhoneNumber)
+	_, out := slices.BinarySearch(s.smsCopy(s.ownerOf(ctx)).OptedOut, in.PhoneNumber)
 	return &optedOutOutput{IsOptedOut: out}, nil
 }
 
 func (s *Service) listPhoneNumbersOptedOut(ctx context.Context, in *listOptedOutInput) (*listOptedOutOutput, error) {
-	page, next, err := pageAfter(s.smsCopy(s.accountOf(ctx)).OptedOut, in.NextToken)
+	page, next, err := pageAfter(s.smsCopy(s.ownerOf(ctx)).OptedOut, in.NextToken)
 	if err != nil {
 		return nil, err
 	}
@@ -738,13 +748,13 @@ func (s *Service) optInPhoneNumber(ctx context.Context, in *phoneInput) (*emptyO
 	}
 	s.writeMu.Lock()
 	defer s.writeMu.Unlock()
-	st := s.smsCopy(s.accountOf(ctx))
+	st := s.smsCopy(s.ownerOf(ctx))
 	i, found := slices.BinarySearch(st.OptedOut, in.PhoneNumber)
 	if !found {
 		return &emptyOutput{}, nil
 	}
 	st.OptedOut = slices.Delete(st.OptedOut, i, i+1)
-	if err := s.saveSMS(ctx, s.accountOf(ctx), st); err != nil {
+	if err := s.saveSMS(ctx, s.ownerOf(ctx), st); err != nil {
 		return nil, s.internal(ctx, "opt in", err)
 	}
 	return &emptyOutput{}, nil
@@ -792,14 +802,14 @@ func (s *Service) createSMSSandboxPhoneNumber(ctx context.Context, in *sandboxPh
 	}
 	s.writeMu.Lock()
 	defer s.writeMu.Unlock()
-	st := s.smsCopy(s.accountOf(ctx))
+	st := s.smsCopy(s.ownerOf(ctx))
 	if st.Sandbox == nil {
 		st.Sandbox = map[string]string{}
 	}
 	if _, ok := st.Sandbox[in.PhoneNumber]; !ok {
 		st.Sandbox[in.PhoneNumber] = "Pending"
 	}
-	if err := s.saveSMS(ctx, s.accountOf(ctx), st); err != nil {
+	if err := s.saveSMS(ctx, s.ownerOf(ctx), st); err != nil {
 		return nil, s.internal(ctx, "create sandbox number", err)
 	}
 	return &emptyOutput{}, nil
@@ -810,7 +820,7 @@ var otp = regexp.MustCompile(`^[0-9]{5,8}$`)
 func (s *Service) verifySMSSandboxPhoneNumber(ctx context.Context, in *sandboxPhoneInput) (*emptyOutput, error) {
 	s.writeMu.Lock()
 	defer s.writeMu.Unlock()
-	st := s.smsCopy(s.accountOf(ctx))
+	st := s.smsCopy(s.ownerOf(ctx))
 	if _, ok := st.Sandbox[in.PhoneNumber]; !ok {
 		return nil, errResourceNotFound.WithMessage("The phone number %s is not in the SMS sandbox.", in.PhoneNumber)
 	}
@@ -818,7 +828,7 @@ func (s *Service) verifySMSSandboxPhoneNumber(ctx context.Context, in *sandboxPh
 		return nil, errVerification.WithMessage("Invalid one-time password.")
 	}
 	st.Sandbox[in.PhoneNumber] = "Verified"
-	if err := s.saveSMS(ctx, s.accountOf(ctx), st); err != nil {
+	if err := s.saveSMS(ctx, s.ownerOf(ctx), st); err != nil {
 		return nil, s.internal(ctx, "verify sandbox number", err)
 	}
 	return &emptyOutput{}, nil
@@ -827,19 +837,19 @@ func (s *Service) verifySMSSandboxPhoneNumber(ctx context.Context, in *sandboxPh
 func (s *Service) deleteSMSSandboxPhoneNumber(ctx context.Context, in *sandboxPhoneInput) (*emptyOutput, error) {
 	s.writeMu.Lock()
 	defer s.writeMu.Unlock()
-	st := s.smsCopy(s.accountOf(ctx))
+	st := s.smsCopy(s.ownerOf(ctx))
 	if _, ok := st.Sandbox[in.PhoneNumber]; !ok {
 		return nil, errResourceNotFound.WithMessage("The phone number %s is not in the SMS sandbox.", in.PhoneNumber)
 	}
 	delete(st.Sandbox, in.PhoneNumber)
-	if err := s.saveSMS(ctx, s.accountOf(ctx), st); err != nil {
+	if err := s.saveSMS(ctx, s.ownerOf(ctx), st); err != nil {
 		return nil, s.internal(ctx, "delete sandbox number", err)
 	}
 	return &emptyOutput{}, nil
 }
 
 func (s *Service) listSMSSandboxPhoneNumbers(ctx context.Context, in *listSandboxInput) (*listSandboxOutput, error) {
-	st := s.smsCopy(s.accountOf(ctx))
+	st := s.smsCopy(s.ownerOf(ctx))
 	page, next, err := pageAfter(slices.Sorted(maps.Keys(st.Sandbox)), in.NextToken)
 	if err != nil {
 		return nil, err

@@ -75,7 +75,7 @@ func (s *Service) Reset(ctx context.Context, account string) (ResetCounts, error
 		}
 	}
 	err = s.deleteRecords(ctx, kindSMS, func(key string, _ []byte) bool {
-		return account == "" || s.smsAccount(key) == account
+		return account == "" || s.smsAccountOf(s.smsAccount(key)) == account
 	}, func(string) error { c.SMSSettings++; return nil })
 	if err != nil {
 		return c, err
@@ -136,7 +136,7 @@ func (s *Service) forgetAccount(of func(arn string) bool, account string) {
 		}
 	}
 	for a := range s.platform.sms {
-		if account == "" || a == account {
+		if account == "" || s.smsAccountOf(a) == account {
 			delete(s.platform.sms, a)
 		}
 	}

@@ -18,6 +18,7 @@ import (
 	"github.com/google/uuid"
 
 	"github.com/ferrymq/ferry/internal/arn"
+	"github.com/ferrymq/ferry/internal/engine"
 	"github.com/ferrymq/ferry/internal/protocol"
 	"github.com/ferrymq/ferry/internal/sns/delivery"
 	"github.com/ferrymq/ferry/internal/sns/filterpolicy"
@@ -222,8 +223,10 @@ func parseRedriveTarget(raw string) (string, error) {
 }
 
 // needsConfirmation: HTTP/S and email subscriptions wait for the endpoint's
-// owner; so does an SQS queue of an account other than the subscriber's
-// (AWS sends it a confirmation message, which its owner confirms).
+// owner; so does an SQS queue of an account other than the subscriber's,
+// whoever owns the topic (AWS sends it a confirmation message, which its
+// owner passes on to the subscriber): the queue's owner subscribing it,
+// to a topic of any account, needs no confirmation.
 func (s *Service) needsConfirmation(ctx context.Context, protocol, endpoint string) bool {
 	switch protocol {
 	case delivery.ProtoHTTP, delivery.ProtoHTTPS, delivery.ProtoEmail, delivery.ProtoEmailJSON:
@@ -235,13 +238,60 @@ func (s *Service) needsConfirmation(ctx context.Context, protocol, endpoint stri
 	return false
 }
 
+// confirmQueue sends a pending SQS subscription's SubscriptionConfirmation
+// into its queue, as AWS does for a queue of another account than the
+// subscriber's, if the queue's policy lets the topic send there. When it
+// does not, or the queue is missing, nothing is sent and the subscription
+// waits, as on AWS (the token can be read with ConfirmationToken).
+func (s *Service) confirmQueue(ctx context.Context, t *topic, sub *subscription) error {
+	ok, err := s.mayDeliver(ctx, t.ARN, sub.Endpoint)
+	if err != nil {
+		return fmt.Errorf("ask the queue's policy: %w", err)
+	}
+	if !ok {
+		s.log.InfoContext(ctx, "sns: the queue's policy does not let the topic send the subscription confirmation",
+			"topic", t.ARN, "queue", sub.Endpoint)
+		return nil
+	}
+	c, err := s.delivery.SubscriptionConfirmation(t.delivery, sub.Token)
+	if err != nil {
+		return fmt.Errorf("sign confirmation: %w", err)
+	}
+	body, err := c.JSON()
+	if err != nil {
+		return fmt.Errorf("render confirmation: %w", err)
+	}
+	nm, err := s.sqs.Message(string(body), nil, delivery.SenderID)
+	if err != nil {
+		return fmt.Errorf("build confirmation: %w", err)
+	}
+	if fifoQueue(sub.Endpoint) {
+		// A FIFO queue takes nothing without a group: the subscription's
+		// own, so that its confirmations keep their order.
+		nm.MessageGroupID = sub.ARN[strings.LastIndexByte(sub.ARN, ':')+1:]
+		nm.DeduplicationID = c.MessageID
+	}
+	if _, err := s.sqs.Send(ctx, sub.Endpoint, []engine.NewMessage{nm}); err != nil {
+		// SQS's refusal (the queue is gone) is the subscriber's to
+		// mend: the subscription waits, as for a policy that refuses.
+		var pe *protocol.Error
+		if errors.As(err, &pe) {
+			s.log.InfoContext(ctx, "sns: the queue refused the subscription confirmation", "queue", sub.Endpoint, "err", err)
+			return nil
+		}
+		return fmt.Errorf("send confirmation: %w", err)
+	}
+	return nil
+}
+
 // newToken makes a confirmation token of the subscription subARN: the
 // region, hex-encoded, so that ConfirmSubscription can tell a token of
 // another region; the subscription's id, so that any node can find it in
 // the store (tokenSubscription); then random hex to AWS's length.
 func (s *Service) newToken(subARN string) string {
 	const tokenLen = 288
-	prefix := hex.EncodeToString([]byte(s.region+"/")) + strings.ReplaceAll(subARN[strings.LastIndexByte(subARN, ':')+1:], "-", "")
+	a, _ := arn.Split(subARN)
+	prefix := hex.EncodeToString([]byte(a.Region+"/")) + strings.ReplaceAll(subARN[strings.LastIndexByte(subARN, ':')+1:], "-", "")
 	b := make([]byte, (tokenLen-len(prefix)+1)/2)
 	_, _ = rand.Read(b)
 	return (prefix + hex.EncodeToString(b))[:tokenLen]
@@ -306,8 +356,11 @@ func subscribeAttributes(in map[string]string, sc subContext) (map[string]string
 }
 
 func (s *Service) subscribe(ctx context.Context, in *subscribeInput) (*subscriptionArnOutput, error) {
-	t, err := s.lookupTopic(ctx, in.TopicArn, "TopicArn", "Subscribe")
+	t, err := s.findTopic(ctx, in.TopicArn, "TopicArn")
 	if err != nil {
+		return nil, err
+	}
+	if err := s.authorizeTopic(ctx, t, "Subscribe", &subscribeKeys{protocol: in.Protocol, endpoint: in.Endpoint}); err != nil {
 		return nil, err
 	}
 	if err := s.checkEndpoint(t, in.Protocol, in.Endpoint); err != nil {
@@ -386,11 +439,9 @@ func (s *Service) existingSubscription(ctx context.Context, t *topic, in *subscr
 			}
 		}
 		if sub.Pending {
-			if sub.Queue != "" {
-				// A repeated Subscribe sends the confirmation again.
-				if err := s.delivery.Confirm(ctx, sub.delivery()); err != nil {
-					return nil, true, s.internal(ctx, "resend confirmation", err)
-				}
+			// A repeated Subscribe sends the confirmation again.
+			if err := s.sendConfirmation(ctx, t, sub); err != nil {
+				return nil, true, s.internal(ctx, "resend confirmation", err)
 			}
 			if !in.ReturnSubscriptionArn {
 				return &subscriptionArnOutput{SubscriptionArn: pendingARN}, true, nil
@@ -406,7 +457,7 @@ func (s *Service) existingSubscription(ctx context.Context, t *topic, in *subscr
 func (s *Service) subscribeOnce(ctx context.Context, in *subscribeInput, attrs map[string]string, attempt int) (*subscriptionArnOutput, error) {
 	s.writeMu.Lock()
 	defer s.writeMu.Unlock()
-	t, err := s.cachedTopic(in.TopicArn, "TopicArn")
+	t, err := s.cachedTopic(ctx, in.TopicArn, "TopicArn")
 	if err != nil {
 		return nil, err
 	}
@@ -432,6 +483,10 @@ func (s *Service) subscribeOnce(ctx context.Context, in *subscribeInput, attrs m
 		sub.Token, sub.TokenIssued = s.newToken(sub.ARN), now
 	} else {
 		sub.Authenticated = true
+		// A queue's owner subscribing it to another account's topic:
+		// AWS sets AuthenticateOnUnsubscribe, so that the UnsubscribeURL
+		// of the notifications cannot end it unsigned.
+		sub.AuthOnUnsubscribe = in.Protocol == delivery.ProtoSQS && arnAccount(t.ARN) != sub.Owner
 	}
 	if delivery.NeedsQueue(in.Protocol) {
 		sub.Queue = delivery.NewQueueName(sub.ARN)
@@ -492,17 +547,32 @@ func (s *Service) subscribeOnce(ctx context.Context, in *subscribeInput, attrs m
 		if err := s.delivery.CreateQueue(ctx, sub.Queue); err != nil {
 			return nil, s.internal(ctx, "create delivery queue", err)
 		}
-		if sub.Pending {
-			if err := s.delivery.Confirm(ctx, sub.delivery()); err != nil {
-				return nil, s.internal(ctx, "send confirmation", err)
-			}
+	}
+	if sub.Pending {
+		if err := s.sendConfirmation(ctx, t, sub); err != nil {
+			return nil, s.internal(ctx, "send confirmation", err)
 		}
+	}
+	if sub.Queue != "" {
 		s.delivery.Start(sub.delivery())
 	}
 	if sub.Pending && !in.ReturnSubscriptionArn {
 		return &subscriptionArnOutput{SubscriptionArn: pendingARN}, nil
 	}
 	return &subscriptionArnOutput{SubscriptionArn: sub.ARN}, nil
+}
+
+// sendConfirmation sends a pending subscription its SubscriptionConfirmation:
+// through its delivery queue to an HTTP/S or email endpoint, straight
+// into an SQS queue (confirmQueue).
+func (s *Service) sendConfirmation(ctx context.Context, t *topic, sub *subscription) error {
+	switch {
+	case sub.Queue != "":
+		return s.delivery.Confirm(ctx, sub.delivery())
+	case sub.Protocol == delivery.ProtoSQS:
+		return s.confirmQueue(ctx, t, sub)
+	}
+	return nil
 }
 
 // maxFilterPolicies is how many subscriptions of a topic may filter.
@@ -544,7 +614,7 @@ func (s *Service) confirmSubscription(ctx context.Context, in *confirmSubscripti
 	if !ok {
 		return nil, invalidParameter("Token")
 	}
-	if region != topic.Region || topic.Region != s.region {
+	if region != topic.Region || !s.inRegion(ctx, topic.Region) {
 		return nil, invalidParameter("Topic")
 	}
 	// The token names its subscription, which another node may have made
@@ -610,7 +680,7 @@ func (s *Service) confirmOnce(ctx context.Context, in *confirmSubscriptionInput)
 }
 
 func (s *Service) unsubscribe(ctx context.Context, in *subscriptionArnInput) (*emptyOutput, error) {
-	if _, err := s.checkSubscriptionARN(in.SubscriptionArn); err != nil {
+	if _, err := s.checkSubscriptionARN(ctx, in.SubscriptionArn); err != nil {
 		return nil, err
 	}
 	err := s.retryRaces(ctx, "unsubscribe", kindSubscription, in.SubscriptionArn, func() error {
@@ -637,7 +707,7 @@ func (s *Service) unsubscribeOnce(ctx context.Context, arn string) error {
 		if sub.AuthOnUnsubscribe {
 			return errAuthorization.WithMessage("User: anonymous is not authorized to perform: SNS:Unsubscribe on resource: %s", sub.ARN)
 		}
-	} else if err := s.ownedBy(ctx, sub.ARN, "Unsubscribe"); err != nil {
+	} else if err := s.authorizeSubscription(ctx, sub, "Unsubscribe"); err != nil {
 		return err
 	}
 	if sub.Protocol != delivery.ProtoHTTP && sub.Protocol != delivery.ProtoHTTPS {
@@ -744,12 +814,15 @@ func listPage(subs []*subscription, token string) (*listSubscriptionsOutput, err
 	return out, nil
 }
 
+// listSubscriptions lists the caller's subscriptions: those its account
+// made, to its own topics or to another account's (whose ARNs are under
+// that topic's), not those another account made to its topics.
 func (s *Service) listSubscriptions(ctx context.Context, in *listInput) (*listSubscriptionsOutput, error) {
-	account := s.accountOf(ctx)
+	account, r := s.accountOf(ctx), s.regionOf(ctx)
 	s.mu.RLock()
 	subs := make([]*subscription, 0, len(s.subs))
 	for _, sub := range s.subs {
-		if arnAccount(sub.ARN) == account {
+		if sub.Owner == account && arnRegion(sub.ARN) == r {
 			subs = append(subs, sub)
 		}
 	}
@@ -779,7 +852,7 @@ func (s *Service) getSubscriptionAttributes(ctx context.Context, in *subscriptio
 	attrs[attrOwner] = sub.Owner
 	attrs[attrProtocol] = sub.Protocol
 	attrs[attrEndpoint] = delivery.MaskEndpoint(sub.Endpoint)
-	attrs[attrSubscriptionPrincipal] = "arn:" + arn.Partition(s.region) + ":iam::" + sub.Owner + ":root"
+	attrs[attrSubscriptionPrincipal] = "arn:" + arn.Partition(s.regionOf(ctx)) + ":iam::" + sub.Owner + ":root"
 	attrs[attrPendingConfirmation] = boolString(sub.Pending)
 	attrs[attrConfirmationWasAuthenticated] = boolString(sub.Authenticated)
 	if _, ok := attrs[attrRawMessageDelivery]; !ok {
@@ -809,7 +882,7 @@ func boolString(b bool) string {
 }
 
 func (s *Service) setSubscriptionAttributes(ctx context.Context, in *setSubscriptionAttributesInput) (*emptyOutput, error) {
-	if _, err := s.checkSubscriptionARN(in.SubscriptionArn); err != nil {
+	if _, err := s.checkSubscriptionARN(ctx, in.SubscriptionArn); err != nil {
 		return nil, err
 	}
 	if in.AttributeName == "" {
@@ -831,11 +904,11 @@ func (s *Service) setSubscriptionAttributes(ctx context.Context, in *setSubscrip
 // setSubscriptionAttributeOnce sets one attribute. The caller holds
 // writeMu.
 func (s *Service) setSubscriptionAttributeOnce(ctx context.Context, arn, name, value string) error {
-	sub, err := s.cachedSubscription(arn)
+	sub, err := s.cachedSubscription(ctx, arn)
 	if err != nil {
 		return err
 	}
-	if err := s.ownedBy(ctx, sub.ARN, "SetSubscriptionAttributes"); err != nil {
+	if err := s.authorizeSubscription(ctx, sub, "SetSubscriptionAttributes"); err != nil {
 		return err
 	}
 	s.mu.RLock()

@@ -246,7 +246,7 @@ func (s *Service) createTopic(ctx context.Context, in *createTopicInput) (*creat
 			return nil, invalidParameter("DataProtectionPolicy")
 		}
 	}
-	arn := s.topicARN(s.accountOf(ctx), in.Name)
+	arn := s.topicARN(ctx, in.Name)
 	// A topic made through another node a moment ago, or at the same
 	// moment (the insert then loses), is this one.
 	err := s.retryRaces(ctx, "create topic", kindTopic, arn, func() error {
@@ -338,7 +338,7 @@ func topicAttribute(t *topic, name string) string {
 }
 
 func (s *Service) deleteTopic(ctx context.Context, in *topicArnInput) (*emptyOutput, error) {
-	if _, err := s.checkTopicARN(in.TopicArn, "TopicArn"); err != nil {
+	if _, err := s.checkTopicARN(ctx, in.TopicArn, "TopicArn"); err != nil {
 		return nil, err
 	}
 	if err := s.fresh(ctx, kindTopic, in.TopicArn); err != nil {
@@ -352,7 +352,7 @@ func (s *Service) deleteTopic(ctx context.Context, in *topicArnInput) (*emptyOut
 	if t == nil {
 		return &emptyOutput{}, nil
 	}
-	if err := s.ownedBy(ctx, t.ARN, "DeleteTopic"); err != nil {
+	if err := s.authorizeTopic(ctx, t, "DeleteTopic", nil); err != nil {
 		return nil, err
 	}
 	// The topic record goes first: subscriptions left behind by a crash
@@ -405,7 +405,7 @@ func pageAfter(keys []string, token string) (page []string, next string, err err
 }
 
 func (s *Service) listTopics(ctx context.Context, in *listInput) (*listTopicsOutput, error) {
-	prefix := s.topicARN(s.accountOf(ctx), "")
+	prefix := s.topicARN(ctx, "")
 	s.mu.RLock()
 	arns := make([]string, 0, len(s.topics))
 	for arn := range s.topics {
@@ -467,15 +467,15 @@ func (s *Service) getTopicAttributes(ctx context.Context, in *topicArnInput) (*a
 // with an error, which is returned as it is, or report that nothing
 // changed.
 func (s *Service) updateTopic(ctx context.Context, arn, param, op, action string, fn func(c *topic) (changed bool, err error)) error {
-	if _, err := s.checkTopicARN(arn, param); err != nil {
+	if _, err := s.checkTopicARN(ctx, arn, param); err != nil {
 		return err
 	}
 	return s.retryRaces(ctx, op, kindTopic, arn, func() error {
-		t, err := s.cachedTopic(arn, param)
+		t, err := s.cachedTopic(ctx, arn, param)
 		if err != nil {
 			return err
 		}
-		if err := s.ownedBy(ctx, t.ARN, action); err != nil {
+		if err := s.authorizeTopic(ctx, t, action, nil); err != nil {
 			return err
 		}
 		c := t.clone()
@@ -497,7 +497,7 @@ func (s *Service) updateTopic(ctx context.Context, arn, param, op, action string
 }
 
 func (s *Service) setTopicAttributes(ctx context.Context, in *setTopicAttributesInput) (*emptyOutput, error) {
-	if _, err := s.checkTopicARN(in.TopicArn, "TopicArn"); err != nil {
+	if _, err := s.checkTopicARN(ctx, in.TopicArn, "TopicArn"); err != nil {
 		return nil, err
 	}
 	if in.AttributeName == "" || in.AttributeName == attrFifoTopic {
@@ -689,7 +689,7 @@ func (s *Service) addPermission(ctx context.Context, in *addPermissionInput) (*e
 	}
 	principals := make([]string, len(in.AWSAccountId))
 	for i, acct := range in.AWSAccountId {
-		principals[i] = "arn:" + arn.Partition(s.region) + ":iam::" + acct + ":root"
+		principals[i] = "arn:" + arn.Partition(s.regionOf(ctx)) + ":iam::" + acct + ":root"
 	}
 	err := s.updateTopic(ctx, in.TopicArn, "TopicArn", "add permission", "AddPermission", func(c *topic) (bool, error) {
 		doc, err := parsePolicy(c.Attrs[attrPolicy])

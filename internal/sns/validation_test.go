@@ -117,9 +117,12 @@ func testService() *Service {
 	return &Service{account: "000000000000", region: "us-east-1"}
 }
 
+// TestARNs: the ARN parameters' form, and their region, which must be
+// the request's (signed in us-east-1 here).
 func TestARNs(t *testing.T) {
 	t.Parallel()
 	s := testService()
+	ctx := protocol.WithInfo(context.Background(), &protocol.RequestInfo{AccessKey: "AKID", Account: "000000000000", Region: "us-east-1"})
 	for _, tt := range []struct {
 		arn, code, msg string
 	}{
@@ -135,7 +138,7 @@ func TestARNs(t *testing.T) {
 		{"arn:aws:sns:us-east-1:111111111111:t", "", ""},
 		{"arn:aws:sns:us-east-1::t", "InvalidParameter", "Invalid parameter: TopicArn"},
 	} {
-		_, err := s.checkTopicARN(tt.arn, "TopicArn")
+		_, err := s.checkTopicARN(ctx, tt.arn, "TopicArn")
 		wantErr(t, tt.arn, err, tt.code, tt.msg)
 	}
 	for _, tt := range []struct {
@@ -146,8 +149,20 @@ func TestARNs(t *testing.T) {
 		{"arn:aws", "InvalidParameter", "Invalid parameter: SubscriptionArn Reason: An ARN must have at least 6 elements, not 2"},
 		{"arn:aws:sns:eu-west-1:000000000000:t:id", "InvalidParameter", "Invalid parameter: SubscriptionArn"},
 	} {
-		_, err := s.checkSubscriptionARN(tt.arn)
+		_, err := s.checkSubscriptionARN(ctx, tt.arn)
 		wantErr(t, tt.arn, err, tt.code, tt.msg)
+	}
+	// An unsigned request (SNS's SubscribeURL and UnsubscribeURL links)
+	// has no region of its own: the ARN's serves.
+	unsigned := context.Background()
+	if _, err := s.checkTopicARN(unsigned, "arn:aws:sns:us-west-2:000000000000:t", "TopicArn"); err != nil {
+		t.Errorf("unsigned, another region's topic: %v", err)
+	}
+	if _, err := s.checkSubscriptionARN(unsigned, "arn:aws:sns:eu-west-1:000000000000:t:id"); err != nil {
+		t.Errorf("unsigned, another region's subscription: %v", err)
+	}
+	if _, err := s.checkTopicARN(unsigned, "arn:aws:sns:moon:000000000000:t", "TopicArn"); err == nil {
+		t.Error("unsigned, a region that is none: accepted")
 	}
 	if q, ok := queueARN("arn:aws:sqs:us-east-1:000000000000:q.fifo"); !ok || q.Resource != "q.fifo" || q.Account != "000000000000" {
 		t.Errorf("queueARN: %+v %v", q, ok)

@@ -11,13 +11,8 @@ import (
 // ResetQueues implements engine.Backend: each queue goes as DeleteQueue
 // removes it, then the deleted names of the accounts are forgotten, in
 // memory and in the store, so that a restart does not reserve them again.
-func (e *Engine) ResetQueues(ctx context.Context, account, spare string) (int, error) {
-	picked := func(k qname) bool {
-		if account != "" {
-			return k.account == account
-		}
-		return spare == "" || k.account != spare
-	}
+func (e *Engine) ResetQueues(ctx context.Context, pick func(account string) bool) (int, error) {
+	picked := func(k qname) bool { return pick(k.account) }
 	var names []qname
 	e.mu.RLock()
 	for k := range e.queues {

@@ -74,9 +74,13 @@ func wantReset(h *H) {
 	}
 }
 
+// only picks account for ResetQueues, allBut every account but one.
+func only(account string) func(string) bool   { return func(a string) bool { return a == account } }
+func allBut(account string) func(string) bool { return func(a string) bool { return a != account } }
+
 func testResetAccount(h *H) {
 	poll := fillForReset(h)
-	n, err := h.B.ResetQueues(h.Ctx, Account, "")
+	n, err := h.B.ResetQueues(h.Ctx, only(Account))
 	if err != nil || n != 6 {
 		h.Fatalf("ResetQueues = %d, %v; want 6", n, err)
 	}
@@ -89,7 +93,7 @@ func testResetAccount(h *H) {
 		h.Fatalf("the other account's queue: %+v, %v", s, err)
 	}
 	// A second reset of an account without queues removes nothing.
-	if n, err := h.B.ResetQueues(h.Ctx, "999999999999", ""); err != nil || n != 0 {
+	if n, err := h.B.ResetQueues(h.Ctx, only("999999999999")); err != nil || n != 0 {
 		h.Fatalf("ResetQueues of an empty account = %d, %v", n, err)
 	}
 }
@@ -99,7 +103,7 @@ func testResetSpare(h *H) {
 	if _, _, err := h.B.CreateQueue(h.Ctx, engine.Queue{Account: "111111111111", Name: "x", Settings: Settings()}); err != nil {
 		h.Fatal(err)
 	}
-	n, err := h.B.ResetQueues(h.Ctx, "", otherAccount)
+	n, err := h.B.ResetQueues(h.Ctx, allBut(otherAccount))
 	if err != nil || n != 7 {
 		h.Fatalf("ResetQueues = %d, %v; want 7", n, err)
 	}
@@ -111,7 +115,7 @@ func testResetSpare(h *H) {
 	if s, err := h.B.Stats(h.Ctx, otherAccount, "std"); err != nil || s.Visible != 1 {
 		h.Fatalf("the spared account's queue: %+v, %v", s, err)
 	}
-	if n, err := h.B.ResetQueues(h.Ctx, "", ""); err != nil || n != 7 {
+	if n, err := h.B.ResetQueues(h.Ctx, func(string) bool { return true }); err != nil || n != 7 {
 		h.Fatalf("ResetQueues of everything = %d, %v; want 7", n, err)
 	}
 	if _, err := h.B.GetQueue(h.Ctx, otherAccount, "std"); err != engine.ErrQueueNotFound {
@@ -124,7 +128,7 @@ func testResetSpare(h *H) {
 func testResetRestart(h *H) {
 	h.NeedDurable()
 	poll := fillForReset(h)
-	if _, err := h.B.ResetQueues(h.Ctx, Account, ""); err != nil {
+	if _, err := h.B.ResetQueues(h.Ctx, only(Account)); err != nil {
 		h.Fatal(err)
 	}
 	h.Await(poll)

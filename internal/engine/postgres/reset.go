@@ -5,26 +5,40 @@ import (
 	"errors"
 	"fmt"
 
+	"github.com/jackc/pgx/v5"
+
 	"github.com/ferrymq/ferry/internal/engine"
 )
-
-// picked is the condition of ResetQueues on a row whose account is in
-// column: $1 the account, or with $1 empty every account but $2 (none
-// when $2 is empty).
-func picked(column string) string {
-	return `(` + column + ` = $1 OR ($1 = '' AND ($2 = '' OR ` + column + ` <> $2)))`
-}
 
 // ResetQueues implements engine.Backend: each live queue goes as
 // DeleteQueue removes it (its long polls on every node end, every node
 // drops its view), then the rows of the deleted queues, which reserve
 // their names, and the move tasks of the queues are deleted.
-func (s *Store) ResetQueues(ctx context.Context, account, spare string) (int, error) {
+func (s *Store) ResetQueues(ctx context.Context, pick func(account string) bool) (int, error) {
 	if err := s.enter(); err != nil {
 		return 0, err
 	}
 	defer s.leave()
-	rows, err := s.pool.Query(ctx, `SELECT account, name FROM queues WHERE deleted_ns IS NULL AND `+picked("account"), account, spare)
+	// The accounts are few beside their queues: they are picked here, the
+	// queues by the database.
+	rows, err := s.pool.Query(ctx, `SELECT DISTINCT account FROM queues`)
+	if err != nil {
+		return 0, fmt.Errorf("postgres: reset queues: %w", err)
+	}
+	all, err := pgx.CollectRows(rows, pgx.RowTo[string])
+	if err != nil {
+		return 0, fmt.Errorf("postgres: reset queues: %w", err)
+	}
+	var accounts []string
+	for _, a := range all {
+		if pick(a) {
+			accounts = append(accounts, a)
+		}
+	}
+	if len(accounts) == 0 {
+		return 0, nil
+	}
+	rows, err = s.pool.Query(ctx, `SELECT account, name FROM queues WHERE deleted_ns IS NULL AND account = ANY($1)`, accounts)
 	if err != nil {
 		return 0, fmt.Errorf("postgres: reset queues: %w", err)
 	}
@@ -52,13 +66,13 @@ func (s *Store) ResetQueues(ctx context.Context, account, spare string) (int, er
 			return removed, err
 		}
 	}
-	if _, err := s.pool.Exec(ctx, `DELETE FROM queues WHERE deleted_ns IS NOT NULL AND `+picked("account"), account, spare); err != nil {
+	if _, err := s.pool.Exec(ctx, `DELETE FROM queues WHERE deleted_ns IS NOT NULL AND account = ANY($1)`, accounts); err != nil {
 		return removed, fmt.Errorf("postgres: reset queues: forget deleted names: %w", err)
 	}
 	// A runner whose task is gone stops (movetask.go); the tasks no longer
 	// count towards the account's active ones.
-	if _, err := s.pool.Exec(ctx, `DELETE FROM move_tasks t WHERE `+picked("source_account")+`
-		AND NOT EXISTS (SELECT 1 FROM queues q WHERE q.id = t.source_queue_id AND q.deleted_ns IS NULL)`, account, spare); err != nil {
+	if _, err := s.pool.Exec(ctx, `DELETE FROM move_tasks t WHERE source_account = ANY($1)
+		AND NOT EXISTS (SELECT 1 FROM queues q WHERE q.id = t.source_queue_id AND q.deleted_ns IS NULL)`, accounts); err != nil {
 		return removed, fmt.Errorf("postgres: reset queues: remove move tasks: %w", err)
 	}
 	return removed, nil

@@ -206,6 +206,7 @@ func (d *Service) LogAttempt(t *Topic, sub *Subscription, a *Attempt) {
 	}
 	sum := md5.Sum([]byte(a.Text))
 	dest := MaskEndpoint(sub.Endpoint) // a log is no place for the endpoint's password
+	owner, _ := arn.Split(t.ARN)       // the topic's region and account name its log group
 	rec := Status{
 		Notification: StatusNotification{
 			MessageMD5Sum: hex.EncodeToString(sum[:]),
@@ -222,7 +223,7 @@ func (d *Service) LogAttempt(t *Topic, sub *Subscription, a *Attempt) {
 			StatusCode:       a.Status,
 		},
 		Status:   StatusSuccess,
-		LogGroup: "sns/" + d.region + "/" + d.account + "/" + t.Name,
+		LogGroup: "sns/" + owner.Region + "/" + owner.Account + "/" + t.Name,
 	}
 	if !a.Success {
 		rec.Status = StatusFailure

@@ -1,6 +1,10 @@
 package delivery
 
-import "time"
+import (
+	"time"
+
+	"github.com/google/uuid"
+)
 
 // Topic attributes that deliveries read.
 const (
@@ -110,6 +114,13 @@ func (d *Service) Notification(t *Topic, m *Message, text, subARN string) (*Noti
 	}
 	m.sigs[key] = n.Signature
 	return n, nil
+}
+
+// SubscriptionConfirmation is a new signed SubscriptionConfirmation
+// carrying token, for a subscriber SNS writes to directly rather than
+// through a delivery queue (an SQS queue of another account).
+func (d *Service) SubscriptionConfirmation(t *Topic, token string) (*Confirmation, error) {
+	return d.confirmation(t, TypeSubscriptionConfirmation, uuid.NewString(), token, "", d.now())
 }
 
 // confirmation is the signed confirmation of type typ for a subscription
