@@ -54,7 +54,8 @@ async function createQueue(name, attributes) {
   return { url: QueueUrl, arn: Attributes.QueueArn };
 }
 
-async function receiveBodies(url) {
+// take receives and deletes what the queue hands out.
+async function take(url) {
   const out = await sqs.send(new ReceiveMessageCommand({
     QueueUrl: url, MaxNumberOfMessages: 10, MessageAttributeNames: ["All"], MessageSystemAttributeNames: ["All"],
   }));
@@ -149,14 +150,14 @@ for (const [total, where] of [[150, "eu"], [5, "us"], [500, "us"]]) {
 }
 // Publish returns once the copies are in their queues.
 const bodies = (msgs) => msgs.map((m) => m.Body).sort();
-const euMsgs = await receiveBodies(eu.url);
+const euMsgs = await take(eu.url);
 report.sns = {
   eu: bodies(euMsgs),
   euRegion: euMsgs.map((m) => m.MessageAttributes?.region?.StringValue ?? ""),
-  big: bodies(await receiveBodies(big.url)),
+  big: bodies(await take(big.url)),
 };
 await step("published", {}, true);
-report.sns.deadLettered = bodies(await receiveBodies(subDlq.url));
+report.sns.deadLettered = bodies(await take(subDlq.url));
 
 // CloudWatch: an alarm on the dead-letter queue's visible messages
 // notifies a topic that a queue subscribes to. The test moves Ferry's
@@ -179,19 +180,19 @@ const alarms = await cw.send(new DescribeAlarmsCommand({ AlarmNames: ["orders-dl
 report.cloudwatch = {
   datapoints: (stats.Datapoints ?? []).map((d) => ({ time: d.Timestamp.getTime(), maximum: d.Maximum, samples: d.SampleCount })),
   alarmState: alarms.MetricAlarms?.[0]?.StateValue,
-  notifications: bodies(await receiveBodies(ops.url)),
+  notifications: bodies(await take(ops.url)),
 };
 
 // Redrive: the dead-letter queue names its source; move tasks take each
 // message back to where it came from.
 const sources = await sqs.send(new ListDeadLetterSourceQueuesCommand({ QueueUrl: dlq.url }));
-report.deadLetterSources = sources.queueUrls ?? sources.QueueUrls ?? [];
+report.deadLetterSources = sources.queueUrls ?? [];
 for (const q of [dlq, fifoDlq]) await sqs.send(new StartMessageMoveTaskCommand({ SourceArn: q.arn }));
 await step("moving", { sources: [dlq.arn, fifoDlq.arn] }, true);
 const taskOf = async (q) => (await sqs.send(new ListMessageMoveTasksCommand({ SourceArn: q.arn, MaxResults: 10 }))).Results ?? [];
 report.moved = { tasks: [...await taskOf(dlq), ...await taskOf(fifoDlq)], back: [] };
 for (const q of [src, fifo]) {
-  for (const m of await receiveBodies(q.url)) report.moved.back.push(`${m.Body}#${m.Attributes.ApproximateReceiveCount}`);
+  for (const m of await take(q.url)) report.moved.back.push(`${m.Body}#${m.Attributes.ApproximateReceiveCount}`);
 }
 
 // A second task, slowed to one message a second, is cancelled.
