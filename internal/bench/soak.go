@@ -585,26 +585,38 @@ func scrape(ctx context.Context, hc *http.Client, endpoint string) (map[string]f
 	return parseExposition(resp.Body)
 }
 
-// parseExposition returns the samples without labels of a Prometheus text
-// exposition ("name value" lines).
+// parseExposition returns each metric of a Prometheus text exposition
+// ("name value" or "name{labels} value" lines) as the sum of its samples:
+// a metric without labels has one, and a per-account one
+// (ferry_sqs_messages_stored) adds up to the broker's figure.
 func parseExposition(r io.Reader) (map[string]float64, error) {
 	fig := map[string]float64{}
 	sc := bufio.NewScanner(r)
 	sc.Buffer(make([]byte, 64<<10), 1<<20)
 	for sc.Scan() {
 		line := sc.Text()
-		if line == "" || line[0] == '#' || strings.ContainsRune(line, '{') {
+		if line == "" || line[0] == '#' {
 			continue
 		}
-		f := strings.Fields(line)
-		if len(f) < 2 {
+		name, value := line, ""
+		if i := strings.IndexByte(line, '{'); i >= 0 {
+			j := strings.LastIndexByte(line, '}')
+			if j < i {
+				continue
+			}
+			name, value = line[:i], line[j+1:]
+		} else if f := strings.Fields(line); len(f) >= 2 {
+			name, value = f[0], f[1]
+		}
+		f := strings.Fields(value)
+		if len(f) < 1 {
 			continue
 		}
-		v, err := strconv.ParseFloat(f[1], 64)
+		v, err := strconv.ParseFloat(f[0], 64)
 		if err != nil {
 			continue
 		}
-		fig[f[0]] = v
+		fig[name] += v
 	}
 	if err := sc.Err(); err != nil {
 		return nil, fmt.Errorf("read /metrics: %w", err)

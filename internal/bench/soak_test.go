@@ -59,14 +59,17 @@ func TestParseExposition(t *testing.T) {
 go_goroutines 42
 go_gc_duration_seconds{quantile="0.5"} 0.001
 process_resident_memory_bytes 4.5056e+07
-ferry_sqs_messages_stored 7 1700000000000
+ferry_sqs_messages_stored{account="111111111111"} 3 1700000000000
+ferry_sqs_messages_stored{account="222222222222",queue="a b}"} 4
 bad_line
 not_a_number x
+labelled_not_a_number{a="b"} x
 `))
 	if err != nil {
 		t.Fatal(err)
 	}
-	want := map[string]float64{"go_goroutines": 42, "process_resident_memory_bytes": 45056000, "ferry_sqs_messages_stored": 7}
+	want := map[string]float64{"go_goroutines": 42, "go_gc_duration_seconds": 0.001, "process_resident_memory_bytes": 45056000,
+		"ferry_sqs_messages_stored": 7}
 	if len(fig) != len(want) {
 		t.Errorf("got %v, want %v", fig, want)
 	}

@@ -7,6 +7,7 @@ import (
 	"time"
 
 	"github.com/ferrymq/ferry/internal/protocol"
+	"github.com/ferrymq/ferry/internal/region"
 )
 
 // alarm is a metric alarm: its configuration as PutMetricAlarm set it and
@@ -165,11 +166,13 @@ func retryRaces(try func() error) error {
 	}
 }
 
-// Alarms are per account. Each is known, in memory and as a record, by
-// its key: its name for the configured account (as before accounts were
-// told apart), and for another account a record separator, the account
-// and the name. CloudWatch's alarm names cannot hold control characters,
-// so no name of the configured account takes another account's key.
+// Alarms are per account and region, as the metric series they watch:
+// "account" below is an owner key (region.Owner), the account alone in the
+// home region. Each alarm is known, in memory and as a record, by its key:
+// its name for the configured account in the home region (as before
+// accounts were told apart), and for another owner a record separator, the
+// owner and the name. CloudWatch's alarm names cannot hold control
+// characters, so no name of the configured account takes another's key.
 const accountKeyMark = "\x1e"
 
 // alarmKey is the key of account's alarm called name.
@@ -208,6 +211,16 @@ func (s *Service) accountOf(ctx context.Context) string {
 	}
 	return s.account
 }
+
+// ownerOf is the key of the request's alarms and metric series: its
+// account's, of the region it is served in (region.Owner), as SQS keeps
+// the queues whose series they are. An alarm watches its owner's series.
+func (s *Service) ownerOf(ctx context.Context) string {
+	return region.Owner(s.accountOf(ctx), protocol.Info(ctx).Region, s.region)
+}
+
+// split is the account and region of an owner key.
+func (s *Service) split(owner string) (account, reg string) { return region.Split(owner, s.region) }
 
 // ownAlarms are the alarms of account, sorted by name. The caller holds mu.
 func (s *Service) ownAlarms(account string) []*alarm {

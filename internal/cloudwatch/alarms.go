@@ -13,7 +13,7 @@ import (
 const unchecked = "Unchecked: Initial alarm creation"
 
 func (s *Service) putMetricAlarm(ctx context.Context, in *PutMetricAlarmInput) (*EmptyOutput, error) {
-	account := s.accountOf(ctx)
+	account := s.ownerOf(ctx)
 	a, err := s.validatePut(in, account)
 	if err != nil {
 		return nil, err
@@ -103,7 +103,7 @@ func (s *Service) describeAlarms(ctx context.Context, in *DescribeAlarmsInput) (
 		in.ChildrenOfAlarmName != nil || in.ParentsOfAlarmName != nil {
 		return out, nil
 	}
-	account := s.accountOf(ctx)
+	account := s.ownerOf(ctx)
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	for _, n := range in.AlarmNames {
@@ -181,7 +181,7 @@ func (s *Service) describeAlarmsForMetric(ctx context.Context, in *DescribeAlarm
 		return nil, err
 	}
 	out := &DescribeAlarmsForMetricOutput{MetricAlarms: []MetricAlarm{}}
-	account := s.accountOf(ctx)
+	account := s.ownerOf(ctx)
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	for _, a := range s.ownAlarms(account) {
@@ -226,7 +226,7 @@ func (s *Service) deleteAlarms(ctx context.Context, in *AlarmNamesInput) (*Empty
 	if err := checkAlarmNames(in.AlarmNames); err != nil {
 		return nil, err
 	}
-	account := s.accountOf(ctx)
+	account := s.ownerOf(ctx)
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	for _, n := range in.AlarmNames {
@@ -268,7 +268,7 @@ func (s *Service) setActionsEnabled(ctx context.Context, in *AlarmNamesInput, on
 	if err := checkAlarmNames(in.AlarmNames); err != nil {
 		return nil, err
 	}
-	account := s.accountOf(ctx)
+	account := s.ownerOf(ctx)
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	for _, n := range in.AlarmNames {
@@ -325,7 +325,7 @@ func (s *Service) setAlarmState(ctx context.Context, in *SetAlarmStateInput) (*E
 	s.mu.Lock()
 	var ch *change
 	err := retryRaces(func() error {
-		a, err := s.current(ctx, s.alarmKey(s.accountOf(ctx), in.AlarmName))
+		a, err := s.current(ctx, s.alarmKey(s.ownerOf(ctx), in.AlarmName))
 		if err != nil {
 			return s.internal(ctx, "read alarm", err)
 		}

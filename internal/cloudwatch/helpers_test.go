@@ -140,7 +140,10 @@ type rig struct {
 	notifier *fakeNotifier
 }
 
-const topicARN = "arn:aws:sns:us-east-1:000000000000:alerts"
+// ownAccount is the rig's configured account (Config.Account's default).
+const ownAccount = "000000000000"
+
+const topicARN = "arn:aws:sns:us-east-1:" + ownAccount + ":alerts"
 
 func newRig(t testing.TB) *rig {
 	t.Helper()
@@ -160,11 +163,17 @@ func (r *rig) start(t testing.TB) {
 	t.Cleanup(func() { svc.Close() })
 }
 
-// record adds value to the queue's metric in minute m after t0.
+// record adds value to the queue's metric in minute m after t0, in the
+// configured account.
 func (r *rig) record(queue, metric string, m int, values ...float64) {
+	r.recordIn(ownAccount, queue, metric, m, values...)
+}
+
+// recordIn adds value to account's queue's metric in minute m after t0.
+func (r *rig) recordIn(account, queue, metric string, m int, values ...float64) {
 	r.mclk.Set(t0.Add(time.Duration(m) * time.Minute))
 	for _, v := range values {
-		r.store.Record(metrics.NamespaceSQS, metric, metrics.Queue(queue), v)
+		r.store.Record(account, metrics.NamespaceSQS, metric, metrics.Queue(queue), v)
 	}
 }
 

@@ -262,7 +262,7 @@ func (s *Service) describeAlarmHistory(ctx context.Context, in *DescribeAlarmHis
 	// Items past the retention are pruned on the next write; until then
 	// they are not shown.
 	cut := s.clock.Now().Add(-historyRetention)
-	account := s.storedAccount(s.accountOf(ctx))
+	account := s.storedAccount(s.ownerOf(ctx))
 	s.mu.Lock()
 	var match []historyItem
 	for _, h := range s.history {

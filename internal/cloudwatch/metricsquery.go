@@ -41,20 +41,23 @@ func (s *Service) listMetrics(ctx context.Context, in *ListMetricsInput) (*ListM
 		return nil, invalidValue("The parameter NextToken is invalid.")
 	}
 	out := &ListMetricsOutput{Metrics: []Metric{}}
-	// The store's series are the configured account's (datapoints).
-	if account := s.accountOf(ctx); account != s.account || in.OwningAccount != "" && in.OwningAccount != account {
+	// The caller's series only: OwningAccount names another account's
+	// only across a monitoring account's link, which Ferry has not.
+	if in.OwningAccount != "" && in.OwningAccount != s.accountOf(ctx) {
 		return out, nil
 	}
+	account := s.ownerOf(ctx)
 	now := s.clock.Now()
 	for _, k := range s.metrics.Series() {
 		pos := seriesToken(k)
-		if after != "" && pos <= after ||
+		if k.Account != account ||
+			after != "" && pos <= after ||
 			in.Namespace != "" && k.Namespace != in.Namespace ||
 			in.MetricName != "" && k.Metric != in.MetricName ||
 			!matchesFilters(k.Dimension, in.Dimensions) {
 			continue
 		}
-		if in.RecentlyActive != "" && len(s.metrics.Datapoints(k.Namespace, k.Metric, k.Dimension, now.Add(-recentlyActive), now.Add(time.Minute))) == 0 {
+		if in.RecentlyActive != "" && len(s.metrics.Datapoints(k.Account, k.Namespace, k.Metric, k.Dimension, now.Add(-recentlyActive), now.Add(time.Minute))) == 0 {
 			continue
 		}
 		if len(out.Metrics) == listMetricsPage {
@@ -67,7 +70,8 @@ func (s *Service) listMetrics(ctx context.Context, in *ListMetricsInput) (*ListM
 	return out, nil
 }
 
-// seriesToken is a series' position in Series() order, for NextToken.
+// seriesToken is a series' position among the account's in Series()
+// order, for NextToken.
 func seriesToken(k metrics.SeriesKey) string {
 	return k.Namespace + "\x00" + k.Metric + "\x00" + k.Dimension.Name + "\x00" + k.Dimension.Value
 }
@@ -219,7 +223,7 @@ func (s *Service) getMetricStatistics(ctx context.Context, in *GetMetricStatisti
 		return out, nil
 	}
 	period := time.Duration(*in.Period) * time.Second
-	for _, d := range aggregate(s.datapoints(s.accountOf(ctx), in.Namespace, in.MetricName, dim, start, end, s.clock.Now()), start, period, int(count)) {
+	for _, d := range aggregate(s.datapoints(s.ownerOf(ctx), in.Namespace, in.MetricName, dim, start, end, s.clock.Now()), start, period, int(count)) {
 		if d.SampleCount == 0 {
 			continue
 		}
@@ -338,12 +342,18 @@ func (s *Service) getMetricData(ctx context.Context, in *GetMetricDataInput) (*G
 		}
 	}
 	out := &GetMetricDataOutput{MetricDataResults: []MetricDataResult{}, Messages: []MessageData{}}
+	account, owner := s.accountOf(ctx), s.ownerOf(ctx)
 	for qi := resumeQ; qi < len(in.MetricDataQueries); qi++ {
 		q := in.MetricDataQueries[qi]
 		if q.ReturnData != nil && !*q.ReturnData {
 			continue
 		}
-		times, values := s.series(s.accountOf(ctx), q.MetricStat, start, end, in.ScanBy == "TimestampAscending")
+		// AccountId names another account's series only from a monitoring
+		// account linked to it, which Ferry has not (as OwningAccount).
+		times, values := []time.Time{}, []float64{}
+		if q.AccountId == "" || q.AccountId == account {
+			times, values = s.series(owner, q.MetricStat, start, end, in.ScanBy == "TimestampAscending")
+		}
 		skip := 0
 		if qi == resumeQ {
 			skip = min(resumeP, len(times))

@@ -52,10 +52,11 @@ type triggerDimension struct {
 // message builds the notification of ch.
 func (s *Service) message(ch *change) (subject, body string) {
 	a := &ch.alarm
+	account, reg := s.split(s.accountOfAlarm(a))
 	n := notification{
-		AlarmName: a.Name, AlarmDescription: a.Description, AWSAccountId: s.accountOfAlarm(a),
+		AlarmName: a.Name, AlarmDescription: a.Description, AWSAccountId: account,
 		AlarmConfigurationUpdatedTimestamp: cwTime(a.ConfigUpdated), NewStateValue: a.State, NewStateReason: a.StateReason,
-		StateChangeTime: cwTime(a.StateTransitioned), Region: regionName(s.region), AlarmArn: s.alarmARN(s.accountOfAlarm(a), a.Name),
+		StateChangeTime: cwTime(a.StateTransitioned), Region: regionName(reg), AlarmArn: s.alarmARN(s.accountOfAlarm(a), a.Name),
 		OldStateValue: ch.oldState, OKActions: nonNil(a.OKActions), AlarmActions: nonNil(a.AlarmActions),
 		InsufficientDataActions: nonNil(a.InsufficientDataActions),
 		Trigger: trigger{MetricName: a.MetricName, Namespace: a.Namespace, StatisticType: "Statistic",
@@ -77,7 +78,7 @@ func (s *Service) message(ch *change) (subject, body string) {
 		n.Trigger.Dimensions = append(n.Trigger.Dimensions, triggerDimension{Value: d.Value, Name: d.Name})
 	}
 	b, _ := json.Marshal(n) // strings and numbers only: cannot fail
-	return subjectOf(a.State, a.Name, regionName(s.region)), string(b)
+	return subjectOf(a.State, a.Name, regionName(reg)), string(b)
 }
 
 // maxSubject is the longest subject SNS takes (fewer than 100 characters).

@@ -22,14 +22,22 @@ func (s *Service) Reset(ctx context.Context, account string) (ResetCounts, error
 	var c ResetCounts
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	stored := s.storedAccount(account)
+	// An alarm's Account is its owner key as stored: the account's alarms
+	// are those of every region.
+	of := func(stored string) bool {
+		if stored == "" {
+			stored = s.account
+		}
+		a, _ := s.split(stored)
+		return a == account
+	}
 	recs, err := s.records.Records(ctx, kindAlarm)
 	if err != nil {
 		return c, fmt.Errorf("cloudwatch: reset: %w", err)
 	}
 	for _, r := range recs {
 		var a alarm
-		if account != "" && (json.Unmarshal(r.Value, &a) != nil || a.Account != stored) {
+		if account != "" && (json.Unmarshal(r.Value, &a) != nil || !of(a.Account)) {
 			continue
 		}
 		if err := s.records.DeleteRecord(ctx, kindAlarm, r.Key); err != nil {
@@ -44,7 +52,7 @@ func (s *Service) Reset(ctx context.Context, account string) (ResetCounts, error
 	}
 	for _, r := range recs {
 		var h historyItem
-		if account != "" && (json.Unmarshal(r.Value, &h) != nil || h.Account != stored) {
+		if account != "" && (json.Unmarshal(r.Value, &h) != nil || !of(h.Account)) {
 			continue
 		}
 		if err := s.records.DeleteRecord(ctx, kindHistory, r.Key); err != nil {
@@ -55,12 +63,12 @@ func (s *Service) Reset(ctx context.Context, account string) (ResetCounts, error
 	// This node's memory may hold what the store has no more (a change
 	// through another node whose news is under way): it goes too.
 	for k, a := range s.alarms {
-		if account == "" || a.Account == stored {
+		if account == "" || of(a.Account) {
 			delete(s.alarms, k)
 		}
 	}
 	s.history = slices.DeleteFunc(s.history, func(h historyItem) bool {
-		return account == "" || h.Account == stored
+		return account == "" || of(h.Account)
 	})
 	return c, nil
 }

@@ -20,15 +20,10 @@ var sqsCounters = metrics.ActivityCounters
 // first, as CloudWatch reports them at now. Ferry's store keeps only
 // minutes with samples; SQS reports its counters every minute while the
 // queue is active (any of its counters moved in the last 6 hours), so such
-// a complete minute without samples reads as a zero.
-//
-// The store keeps the configured account's series only: another account
-// has none (and never sees the configured account's).
+// a complete minute without samples reads as a zero. The series are
+// account's: no account reads another's.
 func (s *Service) datapoints(account, ns, metric string, dim metrics.Dimension, from, to, now time.Time) []metrics.Datapoint {
-	if account != s.account {
-		return nil
-	}
-	dps := s.metrics.Datapoints(ns, metric, dim, from, to)
+	dps := s.metrics.Datapoints(account, ns, metric, dim, from, to)
 	if ns != metrics.NamespaceSQS || dim.Name != metrics.DimQueueName || !slices.Contains(sqsCounters, metric) {
 		return dps
 	}
@@ -49,7 +44,7 @@ func (s *Service) datapoints(account, ns, metric string, dim metrics.Dimension, 
 	// The minutes with activity, from 6 hours before the range on.
 	var active []time.Time
 	for _, c := range sqsCounters {
-		for _, d := range s.metrics.Datapoints(ns, c, dim, first.Add(-activeFor), to) {
+		for _, d := range s.metrics.Datapoints(account, ns, c, dim, first.Add(-activeFor), to) {
 			active = append(active, d.Timestamp)
 		}
 	}

@@ -16,6 +16,7 @@ import (
 	"sync/atomic"
 	"time"
 
+	"github.com/ferrymq/ferry/internal/arn"
 	"github.com/ferrymq/ferry/internal/clock"
 	"github.com/ferrymq/ferry/internal/engine"
 	"github.com/ferrymq/ferry/internal/metrics"
@@ -250,9 +251,10 @@ func (s *Service) internal(ctx context.Context, what string, err error) error {
 	return fmt.Errorf("%s: %w", what, errors.Join(errInternal, err))
 }
 
-// alarmARN is the ARN of account's alarm called name.
-func (s *Service) alarmARN(account, name string) string {
-	return "arn:aws:cloudwatch:" + s.region + ":" + account + ":alarm:" + name
+// alarmARN is the ARN of owner's alarm called name.
+func (s *Service) alarmARN(owner, name string) string {
+	account, reg := s.split(owner)
+	return "arn:" + arn.Partition(reg) + ":cloudwatch:" + reg + ":" + account + ":alarm:" + name
 }
 
 // now is the service's time, in UTC and to the millisecond as CloudWatch

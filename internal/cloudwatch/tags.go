@@ -10,7 +10,7 @@ import (
 // a change starts from it (Service.current) if change, else as a read
 // finds it (Service.find). The caller holds mu.
 func (s *Service) alarmByARN(ctx context.Context, arn string, change bool) (*alarm, error) {
-	name, ok := strings.CutPrefix(arn, s.alarmARN(s.accountOf(ctx), ""))
+	name, ok := strings.CutPrefix(arn, s.alarmARN(s.ownerOf(ctx), ""))
 	if !ok || name == "" {
 		if strings.HasPrefix(arn, "arn:") {
 			return nil, errTagResourceNotFound.WithMessage("%s not found", arn)
@@ -21,7 +21,7 @@ func (s *Service) alarmByARN(ctx context.Context, arn string, change bool) (*ala
 	if change {
 		lookup = s.current
 	}
-	a, err := lookup(ctx, s.alarmKey(s.accountOf(ctx), name))
+	a, err := lookup(ctx, s.alarmKey(s.ownerOf(ctx), name))
 	if err != nil {
 		return nil, s.internal(ctx, "read alarm", err)
 	}

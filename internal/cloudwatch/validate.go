@@ -197,7 +197,8 @@ func validPeriod(p int32) bool {
 // only action Ferry can carry out. CloudWatch's other actions (Auto
 // Scaling, EC2, Systems Manager, Lambda) are refused rather than accepted
 // and never run.
-func (s *Service) checkAction(arn, account string) error {
+func (s *Service) checkAction(arn, owner string) error {
+	account, reg := s.split(owner)
 	parts := strings.SplitN(arn, ":", 6)
 	if len(parts) != 6 || parts[0] != "arn" || parts[1] == "" || parts[2] == "" {
 		return validation("Invalid arn syntax: %s", arn)
@@ -205,8 +206,8 @@ func (s *Service) checkAction(arn, account string) error {
 	if parts[2] != "sns" {
 		return validation("The action %s is not supported: Ferry's alarms notify SNS topics only.", arn)
 	}
-	if parts[3] != s.region || parts[4] != account || parts[5] == "" || strings.Contains(parts[5], ":") {
-		return validation("Invalid region or account in SNS action %s: expected a topic of %s in %s.", arn, account, s.region)
+	if parts[3] != reg || parts[4] != account || parts[5] == "" || strings.Contains(parts[5], ":") {
+		return validation("Invalid region or account in SNS action %s: expected a topic of %s in %s.", arn, account, reg)
 	}
 	return nil
 }

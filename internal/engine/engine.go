@@ -378,6 +378,9 @@ type Backend interface {
 	// ListQueues returns the account's queues whose names start with prefix,
 	// sorted by name.
 	ListQueues(ctx context.Context, account, prefix string) ([]Queue, error)
+	// Accounts returns the accounts that have at least one queue, sorted
+	// bytewise: with ListQueues, what lists every account's queues.
+	Accounts(ctx context.Context) ([]string, error)
 	// UpdateQueue applies fn to the queue under the queue's lock and stores
 	// the result; fn may refuse with an error, which UpdateQueue returns.
 	UpdateQueue(ctx context.Context, account, name string, fn func(*Queue) error) error
@@ -548,6 +551,10 @@ type Sequencer interface {
 // MetricPoint is one minute of one metric series: the statistics of the
 // samples recorded in it.
 type MetricPoint struct {
+	// Account is the series' account, "" for the account the server is
+	// configured with: the points stored before metrics were kept per
+	// account have none, and are that account's.
+	Account           string
 	Namespace, Metric string
 	// DimName and DimValue are the series' one dimension.
 	DimName, DimValue string
@@ -563,7 +570,8 @@ type MetricStore interface {
 	PutMetricPoints(ctx context.Context, points []MetricPoint) error
 	// MetricPoints returns the points of minute from on, by minute. On a
 	// store several nodes share, each node's points are its own, and this
-	// returns them merged per series and minute across every node (sums
+	// returns them merged per series (account included) and minute across
+	// every node (sums
 	// and counts added, the least minimum, the greatest maximum).
 	MetricPoints(ctx context.Context, from int64) ([]MetricPoint, error)
 	// DeleteMetricPointsBefore deletes the points of minutes before minute.

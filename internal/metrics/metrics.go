@@ -1,5 +1,5 @@
-// Package metrics keeps CloudWatch-style one-minute datapoints per queue and topic
-// and exposes them to Prometheus. Recording is cheap enough for the
+// Package metrics keeps CloudWatch-style one-minute datapoints per account
+// and queue or topic, and exposes them to Prometheus. Recording is cheap enough for the
 // message hot path: a map lookup under a read lock and a short critical
 // section on the series, with no allocation once a minute's bucket exists.
 package metrics
@@ -11,6 +11,7 @@ import (
 	"time"
 
 	"github.com/ferrymq/ferry/internal/clock"
+	"github.com/ferrymq/ferry/internal/engine"
 )
 
 // NamespaceSQS is the CloudWatch namespace of the SQS metrics.
@@ -69,10 +70,11 @@ func Queue(name string) Dimension { return Dimension{DimQueueName, name} }
 // Topic is the TopicName dimension of topic.
 func Topic(name string) Dimension { return Dimension{DimTopicName, name} }
 
-// SeriesKey names one series: a metric of a namespace for one dimension.
+// SeriesKey names one series: a metric of a namespace for one dimension,
+// of one account.
 type SeriesKey struct {
-	Namespace, Metric string
-	Dimension         Dimension
+	Account, Namespace, Metric string
+	Dimension                  Dimension
 }
 
 // Datapoint is one minute's statistics of a series.
@@ -104,6 +106,10 @@ type Options struct {
 	// MaxSeries bounds the number of series (DefaultMaxSeries if zero);
 	// a new series beyond it replaces the least recently recorded one.
 	MaxSeries int
+	// Account is the configured account: its series are stored without
+	// an account (engine.MetricPoint), as every series was before they
+	// were kept per account, so that those stored then read as its own.
+	Account string
 }
 
 // Store holds the series. It is safe for concurrent use.
@@ -111,6 +117,7 @@ type Store struct {
 	clock     clock.Clock
 	retention int64 // minutes
 	maxSeries int
+	account   string // Options.Account
 
 	mu     sync.RWMutex
 	series map[SeriesKey]*series
@@ -145,7 +152,7 @@ type series struct {
 
 // New returns an empty store.
 func New(o Options) *Store {
-	s := &Store{clock: o.Clock, maxSeries: o.MaxSeries, series: make(map[SeriesKey]*series)}
+	s := &Store{clock: o.Clock, maxSeries: o.MaxSeries, account: o.Account, series: make(map[SeriesKey]*series)}
 	if s.clock == nil {
 		s.clock = clock.Real{}
 	}
@@ -169,13 +176,14 @@ func minuteOf(t time.Time) int64 {
 	return m
 }
 
-// Record adds one sample of value to the current minute of the series.
-func (s *Store) Record(ns, metric string, dim Dimension, value float64) {
+// Record adds one sample of value to the current minute of account's
+// series.
+func (s *Store) Record(account, ns, metric string, dim Dimension, value float64) {
 	if s == nil {
 		return
 	}
 	now := minuteOf(s.clock.Now())
-	k := SeriesKey{ns, metric, dim}
+	k := SeriesKey{account, ns, metric, dim}
 	s.mu.RLock()
 	se := s.series[k]
 	s.mu.RUnlock()
@@ -211,7 +219,7 @@ func (s *Store) create(k SeriesKey, now int64) *series {
 	}
 	// The key is kept as long as the series: copies, not views into the
 	// request whose action named the queue.
-	k = SeriesKey{strings.Clone(k.Namespace), strings.Clone(k.Metric),
+	k = SeriesKey{strings.Clone(k.Account), strings.Clone(k.Namespace), strings.Clone(k.Metric),
 		Dimension{strings.Clone(k.Dimension.Name), strings.Clone(k.Dimension.Value)}}
 	se := &series{last: now}
 	s.series[k] = se
@@ -274,12 +282,12 @@ func (se *series) evict(now, retention int64) {
 	}
 }
 
-// Datapoints returns the series' minutes that start in [from, to), oldest
-// first, within the retention window. Minutes without samples are absent.
-// With the other nodes' points loaded (LoadPeers), a minute is the
-// cluster's: this node's and theirs, merged.
-func (s *Store) Datapoints(ns, metric string, dim Dimension, from, to time.Time) []Datapoint {
-	k := SeriesKey{ns, metric, dim}
+// Datapoints returns the minutes of account's series that start in [from,
+// to), oldest first, within the retention window. Minutes without samples
+// are absent. With the other nodes' points loaded (LoadPeers), a minute is
+// the cluster's: this node's and theirs, merged.
+func (s *Store) Datapoints(account, ns, metric string, dim Dimension, from, to time.Time) []Datapoint {
+	k := SeriesKey{account, ns, metric, dim}
 	s.mu.RLock()
 	se := s.series[k]
 	s.mu.RUnlock()
@@ -307,9 +315,9 @@ func (s *Store) Datapoints(ns, metric string, dim Dimension, from, to time.Time)
 
 // Totals returns the series' statistics since the store started (or since
 // the series was created again after an eviction), and whether it exists.
-func (s *Store) Totals(ns, metric string, dim Dimension) (Totals, bool) {
+func (s *Store) Totals(account, ns, metric string, dim Dimension) (Totals, bool) {
 	s.mu.RLock()
-	se := s.series[SeriesKey{ns, metric, dim}]
+	se := s.series[SeriesKey{account, ns, metric, dim}]
 	s.mu.RUnlock()
 	if se == nil {
 		return Totals{}, false
@@ -319,8 +327,9 @@ func (s *Store) Totals(ns, metric string, dim Dimension) (Totals, bool) {
 	return se.totals, true
 }
 
-// Series lists the keys of every series, sorted: this node's and, once
-// loaded, the other nodes' (which have no Totals here).
+// Series lists the keys of every series of every account, sorted (by
+// account first): this node's and, once loaded, the other nodes' (which
+// have no Totals here).
 func (s *Store) Series() []SeriesKey {
 	s.mu.RLock()
 	out := make([]SeriesKey, 0, len(s.series))
@@ -331,6 +340,9 @@ func (s *Store) Series() []SeriesKey {
 	out = s.peerSeries(out)
 	sort.Slice(out, func(i, j int) bool {
 		a, b := out[i], out[j]
+		if a.Account != b.Account {
+			return a.Account < b.Account
+		}
 		if a.Namespace != b.Namespace {
 			return a.Namespace < b.Namespace
 		}
@@ -343,4 +355,26 @@ func (s *Store) Series() []SeriesKey {
 		return a.Dimension.Value < b.Dimension.Value
 	})
 	return out
+}
+
+// storedAccount is account as a stored point names it (engine.MetricPoint):
+// "" for the configured account.
+func (s *Store) storedAccount(account string) string {
+	if account == s.account {
+		return ""
+	}
+	return account
+}
+
+// accountOf is the account of a stored point.
+func (s *Store) accountOf(p *engine.MetricPoint) string {
+	if p.Account == "" {
+		return s.account
+	}
+	return p.Account
+}
+
+// keyOf is the series of a stored point.
+func (s *Store) keyOf(p *engine.MetricPoint) SeriesKey {
+	return SeriesKey{s.accountOf(p), p.Namespace, p.Metric, Dimension{p.DimName, p.DimValue}}
 }

@@ -12,6 +12,12 @@ import (
 
 var t0 = time.Date(2026, 1, 2, 3, 4, 0, 0, time.UTC)
 
+// acct is the account of the series that need one, other another.
+const (
+	acct  = "123456789012"
+	other = "222222222222"
+)
+
 // manualClock may go backwards, which clock.Fake refuses to do.
 type manualClock struct{ now time.Time }
 
@@ -98,14 +104,14 @@ func TestStoreBuckets(t *testing.T) {
 			for _, st := range tt.steps {
 				clk.now = clk.now.Add(st.advance)
 				for _, v := range st.values {
-					s.Record(NamespaceSQS, MessagesSent, Queue("q"), v)
+					s.Record(acct, NamespaceSQS, MessagesSent, Queue("q"), v)
 				}
 			}
-			got := s.Datapoints(NamespaceSQS, MessagesSent, Queue("q"), t0.Add(tt.from), t0.Add(tt.to))
+			got := s.Datapoints(acct, NamespaceSQS, MessagesSent, Queue("q"), t0.Add(tt.from), t0.Add(tt.to))
 			if fmt.Sprint(got) != fmt.Sprint(tt.want) {
 				t.Errorf("datapoints\n got %v\nwant %v", got, tt.want)
 			}
-			tot, _ := s.Totals(NamespaceSQS, MessagesSent, Queue("q"))
+			tot, _ := s.Totals(acct, NamespaceSQS, MessagesSent, Queue("q"))
 			if tot != tt.totals {
 				t.Errorf("totals = %+v, want %+v", tot, tt.totals)
 			}
@@ -119,17 +125,17 @@ func TestDefaultRetentionKeeps15Days(t *testing.T) {
 	s := New(Options{Clock: clk})
 	for i := 0; i < 16*24*60; i++ { // one sample a minute for 16 days
 		clk.Advance(time.Minute)
-		s.Record(NamespaceSQS, MessagesSent, Queue("q"), 1)
+		s.Record(acct, NamespaceSQS, MessagesSent, Queue("q"), 1)
 	}
 	// The window is 15 days of minutes, the current one included.
-	got := s.Datapoints(NamespaceSQS, MessagesSent, Queue("q"), t0, clk.Now().Add(time.Minute))
+	got := s.Datapoints(acct, NamespaceSQS, MessagesSent, Queue("q"), t0, clk.Now().Add(time.Minute))
 	if len(got) != 15*24*60 {
 		t.Fatalf("kept %d minutes, want %d", len(got), 15*24*60)
 	}
 	if first := got[0].Timestamp; !first.Equal(clk.Now().Add(-15*24*time.Hour + time.Minute)) {
 		t.Errorf("oldest minute %v", first)
 	}
-	se := s.series[SeriesKey{NamespaceSQS, MessagesSent, Queue("q")}]
+	se := s.series[SeriesKey{acct, NamespaceSQS, MessagesSent, Queue("q")}]
 	if n := len(se.buckets); n > 2*15*24*60 {
 		t.Errorf("series holds %d buckets", n)
 	}
@@ -154,17 +160,17 @@ func TestMaxSeriesEvictsLeastRecent(t *testing.T) {
 	t.Parallel()
 	clk := clock.NewFake(t0)
 	s := New(Options{Clock: clk, MaxSeries: 2})
-	s.Record(NamespaceSQS, MessagesSent, Queue("a"), 1)
+	s.Record(acct, NamespaceSQS, MessagesSent, Queue("a"), 1)
 	clk.Advance(time.Minute)
-	s.Record(NamespaceSQS, MessagesSent, Queue("b"), 1)
+	s.Record(acct, NamespaceSQS, MessagesSent, Queue("b"), 1)
 	clk.Advance(time.Minute)
-	s.Record(NamespaceSQS, MessagesSent, Queue("a"), 1) // a is now the most recent
-	s.Record(NamespaceSQS, MessagesSent, Queue("c"), 1)
-	want := []SeriesKey{{NamespaceSQS, MessagesSent, Queue("a")}, {NamespaceSQS, MessagesSent, Queue("c")}}
+	s.Record(acct, NamespaceSQS, MessagesSent, Queue("a"), 1) // a is now the most recent
+	s.Record(acct, NamespaceSQS, MessagesSent, Queue("c"), 1)
+	want := []SeriesKey{{acct, NamespaceSQS, MessagesSent, Queue("a")}, {acct, NamespaceSQS, MessagesSent, Queue("c")}}
 	if got := s.Series(); fmt.Sprint(got) != fmt.Sprint(want) {
 		t.Fatalf("series = %v, want %v", got, want)
 	}
-	if _, ok := s.Totals(NamespaceSQS, MessagesSent, Queue("b")); ok {
+	if _, ok := s.Totals(acct, NamespaceSQS, MessagesSent, Queue("b")); ok {
 		t.Error("b survived")
 	}
 }
@@ -172,7 +178,7 @@ func TestMaxSeriesEvictsLeastRecent(t *testing.T) {
 func TestNilStoreRecords(t *testing.T) {
 	t.Parallel()
 	var s *Store
-	s.Record(NamespaceSQS, MessagesSent, Queue("q"), 1) // must not panic
+	s.Record(acct, NamespaceSQS, MessagesSent, Queue("q"), 1) // must not panic
 }
 
 func TestConcurrentRecord(t *testing.T) {
@@ -185,10 +191,10 @@ func TestConcurrentRecord(t *testing.T) {
 		go func(g int) {
 			defer wg.Done()
 			for i := 0; i < 1000; i++ {
-				s.Record(NamespaceSQS, MessagesSent, Queue(fmt.Sprint("q", g%2)), 1)
+				s.Record(acct, NamespaceSQS, MessagesSent, Queue(fmt.Sprint("q", g%2)), 1)
 				if i%100 == 0 {
 					s.Series()
-					s.Datapoints(NamespaceSQS, MessagesSent, Queue("q0"), t0, t0.Add(time.Hour))
+					s.Datapoints(acct, NamespaceSQS, MessagesSent, Queue("q0"), t0, t0.Add(time.Hour))
 				}
 			}
 		}(g)
@@ -196,7 +202,7 @@ func TestConcurrentRecord(t *testing.T) {
 	wg.Wait()
 	var sum float64
 	for _, q := range []string{"q0", "q1"} {
-		tot, _ := s.Totals(NamespaceSQS, MessagesSent, Queue(q))
+		tot, _ := s.Totals(acct, NamespaceSQS, MessagesSent, Queue(q))
 		sum += tot.SampleCount
 	}
 	if sum != 8000 {
@@ -206,11 +212,11 @@ func TestConcurrentRecord(t *testing.T) {
 
 func BenchmarkRecord(b *testing.B) {
 	s := New(Options{Clock: clock.NewFake(t0)})
-	s.Record(NamespaceSQS, MessagesSent, Queue("orders"), 1)
+	s.Record(acct, NamespaceSQS, MessagesSent, Queue("orders"), 1)
 	b.ReportAllocs()
 	b.ResetTimer()
 	for i := 0; i < b.N; i++ {
-		s.Record(NamespaceSQS, MessagesSent, Queue("orders"), 1)
+		s.Record(acct, NamespaceSQS, MessagesSent, Queue("orders"), 1)
 	}
 }
 
@@ -219,7 +225,7 @@ func BenchmarkRecordParallel(b *testing.B) {
 	b.ReportAllocs()
 	b.RunParallel(func(pb *testing.PB) {
 		for pb.Next() {
-			s.Record(NamespaceSQS, MessagesSent, Queue("orders"), 1)
+			s.Record(acct, NamespaceSQS, MessagesSent, Queue("orders"), 1)
 		}
 	})
 }

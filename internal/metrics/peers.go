@@ -89,7 +89,7 @@ func (s *Store) readPeers(ctx context.Context, p Peers, from int64) error {
 		if pt.Minute <= cut || pt.Minute < from {
 			continue
 		}
-		k := SeriesKey{pt.Namespace, pt.Metric, Dimension{pt.DimName, pt.DimValue}}
+		k := s.keyOf(pt)
 		b := bucket{minute: pt.Minute, sum: pt.Sum, count: pt.Count, min: pt.Min, max: pt.Max}
 		bs := s.peers[k]
 		// The points come by minute; a store that sends them otherwise

@@ -96,8 +96,8 @@ func (n *fakeNode) merged(ctx context.Context, from int64, except string) ([]eng
 		return nil, errDead
 	}
 	type key struct {
-		ns, metric, dn, dv string
-		minute             int64
+		account, ns, metric, dn, dv string
+		minute                      int64
 	}
 	m := map[key]engine.MetricPoint{}
 	for node, ps := range n.db.points {
@@ -106,7 +106,7 @@ func (n *fakeNode) merged(ctx context.Context, from int64, except string) ([]eng
 		}
 		got, _ := ps.MetricPoints(ctx, from)
 		for _, p := range got {
-			k := key{p.Namespace, p.Metric, p.DimName, p.DimValue, p.Minute}
+			k := key{p.Account, p.Namespace, p.Metric, p.DimName, p.DimValue, p.Minute}
 			if o, ok := m[k]; ok {
 				p.Sum, p.Count, p.Min, p.Max = p.Sum+o.Sum, p.Count+o.Count, min(p.Min, o.Min), max(p.Max, o.Max)
 			}
@@ -133,7 +133,7 @@ func TestPeerOverlay(t *testing.T) {
 	q := Queue("q")
 	minute := func(m int) time.Time { return t0.Add(time.Duration(m) * time.Minute) }
 	read := func(s *Store, m int) Datapoint {
-		dps := s.Datapoints(NamespaceSQS, MessagesSent, q, minute(m), minute(m+1))
+		dps := s.Datapoints(acct, NamespaceSQS, MessagesSent, q, minute(m), minute(m+1))
 		if len(dps) > 1 {
 			t.Fatalf("%d datapoints in one minute", len(dps))
 		}
@@ -150,10 +150,10 @@ func TestPeerOverlay(t *testing.T) {
 	}
 
 	// Minute 0: a records 1 and 4, b records 2; b has a series a lacks.
-	sa.Record(NamespaceSQS, MessagesSent, q, 1)
-	sa.Record(NamespaceSQS, MessagesSent, q, 4)
-	sb.Record(NamespaceSQS, MessagesSent, q, 2)
-	sb.Record(NamespaceSQS, MessagesDeleted, q, 1)
+	sa.Record(acct, NamespaceSQS, MessagesSent, q, 1)
+	sa.Record(acct, NamespaceSQS, MessagesSent, q, 4)
+	sb.Record(acct, NamespaceSQS, MessagesSent, q, 2)
+	sb.Record(acct, NamespaceSQS, MessagesDeleted, q, 1)
 	save(sa, a)
 	save(sb, b)
 	if got := read(sa, 0); got != (Datapoint{Sum: 5, SampleCount: 2, Minimum: 1, Maximum: 4}) {
@@ -174,14 +174,14 @@ func TestPeerOverlay(t *testing.T) {
 	if keys := sa.Series(); len(keys) != 2 {
 		t.Errorf("a lists %v, want its series and b's", keys)
 	}
-	if _, ok := sa.Totals(NamespaceSQS, MessagesDeleted, q); ok {
+	if _, ok := sa.Totals(acct, NamespaceSQS, MessagesDeleted, q); ok {
 		t.Error("a has Totals of b's series: Prometheus would count it on both nodes")
 	}
 
 	// b records more in minute 0, then minute 1 begins and b saves both.
-	sb.Record(NamespaceSQS, MessagesSent, q, 10)
+	sb.Record(acct, NamespaceSQS, MessagesSent, q, 10)
 	clk.Advance(time.Minute)
-	sb.Record(NamespaceSQS, MessagesSent, q, 3)
+	sb.Record(acct, NamespaceSQS, MessagesSent, q, 3)
 	save(sb, b)
 	if got := read(sa, 0); got != cluster {
 		t.Errorf("before a refresh a reads %+v", got)
@@ -242,18 +242,25 @@ func TestSharedSampling(t *testing.T) {
 		t.Fatal(err)
 	}
 	t.Cleanup(func() { eng.Close() })
-	if _, _, err := eng.CreateQueue(ctx, engine.Queue{Account: "acct", Name: "q", Created: clk.Now()}); err != nil {
+	if _, _, err := eng.CreateQueue(ctx, engine.Queue{Account: acct, Name: "q", Created: clk.Now()}); err != nil {
 		t.Fatal(err)
 	}
-	if _, err := eng.Send(ctx, "acct", "q", []engine.NewMessage{{Body: "a"}, {Body: "b"}}); err != nil {
+	if _, err := eng.Send(ctx, acct, "q", []engine.NewMessage{{Body: "a"}, {Body: "b"}}); err != nil {
+		t.Fatal(err)
+	}
+	// Another account's queue of the same name is sampled as its own.
+	if _, _, err := eng.CreateQueue(ctx, engine.Queue{Account: other, Name: "q", Created: clk.Now()}); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := eng.Send(ctx, other, "q", []engine.NewMessage{{Body: "c"}}); err != nil {
 		t.Fatal(err)
 	}
 	db := newFakeDB(clk)
 	const leaseTime = 30 * time.Second
 	var nodes []*samplerNode
 	for _, name := range []string{"a", "b", "c"} {
-		n := &samplerNode{store: New(Options{Clock: clk}), view: db.node(name)}
-		n.sampler = NewSampler(SamplerOptions{Store: n.store, Backend: eng, Account: "acct", Clock: clk,
+		n := &samplerNode{store: New(Options{Clock: clk, Account: acct}), view: db.node(name)}
+		n.sampler = NewSampler(SamplerOptions{Store: n.store, Backend: eng, Clock: clk,
 			Persist: n.view, Cluster: n.view, LeaseTime: leaseTime})
 		t.Cleanup(func() { n.sampler.Close(ctx) })
 		nodes = append(nodes, n)
@@ -274,13 +281,14 @@ func TestSharedSampling(t *testing.T) {
 			return true
 		})
 	}
-	visible := func(n *samplerNode, at time.Time) Datapoint {
-		dps := n.store.Datapoints(NamespaceSQS, MessagesVisible, Queue("q"), at, at.Add(time.Minute))
+	visibleOf := func(n *samplerNode, account string, at time.Time) Datapoint {
+		dps := n.store.Datapoints(account, NamespaceSQS, MessagesVisible, Queue("q"), at, at.Add(time.Minute))
 		if len(dps) != 1 {
 			t.Fatalf("%s: %d datapoints of the minute %s", n.view.name, len(dps), at.Format(time.TimeOnly))
 		}
 		return dps[0]
 	}
+	visible := func(n *samplerNode, at time.Time) Datapoint { return visibleOf(n, acct, at) }
 	holder := func() *samplerNode {
 		var h *samplerNode
 		for _, n := range nodes {
@@ -307,6 +315,9 @@ func TestSharedSampling(t *testing.T) {
 	for _, n := range nodes {
 		if got := visible(n, m); got.SampleCount != 1 || got.Sum != 2 {
 			t.Errorf("%s reads %+v, want one sample of 2", n.view.name, got)
+		}
+		if got := visibleOf(n, other, m); got.SampleCount != 1 || got.Sum != 1 {
+			t.Errorf("%s reads %+v of %s's queue, want one sample of 1", n.view.name, got, other)
 		}
 	}
 

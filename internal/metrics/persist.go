@@ -48,7 +48,7 @@ func (s *Store) collect(from, upto int64) []engine.MetricPoint {
 			if b.minute > upto {
 				continue
 			}
-			out = append(out, engine.MetricPoint{
+			out = append(out, engine.MetricPoint{Account: s.storedAccount(k.Account),
 				Namespace: k.Namespace, Metric: k.Metric, DimName: k.Dimension.Name, DimValue: k.Dimension.Value,
 				Minute: b.minute, Sum: b.sum, Count: b.count, Min: b.min, Max: b.max,
 			})
@@ -69,7 +69,7 @@ func (s *Store) Load(ctx context.Context, p engine.MetricStore) error {
 	}
 	for i := range points {
 		pt := &points[i]
-		k := SeriesKey{pt.Namespace, pt.Metric, Dimension{pt.DimName, pt.DimValue}}
+		k := s.keyOf(pt)
 		s.mu.RLock()
 		se := s.series[k]
 		s.mu.RUnlock()

@@ -13,16 +13,16 @@ import (
 
 // memPoints is an engine.MetricStore in a map.
 type memPoints struct {
-	points map[[5]any]engine.MetricPoint
+	points map[[6]any]engine.MetricPoint
 	puts   int // batches
 }
 
-func newMemPoints() *memPoints { return &memPoints{points: map[[5]any]engine.MetricPoint{}} }
+func newMemPoints() *memPoints { return &memPoints{points: map[[6]any]engine.MetricPoint{}} }
 
 func (m *memPoints) PutMetricPoints(_ context.Context, ps []engine.MetricPoint) error {
 	m.puts++
 	for _, p := range ps {
-		m.points[[5]any{p.Namespace, p.Metric, p.DimName, p.DimValue, p.Minute}] = p
+		m.points[[6]any{p.Account, p.Namespace, p.Metric, p.DimName, p.DimValue, p.Minute}] = p
 	}
 	return nil
 }
@@ -37,6 +37,9 @@ func (m *memPoints) MetricPoints(_ context.Context, from int64) ([]engine.Metric
 	sort.Slice(out, func(i, j int) bool {
 		if out[i].Minute != out[j].Minute {
 			return out[i].Minute < out[j].Minute
+		}
+		if out[i].Account != out[j].Account {
+			return out[i].Account < out[j].Account
 		}
 		return out[i].Metric < out[j].Metric
 	})
@@ -56,14 +59,14 @@ func TestFlushAndLoad(t *testing.T) {
 	t.Parallel()
 	ctx := context.Background()
 	clk := clock.NewFake(t0)
-	s := New(Options{Clock: clk})
+	s := New(Options{Clock: clk, Account: acct})
 	disk := newMemPoints()
-	s.Record(NamespaceSQS, MessagesSent, Queue("q"), 1)
+	s.Record(acct, NamespaceSQS, MessagesSent, Queue("q"), 1)
 	clk.Advance(30 * time.Second)
-	s.Record(NamespaceSQS, MessagesSent, Queue("q"), 2)
+	s.Record(acct, NamespaceSQS, MessagesSent, Queue("q"), 2)
 	clk.Advance(30 * time.Second)
-	s.Record(NamespaceSQS, MessagesSent, Queue("q"), 3)
-	s.Record(NamespaceSQS, SentMessageSize, Queue("q"), 10)
+	s.Record(acct, NamespaceSQS, MessagesSent, Queue("q"), 3)
+	s.Record(acct, NamespaceSQS, SentMessageSize, Queue("q"), 10)
 
 	m0, m1 := t0.Unix()/60, t0.Unix()/60+1
 	sent := func(minute int64, sum, n, lo, hi float64) engine.MetricPoint {
@@ -92,19 +95,19 @@ func TestFlushAndLoad(t *testing.T) {
 	}
 
 	// A new store loads them and goes on counting in the current minute.
-	s2 := New(Options{Clock: clk})
+	s2 := New(Options{Clock: clk, Account: acct})
 	if err := s2.Load(ctx, disk); err != nil {
 		t.Fatal(err)
 	}
-	s2.Record(NamespaceSQS, MessagesSent, Queue("q"), 4)
+	s2.Record(acct, NamespaceSQS, MessagesSent, Queue("q"), 4)
 	want := []Datapoint{
 		{Timestamp: t0, Sum: 3, SampleCount: 2, Minimum: 1, Maximum: 2},
 		{Timestamp: t0.Add(time.Minute), Sum: 7, SampleCount: 2, Minimum: 3, Maximum: 4},
 	}
-	if got := s2.Datapoints(NamespaceSQS, MessagesSent, Queue("q"), t0, t0.Add(time.Hour)); !reflect.DeepEqual(got, want) {
+	if got := s2.Datapoints(acct, NamespaceSQS, MessagesSent, Queue("q"), t0, t0.Add(time.Hour)); !reflect.DeepEqual(got, want) {
 		t.Errorf("after load:\n got %+v\nwant %+v", got, want)
 	}
-	if tot, _ := s2.Totals(NamespaceSQS, MessagesSent, Queue("q")); tot != (Totals{Sum: 4, SampleCount: 1}) {
+	if tot, _ := s2.Totals(acct, NamespaceSQS, MessagesSent, Queue("q")); tot != (Totals{Sum: 4, SampleCount: 1}) {
 		t.Errorf("totals after load = %+v: loaded minutes are no new samples", tot)
 	}
 	clk.Advance(time.Minute)
@@ -123,12 +126,68 @@ func TestFlushAndLoad(t *testing.T) {
 	if got, _ := disk.MetricPoints(ctx, 0); len(got) != 0 {
 		t.Errorf("expired minutes on disk: %+v", got)
 	}
-	if got := s2.Datapoints(NamespaceSQS, MessagesSent, Queue("q"), t0, t0.Add(DefaultRetention+time.Hour)); len(got) != 0 {
+	if got := s2.Datapoints(acct, NamespaceSQS, MessagesSent, Queue("q"), t0, t0.Add(DefaultRetention+time.Hour)); len(got) != 0 {
 		t.Errorf("expired minutes served: %+v", got)
 	}
 	s3 := New(Options{Clock: clk, MaxSeries: 1})
 	if err := s3.Load(ctx, disk); err != nil || len(s3.Series()) != 0 {
 		t.Errorf("load after expiry: %v, %v", s3.Series(), err)
+	}
+}
+
+// The configured account's series are stored without an account, as every
+// series was before they were kept per account, and the points stored so
+// load as its own; another account's are stored and load as its own. The
+// same names in two accounts are two series.
+func TestFlushAndLoadAccounts(t *testing.T) {
+	t.Parallel()
+	ctx := context.Background()
+	clk := clock.NewFake(t0)
+	m0 := t0.Unix() / 60
+	disk := newMemPoints()
+	// A point stored before series were kept per account.
+	old := engine.MetricPoint{Namespace: NamespaceSQS, Metric: MessagesSent, DimName: DimQueueName, DimValue: "q",
+		Minute: m0 - 1, Sum: 5, Count: 1, Min: 5, Max: 5}
+	if err := disk.PutMetricPoints(ctx, []engine.MetricPoint{old}); err != nil {
+		t.Fatal(err)
+	}
+	s := New(Options{Clock: clk, Account: acct})
+	s.Record(acct, NamespaceSQS, MessagesSent, Queue("q"), 1)
+	s.Record(other, NamespaceSQS, MessagesSent, Queue("q"), 2)
+	if err := s.Flush(ctx, disk, true); err != nil {
+		t.Fatal(err)
+	}
+	point := func(account string, sum float64) engine.MetricPoint {
+		return engine.MetricPoint{Account: account, Namespace: NamespaceSQS, Metric: MessagesSent, DimName: DimQueueName,
+			DimValue: "q", Minute: m0, Sum: sum, Count: 1, Min: sum, Max: sum}
+	}
+	got, _ := disk.MetricPoints(ctx, 0)
+	if want := []engine.MetricPoint{old, point("", 1), point(other, 2)}; !reflect.DeepEqual(got, want) {
+		t.Errorf("stored:\n got %+v\nwant %+v", got, want)
+	}
+
+	s2 := New(Options{Clock: clk, Account: acct})
+	if err := s2.Load(ctx, disk); err != nil {
+		t.Fatal(err)
+	}
+	for _, c := range []struct {
+		account string
+		want    []Datapoint
+	}{
+		{acct, []Datapoint{
+			{Timestamp: t0.Add(-time.Minute), Sum: 5, SampleCount: 1, Minimum: 5, Maximum: 5},
+			{Timestamp: t0, Sum: 1, SampleCount: 1, Minimum: 1, Maximum: 1},
+		}},
+		{other, []Datapoint{{Timestamp: t0, Sum: 2, SampleCount: 1, Minimum: 2, Maximum: 2}}},
+		{"333333333333", nil},
+	} {
+		if got := s2.Datapoints(c.account, NamespaceSQS, MessagesSent, Queue("q"), t0.Add(-time.Hour), t0.Add(time.Hour)); !reflect.DeepEqual(got, c.want) {
+			t.Errorf("%s's datapoints after load:\n got %+v\nwant %+v", c.account, got, c.want)
+		}
+	}
+	want := []SeriesKey{{acct, NamespaceSQS, MessagesSent, Queue("q")}, {other, NamespaceSQS, MessagesSent, Queue("q")}}
+	if got := s2.Series(); !reflect.DeepEqual(got, want) {
+		t.Errorf("series after load = %+v, want %+v", got, want)
 	}
 }
 
@@ -140,7 +199,7 @@ func TestLoadKeepsSeriesCap(t *testing.T) {
 	disk := newMemPoints()
 	s := New(Options{Clock: clk})
 	for _, q := range []string{"a", "b", "c"} {
-		s.Record(NamespaceSQS, MessagesSent, Queue(q), 1)
+		s.Record(acct, NamespaceSQS, MessagesSent, Queue(q), 1)
 	}
 	if err := s.Flush(ctx, disk, true); err != nil {
 		t.Fatal(err)

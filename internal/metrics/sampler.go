@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
+	"slices"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -47,11 +48,11 @@ const (
 type SamplerOptions struct {
 	Store   *Store
 	Backend engine.Backend
-	// Account is the one account whose queues are reported; the hidden SNS
-	// delivery queues live in another and are never listed.
-	Account string
-	Clock   clock.Clock
-	Logger  *slog.Logger
+	// Hidden are the accounts whose queues are never reported: the hidden
+	// SNS delivery queues live in one. Every other account's are.
+	Hidden []string
+	Clock  clock.Clock
+	Logger *slog.Logger
 	// Persist, when set, receives the completed minutes at every tick and
 	// everything at Close (Store.Flush).
 	Persist engine.MetricStore
@@ -68,8 +69,8 @@ type SamplerOptions struct {
 	LeaseTime time.Duration
 }
 
-// Sampler records the SQS gauges of every active queue into a Store once
-// a minute, at the start of the minute, on the injected clock, and flushes
+// Sampler records the SQS gauges of every account's active queues into a
+// Store once a minute, at the start of the minute, on the injected clock, and flushes
 // the store's completed minutes. A queue is active, as CloudWatch has it,
 // while it holds messages or an action touched it (or it was created)
 // within the last six hours.
@@ -79,11 +80,11 @@ type Sampler struct {
 	ctx    context.Context
 	cancel context.CancelFunc
 
-	// touched maps a queue name to the unix nanoseconds of its latest
-	// action. Touch only updates entries; a tick adds the queues it lists
-	// and drops those gone, so garbage names cannot grow it.
+	// touched maps a queue to the unix nanoseconds of its latest action.
+	// Touch only updates entries; a tick adds the queues it lists and
+	// drops those gone, so garbage names cannot grow it.
 	tmu     sync.RWMutex
-	touched map[string]*atomic.Int64
+	touched map[queueID]*atomic.Int64
 
 	mu      sync.Mutex // guards timer, closed
 	timer   clock.Timer
@@ -101,7 +102,7 @@ func NewSampler(o SamplerOptions) *Sampler {
 	if o.Clock == nil {
 		o.Clock = clock.Real{}
 	}
-	s := &Sampler{o: o, log: o.Logger, touched: make(map[string]*atomic.Int64)}
+	s := &Sampler{o: o, log: o.Logger, touched: make(map[queueID]*atomic.Int64)}
 	if s.log == nil {
 		s.log = slog.New(slog.DiscardHandler)
 	}
@@ -121,10 +122,13 @@ func NewSampler(o SamplerOptions) *Sampler {
 	return s
 }
 
-// Touch marks an action on queue; it does not allocate.
-func (s *Sampler) Touch(queue string) {
+// queueID names a queue across accounts.
+type queueID struct{ account, name string }
+
+// Touch marks an action on account's queue; it does not allocate.
+func (s *Sampler) Touch(account, queue string) {
 	s.tmu.RLock()
-	at := s.touched[queue]
+	at := s.touched[queueID{account, queue}]
 	s.tmu.RUnlock()
 	if at != nil {
 		at.Store(s.o.Clock.Now().UnixNano())
@@ -212,7 +216,7 @@ func (s *Sampler) Holding() bool { return s.holding.Load() }
 
 // Sample records one sample of every gauge of every active queue now.
 func (s *Sampler) Sample(ctx context.Context) {
-	queues, err := s.o.Backend.ListQueues(ctx, s.o.Account, "")
+	queues, err := reportedQueues(ctx, s.o.Backend, s.o.Hidden)
 	if err != nil {
 		s.log.Warn("metrics: list queues", "err", err)
 		return
@@ -221,7 +225,7 @@ func (s *Sampler) Sample(ctx context.Context) {
 	s.syncTouched(queues)
 	defer s.samples.Add(1)
 	for _, q := range queues {
-		st, err := s.o.Backend.Stats(ctx, s.o.Account, q.Name)
+		st, err := s.o.Backend.Stats(ctx, q.Account, q.Name)
 		if err != nil {
 			continue // deleted since the listing
 		}
@@ -229,7 +233,7 @@ func (s *Sampler) Sample(ctx context.Context) {
 			continue
 		}
 		dim := Queue(q.Name)
-		rec := func(metric string, v float64) { s.o.Store.Record(NamespaceSQS, metric, dim, v) }
+		rec := func(metric string, v float64) { s.o.Store.Record(q.Account, NamespaceSQS, metric, dim, v) }
 		rec(MessagesVisible, float64(st.Visible))
 		rec(MessagesNotVisible, float64(st.NotVisible))
 		rec(MessagesDelayed, float64(st.Delayed))
@@ -238,6 +242,27 @@ func (s *Sampler) Sample(ctx context.Context) {
 			rec(GroupsWithInflightMsgs, float64(st.GroupsInFlight))
 		}
 	}
+}
+
+// reportedQueues lists the queues of every account but the hidden ones,
+// by account and name: the queues whose metrics are reported.
+func reportedQueues(ctx context.Context, b engine.Backend, hidden []string) ([]engine.Queue, error) {
+	accounts, err := b.Accounts(ctx)
+	if err != nil {
+		return nil, fmt.Errorf("list accounts: %w", err)
+	}
+	var out []engine.Queue
+	for _, a := range accounts {
+		if slices.Contains(hidden, a) {
+			continue
+		}
+		qs, err := b.ListQueues(ctx, a, "")
+		if err != nil {
+			return nil, fmt.Errorf("list the queues of %s: %w", a, err)
+		}
+		out = append(out, qs...)
+	}
+	return out, nil
 }
 
 // AgeSeconds is ApproximateAgeOfOldestMessage at now: whole seconds since
@@ -258,21 +283,21 @@ func (s *Sampler) active(q engine.Queue, st engine.Stats, now time.Time) bool {
 		return true
 	}
 	s.tmu.RLock()
-	at := s.touched[q.Name]
+	at := s.touched[queueID{q.Account, q.Name}]
 	s.tmu.RUnlock()
 	if at != nil && at.Load() > since.UnixNano() {
 		return true
 	}
 	// On a shared store the actions on the queue may have gone to other
 	// nodes: the counters they recorded, the cluster's, say so.
-	return s.shared && s.countersMoved(q.Name, since, now)
+	return s.shared && s.countersMoved(q.Account, q.Name, since, now)
 }
 
-// countersMoved reports whether an activity counter of queue has a
-// datapoint between since and now.
-func (s *Sampler) countersMoved(queue string, since, now time.Time) bool {
+// countersMoved reports whether an activity counter of account's queue
+// has a datapoint between since and now.
+func (s *Sampler) countersMoved(account, queue string, since, now time.Time) bool {
 	for _, m := range ActivityCounters {
-		if len(s.o.Store.Datapoints(NamespaceSQS, m, Queue(queue), since, now.Add(time.Minute))) > 0 {
+		if len(s.o.Store.Datapoints(account, NamespaceSQS, m, Queue(queue), since, now.Add(time.Minute))) > 0 {
 			return true
 		}
 	}
@@ -283,16 +308,17 @@ func (s *Sampler) countersMoved(queue string, since, now time.Time) bool {
 func (s *Sampler) syncTouched(queues []engine.Queue) {
 	s.tmu.Lock()
 	defer s.tmu.Unlock()
-	seen := make(map[string]bool, len(queues))
+	seen := make(map[queueID]bool, len(queues))
 	for _, q := range queues {
-		seen[q.Name] = true
-		if s.touched[q.Name] == nil {
-			s.touched[q.Name] = new(atomic.Int64)
+		id := queueID{q.Account, q.Name}
+		seen[id] = true
+		if s.touched[id] == nil {
+			s.touched[id] = new(atomic.Int64)
 		}
 	}
-	for name := range s.touched {
-		if !seen[name] {
-			delete(s.touched, name)
+	for id := range s.touched {
+		if !seen[id] {
+			delete(s.touched, id)
 		}
 	}
 }

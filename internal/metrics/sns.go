@@ -36,11 +36,11 @@ var snsCounters = []struct {
 var descPublishSize = snsDesc("publish_size_bytes", "Size of the published messages.")
 
 func snsDesc(name, help string) *prometheus.Desc {
-	return prometheus.NewDesc("ferry_sns_"+name, help, []string{"topic"}, nil)
+	return prometheus.NewDesc("ferry_sns_"+name, help, []string{"account", "topic"}, nil)
 }
 
-// SNSCollector is a prometheus.Collector of the SNS topics' metrics in a
-// Store.
+// SNSCollector is a prometheus.Collector of every account's SNS topics'
+// metrics in a Store.
 type SNSCollector struct {
 	store *Store
 	log   *slog.Logger
@@ -75,17 +75,17 @@ func (c *SNSCollector) Collect(ch chan<- prometheus.Metric) {
 		if k.Namespace != NamespaceSNS || k.Dimension.Name != DimTopicName {
 			continue
 		}
-		t, ok := c.store.Totals(k.Namespace, k.Metric, k.Dimension)
+		t, ok := c.store.Totals(k.Account, k.Namespace, k.Metric, k.Dimension)
 		if !ok {
 			continue
 		}
 		if k.Metric == PublishSize {
-			emit(prometheus.NewConstSummary(descPublishSize, uint64(t.SampleCount), t.Sum, nil, k.Dimension.Value))
+			emit(prometheus.NewConstSummary(descPublishSize, uint64(t.SampleCount), t.Sum, nil, k.Account, k.Dimension.Value))
 			continue
 		}
 		for _, m := range snsCounters {
 			if m.metric == k.Metric {
-				emit(prometheus.NewConstMetric(m.desc, prometheus.CounterValue, t.Sum, k.Dimension.Value))
+				emit(prometheus.NewConstMetric(m.desc, prometheus.CounterValue, t.Sum, k.Account, k.Dimension.Value))
 			}
 		}
 	}

@@ -1,13 +1,10 @@
 package metrics
 
 import (
-	"io"
-	"net/http/httptest"
 	"strings"
 	"testing"
 
 	"github.com/prometheus/client_golang/prometheus"
-	"github.com/prometheus/client_golang/prometheus/promhttp"
 
 	"github.com/ferrymq/ferry/internal/clock"
 	"github.com/ferrymq/ferry/internal/engine"
@@ -33,38 +30,38 @@ func TestSNSCollector(t *testing.T) {
 		{NamespaceSQS, MessagesSent, Queue("q"), 5},     // not an SNS series
 		{NamespaceSNS, "SMSSuccessRate", Topic("t"), 1}, // not exported
 	} {
-		s.Record(r.ns, r.metric, r.dim, r.v)
+		s.Record(acct, r.ns, r.metric, r.dim, r.v)
 	}
+	// The same topic name in another account is another series.
+	s.Record(other, NamespaceSNS, MessagesPublished, Topic("t"), 1)
 	reg := prometheus.NewPedanticRegistry()
 	reg.MustRegister(NewSNSCollector(s, nil))
 	want := `
 # HELP ferry_sns_messages_published_total Messages accepted by Publish and PublishBatch.
 # TYPE ferry_sns_messages_published_total counter
-ferry_sns_messages_published_total{topic="t"} 2
+ferry_sns_messages_published_total{account="123456789012",topic="t"} 2
+ferry_sns_messages_published_total{account="222222222222",topic="t"} 1
 # HELP ferry_sns_notifications_delivered_total Notifications subscribers accepted.
 # TYPE ferry_sns_notifications_delivered_total counter
-ferry_sns_notifications_delivered_total{topic="t"} 1
+ferry_sns_notifications_delivered_total{account="123456789012",topic="t"} 1
 # HELP ferry_sns_notifications_failed_to_redrive_to_dlq_total Notifications that could not be written to a subscription's dead-letter queue.
 # TYPE ferry_sns_notifications_failed_to_redrive_to_dlq_total counter
-ferry_sns_notifications_failed_to_redrive_to_dlq_total{topic="u"} 1
+ferry_sns_notifications_failed_to_redrive_to_dlq_total{account="123456789012",topic="u"} 1
 # HELP ferry_sns_notifications_failed_total Notifications given up (HTTP/S: every failed attempt, retries included).
 # TYPE ferry_sns_notifications_failed_total counter
-ferry_sns_notifications_failed_total{topic="u"} 1
+ferry_sns_notifications_failed_total{account="123456789012",topic="u"} 1
 # HELP ferry_sns_notifications_filtered_out_no_message_attributes_total Notifications kept back because the message has no attributes.
 # TYPE ferry_sns_notifications_filtered_out_no_message_attributes_total counter
-ferry_sns_notifications_filtered_out_no_message_attributes_total{topic="u"} 1
+ferry_sns_notifications_filtered_out_no_message_attributes_total{account="123456789012",topic="u"} 1
 # HELP ferry_sns_notifications_filtered_out_total Notifications a filter policy kept back.
 # TYPE ferry_sns_notifications_filtered_out_total counter
-ferry_sns_notifications_filtered_out_total{topic="u"} 1
+ferry_sns_notifications_filtered_out_total{account="123456789012",topic="u"} 1
 # HELP ferry_sns_publish_size_bytes Size of the published messages.
 # TYPE ferry_sns_publish_size_bytes summary
-ferry_sns_publish_size_bytes_sum{topic="t"} 40
-ferry_sns_publish_size_bytes_count{topic="t"} 2
+ferry_sns_publish_size_bytes_sum{account="123456789012",topic="t"} 40
+ferry_sns_publish_size_bytes_count{account="123456789012",topic="t"} 2
 `
-	rec := httptest.NewRecorder()
-	promhttp.HandlerFor(reg, promhttp.HandlerOpts{}).ServeHTTP(rec, httptest.NewRequest("GET", "/metrics", nil))
-	got, _ := io.ReadAll(rec.Body)
-	if strings.TrimSpace(string(got)) != strings.TrimSpace(want) {
+	if got := scrape(reg); strings.TrimSpace(got) != strings.TrimSpace(want) {
 		t.Errorf("scrape:\n%s\nwant:\n%s", got, want)
 	}
 }

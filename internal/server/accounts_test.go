@@ -5,6 +5,7 @@ import (
 	"net/http"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/aws/aws-sdk-go-v2/aws"
 	cwsdk "github.com/aws/aws-sdk-go-v2/service/cloudwatch"
@@ -262,16 +263,41 @@ func testAccounts(t *testing.T, f *ferry, a, b authClients, accA, accB string, u
 		t.Errorf("A's alarm after B deleted its own: %v (%v)", out, err)
 	}
 
-	// Metrics: neither account sees another's queues or topics.
-	for who, cl := range map[string]authClients{"A": a, "B": b} {
-		for _, ns := range []string{"AWS/SQS", "AWS/SNS"} {
-			out, err := cl.cw.ListMetrics(ctx, &cwsdk.ListMetricsInput{Namespace: aws.String(ns)})
-			if err != nil {
-				t.Fatalf("%s ListMetrics: %v", who, err)
-			}
-			for _, m := range out.Metrics {
-				t.Errorf("%s lists %s %s %v, which is not its own", who, ns, aws.ToString(m.MetricName), m.Dimensions)
-			}
+	// Metrics: each account lists and reads its own queues' and topics'.
+	// Only B has a topic "other", published to once; A published twice
+	// to its "events", B never to its own.
+	published := func(cl authClients, topic string) (listed bool, sum float64) {
+		t.Helper()
+		out, err := cl.cw.ListMetrics(ctx, &cwsdk.ListMetricsInput{Namespace: aws.String("AWS/SNS"), MetricName: aws.String("NumberOfMessagesPublished"),
+			Dimensions: []cwtypes.DimensionFilter{{Name: aws.String("TopicName"), Value: aws.String(topic)}}})
+		if err != nil {
+			t.Fatalf("ListMetrics: %v", err)
+		}
+		stats, err := cl.cw.GetMetricStatistics(ctx, &cwsdk.GetMetricStatisticsInput{Namespace: aws.String("AWS/SNS"),
+			MetricName: aws.String("NumberOfMessagesPublished"), Dimensions: []cwtypes.Dimension{{Name: aws.String("TopicName"), Value: aws.String(topic)}},
+			StartTime: aws.Time(f.clk.Now().Add(-time.Hour)), EndTime: aws.Time(f.clk.Now().Add(time.Hour)), Period: aws.Int32(7200),
+			Statistics: []cwtypes.Statistic{cwtypes.StatisticSum}})
+		if err != nil {
+			t.Fatalf("GetMetricStatistics: %v", err)
+		}
+		for _, d := range stats.Datapoints {
+			sum += aws.ToFloat64(d.Sum)
+		}
+		return len(out.Metrics) == 1, sum
+	}
+	for _, c := range []struct {
+		who, topic string
+		cl         authClients
+		listed     bool
+		sum        float64
+	}{
+		{"A", "events", a, true, 2},
+		{"A", "other", a, false, 0},
+		{"B", "events", b, false, 0},
+		{"B", "other", b, true, 1},
+	} {
+		if listed, sum := published(c.cl, c.topic); listed != c.listed || sum != c.sum {
+			t.Errorf("%s: NumberOfMessagesPublished of %s listed %v, sum %v; want %v, %v", c.who, c.topic, listed, sum, c.listed, c.sum)
 		}
 	}
 	if unsigned {
@@ -285,9 +311,12 @@ func testAccounts(t *testing.T, f *ferry, a, b authClients, accA, accB string, u
 		if err != nil || len(out.Metrics) != 1 {
 			t.Errorf("the configured account lists %v (%v), want its queue's metric", out, err)
 		}
-		out, err = b.cw.ListMetrics(ctx, &cwsdk.ListMetricsInput{Namespace: aws.String("AWS/SQS")})
-		if err != nil || len(out.Metrics) != 0 {
-			t.Errorf("B lists the configured account's metrics %v (%v)", out, err)
+		for who, cl := range map[string]authClients{"A": a, "B": b} {
+			out, err = cl.cw.ListMetrics(ctx, &cwsdk.ListMetricsInput{Namespace: aws.String("AWS/SQS"),
+				Dimensions: []cwtypes.DimensionFilter{{Name: aws.String("QueueName"), Value: aws.String("metered")}}})
+			if err != nil || len(out.Metrics) != 0 {
+				t.Errorf("%s lists the configured account's metrics %v (%v)", who, out, err)
+			}
 		}
 	}
 }

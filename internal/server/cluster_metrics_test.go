@@ -86,19 +86,11 @@ func alarmsIn(t testing.TB, f *ferry) int {
 }
 
 // stat reads one statistic of a queue's metric over [from, to) through
-// the node's CloudWatch API: the datapoints, one per period.
+// the node's CloudWatch API, as the configured account: the datapoints,
+// one per period.
 func stat(t testing.TB, f *ferry, metric, queue string, from, to time.Time, period int32) []cwtypes.Datapoint {
 	t.Helper()
-	out, err := cwV2(f.srv.URL()).GetMetricStatistics(ctxT(t), &cwsdk.GetMetricStatisticsInput{
-		Namespace: aws.String("AWS/SQS"), MetricName: aws.String(metric),
-		Dimensions: []cwtypes.Dimension{{Name: aws.String("QueueName"), Value: aws.String(queue)}},
-		StartTime:  aws.Time(from), EndTime: aws.Time(to), Period: aws.Int32(period),
-		Statistics: []cwtypes.Statistic{cwtypes.StatisticSum, cwtypes.StatisticSampleCount, cwtypes.StatisticMaximum},
-	})
-	if err != nil {
-		t.Fatalf("GetMetricStatistics %s: %v", metric, err)
-	}
-	return out.Datapoints
+	return statWith(t, cwV2(f.srv.URL()), metric, queue, from, to, period)
 }
 
 // gaugeMinute is the one datapoint of the queue's visible count in the

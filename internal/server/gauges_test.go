@@ -42,7 +42,7 @@ func (f *ferry) jump(t testing.TB, at time.Time) {
 // the minute has none.
 func (f *ferry) point(t testing.TB, metric, queue string, at time.Time) (metrics.Datapoint, bool) {
 	t.Helper()
-	dps := f.srv.Metrics().Datapoints(metrics.NamespaceSQS, metric, metrics.Queue(queue), at, at.Add(time.Minute))
+	dps := f.srv.Metrics().Datapoints(testAccount, metrics.NamespaceSQS, metric, metrics.Queue(queue), at, at.Add(time.Minute))
 	switch len(dps) {
 	case 0:
 		return metrics.Datapoint{}, false
@@ -127,11 +127,11 @@ func TestMetricsGaugesSampled(t *testing.T) {
 
 	body := scrape(t, f)
 	for _, line := range []string{
-		fmt.Sprintf(`ferry_sqs_age_of_oldest_message_seconds{queue="g-std"} %d`, m2.Sub(sentAt)/time.Second),
-		`ferry_sqs_groups_with_inflight_messages{queue="g.fifo"} 2`,
-		`ferry_sqs_messages_delayed{queue="g-std"} 1`,
-		`ferry_sqs_queues 2`,
-		`ferry_sqs_messages_stored 7`,
+		fmt.Sprintf(`ferry_sqs_age_of_oldest_message_seconds{account="000000000000",queue="g-std"} %d`, m2.Sub(sentAt)/time.Second),
+		`ferry_sqs_groups_with_inflight_messages{account="000000000000",queue="g.fifo"} 2`,
+		`ferry_sqs_messages_delayed{account="000000000000",queue="g-std"} 1`,
+		`ferry_sqs_queues{account="000000000000"} 2`,
+		`ferry_sqs_messages_stored{account="000000000000"} 7`,
 		`# TYPE ferry_sqs_age_of_oldest_message_seconds gauge`,
 		`# TYPE ferry_sqs_groups_with_inflight_messages gauge`,
 	} {
@@ -139,7 +139,7 @@ func TestMetricsGaugesSampled(t *testing.T) {
 			t.Errorf("/metrics lacks %q", line)
 		}
 	}
-	if strings.Contains(body, `ferry_sqs_groups_with_inflight_messages{queue="g-std"}`) {
+	if strings.Contains(body, `ferry_sqs_groups_with_inflight_messages{account="000000000000",queue="g-std"}`) {
 		t.Error("/metrics shows groups in flight for a standard queue")
 	}
 }
@@ -241,10 +241,10 @@ func TestMetricsDeadLetterAge(t *testing.T) {
 		t.Errorf("SentTimestamp = %s, want the original send %d", ts, sentAt.UnixMilli())
 	}
 	store := f.srv.Metrics()
-	if tot, ok := store.Totals(metrics.NamespaceSQS, metrics.MessagesSent, metrics.Queue("a-dlq")); ok {
+	if tot, ok := store.Totals(testAccount, metrics.NamespaceSQS, metrics.MessagesSent, metrics.Queue("a-dlq")); ok {
 		t.Errorf("a-dlq sent = %+v, want none: a redrive is no send", tot)
 	}
-	if tot, _ := store.Totals(metrics.NamespaceSQS, metrics.MessagesReceived, metrics.Queue("a-dlq")); tot.Sum != 1 {
+	if tot, _ := store.Totals(testAccount, metrics.NamespaceSQS, metrics.MessagesReceived, metrics.Queue("a-dlq")); tot.Sum != 1 {
 		t.Errorf("a-dlq received = %+v, want 1", tot)
 	}
 	// In flight, received once there: it still counts, from the move.
@@ -338,7 +338,7 @@ func TestMetricsDurable(t *testing.T) {
 
 	f2 := start(t, onDisk(dir))
 	want := map[time.Time]float64{m0: 2, m1: 1}
-	dps := f2.srv.Metrics().Datapoints(metrics.NamespaceSQS, metrics.MessagesSent, metrics.Queue("dur"), m0, m1.Add(time.Minute))
+	dps := f2.srv.Metrics().Datapoints(testAccount, metrics.NamespaceSQS, metrics.MessagesSent, metrics.Queue("dur"), m0, m1.Add(time.Minute))
 	if len(dps) != 2 {
 		t.Fatalf("sent after restart: %+v", dps)
 	}
@@ -373,7 +373,7 @@ func TestMetricsDurable(t *testing.T) {
 	// Fifteen days on, the minutes expire from memory and disk.
 	f2.jump(t, m2.Add(metrics.DefaultRetention-time.Minute))
 	f2.tick(t)
-	if dps := f2.srv.Metrics().Datapoints(metrics.NamespaceSQS, metrics.MessagesSent, metrics.Queue("dur"), m0, m2.Add(time.Minute)); len(dps) != 0 {
+	if dps := f2.srv.Metrics().Datapoints(testAccount, metrics.NamespaceSQS, metrics.MessagesSent, metrics.Queue("dur"), m0, m2.Add(time.Minute)); len(dps) != 0 {
 		t.Errorf("expired minutes still served: %+v", dps)
 	}
 	stored, err = ms.MetricPoints(ctx, 0)
@@ -398,7 +398,7 @@ func TestMetricsMoveTask(t *testing.T) {
 	src := f.createQueue(t, "t-src", map[string]string{"RedrivePolicy": redrivePolicy("t-dlq", 1)})
 	f.deadLetter(t, src, dlq, 12) // bodies m0..m11: 2 bytes each but m10, m11
 	store := f.srv.Metrics()
-	before, _ := store.Totals(metrics.NamespaceSQS, metrics.MessagesSent, metrics.Queue("t-src"))
+	before, _ := store.Totals(testAccount, metrics.NamespaceSQS, metrics.MessagesSent, metrics.Queue("t-src"))
 	if before.Sum != 12 {
 		t.Fatalf("t-src sent before the task = %+v", before)
 	}
@@ -411,12 +411,12 @@ func TestMetricsMoveTask(t *testing.T) {
 		metrics.SentMessageSize: {Sum: 2 * (10*2 + 2*3), SampleCount: 24},
 	}
 	for metric, w := range want {
-		if got, _ := store.Totals(metrics.NamespaceSQS, metric, metrics.Queue("t-src")); got != w {
+		if got, _ := store.Totals(testAccount, metrics.NamespaceSQS, metric, metrics.Queue("t-src")); got != w {
 			t.Errorf("t-src %s = %+v, want %+v", metric, got, w)
 		}
 	}
 	for _, metric := range []string{metrics.MessagesSent, metrics.MessagesReceived, metrics.MessagesDeleted} {
-		if got, ok := store.Totals(metrics.NamespaceSQS, metric, metrics.Queue("t-dlq")); ok {
+		if got, ok := store.Totals(testAccount, metrics.NamespaceSQS, metric, metrics.Queue("t-dlq")); ok {
 			t.Errorf("t-dlq %s = %+v, want none", metric, got)
 		}
 	}
@@ -465,7 +465,7 @@ func TestMetricsMoveTaskAcrossRestart(t *testing.T) {
 		t.Fatalf("task %s with %d moved", status, n)
 	}
 	// Totals count from the start: every move after the restart.
-	if got, _ := f2.srv.Metrics().Totals(metrics.NamespaceSQS, metrics.MessagesSent, metrics.Queue("r-src")); got.Sum != float64(12-first) {
+	if got, _ := f2.srv.Metrics().Totals(testAccount, metrics.NamespaceSQS, metrics.MessagesSent, metrics.Queue("r-src")); got.Sum != float64(12-first) {
 		t.Errorf("r-src sent since the restart = %+v, want %d", got, 12-first)
 	}
 }

@@ -115,7 +115,7 @@ func TestMetricsScenario(t *testing.T) {
 	store := f.srv.Metrics()
 	for queue, ms := range want {
 		for metric, w := range ms {
-			tot, _ := store.Totals(metrics.NamespaceSQS, metric, metrics.Queue(queue))
+			tot, _ := store.Totals(testAccount, metrics.NamespaceSQS, metric, metrics.Queue(queue))
 			if metric == metrics.MessagesReceived {
 				w.SampleCount = tot.SampleCount // one sample per call: how many calls is the engine's choice
 			}
@@ -123,7 +123,7 @@ func TestMetricsScenario(t *testing.T) {
 				t.Errorf("%s %s = %+v, want %+v", queue, metric, tot, w)
 			}
 			// Everything happened within the clock's first minute.
-			dps := store.Datapoints(metrics.NamespaceSQS, metric, metrics.Queue(queue), epoch.Truncate(time.Minute), epoch.Add(time.Minute))
+			dps := store.Datapoints(testAccount, metrics.NamespaceSQS, metric, metrics.Queue(queue), epoch.Truncate(time.Minute), epoch.Add(time.Minute))
 			if w.Sum == 0 && len(dps) == 0 {
 				continue
 			}
@@ -132,30 +132,30 @@ func TestMetricsScenario(t *testing.T) {
 			}
 		}
 	}
-	if tot, ok := store.Totals(metrics.NamespaceSQS, metrics.MessagesDeleted, metrics.Queue("m-dlq")); ok {
+	if tot, ok := store.Totals(testAccount, metrics.NamespaceSQS, metrics.MessagesDeleted, metrics.Queue("m-dlq")); ok {
 		t.Errorf("m-dlq deletes = %+v", tot)
 	}
-	if dps := store.Datapoints(metrics.NamespaceSQS, metrics.SentMessageSize, metrics.Queue("m-src"), epoch.Truncate(time.Minute), epoch.Add(time.Minute)); len(dps) != 1 || dps[0].Minimum != 1 || dps[0].Maximum != 10 {
+	if dps := store.Datapoints(testAccount, metrics.NamespaceSQS, metrics.SentMessageSize, metrics.Queue("m-src"), epoch.Truncate(time.Minute), epoch.Add(time.Minute)); len(dps) != 1 || dps[0].Minimum != 1 || dps[0].Maximum != 10 {
 		t.Errorf("m-src sizes = %+v", dps)
 	}
 
 	body := scrape(t, f)
 	for _, line := range []string{
-		`ferry_sqs_messages_sent_total{queue="m-src"} 4`,
-		`ferry_sqs_messages_sent_total{queue="m-dlq"} 1`,
-		`ferry_sqs_messages_received_total{queue="m-src"} 4`,
-		`ferry_sqs_messages_received_total{queue="m-dlq"} 2`,
-		fmt.Sprintf(`ferry_sqs_empty_receives_total{queue="m-src"} %v`, empties["m-src"]),
-		fmt.Sprintf(`ferry_sqs_empty_receives_total{queue="m-dlq"} %v`, empties["m-dlq"]),
-		`ferry_sqs_messages_deleted_total{queue="m-src"} 4`,
-		`ferry_sqs_sent_message_size_bytes_sum{queue="m-src"} 18`,
-		`ferry_sqs_sent_message_size_bytes_count{queue="m-src"} 4`,
-		`ferry_sqs_sent_message_size_bytes_sum{queue="m-dlq"} 6`,
-		`ferry_sqs_messages_visible{queue="m-src"} 0`,
-		`ferry_sqs_messages_not_visible{queue="m-src"} 0`,
-		`ferry_sqs_messages_visible{queue="m-dlq"} 0`,
-		`ferry_sqs_messages_not_visible{queue="m-dlq"} 2`,
-		`ferry_sqs_messages_delayed{queue="m-dlq"} 0`,
+		`ferry_sqs_messages_sent_total{account="000000000000",queue="m-src"} 4`,
+		`ferry_sqs_messages_sent_total{account="000000000000",queue="m-dlq"} 1`,
+		`ferry_sqs_messages_received_total{account="000000000000",queue="m-src"} 4`,
+		`ferry_sqs_messages_received_total{account="000000000000",queue="m-dlq"} 2`,
+		fmt.Sprintf(`ferry_sqs_empty_receives_total{account="000000000000",queue="m-src"} %v`, empties["m-src"]),
+		fmt.Sprintf(`ferry_sqs_empty_receives_total{account="000000000000",queue="m-dlq"} %v`, empties["m-dlq"]),
+		`ferry_sqs_messages_deleted_total{account="000000000000",queue="m-src"} 4`,
+		`ferry_sqs_sent_message_size_bytes_sum{account="000000000000",queue="m-src"} 18`,
+		`ferry_sqs_sent_message_size_bytes_count{account="000000000000",queue="m-src"} 4`,
+		`ferry_sqs_sent_message_size_bytes_sum{account="000000000000",queue="m-dlq"} 6`,
+		`ferry_sqs_messages_visible{account="000000000000",queue="m-src"} 0`,
+		`ferry_sqs_messages_not_visible{account="000000000000",queue="m-src"} 0`,
+		`ferry_sqs_messages_visible{account="000000000000",queue="m-dlq"} 0`,
+		`ferry_sqs_messages_not_visible{account="000000000000",queue="m-dlq"} 2`,
+		`ferry_sqs_messages_delayed{account="000000000000",queue="m-dlq"} 0`,
 		`# TYPE ferry_sqs_messages_sent_total counter`,
 		`# TYPE ferry_sqs_sent_message_size_bytes summary`,
 		`# TYPE ferry_sqs_messages_visible gauge`,
@@ -164,7 +164,7 @@ func TestMetricsScenario(t *testing.T) {
 			t.Errorf("/metrics lacks %q", line)
 		}
 	}
-	if strings.Contains(body, `ferry_sqs_messages_deleted_total{queue="m-dlq"}`) {
+	if strings.Contains(body, `ferry_sqs_messages_deleted_total{account="000000000000",queue="m-dlq"}`) {
 		t.Error("/metrics shows deletes for m-dlq")
 	}
 }
@@ -179,11 +179,11 @@ func TestMetricsFIFODuplicates(t *testing.T) {
 	f.sendFIFO(t, url, "two", "g", "d2")
 	store := f.srv.Metrics()
 	for metric, want := range map[string]float64{metrics.MessagesSent: 2, metrics.DeduplicatedSentMessages: 1} {
-		if tot, _ := store.Totals(metrics.NamespaceSQS, metric, metrics.Queue("m.fifo")); tot.Sum != want {
+		if tot, _ := store.Totals(testAccount, metrics.NamespaceSQS, metric, metrics.Queue("m.fifo")); tot.Sum != want {
 			t.Errorf("%s = %v, want %v", metric, tot.Sum, want)
 		}
 	}
-	if body := scrape(t, f); !strings.Contains(body, `ferry_sqs_deduplicated_sent_messages_total{queue="m.fifo"} 1`+"\n") {
+	if body := scrape(t, f); !strings.Contains(body, `ferry_sqs_deduplicated_sent_messages_total{account="000000000000",queue="m.fifo"} 1`+"\n") {
 		t.Errorf("/metrics lacks the duplicate:\n%s", body)
 	}
 }

@@ -1,15 +1,21 @@
 package server_test
 
 import (
+	"encoding/json"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/aws/aws-sdk-go-v2/aws"
+	cwsdk "github.com/aws/aws-sdk-go-v2/service/cloudwatch"
+	cwtypes "github.com/aws/aws-sdk-go-v2/service/cloudwatch/types"
 	snssdk "github.com/aws/aws-sdk-go-v2/service/sns"
 	"github.com/aws/aws-sdk-go-v2/service/sqs"
 	sqstypes "github.com/aws/aws-sdk-go-v2/service/sqs/types"
 	awsv1 "github.com/aws/aws-sdk-go/aws"
 	sqsv1 "github.com/aws/aws-sdk-go/service/sqs"
+
+	"github.com/ferrymq/ferry/internal/testwait"
 )
 
 // TestSQSRegions: each region is a namespace of its own, as on AWS. A
@@ -205,5 +211,75 @@ func TestSNSRegions(t *testing.T) {
 	wa, err := west.sns.GetSMSAttributes(ctx, &snssdk.GetSMSAttributesInput{})
 	if err != nil || wa.Attributes["DefaultSenderID"] != "West" {
 		t.Errorf("us-west-2's SMS settings: %v %v", wa, err)
+	}
+}
+
+// TestCloudWatchRegions: metric series and alarms are per region. An
+// alarm of us-west-2 watches that region's queue, notifies a topic of
+// its region, and names the region in its ARN and notification; us-east-1
+// neither lists it nor sees its series.
+func TestCloudWatchRegions(t *testing.T) {
+	t.Parallel()
+	f := start(t)
+	ctx := ctxT(t)
+	east := clientsOf(f.srv.URL(), "AKIDEAST", "x", "us-east-1")
+	west := clientsOf(f.srv.URL(), "AKIDWEST", "x", "us-west-2")
+
+	wq := createQueueIn(ctx, t, west, "orders")
+	eq := createQueueIn(ctx, t, east, "orders")
+	ops := createQueueIn(ctx, t, west, "ops")
+	topic, err := west.sns.CreateTopic(ctx, &snssdk.CreateTopicInput{Name: aws.String("alarms")})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := west.sns.Subscribe(ctx, &snssdk.SubscribeInput{TopicArn: topic.TopicArn, Protocol: aws.String("sqs"),
+		Endpoint: aws.String("arn:aws:sqs:us-west-2:000000000000:ops"), Attributes: map[string]string{"RawMessageDelivery": "true"}}); err != nil {
+		t.Fatal(err)
+	}
+	alarm := func(c authClients, action string) error {
+		_, err := c.cw.PutMetricAlarm(ctx, &cwsdk.PutMetricAlarmInput{AlarmName: aws.String("busy"), Namespace: aws.String("AWS/SQS"),
+			MetricName: aws.String("NumberOfMessagesSent"), Dimensions: []cwtypes.Dimension{{Name: aws.String("QueueName"), Value: aws.String("orders")}},
+			Statistic: cwtypes.StatisticSum, Period: aws.Int32(60), EvaluationPeriods: aws.Int32(1), Threshold: aws.Float64(2),
+			ComparisonOperator: cwtypes.ComparisonOperatorGreaterThanOrEqualToThreshold, AlarmActions: []string{action}})
+		return err
+	}
+	// An action must name a topic of the alarm's region.
+	wantAPIError(t, alarm(west, "arn:aws:sns:us-east-1:000000000000:alarms"), "ValidationError", 400)
+	if err := alarm(west, aws.ToString(topic.TopicArn)); err != nil {
+		t.Fatal(err)
+	}
+	if d, err := east.cw.DescribeAlarms(ctx, &cwsdk.DescribeAlarmsInput{}); err != nil || len(d.MetricAlarms) != 0 {
+		t.Errorf("us-east-1 lists %v (%v)", d, err)
+	}
+	d, err := west.cw.DescribeAlarms(ctx, &cwsdk.DescribeAlarmsInput{})
+	if err != nil || len(d.MetricAlarms) != 1 || aws.ToString(d.MetricAlarms[0].AlarmArn) != "arn:aws:cloudwatch:us-west-2:000000000000:alarm:busy" {
+		t.Fatalf("us-west-2 alarms: %v %v", d, err)
+	}
+
+	// Two messages in the west's orders, one in the east's.
+	for _, u := range []string{wq, wq, eq} {
+		if _, err := east.json.SendMessage(ctx, &sqs.SendMessageInput{QueueUrl: aws.String(u), MessageBody: aws.String("m")}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	f.clk.Advance(time.Minute)
+	sum := func(c authClients) float64 {
+		st, err := c.cw.GetMetricStatistics(ctx, &cwsdk.GetMetricStatisticsInput{Namespace: aws.String("AWS/SQS"), MetricName: aws.String("NumberOfMessagesSent"),
+			Dimensions: []cwtypes.Dimension{{Name: aws.String("QueueName"), Value: aws.String("orders")}},
+			StartTime:  aws.Time(epoch.Add(-time.Hour)), EndTime: aws.Time(epoch.Add(time.Hour)), Period: aws.Int32(3600),
+			Statistics: []cwtypes.Statistic{cwtypes.StatisticSum}})
+		if err != nil || len(st.Datapoints) != 1 {
+			t.Fatalf("GetMetricStatistics: %v %v", st, err)
+		}
+		return aws.ToFloat64(st.Datapoints[0].Sum)
+	}
+	if w, e := sum(west), sum(east); w != 2 || e != 1 {
+		t.Errorf("NumberOfMessagesSent of orders: us-west-2 %v, us-east-1 %v; want 2 and 1", w, e)
+	}
+	note := testwait.Some(t, "no alarm notification", func() []string { return receiveBodies(ctx, t, west, ops) })
+	var n struct{ AlarmArn, Region, NewStateValue string }
+	if err := json.Unmarshal([]byte(note[0]), &n); err != nil || n.NewStateValue != "ALARM" ||
+		n.AlarmArn != "arn:aws:cloudwatch:us-west-2:000000000000:alarm:busy" || n.Region != "US West (Oregon)" {
+		t.Errorf("notification %s (%v)", note[0], err)
 	}
 }

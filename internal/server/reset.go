@@ -81,8 +81,8 @@ func (s *Server) reset(ctx context.Context, account string, services []string) (
 		if res.Removed.cloudwatchRemoved, err = s.cw.Reset(ctx, account); err != nil {
 			return res, err
 		}
-		// Datapoints are not kept per account: only a reset of every
-		// account clears them.
+		// Datapoints are per account, but the stores delete them by
+		// minute only: only a reset of every account clears them.
 		if account == "" {
 			res.Removed.MetricSeries = s.metrics.Reset()
 			if err := s.store.DeleteMetricPointsBefore(ctx, math.MaxInt64); err != nil {

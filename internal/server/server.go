@@ -202,7 +202,7 @@ func Start(ctx context.Context, cfg Config) (*Server, error) {
 	}
 	began := time.Now()
 	eng := cfg.Store
-	datapoints := metrics.New(metrics.Options{Clock: cfg.Clock})
+	datapoints := metrics.New(metrics.Options{Clock: cfg.Clock, Account: cfg.Account})
 	sqsCfg := sqs.Config{
 		Account:      cfg.Account,
 		Region:       cfg.Region,
@@ -326,10 +326,13 @@ func Start(ctx context.Context, cfg Config) (*Server, error) {
 			cfg.Logger.Error("metrics: load datapoints", "err", err)
 		}
 	}
+	// Every account's queues are reported but the hidden SNS delivery
+	// queues'.
+	hidden := []string{delivery.QueueAccount}
 	requests := metrics.NewRequests()
 	registry := prometheus.NewRegistry()
 	for _, c := range []prometheus.Collector{
-		metrics.NewCollector(s.metrics, eng, cfg.Account, cfg.Logger),
+		metrics.NewCollector(s.metrics, eng, hidden, cfg.Logger),
 		metrics.NewSNSCollector(s.metrics, cfg.Logger),
 		eng.Collector(),
 		requests.Collector(),
@@ -368,10 +371,8 @@ func Start(ctx context.Context, cfg Config) (*Server, error) {
 	s.cw = cwSvc
 	s.startResetNews(ctx)
 	watch.deliver(s.recordChanged)
-	// Only the API account's queues are sampled: the hidden SNS delivery
-	// queues (delivery.QueueAccount) are never reported.
 	s.sampler = metrics.NewSampler(metrics.SamplerOptions{
-		Store: s.metrics, Backend: eng, Account: cfg.Account, Clock: cfg.Clock, Logger: cfg.Logger, Persist: persist,
+		Store: s.metrics, Backend: eng, Hidden: hidden, Clock: cfg.Clock, Logger: cfg.Logger, Persist: persist,
 		Cluster: eng, LeaseTime: cfg.SamplerLease,
 	})
 

@@ -23,7 +23,7 @@ import (
 
 // snsTotal is the sum of an AWS/SNS metric of a topic since the start.
 func (f *ferry) snsTotal(topic, metric string) float64 {
-	t, _ := f.srv.Metrics().Totals(metrics.NamespaceSNS, metric, metrics.Topic(topic))
+	t, _ := f.srv.Metrics().Totals(testAccount, metrics.NamespaceSNS, metric, metrics.Topic(topic))
 	return t.Sum
 }
 
@@ -117,11 +117,11 @@ func TestSNSMetricsFanoutAndFilters(t *testing.T) {
 		metrics.NotificationsFilteredOutInvalidAttributes: 1,
 	})
 	st := f.srv.Metrics()
-	if ps, _ := st.Totals(metrics.NamespaceSNS, metrics.PublishSize, metrics.Topic("m")); ps.SampleCount != 3 {
+	if ps, _ := st.Totals(testAccount, metrics.NamespaceSNS, metrics.PublishSize, metrics.Topic("m")); ps.SampleCount != 3 {
 		t.Errorf("PublishSize samples = %v, want 3", ps.SampleCount)
 	}
 	// One-minute datapoints, stamped with the minute of the publishes.
-	dps := st.Datapoints(metrics.NamespaceSNS, metrics.NotificationsDelivered, metrics.Topic("m"), epoch.Add(-time.Hour), epoch.Add(time.Hour))
+	dps := st.Datapoints(testAccount, metrics.NamespaceSNS, metrics.NotificationsDelivered, metrics.Topic("m"), epoch.Add(-time.Hour), epoch.Add(time.Hour))
 	if len(dps) != 1 || !dps[0].Timestamp.Equal(epoch.Truncate(time.Minute)) || dps[0].Sum != 5 || dps[0].SampleCount != 5 {
 		t.Errorf("NumberOfNotificationsDelivered datapoints: %+v", dps)
 	}
@@ -133,25 +133,25 @@ func TestSNSMetricsFanoutAndFilters(t *testing.T) {
 	// SNS deliveries count as sends of the queues they land in: the raw
 	// copies weigh what was published.
 	for q, want := range map[string]float64{"m-all": 3, "m-attr": 1, "m-body": 1} {
-		if got, _ := st.Totals(metrics.NamespaceSQS, metrics.MessagesSent, metrics.Queue(q)); got.Sum != want {
+		if got, _ := st.Totals(testAccount, metrics.NamespaceSQS, metrics.MessagesSent, metrics.Queue(q)); got.Sum != want {
 			t.Errorf("%s NumberOfMessagesSent = %v, want %v", q, got.Sum, want)
 		}
 	}
-	if got, _ := st.Totals(metrics.NamespaceSQS, metrics.SentMessageSize, metrics.Queue("m-all")); got.Sum != size || got.SampleCount != 3 {
+	if got, _ := st.Totals(testAccount, metrics.NamespaceSQS, metrics.SentMessageSize, metrics.Queue("m-all")); got.Sum != size || got.SampleCount != 3 {
 		t.Errorf("m-all SentMessageSize = %+v, want sum %v of 3", got, size)
 	}
-	if _, ok := st.Totals(metrics.NamespaceSQS, metrics.MessagesSent, metrics.Queue("m-nums")); ok {
+	if _, ok := st.Totals(testAccount, metrics.NamespaceSQS, metrics.MessagesSent, metrics.Queue("m-nums")); ok {
 		t.Error("m-nums has sends")
 	}
 
 	// Prometheus shows the topic's counters.
 	r := do(t, mustRequest(t, "GET", f.srv.URL()+"/metrics"))
 	for _, line := range []string{
-		`ferry_sns_messages_published_total{topic="m"} 3`,
-		`ferry_sns_notifications_delivered_total{topic="m"} 5`,
-		`ferry_sns_notifications_filtered_out_invalid_attributes_total{topic="m"} 1`,
-		fmt.Sprintf(`ferry_sns_publish_size_bytes_sum{topic="m"} %v`, size),
-		`ferry_sqs_messages_sent_total{queue="m-all"} 3`,
+		`ferry_sns_messages_published_total{account="000000000000",topic="m"} 3`,
+		`ferry_sns_notifications_delivered_total{account="000000000000",topic="m"} 5`,
+		`ferry_sns_notifications_filtered_out_invalid_attributes_total{account="000000000000",topic="m"} 1`,
+		fmt.Sprintf(`ferry_sns_publish_size_bytes_sum{account="000000000000",topic="m"} %v`, size),
+		`ferry_sqs_messages_sent_total{account="000000000000",queue="m-all"} 3`,
 	} {
 		if !strings.Contains(r.Body, line+"\n") {
 			t.Errorf("/metrics lacks %s", line)
@@ -323,7 +323,7 @@ func TestSNSMetricsRedriveAndSQSDeliveryLogs(t *testing.T) {
 		metrics.NotificationsRedrivenToDLQ: 1,
 	})
 	// The dead-letter copy is a send to the DLQ.
-	if got, _ := f.srv.Metrics().Totals(metrics.NamespaceSQS, metrics.MessagesSent, metrics.Queue("r-dlq")); got.Sum != 1 {
+	if got, _ := f.srv.Metrics().Totals(testAccount, metrics.NamespaceSQS, metrics.MessagesSent, metrics.Queue("r-dlq")); got.Sum != 1 {
 		t.Errorf("r-dlq NumberOfMessagesSent = %v", got.Sum)
 	}
 

@@ -36,6 +36,14 @@ func (s *Service) ownerOf(ctx context.Context) string {
 	return region.Owner(s.accountOf(ctx), s.regionOf(ctx), s.region)
 }
 
+// ownerOfARN is the key under which the stores keep the state of the
+// account and region of an SNS ARN (region.Owner): CloudWatch reads a
+// topic's metrics under it.
+func (s *Service) ownerOfARN(a string) string {
+	parts, _ := arn.Split(a)
+	return region.Owner(parts.Account, parts.Region, s.region)
+}
+
 // topicARN is the ARN of the request's account's topic called name, in
 // the request's region.
 func (s *Service) topicARN(ctx context.Context, name string) string {

@@ -141,8 +141,8 @@ func (s *Service) SubscriptionCounters(subscriptionARN string) (Counters, bool) 
 }
 
 // count adds n messages to a subscription's counter, its topic's, and
-// the topic's CloudWatch metric: one sample of 1 per message, as
-// CloudWatch counts notifications.
+// the topic's CloudWatch metric in the topic's account: one sample of 1
+// per message, as CloudWatch counts notifications.
 func (s *Service) count(sub *subscription, k counter, n int) {
 	if n <= 0 {
 		return
@@ -154,10 +154,10 @@ func (s *Service) count(sub *subscription, k counter, n int) {
 	if t != nil {
 		t.state.counters[k].Add(int64(n))
 	}
-	if s.recordsMetrics(sub.TopicARN) {
-		dim := metrics.Topic(topicNameOf(sub.TopicARN))
+	if s.metrics != nil {
+		account, dim := s.ownerOfARN(sub.TopicARN), metrics.Topic(topicNameOf(sub.TopicARN))
 		for range n {
-			s.metrics.Record(metrics.NamespaceSNS, counterMetric[k], dim, 1)
+			s.metrics.Record(account, metrics.NamespaceSNS, counterMetric[k], dim, 1)
 		}
 	}
 }
@@ -183,17 +183,18 @@ func (s *Service) countFiltered(sub *subscription, scope string, r filterpolicy.
 
 // countPublished counts messages a topic accepted, and their sizes.
 func (s *Service) countPublished(t *topic, msgs ...*message) {
+	var account string
 	var dim metrics.Dimension
-	record := s.recordsMetrics(t.ARN)
+	record := s.metrics != nil
 	if record {
-		dim = metrics.Topic(t.Name)
+		account, dim = s.ownerOfARN(t.ARN), metrics.Topic(t.Name)
 	}
 	for _, m := range msgs {
 		t.state.counters[cPublished].Add(1)
 		t.state.counters[cPublishSize].Add(int64(m.size))
 		if record {
-			s.metrics.Record(metrics.NamespaceSNS, metrics.MessagesPublished, dim, 1)
-			s.metrics.Record(metrics.NamespaceSNS, metrics.PublishSize, dim, float64(m.size))
+			s.metrics.Record(account, metrics.NamespaceSNS, metrics.MessagesPublished, dim, 1)
+			s.metrics.Record(account, metrics.NamespaceSNS, metrics.PublishSize, dim, float64(m.size))
 		}
 	}
 }
@@ -216,14 +217,6 @@ func (s *Service) serveCounters(w http.ResponseWriter, r *http.Request) {
 	s.mu.RUnlock()
 	w.Header().Set("Content-Type", "application/json")
 	_ = json.NewEncoder(w).Encode(out)
-}
-
-// recordsMetrics reports whether the topic's CloudWatch metrics are
-// recorded: the metric store keeps the configured account's series only
-// (its keys name no account, as SQS's do), so that no account's figures
-// show in another's.
-func (s *Service) recordsMetrics(topicARN string) bool {
-	return s.metrics != nil && arnAccount(topicARN) == s.account
 }
 
 // topicNameOf is the last element of a topic ARN.

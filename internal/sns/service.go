@@ -65,9 +65,9 @@ type SQS interface {
 	SendMany(ctx context.Context, queueARNs []string, msgs [][]engine.NewMessage) ([]engine.SendOutcome, error)
 }
 
-// Recorder takes one sample of a metric (metrics.Store).
+// Recorder takes one sample of a metric of an account (metrics.Store).
 type Recorder interface {
-	Record(namespace, metric string, dim metrics.Dimension, value float64)
+	Record(account, namespace, metric string, dim metrics.Dimension, value float64)
 }
 
 // Defaults for an empty Config.

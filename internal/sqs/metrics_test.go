@@ -1,27 +1,80 @@
 package sqs
 
 import (
+	"maps"
 	"sync"
 	"testing"
 	"time"
 
 	"github.com/ferrymq/ferry/internal/metrics"
+	"github.com/ferrymq/ferry/internal/protocol"
 	"github.com/ferrymq/ferry/internal/testwait"
 )
 
-// countingRecorder sums the recorded values by metric and queue.
+// countingRecorder sums the recorded values by metric and queue, the
+// account first when it is not testAccount's, and counts the touches by
+// account and queue.
 type countingRecorder struct {
-	mu   sync.Mutex
-	sums map[string]float64
+	mu      sync.Mutex
+	sums    map[string]float64
+	touches map[string]int
 }
 
-func (r *countingRecorder) Record(ns, metric string, dim metrics.Dimension, v float64) {
+func (r *countingRecorder) Record(account, ns, metric string, dim metrics.Dimension, v float64) {
 	r.mu.Lock()
 	defer r.mu.Unlock()
 	if ns != metrics.NamespaceSQS {
 		panic("namespace " + ns)
 	}
-	r.sums[metric+" "+dim.Value] += v
+	r.sums[accountPrefix(account)+metric+" "+dim.Value] += v
+}
+
+func (r *countingRecorder) Touch(account, queue string) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	r.touches[accountPrefix(account)+queue]++
+}
+
+func accountPrefix(account string) string {
+	if account == testAccount {
+		return ""
+	}
+	return account + " "
+}
+
+// Another account's queue is counted, and touched, in its own account's
+// series: the same queue name in the configured account counts nothing.
+func TestMetricsPerAccount(t *testing.T) {
+	t.Parallel()
+	const other = "222222222222"
+	h := newHarness(t)
+	rec := &countingRecorder{sums: map[string]float64{}, touches: map[string]int{}}
+	h.svc = NewService(Config{Account: testAccount, Region: testRegion, Backend: h.eng, Clock: h.clk, QueueURLBase: testBase,
+		Metrics: rec, Activity: rec})
+	must[CreateQueueOutput](h, "CreateQueue", &CreateQueueInput{QueueName: "q"})
+	h.ctx = protocol.WithInfo(h.ctx, &protocol.RequestInfo{Account: other})
+	url := must[CreateQueueOutput](h, "CreateQueue", &CreateQueueInput{QueueName: "q"}).QueueUrl
+	must[SendMessageOutput](h, "SendMessage", &SendMessageInput{QueueUrl: url, MessageBody: "hello"})
+	ten := 10
+	got := must[ReceiveMessageOutput](h, "ReceiveMessage", &ReceiveMessageInput{QueueUrl: url, MaxNumberOfMessages: &ten})
+	if len(got.Messages) != 1 {
+		t.Fatalf("received %d messages", len(got.Messages))
+	}
+	must[EmptyOutput](h, "DeleteMessage", &DeleteMessageInput{QueueUrl: url, ReceiptHandle: got.Messages[0].ReceiptHandle})
+	must[ReceiveMessageOutput](h, "ReceiveMessage", &ReceiveMessageInput{QueueUrl: url})
+	want := map[string]float64{
+		other + " " + metrics.MessagesSent + " q":     1,
+		other + " " + metrics.SentMessageSize + " q":  5,
+		other + " " + metrics.MessagesReceived + " q": 1,
+		other + " " + metrics.MessagesDeleted + " q":  1,
+		other + " " + metrics.EmptyReceives + " q":    1,
+	}
+	if !maps.Equal(rec.sums, want) {
+		t.Errorf("recorded %v, want %v", rec.sums, want)
+	}
+	if rec.touches[other+" q"] == 0 || rec.touches["q"] != 0 {
+		t.Errorf("touches %v, want %s's q only", rec.touches, other)
+	}
 }
 
 func TestMetricsDeletes(t *testing.T) {

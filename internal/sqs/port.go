@@ -144,8 +144,8 @@ func (p *Port) SendMany(ctx context.Context, queueARNs []string, msgs [][]engine
 // destination. A redrive policy's move into a dead-letter queue is
 // another matter: it keeps the message and is not counted.
 func (p *Port) MovedByTask(account, queue string, m *engine.NewMessage) {
-	if account == p.account && p.metrics != nil {
-		p.countSent(queue, m)
+	if p.metrics != nil {
+		p.countSent(account, queue, m)
 	}
 }
 

@@ -41,9 +41,10 @@ type Config struct {
 	Activity Toucher
 }
 
-// Recorder takes one sample of a metric of a queue (metrics.Store).
+// Recorder takes one sample of a metric of an account's queue
+// (metrics.Store).
 type Recorder interface {
-	Record(namespace, metric string, dim metrics.Dimension, value float64)
+	Record(account, namespace, metric string, dim metrics.Dimension, value float64)
 }
 
 // Defaults for an empty Config.

@@ -12,16 +12,21 @@ import (
 )
 
 // Metric datapoints are keyed minute first (prefixMetric, minute as a
-// big-endian uint64, then the series' four names, each length-prefixed),
-// so that expiring old minutes is one range delete and a load is one scan
-// from the first minute kept.
+// big-endian uint64, then the series' four names, each length-prefixed,
+// then its account, length-prefixed, unless it is ""), so that expiring
+// old minutes is one range delete and a load is one scan from the first
+// minute kept. The account "" (the configured one's) adds nothing: the
+// keys written before metrics were kept per account read as its own.
 
 func metricKey(p *engine.MetricPoint) []byte {
-	k := make([]byte, 9, 9+4+len(p.Namespace)+len(p.Metric)+len(p.DimName)+len(p.DimValue))
+	k := make([]byte, 9, 9+5+len(p.Namespace)+len(p.Metric)+len(p.DimName)+len(p.DimValue)+len(p.Account))
 	k[0] = prefixMetric
 	binary.BigEndian.PutUint64(k[1:], uint64(p.Minute))
 	for _, s := range [...]string{p.Namespace, p.Metric, p.DimName, p.DimValue} {
 		k = appendString(k, s)
+	}
+	if p.Account != "" {
+		k = appendString(k, p.Account)
 	}
 	return k
 }
@@ -49,6 +54,9 @@ func decodeMetricPoint(k, v []byte) (engine.MetricPoint, error) {
 	p.Minute = int64(binary.BigEndian.Uint64(k[1:9]))
 	r := newReader(k[9:], false)
 	p.Namespace, p.Metric, p.DimName, p.DimValue = r.str(), r.str(), r.str(), r.str()
+	if !r.bad && r.off < len(r.b) {
+		p.Account = r.str()
+	}
 	if err := r.done(); err != nil {
 		return p, err
 	}

@@ -107,6 +107,34 @@ func (e *Engine) ListQueues(ctx context.Context, account, prefix string) ([]engi
 	return out, nil
 }
 
+// Accounts implements engine.Backend.
+func (e *Engine) Accounts(ctx context.Context) ([]string, error) {
+	if err := e.begin(ctx, opRead); err != nil {
+		return nil, err
+	}
+	defer e.end(opRead)
+	var qs []*queue
+	e.mu.RLock()
+	for _, q := range e.queues {
+		qs = append(qs, q)
+	}
+	e.mu.RUnlock()
+	seen := map[string]bool{}
+	for _, q := range qs {
+		q.mu.Lock()
+		if !q.deleted {
+			seen[q.desc.Account] = true
+		}
+		q.mu.Unlock()
+	}
+	out := make([]string, 0, len(seen))
+	for a := range seen {
+		out = append(out, a)
+	}
+	slices.Sort(out)
+	return out, nil
+}
+
 // UpdateQueue implements engine.Backend. fn runs under the queue's lock and
 // must not call back into the engine for the same queue. The account, name
 // and FIFO flag cannot be changed. New settings apply at once: retention to

@@ -19,8 +19,12 @@ import (
 	"github.com/ferrymq/ferry/internal/testwait"
 )
 
-// Account is the account every queue of the suite belongs to.
-const Account = "123456789012"
+// Account is the account every queue of the suite belongs to, and Other
+// the account of the tests that need a second one.
+const (
+	Account = "123456789012"
+	Other   = "000000000000"
+)
 
 // Start is the fake clock's time when a subtest begins.
 var Start = time.Date(2030, 1, 2, 3, 4, 5, 0, time.UTC)
@@ -488,7 +492,7 @@ func testListQueues(h *H) {
 	for _, n := range []string{"beta", "alpha-2", "alpha-1", "gamma"} {
 		h.Create(n, nil)
 	}
-	if _, _, err := h.B.CreateQueue(h.Ctx, engine.Queue{Account: "000000000000", Name: "alpha-x", Settings: Settings()}); err != nil {
+	if _, _, err := h.B.CreateQueue(h.Ctx, engine.Queue{Account: Other, Name: "alpha-x", Settings: Settings()}); err != nil {
 		h.Fatal(err)
 	}
 	names := func(prefix string) []string {
@@ -521,6 +525,25 @@ func testListQueues(h *H) {
 	}
 	if got, want := names(""), []string{"alpha-1", "alpha-2", "gamma"}; !slices.Equal(got, want) {
 		h.Errorf("after delete: %v, want %v", got, want)
+	}
+	// Accounts names each account with a queue once; an account whose
+	// queues are all deleted has none.
+	accounts := func() []string {
+		h.Helper()
+		as, err := h.B.Accounts(h.Ctx)
+		if err != nil {
+			h.Fatal(err)
+		}
+		return as
+	}
+	if got, want := accounts(), []string{Other, Account}; !slices.Equal(got, want) {
+		h.Errorf("Accounts() = %v, want %v", got, want)
+	}
+	if err := h.B.DeleteQueue(h.Ctx, Other, "alpha-x"); err != nil {
+		h.Fatal(err)
+	}
+	if got, want := accounts(), []string{Account}; !slices.Equal(got, want) {
+		h.Errorf("Accounts() after deleting %s's queue = %v, want %v", Other, got, want)
 	}
 }
 
@@ -656,6 +679,7 @@ func testCancelledContext(h *H) {
 		{"GetQueue", func() error { _, err := b.GetQueue(ctx, Account, "q"); return err }},
 		{"ViewQueue", func() error { _, err := b.ViewQueue(ctx, Account, "q"); return err }},
 		{"ListQueues", func() error { _, err := b.ListQueues(ctx, Account, ""); return err }},
+		{"Accounts", func() error { _, err := b.Accounts(ctx); return err }},
 		{"UpdateQueue", func() error {
 			return b.UpdateQueue(ctx, Account, "q", func(q *engine.Queue) error { q.Tags = map[string]string{"k": "v"}; return nil })
 		}},
@@ -1495,6 +1519,8 @@ func testClose(h *H) {
 	wantErr(h.T, "send after close", err, engine.ErrClosed)
 	_, err = h.B.Stats(h.Ctx, Account, "q")
 	wantErr(h.T, "stats after close", err, engine.ErrClosed)
+	_, err = h.B.Accounts(h.Ctx)
+	wantErr(h.T, "accounts after close", err, engine.ErrClosed)
 	wantErr(h.T, "put a record after close", h.B.PutRecord(h.Ctx, "k", "key", nil), engine.ErrClosed)
 	_, err = h.B.Records(h.Ctx, "k")
 	wantErr(h.T, "records after close", err, engine.ErrClosed)

@@ -97,6 +97,12 @@ func Point(minute int64, namespace, metric, queue string, sum float64) engine.Me
 		Minute: minute, Sum: sum, Count: 2, Min: sum / 4, Max: sum / 2}
 }
 
+// OfAccount is p as a point of account's series.
+func OfAccount(account string, p engine.MetricPoint) engine.MetricPoint {
+	p.Account = account
+	return p
+}
+
 // WantPoints checks MetricPoints(from): ordered by minute, and within a
 // minute, in whatever order, the points of want.
 func (h *H) WantPoints(from int64, want ...engine.MetricPoint) {
@@ -134,8 +140,11 @@ func putTestPoints(h *H) []engine.MetricPoint {
 		Point(101, "AWS/SNS", "NumberOfMessagesSent", "a", 4),
 		Point(102, "AWS/SQS", "SentMessageSize", "b", 5),
 		Point(103, "AWS/SQS", "NumberOfMessagesSent", "a", 6),
+		// Another account's series of the same names is another series.
+		OfAccount(Other, Point(101, "AWS/SQS", "NumberOfMessagesSent", "a", 8)),
 	}
-	// A later put of the same series and minute replaces the point.
+	// A later put of the same series and minute replaces the point, of
+	// its account only.
 	again := Point(101, "AWS/SQS", "NumberOfMessagesSent", "a", 7)
 	for _, put := range [][]engine.MetricPoint{points, {again}, nil} {
 		if err := h.B.PutMetricPoints(h.Ctx, put); err != nil {
@@ -156,11 +165,11 @@ func testMetricPoints(h *H) {
 	if err := h.B.DeleteMetricPointsBefore(h.Ctx, 102); err != nil {
 		h.Fatal(err)
 	}
-	h.WantPoints(0, all[4:]...)
+	h.WantPoints(0, all[4:6]...)
 	if err := h.B.DeleteMetricPointsBefore(h.Ctx, 0); err != nil {
 		h.Fatal(err)
 	}
-	h.WantPoints(0, all[4:]...)
+	h.WantPoints(0, all[4:6]...)
 }
 
 // testMonitor: a healthy store accepts writes, says it is durable exactly

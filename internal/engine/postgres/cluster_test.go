@@ -309,8 +309,9 @@ func TestMetricPointsPerNode(t *testing.T) {
 	wantMerged(t, "every node's points after deleting them", got, err)
 }
 
-// Migration 0005 keeps the points stored before it, as the points of node
-// ”, which every node then reads.
+// Migrations 0005 and 0010 keep the points stored before them, as the
+// points of node ” and of the configured account (account ”), which every
+// node then reads; another account's point of the same names stays apart.
 func TestMigrationKeepsMetricPoints(t *testing.T) {
 	ts := freshSchema(t)
 	ctx := context.Background()
@@ -331,11 +332,13 @@ func TestMigrationKeepsMetricPoints(t *testing.T) {
 		t.Fatal(err)
 	}
 	a, b := ts.open(t, clock.Real{}), ts.open(t, clock.Real{})
-	if err := a.PutMetricPoints(ctx, []engine.MetricPoint{mp(10, "Sent", 5, 1, 5, 5)}); err != nil {
+	other := mp(10, "Sent", 4, 1, 4, 4)
+	other.Account = "222222222222"
+	if err := a.PutMetricPoints(ctx, []engine.MetricPoint{mp(10, "Sent", 5, 1, 5, 5), other}); err != nil {
 		t.Fatal(err)
 	}
 	got, err := b.MetricPoints(ctx, 0)
-	wantMerged(t, "the points after the migration", got, err, mp(10, "Sent", 8, 3, 1, 5), mp(11, "Sent", 1, 1, 1, 1))
+	wantMerged(t, "the points after the migration", got, err, mp(10, "Sent", 8, 3, 1, 5), other, mp(11, "Sent", 1, 1, 1, 1))
 	got, err = a.PeerMetricPoints(ctx, 0)
 	wantMerged(t, "a's peers' points after the migration", got, err, mp(10, "Sent", 3, 2, 1, 2), mp(11, "Sent", 1, 1, 1, 1))
 }

@@ -199,6 +199,25 @@ func (s *Store) ListQueues(ctx context.Context, account, prefix string) ([]engin
 	return qs, nil
 }
 
+// Accounts implements engine.Backend.
+func (s *Store) Accounts(ctx context.Context) ([]string, error) {
+	if err := s.enter(); err != nil {
+		return nil, err
+	}
+	defer s.leave()
+	// The order is bytewise, as the embedded store's.
+	rows, err := s.pool.Query(ctx, `SELECT DISTINCT account COLLATE "C" FROM queues
+		WHERE deleted_ns IS NULL ORDER BY 1`)
+	if err != nil {
+		return nil, fmt.Errorf("postgres: list accounts: %w", err)
+	}
+	accounts, err := pgx.CollectRows(rows, pgx.RowTo[string])
+	if err != nil {
+		return nil, fmt.Errorf("postgres: list accounts: %w", err)
+	}
+	return accounts, nil
+}
+
 // UpdateQueue implements engine.Backend: fn runs while the queue's row is
 // locked, and its account and name cannot change.
 func (s *Store) UpdateQueue(ctx context.Context, account, name string, fn func(*engine.Queue) error) error {

@@ -146,26 +146,26 @@ func (s *Store) PutMetricPoints(ctx context.Context, points []engine.MetricPoint
 	n := len(points)
 	var (
 		minutes                   = make([]int64, n)
-		ns, ms, dns, dvs          = make([]string, n), make([]string, n), make([]string, n), make([]string, n)
+		accs, ns, ms, dns, dvs    = make([]string, n), make([]string, n), make([]string, n), make([]string, n), make([]string, n)
 		sums, counts, mins, maxes = make([]float64, n), make([]float64, n), make([]float64, n), make([]float64, n)
 	)
 	for i, p := range points {
-		minutes[i], ns[i], ms[i], dns[i], dvs[i] = p.Minute, p.Namespace, p.Metric, p.DimName, p.DimValue
+		minutes[i], accs[i], ns[i], ms[i], dns[i], dvs[i] = p.Minute, p.Account, p.Namespace, p.Metric, p.DimName, p.DimValue
 		sums[i], counts[i], mins[i], maxes[i] = p.Sum, p.Count, p.Min, p.Max
 	}
 	// DISTINCT ON keeps the last of a series' minute when the batch names
 	// it twice, as applying the points in order would.
 	_, err := s.pool.Exec(ctx, `
-		INSERT INTO metric_points (node, minute, namespace, metric, dim_name, dim_value, sum, count, min, max)
-		SELECT DISTINCT ON (minute, namespace, metric, dim_name, dim_value)
-			$10, minute, namespace, metric, dim_name, dim_value, sum, count, min, max
-		FROM unnest($1::int8[], $2::text[], $3::text[], $4::text[], $5::text[],
-			$6::float8[], $7::float8[], $8::float8[], $9::float8[])
-			WITH ORDINALITY AS u(minute, namespace, metric, dim_name, dim_value, sum, count, min, max, i)
-		ORDER BY minute, namespace, metric, dim_name, dim_value, i DESC
-		ON CONFLICT (minute, namespace, metric, dim_name, dim_value, node) DO UPDATE SET
+		INSERT INTO metric_points (node, minute, account, namespace, metric, dim_name, dim_value, sum, count, min, max)
+		SELECT DISTINCT ON (minute, account, namespace, metric, dim_name, dim_value)
+			$11, minute, account, namespace, metric, dim_name, dim_value, sum, count, min, max
+		FROM unnest($1::int8[], $2::text[], $3::text[], $4::text[], $5::text[], $6::text[],
+			$7::float8[], $8::float8[], $9::float8[], $10::float8[])
+			WITH ORDINALITY AS u(minute, account, namespace, metric, dim_name, dim_value, sum, count, min, max, i)
+		ORDER BY minute, account, namespace, metric, dim_name, dim_value, i DESC
+		ON CONFLICT (minute, account, namespace, metric, dim_name, dim_value, node) DO UPDATE SET
 			sum = excluded.sum, count = excluded.count, min = excluded.min, max = excluded.max`,
-		minutes, ns, ms, dns, dvs, sums, counts, mins, maxes, s.node)
+		minutes, accs, ns, ms, dns, dvs, sums, counts, mins, maxes, s.node)
 	if err != nil {
 		return fmt.Errorf("postgres: put metric points: %w", err)
 	}
@@ -184,17 +184,17 @@ func (s *Store) MetricPoints(ctx context.Context, from int64) ([]engine.MetricPo
 // metricPoints reads the points of minute from on of every node but
 // except (nil: every node), merged per series and minute.
 func (s *Store) metricPoints(ctx context.Context, from int64, except *string) ([]engine.MetricPoint, error) {
-	rows, err := s.pool.Query(ctx, `SELECT minute, namespace, metric, dim_name, dim_value,
+	rows, err := s.pool.Query(ctx, `SELECT minute, account, namespace, metric, dim_name, dim_value,
 			sum(sum), sum(count), min(min), max(max)
 		FROM metric_points WHERE minute >= $1 AND ($2::text IS NULL OR node <> $2)
-		GROUP BY minute, namespace, metric, dim_name, dim_value
-		ORDER BY minute, namespace COLLATE "C", metric COLLATE "C", dim_name COLLATE "C", dim_value COLLATE "C"`, from, except)
+		GROUP BY minute, account, namespace, metric, dim_name, dim_value
+		ORDER BY minute, account COLLATE "C", namespace COLLATE "C", metric COLLATE "C", dim_name COLLATE "C", dim_value COLLATE "C"`, from, except)
 	if err != nil {
 		return nil, fmt.Errorf("postgres: metric points: %w", err)
 	}
 	pts, err := pgx.CollectRows(rows, func(r pgx.CollectableRow) (engine.MetricPoint, error) {
 		var p engine.MetricPoint
-		err := r.Scan(&p.Minute, &p.Namespace, &p.Metric, &p.DimName, &p.DimValue, &p.Sum, &p.Count, &p.Min, &p.Max)
+		err := r.Scan(&p.Minute, &p.Account, &p.Namespace, &p.Metric, &p.DimName, &p.DimValue, &p.Sum, &p.Count, &p.Min, &p.Max)
 		return p, err
 	})
 	if err != nil {
