@@ -19,10 +19,11 @@ test: fmt-check test-deps
 		FERRY_TEST_SERVER_STORE=postgres $(GO) test -race -count=1 -timeout 20m ./internal/server; \
 	fi
 
-# The npm project that pins the AWS SDK for JavaScript v3 of a test. Where
+# The npm project that pins the AWS SDK for JavaScript v3, sqs-consumer and
+# sqs-producer of the tests that drive Ferry from Node.js. Where
 # npm is installed, make test installs it from its lock file (npm ci) when
 # node_modules is missing or older than package.json or the lock file;
-# without npm that test skips and says so.
+# without npm those tests skip and say so.
 JSSDK := internal/server/testdata/jssdk
 NPM ?= npm
 test-deps:

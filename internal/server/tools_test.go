@@ -55,6 +55,11 @@ var (
 		install: "install Debian's python3-boto3 (apt-get install python3-boto3)",
 		problem: func(ctx context.Context) string { return boto3Problem(ctx, debianPython) },
 	}
+	celeryTool = outsideTool{
+		require: "FERRY_REQUIRE_CELERY",
+		install: "install Debian's python3-celery, python3-kombu, python3-boto3 and python3-pycurl (kombu's SQS transport needs the last two)",
+		problem: func(ctx context.Context) string { return celeryProblem(ctx, debianPython) },
+	}
 )
 
 // toolRequired tells whether the tests of the tool required by the
@@ -144,11 +149,24 @@ func jsSDKProblem(ctx context.Context, node, dir string) string {
 
 // boto3Problem says why python cannot import boto3, or "" when it can.
 func boto3Problem(ctx context.Context, python string) string {
+	return pythonProblem(ctx, python, "boto3")
+}
+
+// celeryProblem says why python cannot run a Celery worker on kombu's SQS
+// transport (which needs boto3, and pycurl for its receives), or "" when
+// it can.
+func celeryProblem(ctx context.Context, python string) string {
+	return pythonProblem(ctx, python, "celery, kombu.transport.SQS, kombu.asynchronous.aws.sqs.connection, pycurl, boto3")
+}
+
+// pythonProblem says why python cannot import modules (a comma-separated
+// list), or "" when it can.
+func pythonProblem(ctx context.Context, python, modules string) string {
 	if _, err := os.Stat(python); err != nil {
 		return fmt.Sprintf("no Python at %s: %v", python, err)
 	}
-	if out, err := exec.CommandContext(ctx, python, "-c", "import boto3").CombinedOutput(); err != nil {
-		return fmt.Sprintf("%s does not import boto3: %v: %q", python, err, out)
+	if out, err := exec.CommandContext(ctx, python, "-c", "import "+modules).CombinedOutput(); err != nil {
+		return fmt.Sprintf("%s does not import %s: %v: %q", python, modules, err, out)
 	}
 	return ""
 }
@@ -212,6 +230,7 @@ func TestOutsideToolGate(t *testing.T) {
 
 	python := script("python3", `[ "$2" = "import boto3" ]`)
 	noBoto3 := script("python3-bare", `echo "ModuleNotFoundError: No module named 'boto3'" >&2; exit 1`)
+	withCelery := script("python3-celery", `case "$2" in "import celery, "*) exit 0;; *) exit 1;; esac`)
 
 	for _, tc := range []struct {
 		name, problem string
@@ -230,6 +249,9 @@ func TestOutsideToolGate(t *testing.T) {
 		{"boto3", "", boto3Problem(context.Background(), python)},
 		{"no python", "no Python at", boto3Problem(context.Background(), missing)},
 		{"no boto3", "does not import boto3", boto3Problem(context.Background(), noBoto3)},
+		{"celery", "", celeryProblem(context.Background(), withCelery)},
+		{"celery, no python", "no Python at", celeryProblem(context.Background(), missing)},
+		{"no celery", "does not import celery, kombu", celeryProblem(context.Background(), noBoto3)},
 	} {
 		if (tc.problem == "") != (tc.got == "") || !strings.Contains(tc.got, tc.problem) {
 			t.Errorf("%s: problem %q, want one containing %q", tc.name, tc.got, tc.problem)
