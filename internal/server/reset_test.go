@@ -418,7 +418,50 @@ func TestResetNodes(t *testing.T) {
 		return err == nil && len(al.MetricAlarms) == 0
 	})
 	wantClean(t, nodes[1], a2)
-	_ = a
+
+	// A reset of one account: its series go from the node that resets,
+	// which lists them through its overlay of the other node's points,
+	// from the other node and from the store; b's stay whole.
+	b := clientsOf(nodes[0].srv.URL(), "222222222222", "x", "us-east-1")
+	b2 := clientsOf(nodes[1].srv.URL(), "222222222222", "x", "us-east-1")
+	sendN(t, b2.json, createQueueIn(ctx, t, b2, "kept"), 1)
+	c := &cluster{clk: nodes[0].clk, nodes: nodes}
+	c.step(t) // saves
+	c.step(t) // reads the other node's
+	aSeries, bSeries := metricsOf(t, a2), metricsOf(t, b2)
+	if len(aSeries) == 0 || !slices.Equal(metricsOf(t, a), aSeries) || !slices.Equal(metricsOf(t, b), bSeries) {
+		t.Fatalf("before the reset the first node lists %v and %v, the second %v and %v",
+			metricsOf(t, a), metricsOf(t, b), aSeries, bSeries)
+	}
+	if r := post(t, nodes[0].srv.URL()+"/_ferry/reset?account=111111111111"); r.Status != 200 {
+		t.Fatalf("reset of a: %d %s", r.Status, r.Body)
+	}
+	if got := metricsOf(t, a); len(got) != 0 {
+		t.Errorf("the first node lists %v of a after its reset", got)
+	}
+	testwait.Eventually(t, "the second node forgets a's series", func() bool { return len(metricsOf(t, a2)) == 0 })
+	c.step(t)
+	c.step(t)
+	for _, n := range []struct {
+		who  string
+		a, b authClients
+	}{{"first", a, b}, {"second", a2, b2}} {
+		if got := metricsOf(t, n.a); len(got) != 0 {
+			t.Errorf("the %s node lists %v of a after the saves and reads that follow its reset", n.who, got)
+		}
+		if got := metricsOf(t, n.b); !slices.Equal(got, bSeries) {
+			t.Errorf("the %s node lists %v of b after a's reset, want %v", n.who, got, bSeries)
+		}
+	}
+	stored, err := nodes[0].srv.Engine().(engine.MetricStore).MetricPoints(ctx, 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, p := range stored {
+		if p.Account != "222222222222" {
+			t.Errorf("stored after a's reset: %+v", p)
+		}
+	}
 }
 
 // metricsOf lists the series the client's account has in its region, as
