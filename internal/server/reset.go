@@ -26,7 +26,7 @@ import (
 // services keep (queues and their messages, the names deleted within a
 // minute, purges, move tasks, deduplication windows, topics,
 // subscriptions, platform applications, SMS settings, recorded
-// deliveries and logs, alarms and their history, metric datapoints, of
+// deliveries and logs, alarms and their history, metric datapoints of
 // every region); secrets (the receipt-handle key, the SNS signing key)
 // stay.
 //

@@ -215,26 +215,15 @@ func (s *Store) DeleteMetricPointsBefore(ctx context.Context, minute int64) erro
 	return nil
 }
 
-// DeleteMetricPoints implements engine.MetricStore. The accounts are few
-// beside their points: they are picked here, the points by the database.
+// DeleteMetricPoints implements engine.MetricStore.
 func (s *Store) DeleteMetricPoints(ctx context.Context, pick func(account string) bool) error {
 	if err := s.enter(); err != nil {
 		return err
 	}
 	defer s.leave()
-	rows, err := s.pool.Query(ctx, `SELECT DISTINCT account FROM metric_points`)
+	accounts, err := s.pickAccounts(ctx, "metric_points", pick)
 	if err != nil {
 		return fmt.Errorf("postgres: delete metric points: %w", err)
-	}
-	all, err := pgx.CollectRows(rows, pgx.RowTo[string])
-	if err != nil {
-		return fmt.Errorf("postgres: delete metric points: %w", err)
-	}
-	var accounts []string
-	for _, a := range all {
-		if pick(a) {
-			accounts = append(accounts, a)
-		}
 	}
 	if len(accounts) == 0 {
 		return nil
