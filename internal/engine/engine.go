@@ -576,6 +576,10 @@ type MetricStore interface {
 	MetricPoints(ctx context.Context, from int64) ([]MetricPoint, error)
 	// DeleteMetricPointsBefore deletes the points of minutes before minute.
 	DeleteMetricPointsBefore(ctx context.Context, minute int64) error
+	// DeleteMetricPoints deletes every point of the accounts pick picks
+	// (MetricPoint.Account, "" for the configured account's), of every
+	// minute and, on a shared store, of every node: a reset of accounts.
+	DeleteMetricPoints(ctx context.Context, pick func(account string) bool) error
 }
 
 // Store is everything the services keep, in one backend: queues and

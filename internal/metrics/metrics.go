@@ -366,15 +366,15 @@ func (s *Store) storedAccount(account string) string {
 	return account
 }
 
-// accountOf is the account of a stored point.
-func (s *Store) accountOf(p *engine.MetricPoint) string {
-	if p.Account == "" {
+// ownerOf is storedAccount's inverse: the account a stored point names.
+func (s *Store) ownerOf(stored string) string {
+	if stored == "" {
 		return s.account
 	}
-	return p.Account
+	return stored
 }
 
 // keyOf is the series of a stored point.
 func (s *Store) keyOf(p *engine.MetricPoint) SeriesKey {
-	return SeriesKey{s.accountOf(p), p.Namespace, p.Metric, Dimension{p.DimName, p.DimValue}}
+	return SeriesKey{s.ownerOf(p.Account), p.Namespace, p.Metric, Dimension{p.DimName, p.DimValue}}
 }

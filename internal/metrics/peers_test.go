@@ -80,6 +80,15 @@ func (n *fakeNode) DeleteMetricPointsBefore(ctx context.Context, minute int64) e
 	return nil
 }
 
+func (n *fakeNode) DeleteMetricPoints(ctx context.Context, pick func(string) bool) error {
+	n.db.mu.Lock()
+	defer n.db.mu.Unlock()
+	for _, p := range n.db.points {
+		_ = p.DeleteMetricPoints(ctx, pick)
+	}
+	return nil
+}
+
 func (n *fakeNode) MetricPoints(ctx context.Context, from int64) ([]engine.MetricPoint, error) {
 	return n.merged(ctx, from, "")
 }

@@ -55,6 +55,15 @@ func (m *memPoints) DeleteMetricPointsBefore(_ context.Context, minute int64) er
 	return nil
 }
 
+func (m *memPoints) DeleteMetricPoints(_ context.Context, pick func(string) bool) error {
+	for k, p := range m.points {
+		if pick(p.Account) {
+			delete(m.points, k)
+		}
+	}
+	return nil
+}
+
 func TestFlushAndLoad(t *testing.T) {
 	t.Parallel()
 	ctx := context.Background()

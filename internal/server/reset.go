@@ -7,7 +7,6 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
-	"math"
 	"net/http"
 	"regexp"
 	"slices"
@@ -27,8 +26,9 @@ import (
 // services keep (queues and their messages, the names deleted within a
 // minute, purges, move tasks, deduplication windows, topics,
 // subscriptions, platform applications, SMS settings, recorded
-// deliveries and logs, alarms and their history, metric datapoints);
-// secrets (the receipt-handle key, the SNS signing key) stay.
+// deliveries and logs, alarms and their history, metric datapoints of
+// every region); secrets (the receipt-handle key, the SNS signing key)
+// stay.
 //
 // The services remove what the store holds, so a restart brings nothing
 // back, and other nodes on the same store hear of each removed record and
@@ -81,14 +81,6 @@ func (s *Server) reset(ctx context.Context, account string, services []string) (
 		if res.Removed.cloudwatchRemoved, err = s.cw.Reset(ctx, account); err != nil {
 			return res, err
 		}
-		// Datapoints are per account, but the stores delete them by
-		// minute only: only a reset of every account clears them.
-		if account == "" {
-			res.Removed.MetricSeries = s.metrics.Reset()
-			if err := s.store.DeleteMetricPointsBefore(ctx, math.MaxInt64); err != nil {
-				return res, fmt.Errorf("reset metric datapoints: %w", err)
-			}
-		}
 	}
 	if slices.Contains(services, "sqs") {
 		// Without SNS, the hidden delivery queues of its subscriptions
@@ -96,13 +88,19 @@ func (s *Server) reset(ctx context.Context, account string, services []string) (
 		withSNS := slices.Contains(services, "sns")
 		pick := func(owner string) bool {
 			if account != "" {
-				a, _ := region.Split(owner, s.cfg.Region)
-				return a == account
+				return s.ofAccount(owner, account)
 			}
 			return withSNS || owner != delivery.QueueAccount
 		}
 		if res.Removed.Queues, err = s.store.ResetQueues(ctx, pick); err != nil {
 			return res, err
+		}
+	}
+	// Datapoints after the queues, so that the sampler records no gauge
+	// of a queue that is going once its series are gone.
+	if slices.Contains(services, "cloudwatch") {
+		if res.Removed.MetricSeries, err = s.metrics.Reset(ctx, s.store, s.pickAccount(account)); err != nil {
+			return res, fmt.Errorf("reset metric datapoints: %w", err)
 		}
 	}
 	if s.store.Shared() {
@@ -119,9 +117,24 @@ func (s *Server) forgetLocal(account string, services []string) {
 	if slices.Contains(services, "sns") {
 		s.sns.ForgetDeliveries(account)
 	}
-	if slices.Contains(services, "cloudwatch") && account == "" {
-		s.metrics.Reset()
+	if slices.Contains(services, "cloudwatch") {
+		s.metrics.Forget(s.pickAccount(account))
 	}
+}
+
+// pickAccount picks the owner keys of account in every region; nil, every
+// owner, for account "".
+func (s *Server) pickAccount(account string) func(owner string) bool {
+	if account == "" {
+		return nil
+	}
+	return func(owner string) bool { return s.ofAccount(owner, account) }
+}
+
+// ofAccount reports whether owner is a key of account, of any region.
+func (s *Server) ofAccount(owner, account string) bool {
+	a, _ := region.Split(owner, s.cfg.Region)
+	return a == account
 }
 
 func resetKey(account string, services []string) string {

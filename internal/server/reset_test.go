@@ -5,8 +5,10 @@ import (
 	"encoding/json"
 	"errors"
 	"net/http"
+	"slices"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/aws/aws-sdk-go-v2/aws"
 	cwsdk "github.com/aws/aws-sdk-go-v2/service/cloudwatch"
@@ -172,7 +174,8 @@ func TestResetLocalStack(t *testing.T) {
 // the queues it removes, and refuses what it does not know.
 func TestResetFerry(t *testing.T) {
 	t.Parallel()
-	f := start(t)
+	dir := t.TempDir()
+	f := start(t, onDisk(dir))
 	a := clientsOf(f.srv.URL(), "111111111111", "x", "us-east-1")
 	b := clientsOf(f.srv.URL(), "222222222222", "x", "us-east-1")
 	ctx := ctxT(t)
@@ -181,8 +184,18 @@ func TestResetFerry(t *testing.T) {
 	// An account's queues are those of every region.
 	aWest := clientsOf(f.srv.URL(), "111111111111", "x", "eu-west-1")
 	bWest := clientsOf(f.srv.URL(), "222222222222", "x", "eu-west-1")
-	createQueueIn(ctx, t, aWest, "west")
-	createQueueIn(ctx, t, bWest, "west")
+	sendN(t, aWest.json, createQueueIn(ctx, t, aWest, "west"), 1)
+	sendN(t, bWest.json, createQueueIn(ctx, t, bWest, "west"), 1)
+	// Once the topics' deliveries are over, the sampler's tick saves the
+	// minute of the sends; the alarms are evaluated on the way (a second
+	// history item).
+	testwait.Eventually(t, "the topics' deliveries", func() bool {
+		const delivered = "AWS/SNS NumberOfNotificationsDelivered TopicName=events"
+		return slices.Contains(metricsOf(t, a), delivered) && slices.Contains(metricsOf(t, b), delivered)
+	})
+	evaluated := f.srv.CloudWatch().Ticks()
+	f.tick(t)
+	testwait.Eventually(t, "the alarms' evaluation", func() bool { return f.srv.CloudWatch().Ticks() != evaluated })
 	polled := createQueueIn(ctx, t, a, "polled")
 	poll := make(chan error, 1)
 	go func() {
@@ -196,27 +209,73 @@ func TestResetFerry(t *testing.T) {
 			t.Errorf("reset?%s: %d %s", q, r.Status, r.Body)
 		}
 	}
+	// a's series of both regions go, from memory and from the store.
+	aSeries := append(metricsOf(t, a), metricsOf(t, aWest)...)
+	bSeries, bWestSeries := metricsOf(t, b), metricsOf(t, bWest)
 	r := post(t, f.srv.URL()+"/_ferry/reset?account=111111111111")
 	var got map[string]any
 	if err := json.Unmarshal([]byte(r.Body), &got); r.Status != 200 || err != nil {
 		t.Fatalf("reset: %d %s", r.Status, r.Body)
 	}
-	want := `{"account":"111111111111","removed":{"alarmHistory":1,"alarms":1,"metricSeries":0,"platformApplications":0,` +
-		`"platformEndpoints":0,"queues":4,"smsSettings":1,"subscriptions":2,"topics":1},"services":["sns","cloudwatch","sqs"]}`
+	// metricSeries is checked below, with the long poll.
+	series := got["removed"].(map[string]any)["metricSeries"]
+	got["removed"].(map[string]any)["metricSeries"] = "checked"
+	want := `{"account":"111111111111","removed":{"alarmHistory":2,"alarms":1,"metricSeries":"checked",` +
+		`"platformApplications":0,"platformEndpoints":0,"queues":4,"smsSettings":1,"subscriptions":2,"topics":1},` +
+		`"services":["sns","cloudwatch","sqs"]}`
 	if canon, _ := json.Marshal(got); string(canon) != want {
 		t.Errorf("reset answered %s\nwant %s", canon, want)
 	}
+	// What is left of the sends before the reset: nothing of a's, in
+	// either region; all of b's.
+	wantSent := func(when string) {
+		t.Helper()
+		from, to := epoch.Add(-time.Hour), epoch.Add(time.Hour)
+		for _, c := range []struct {
+			who   string
+			cl    authClients
+			queue string
+			want  int
+		}{{"a", a, "inbox", 0}, {"a", aWest, "west", 0}, {"b", b, "inbox", 1}, {"b", bWest, "west", 1}} {
+			if dps := statWith(t, c.cl.cw, "NumberOfMessagesSent", c.queue, from, to, 60); len(dps) != c.want {
+				t.Errorf("%s: %s's datapoints of %s: %+v, want %d", when, c.who, c.queue, dps, c.want)
+			}
+		}
+		if got := metricsOf(t, aWest); len(got) != 0 {
+			t.Errorf("%s: a lists %v in eu-west-1", when, got)
+		}
+		if got := metricsOf(t, bWest); !slices.Equal(got, bWestSeries) {
+			t.Errorf("%s: b lists %v in eu-west-1, want %v", when, got, bWestSeries)
+		}
+	}
+	var pollErr error
 	select {
-	case err := <-poll:
+	case pollErr = <-poll:
 		// As when the queue is deleted: empty, or (on PostgreSQL, whose
 		// receive looks the queue up again) QueueDoesNotExist.
 		var qne *types.QueueDoesNotExist
-		if err != nil && !errors.As(err, &qne) {
-			t.Errorf("long poll on a removed queue: %v", err)
+		if pollErr != nil && !errors.As(pollErr, &qne) {
+			t.Errorf("long poll on a removed queue: %v", pollErr)
 		}
 	case <-ctx.Done():
 		t.Fatal("the long poll on a removed queue did not end")
 	}
+	// The reset removed every series a had listed. The long poll, ended
+	// as its queue went, counts an empty receive if it answered one: as
+	// any request that races the reset, before its series went (removed
+	// with them) or after (left, alone).
+	late := metricsOf(t, a)
+	removed := map[bool]float64{false: float64(len(aSeries)), true: float64(len(aSeries) + 1)}
+	switch {
+	case len(late) == 0 && (series == removed[false] || pollErr == nil && series == removed[true]):
+	case pollErr == nil && slices.Equal(late, []string{"AWS/SQS NumberOfEmptyReceives QueueName=polled"}) && series == removed[false]:
+	default:
+		t.Errorf("the reset removed %v series of a's %d (long poll: %v); a lists %v after it", series, len(aSeries), pollErr, late)
+	}
+	if got := metricsOf(t, b); !slices.Equal(got, bSeries) {
+		t.Errorf("b lists %v after a's reset, want %v", got, bSeries)
+	}
+	wantSent("after a's reset")
 	wantClean(t, f, a)
 	if l, err := aWest.json.ListQueues(ctx, &sqs.ListQueuesInput{}); err != nil || len(l.QueueUrls) != 0 {
 		t.Errorf("a's queues in eu-west-1 after its reset: %v %v", l, err)
@@ -254,6 +313,13 @@ func TestResetFerry(t *testing.T) {
 	if _, err := b.json.GetQueueUrl(ctx, &sqs.GetQueueUrlInput{QueueName: aws.String("inbox")}); err != nil {
 		t.Errorf("b's queue after the SNS reset: %v", err)
 	}
+
+	// Nothing of a's series comes back at a restart.
+	stop(t, f)
+	f = start(t, onDisk(dir), onClock(f.clk))
+	a, aWest = clientsOf(f.srv.URL(), "111111111111", "x", "us-east-1"), clientsOf(f.srv.URL(), "111111111111", "x", "eu-west-1")
+	b, bWest = clientsOf(f.srv.URL(), "222222222222", "x", "us-east-1"), clientsOf(f.srv.URL(), "222222222222", "x", "eu-west-1")
+	wantSent("after a restart")
 }
 
 // TestResetAdmin: the reset paths are admin endpoints: with auth on they
@@ -352,5 +418,71 @@ func TestResetNodes(t *testing.T) {
 		return err == nil && len(al.MetricAlarms) == 0
 	})
 	wantClean(t, nodes[1], a2)
-	_ = a
+
+	// A reset of one account: its series go from the node that resets,
+	// which lists them through its overlay of the other node's points,
+	// from the other node and from the store; b's stay whole.
+	b := clientsOf(nodes[0].srv.URL(), "222222222222", "x", "us-east-1")
+	b2 := clientsOf(nodes[1].srv.URL(), "222222222222", "x", "us-east-1")
+	sendN(t, b2.json, createQueueIn(ctx, t, b2, "kept"), 1)
+	c := &cluster{clk: nodes[0].clk, nodes: nodes}
+	c.step(t) // saves
+	c.step(t) // reads the other node's
+	aSeries, bSeries := metricsOf(t, a2), metricsOf(t, b2)
+	if len(aSeries) == 0 || !slices.Equal(metricsOf(t, a), aSeries) || !slices.Equal(metricsOf(t, b), bSeries) {
+		t.Fatalf("before the reset the first node lists %v and %v, the second %v and %v",
+			metricsOf(t, a), metricsOf(t, b), aSeries, bSeries)
+	}
+	if r := post(t, nodes[0].srv.URL()+"/_ferry/reset?account=111111111111"); r.Status != 200 {
+		t.Fatalf("reset of a: %d %s", r.Status, r.Body)
+	}
+	if got := metricsOf(t, a); len(got) != 0 {
+		t.Errorf("the first node lists %v of a after its reset", got)
+	}
+	testwait.Eventually(t, "the second node forgets a's series", func() bool { return len(metricsOf(t, a2)) == 0 })
+	c.step(t)
+	c.step(t)
+	for _, n := range []struct {
+		who  string
+		a, b authClients
+	}{{"first", a, b}, {"second", a2, b2}} {
+		if got := metricsOf(t, n.a); len(got) != 0 {
+			t.Errorf("the %s node lists %v of a after the saves and reads that follow its reset", n.who, got)
+		}
+		if got := metricsOf(t, n.b); !slices.Equal(got, bSeries) {
+			t.Errorf("the %s node lists %v of b after a's reset, want %v", n.who, got, bSeries)
+		}
+	}
+	stored, err := nodes[0].srv.Engine().(engine.MetricStore).MetricPoints(ctx, 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, p := range stored {
+		if p.Account != "222222222222" {
+			t.Errorf("stored after a's reset: %+v", p)
+		}
+	}
+}
+
+// metricsOf lists the series the client's account has in its region, as
+// "namespace metric dimension=value".
+func metricsOf(t testing.TB, c authClients) []string {
+	t.Helper()
+	var out []string
+	p := cwsdk.NewListMetricsPaginator(c.cw, &cwsdk.ListMetricsInput{})
+	for p.HasMorePages() {
+		page, err := p.NextPage(ctxT(t))
+		if err != nil {
+			t.Fatalf("ListMetrics: %v", err)
+		}
+		for _, m := range page.Metrics {
+			s := aws.ToString(m.Namespace) + " " + aws.ToString(m.MetricName)
+			for _, d := range m.Dimensions {
+				s += " " + aws.ToString(d.Name) + "=" + aws.ToString(d.Value)
+			}
+			out = append(out, s)
+		}
+	}
+	slices.Sort(out)
+	return out
 }

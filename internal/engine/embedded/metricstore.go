@@ -47,8 +47,22 @@ func encodeMetricValue(b []byte, p *engine.MetricPoint) []byte {
 }
 
 func decodeMetricPoint(k, v []byte) (engine.MetricPoint, error) {
+	p, err := decodeMetricKey(k)
+	if err != nil {
+		return p, err
+	}
+	if len(v) != 33 || v[0] != recordVersion {
+		return p, errCorrupt
+	}
+	f := func(i int) float64 { return math.Float64frombits(binary.BigEndian.Uint64(v[1+8*i:])) }
+	p.Sum, p.Count, p.Min, p.Max = f(0), f(1), f(2), f(3)
+	return p, nil
+}
+
+// decodeMetricKey is the series and minute a key names.
+func decodeMetricKey(k []byte) (engine.MetricPoint, error) {
 	var p engine.MetricPoint
-	if len(k) < 9 || k[0] != prefixMetric || len(v) != 33 || v[0] != recordVersion {
+	if len(k) < 9 || k[0] != prefixMetric {
 		return p, errCorrupt
 	}
 	p.Minute = int64(binary.BigEndian.Uint64(k[1:9]))
@@ -57,12 +71,7 @@ func decodeMetricPoint(k, v []byte) (engine.MetricPoint, error) {
 	if !r.bad && r.off < len(r.b) {
 		p.Account = r.str()
 	}
-	if err := r.done(); err != nil {
-		return p, err
-	}
-	f := func(i int) float64 { return math.Float64frombits(binary.BigEndian.Uint64(v[1+8*i:])) }
-	p.Sum, p.Count, p.Min, p.Max = f(0), f(1), f(2), f(3)
-	return p, nil
+	return p, r.done()
 }
 
 // PutMetricPoints implements engine.MetricStore.
@@ -128,6 +137,49 @@ func (e *Engine) DeleteMetricPointsBefore(ctx context.Context, minute int64) err
 	// Not synced: an expiry lost in a crash is redone by the next one.
 	if err := e.db.DeleteRange([]byte{prefixMetric}, metricMinuteKey(minute), pebble.NoSync); err != nil {
 		return fmt.Errorf("embedded: expire metric points: %w", err)
+	}
+	return nil
+}
+
+// DeleteMetricPoints implements engine.MetricStore. The points are keyed
+// minute first, so finding an account's is a scan of them all; a reset
+// is rare and the points few beside the messages.
+func (e *Engine) DeleteMetricPoints(ctx context.Context, pick func(account string) bool) error {
+	if err := e.enter(); err != nil {
+		return err
+	}
+	defer e.leave()
+	if err := e.writable(); err != nil {
+		return err
+	}
+	b := e.db.NewBatch()
+	defer b.Close()
+	n := 0
+	err := e.scan([]byte{prefixMetric}, []byte{prefixMetric + 1}, func(it *pebble.Iterator) (bool, error) {
+		if n%4096 == 0 {
+			if err := ctx.Err(); err != nil {
+				return false, err
+			}
+		}
+		n++
+		p, err := decodeMetricKey(it.Key())
+		if err != nil {
+			return false, fmt.Errorf("embedded: metric key %x: %w", it.Key(), err)
+		}
+		if !pick(p.Account) {
+			return false, nil
+		}
+		if err := b.Delete(it.Key(), nil); err != nil {
+			return false, fmt.Errorf("embedded: delete metric points: %w", err)
+		}
+		return false, nil
+	})
+	if err != nil {
+		return err
+	}
+	// Synced, unlike an expiry: a reset must not come back after a crash.
+	if err := b.Commit(e.writeOptions()); err != nil {
+		return fmt.Errorf("embedded: delete metric points: %w", err)
 	}
 	return nil
 }

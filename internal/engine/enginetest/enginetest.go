@@ -161,6 +161,7 @@ var fifoTests = []test{
 var storeTests = []test{
 	{"Records", testRecords},
 	{"MetricPoints", testMetricPoints},
+	{"DeleteMetricPoints", testDeleteMetricPoints},
 	{"Monitor", testMonitor},
 }
 

@@ -5,6 +5,7 @@ import (
 	"context"
 	"fmt"
 	"slices"
+	"strings"
 
 	"github.com/prometheus/client_golang/prometheus"
 
@@ -170,6 +171,39 @@ func testMetricPoints(h *H) {
 		h.Fatal(err)
 	}
 	h.WantPoints(0, all[4:6]...)
+}
+
+// testDeleteMetricPoints: deleting an account's points takes every minute
+// of its series, in every region, and no other account's; what is
+// deleted stays deleted across a crash or a restart.
+func testDeleteMetricPoints(h *H) {
+	all := putTestPoints(h) // the configured account's ("") and Other's
+	west := OfAccount(Other+"@eu-west-1", Point(102, "AWS/SQS", "NumberOfMessagesSent", "a", 9))
+	kept := OfAccount(Account, Point(103, "AWS/SNS", "NumberOfMessagesPublished", "a", 10))
+	if err := h.B.PutMetricPoints(h.Ctx, []engine.MetricPoint{west, kept}); err != nil {
+		h.Fatal(err)
+	}
+	del := func(pick func(string) bool) {
+		h.Helper()
+		if err := h.B.DeleteMetricPoints(h.Ctx, pick); err != nil {
+			h.Fatalf("DeleteMetricPoints: %v", err)
+		}
+	}
+	del(func(string) bool { return false })
+	h.WantPoints(0, append(all, west, kept)...)
+	del(func(a string) bool { return a == Other || strings.HasPrefix(a, Other+"@") })
+	h.WantPoints(0, append(all[:6:6], kept)...)
+	del(func(a string) bool { return a == "" })
+	h.WantPoints(0, kept)
+	switch {
+	case h.d.Crash != nil:
+		h.Crash()
+	case h.d.Reopen != nil:
+		h.Restart(0)
+	default:
+		return
+	}
+	h.WantPoints(0, kept)
 }
 
 // testMonitor: a healthy store accepts writes, says it is durable exactly

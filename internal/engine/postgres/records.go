@@ -214,3 +214,22 @@ func (s *Store) DeleteMetricPointsBefore(ctx context.Context, minute int64) erro
 	}
 	return nil
 }
+
+// DeleteMetricPoints implements engine.MetricStore.
+func (s *Store) DeleteMetricPoints(ctx context.Context, pick func(account string) bool) error {
+	if err := s.enter(); err != nil {
+		return err
+	}
+	defer s.leave()
+	accounts, err := s.pickAccounts(ctx, "metric_points", pick)
+	if err != nil {
+		return fmt.Errorf("postgres: delete metric points: %w", err)
+	}
+	if len(accounts) == 0 {
+		return nil
+	}
+	if _, err := s.pool.Exec(ctx, `DELETE FROM metric_points WHERE account = ANY($1)`, accounts); err != nil {
+		return fmt.Errorf("postgres: delete metric points: %w", err)
+	}
+	return nil
+}

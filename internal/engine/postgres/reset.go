@@ -19,26 +19,14 @@ func (s *Store) ResetQueues(ctx context.Context, pick func(account string) bool)
 		return 0, err
 	}
 	defer s.leave()
-	// The accounts are few beside their queues: they are picked here, the
-	// queues by the database.
-	rows, err := s.pool.Query(ctx, `SELECT DISTINCT account FROM queues`)
+	accounts, err := s.pickAccounts(ctx, "queues", pick)
 	if err != nil {
 		return 0, fmt.Errorf("postgres: reset queues: %w", err)
-	}
-	all, err := pgx.CollectRows(rows, pgx.RowTo[string])
-	if err != nil {
-		return 0, fmt.Errorf("postgres: reset queues: %w", err)
-	}
-	var accounts []string
-	for _, a := range all {
-		if pick(a) {
-			accounts = append(accounts, a)
-		}
 	}
 	if len(accounts) == 0 {
 		return 0, nil
 	}
-	rows, err = s.pool.Query(ctx, `SELECT account, name FROM queues WHERE deleted_ns IS NULL AND account = ANY($1)`, accounts)
+	rows, err := s.pool.Query(ctx, `SELECT account, name FROM queues WHERE deleted_ns IS NULL AND account = ANY($1)`, accounts)
 	if err != nil {
 		return 0, fmt.Errorf("postgres: reset queues: %w", err)
 	}
@@ -76,4 +64,25 @@ func (s *Store) ResetQueues(ctx context.Context, pick func(account string) bool)
 		return removed, fmt.Errorf("postgres: reset queues: remove move tasks: %w", err)
 	}
 	return removed, nil
+}
+
+// pickAccounts returns the accounts of table's rows that pick picks. The
+// accounts are few beside their rows: they are picked here, the rows
+// then by the database.
+func (s *Store) pickAccounts(ctx context.Context, table string, pick func(account string) bool) ([]string, error) {
+	rows, err := s.pool.Query(ctx, `SELECT DISTINCT account FROM `+pgx.Identifier{table}.Sanitize())
+	if err != nil {
+		return nil, err
+	}
+	all, err := pgx.CollectRows(rows, pgx.RowTo[string])
+	if err != nil {
+		return nil, err
+	}
+	var picked []string
+	for _, a := range all {
+		if pick(a) {
+			picked = append(picked, a)
+		}
+	}
+	return picked, nil
 }
