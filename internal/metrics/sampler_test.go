@@ -8,6 +8,7 @@ import (
 	"github.com/ferrymq/ferry/internal/clock"
 	"github.com/ferrymq/ferry/internal/engine"
 	"github.com/ferrymq/ferry/internal/engine/embedded"
+	"github.com/ferrymq/ferry/internal/testwait"
 )
 
 // The sampler reports the gauges of every account's active queues, each
@@ -22,14 +23,20 @@ func TestSamplerAccounts(t *testing.T) {
 	s := NewSampler(SamplerOptions{Store: store, Backend: eng, Hidden: []string{"hidden"}, Clock: clk})
 	t.Cleanup(func() { _ = s.Close(ctx) })
 
+	// The sampler's own tick samples, at the start of each minute; a
+	// sample of the test's own would be a second one in that minute.
+	tick := func(d time.Duration) {
+		n := s.Samples()
+		clk.Advance(d)
+		testwait.Eventually(t, "the sampler's tick", func() bool { return s.Samples() > n })
+	}
 	// Past the active window: the empty queues are idle until touched.
-	clk.Advance(ActiveWindow + time.Minute)
-	s.Sample(ctx) // lists the queues, so that touches count
+	// The tick lists the queues, so that touches count.
+	tick(ActiveWindow + time.Minute)
 	s.Touch(other, "idle")
 	s.Touch("333333333333", "idle") // no such queue: ignored
-	clk.Advance(time.Minute)
+	tick(time.Minute)
 	at := clk.Now().Truncate(time.Minute)
-	s.Sample(ctx)
 
 	visible := func(account, queue string) []Datapoint {
 		return store.Datapoints(account, NamespaceSQS, MessagesVisible, Queue(queue), at, at.Add(time.Minute))
