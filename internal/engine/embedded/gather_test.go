@@ -1,6 +1,7 @@
 package embedded
 
 import (
+	"cmp"
 	"context"
 	"testing"
 	"time"
@@ -12,9 +13,10 @@ import (
 )
 
 // TestGather drives a long poll's gather (gatherMore) on the fake clock.
-// Every step moves the clock to at, sends send messages, and then, while
-// the poll is still gathering, waits until its window ends at armed (all
-// times from the start): the window is the earliest timer.
+// A message is sent and received at the start; the long poll starts. Every
+// step moves the clock to at, sends send messages, and then, while the
+// poll is still gathering, waits until its window ends at armed (all times
+// from the start): the window is the earliest timer.
 func TestGather(t *testing.T) {
 	const win = 200 * time.Microsecond
 	type step struct {
@@ -23,39 +25,47 @@ func TestGather(t *testing.T) {
 		armed time.Duration // zero: the poll has answered
 	}
 	tests := []struct {
-		name  string
-		pre   int // sent before the receive, which finds them at once
-		max   int
-		wait  time.Duration
-		steps []step
-		end   time.Duration // the clock moves here after the steps
-		want  int
+		name   string
+		pre    int           // sent before the receive, which finds them at once
+		gather time.Duration // zero: win
+		max    int
+		wait   time.Duration
+		steps  []step
+		end    time.Duration // the clock moves here after the steps
+		want   int
 	}{
 		{name: "arrivals inside the window are gathered", max: 10, wait: 20 * time.Second,
-			steps: []step{{0, 1, win}, {100 * time.Microsecond, 1, 300 * time.Microsecond}, {250 * time.Microsecond, 1, 450 * time.Microsecond}},
-			end:   450 * time.Microsecond, want: 3},
-		{name: "a quiet window answers with the one", max: 10, wait: 20 * time.Second,
-			steps: []step{{0, 1, win}}, end: win, want: 1},
+			steps: []step{{us(100), 1, us(300)}, {us(200), 1, us(400)}, {us(350), 1, us(550)}},
+			end:   us(550), want: 3},
+		{name: "a quiet window answers with what it has", max: 10, wait: 20 * time.Second,
+			steps: []step{{us(100), 1, us(300)}}, end: us(300), want: 1},
+		{name: "a lone arrival is answered at once", max: 10, wait: 20 * time.Second,
+			steps: []step{{us(1000), 1, 0}}, want: 1},
 		{name: "max ends the gather at once", max: 3, wait: 20 * time.Second,
-			steps: []step{{0, 1, win}, {50 * time.Microsecond, 2, 0}}, want: 3},
+			steps: []step{{us(100), 1, us(300)}, {us(150), 2, 0}}, want: 3},
 		{name: "a steady flow is cut after five windows", max: 10, wait: 20 * time.Second,
-			steps: []step{{0, 1, 200 * time.Microsecond}, {150 * time.Microsecond, 1, 350 * time.Microsecond},
-				{300 * time.Microsecond, 1, 500 * time.Microsecond}, {450 * time.Microsecond, 1, 650 * time.Microsecond},
-				{600 * time.Microsecond, 1, 800 * time.Microsecond}, {750 * time.Microsecond, 1, 950 * time.Microsecond},
-				{900 * time.Microsecond, 1, 1000 * time.Microsecond}},
-			end: 1000 * time.Microsecond, want: 7},
-		{name: "the gather never outlasts the wait", max: 10, wait: time.Second,
-			// The window would end at 1s+100µs; the wait ends at 1s.
-			steps: []step{{time.Second - 100*time.Microsecond, 1, time.Second}}, end: time.Second, want: 1},
+			steps: []step{{us(100), 1, us(300)}, {us(250), 1, us(450)}, {us(400), 1, us(600)}, {us(550), 1, us(750)},
+				{us(700), 1, us(900)}, {us(850), 1, us(1050)}, {us(1000), 1, us(1100)}},
+			end: us(1100), want: 7},
+		{name: "the gather never outlasts the wait", gather: 2 * time.Second, max: 10, wait: time.Second,
+			// The window would end at 3s; the wait ends at 1s.
+			steps: []step{{time.Second - us(100), 1, time.Second}}, end: time.Second, want: 1},
 		{name: "a receive that found messages does not linger", pre: 2, max: 10, wait: 20 * time.Second, want: 2},
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
 			clk := clock.NewFake(enginetest.Start)
+			gather := cmp.Or(tc.gather, win)
 			h := &enginetest.H{T: t, Clk: clk, Ctx: context.Background(),
-				B: openChecked(t, Options{InMemory: true, Clock: clk, Gather: win})}
+				B: openChecked(t, Options{InMemory: true, Clock: clk, Gather: gather})}
 			t.Cleanup(func() { _ = h.B.Close() })
 			h.Create("q", nil)
+			// The send before the steps' first: whether sends flow is
+			// judged from the last two.
+			h.SendBodies("q", "warm")
+			if got := h.Receive("q", engine.ReceiveRequest{}); len(got) != 1 {
+				t.Fatalf("warm-up receive answered %d messages, want 1", len(got))
+			}
 			body := func(n int) []engine.NewMessage {
 				msgs := make([]engine.NewMessage, n)
 				for i := range msgs {
@@ -101,3 +111,5 @@ func TestGather(t *testing.T) {
 		})
 	}
 }
+
+func us(n int) time.Duration { return time.Duration(n) * time.Microsecond }

@@ -43,6 +43,9 @@ type queue struct {
 	purgeFloor uint64
 
 	waiters list.List // of *waiter, oldest first
+	// arrived and prevArrived are when the last two sends entered the
+	// index (unix nanoseconds): whether messages flow (see gatherMore).
+	arrived, prevArrived int64
 
 	// tasks are the move tasks whose source this queue is, oldest first.
 	tasks []*task
@@ -512,6 +515,15 @@ func max0(d time.Duration) time.Duration {
 		return 0
 	}
 	return d
+}
+
+// arriveLocked notes a send entering the index at now.
+func (q *queue) arriveLocked(now int64) { q.prevArrived, q.arrived = q.arrived, now }
+
+// flowingLocked reports whether the last two sends came within d of each
+// other, so that another is likely within d.
+func (q *queue) flowingLocked(d time.Duration) bool {
+	return q.prevArrived != 0 && q.arrived-q.prevArrived <= int64(d)
 }
 
 // serveLocked hands visible messages to waiting receives, oldest first.

@@ -155,19 +155,28 @@ func (e *Engine) Receive(ctx context.Context, account, name string, req engine.R
 // so under a steady flow of single sends every receive would carry one or
 // two messages, and each message would pay a receive and a delete round
 // trip of its own. SQS answers "when at least one message is available",
-// not necessarily with the first, so the poll waits a short window for the
-// next arrival, again after each arrival, and answers as soon as a window
-// passes without one, Max is reached, the whole gather has taken
-// gatherWindows windows (bounding what the first message waits) or the
-// request's wait is over. A receive that found messages at once never
-// lingers: it was not waiting for the flow. While it gathers, the poll is
-// served before older waiters, so that arrivals fill one answer instead of
-// waking every waiter with one message each.
+// not necessarily with the first, so while sends flow (the last two came
+// within a window) the poll waits a window for the next arrival, again
+// after each arrival, and answers as soon as a window passes without one,
+// Max is reached, the whole gather has taken gatherWindows windows
+// (bounding what the first message waits) or the request's wait is over.
+// A lone message is answered at once: the timer a window takes fires late
+// on an idle machine (a millisecond or more), and no second message would
+// come. Nor does a receive that found messages at once linger: it was not
+// waiting for the flow. While it gathers, the poll is served before older
+// waiters, so that arrivals fill one answer instead of waking every waiter
+// with one message each.
 //
 // got is what the wake-up took; the call is entered and leaves entered. It
 // returns false, and nothing, when the engine closed meanwhile (what was
 // taken stays in the store as it was, as for a closed wait).
 func (e *Engine) gatherMore(ctx context.Context, q *queue, got []taken, maxMsgs int, vis *time.Duration, expired chan struct{}) ([]taken, bool) {
+	q.mu.Lock()
+	flowing := q.flowingLocked(e.gather)
+	q.mu.Unlock()
+	if !flowing {
+		return got, true
+	}
 	deadline := e.now() + int64(gatherWindows*e.gather)
 	for len(got) < maxMsgs && ctx.Err() == nil && !isClosed(expired) {
 		window := min(e.gather, time.Duration(deadline-e.now()))
