@@ -172,54 +172,46 @@ func (e *Engine) Receive(ctx context.Context, account, name string, req engine.R
 // taken stays in the store as it was, as for a closed wait).
 func (e *Engine) gatherMore(ctx context.Context, q *queue, got []taken, maxMsgs int, vis *time.Duration, expired chan struct{}) ([]taken, bool) {
 	q.mu.Lock()
-	flowing := q.flowingLocked(e.gather)
-	q.mu.Unlock()
-	if !flowing {
+	if q.deleted || !q.flowingLocked(e.gather) {
+		q.mu.Unlock()
 		return got, true
 	}
 	deadline := e.now() + int64(gatherWindows*e.gather)
-	for len(got) < maxMsgs && ctx.Err() == nil && !isClosed(expired) {
-		window := min(e.gather, time.Duration(deadline-e.now()))
-		if window <= 0 {
-			break
-		}
-		q.mu.Lock()
-		if q.deleted {
-			q.mu.Unlock()
-			break
-		}
-		w := &waiter{ctx: ctx, max: maxMsgs - len(got), vis: vis, done: make(chan struct{})}
-		w.elem = q.waiters.PushFront(w)
-		q.mu.Unlock()
-		e.leave()
+	w := &waiter{ctx: ctx, max: maxMsgs - len(got), vis: vis, done: make(chan struct{}), more: make(chan struct{}, 1)}
+	w.elem = q.waiters.PushFront(w)
+	q.mu.Unlock()
+	e.leave()
+	for window := e.gather; window > 0 && !isClosed(expired); window = min(e.gather, time.Duration(deadline-e.now())) {
 		quiet := make(chan struct{})
 		t := e.clock.AfterFunc(window, func() { close(quiet) })
+		arrived := false
 		select {
+		case <-w.more:
+			arrived = true
 		case <-w.done:
 		case <-quiet:
 		case <-ctx.Done():
 		case <-expired:
 		}
 		t.Stop()
-		q.mu.Lock()
-		if w.elem != nil {
-			q.waiters.Remove(w.elem)
-			w.elem = nil
+		if !arrived {
+			break
 		}
-		more, job := w.got, w.job
-		q.mu.Unlock()
-		if e.enter() != nil {
-			return nil, false
-		}
-		if job != nil {
-			e.redrive(job)
-		}
-		if len(more) == 0 && job == nil {
-			break // a quiet window: the flow has paused
-		}
-		got = append(got, more...)
 	}
-	return got, true
+	q.mu.Lock()
+	if w.elem != nil {
+		q.waiters.Remove(w.elem)
+		w.elem = nil
+	}
+	more, job := w.got, w.job
+	q.mu.Unlock()
+	if e.enter() != nil {
+		return nil, false
+	}
+	if job != nil {
+		e.redrive(job)
+	}
+	return append(got, more...), true
 }
 
 func isClosed(ch chan struct{}) bool {
