@@ -80,11 +80,11 @@ type Options struct {
 
 // DefaultGather keeps the wake-up of a lone message well under a
 // millisecond while a steady flow fills receives (see gatherMore).
-const DefaultGather = 200 * time.Microsecond
+const DefaultGather = 500 * time.Microsecond
 
 // gatherWindows bounds a whole gather, in windows: the first message of an
 // answer waits at most that long for the others.
-const gatherWindows = 5
+const gatherWindows = 4
 
 // Ids (queue ids, message seqs, receive generations) are epoch<<epochShift
 // plus a counter, the epoch being bumped durably at every open: ids are

@@ -43,10 +43,10 @@ func TestGather(t *testing.T) {
 			steps: []step{{us(1000), 1, 0}}, want: 1},
 		{name: "max ends the gather at once", max: 3, wait: 20 * time.Second,
 			steps: []step{{us(100), 1, us(300)}, {us(150), 2, 0}}, want: 3},
-		{name: "a steady flow is cut after five windows", max: 10, wait: 20 * time.Second,
+		{name: "a steady flow is cut after four windows", max: 10, wait: 20 * time.Second,
 			steps: []step{{us(100), 1, us(300)}, {us(250), 1, us(450)}, {us(400), 1, us(600)}, {us(550), 1, us(750)},
-				{us(700), 1, us(900)}, {us(850), 1, us(1050)}, {us(1000), 1, us(1100)}},
-			end: us(1100), want: 7},
+				{us(700), 1, us(900)}, {us(850), 1, us(900)}},
+			end: us(900), want: 6},
 		{name: "the gather never outlasts the wait", gather: 2 * time.Second, max: 10, wait: time.Second,
 			// The window would end at 3s; the wait ends at 1s.
 			steps: []step{{time.Second - us(100), 1, time.Second}}, end: time.Second, want: 1},
