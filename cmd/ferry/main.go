@@ -180,6 +180,7 @@ func serve(ctx context.Context, args []string, getenv func(string) string, stder
 	fs.StringVar(&sopts.Dir, "data", env("FERRY_DATA", defaultDataDir), "directory of the embedded store (FERRY_DATA)")
 	fs.BoolVar(&sopts.InMemory, "memory", envBool("FERRY_MEMORY"), "keep everything in memory; nothing survives a stop (FERRY_MEMORY)")
 	fs.BoolVar(&sopts.NoSync, "no-fsync", envBool("FERRY_NO_FSYNC"), "acknowledge writes before they are fsynced (FERRY_NO_FSYNC)")
+	fs.DurationVar(&sopts.Gather, "receive-gather", envDuration("FERRY_RECEIVE_GATHER", embedded.DefaultGather), "while messages flow, how long a long poll woken by one waits for the next before it answers, so that the flow fills receives; 0: answer at once (FERRY_RECEIVE_GATHER)")
 	fs.BoolVar(&sopts.StrictRecovery, "strict-recovery", envBool("FERRY_STRICT_RECOVERY"), "refuse to start when recovering the store's log would drop records, instead of warning (FERRY_STRICT_RECOVERY)")
 	var popts postgres.Options
 	fs.StringVar(&popts.URL, "postgres", env("FERRY_POSTGRES_URL", ""), "keep everything in this PostgreSQL database (a postgres:// URL) instead of the embedded store; several Ferry nodes may share it (FERRY_POSTGRES_URL)")

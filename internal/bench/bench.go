@@ -120,7 +120,11 @@ type Result struct {
 	ServerCPU *float64 `json:"server_cpu_us_per_msg,omitempty"`
 	// DBCPU is the same for the processes of Config.DBPIDs.
 	DBCPU *float64 `json:"db_cpu_us_per_msg,omitempty"`
-	Note  string   `json:"note,omitempty"`
+	// PerReceive is the messages each ReceiveMessage call answered with,
+	// empty answers included: what a message pays in receive (and batch
+	// delete) round trips. Absent when the scenario received nothing.
+	PerReceive *float64 `json:"msgs_per_receive,omitempty"`
+	Note       string   `json:"note,omitempty"`
 }
 
 // Failed reports whether r counts against the endpoint.
@@ -330,13 +334,16 @@ type env struct {
 	sns *sns.Client
 	run string // unique per scenario run; in every name and body
 
-	res      Result
-	turn     atomic.Int64 // clients given a node so far
-	errs     atomic.Int64
-	mu       sync.Mutex
-	firstErr string
-	notes    []string
-	cleanup  []func(context.Context) error
+	res  Result
+	turn atomic.Int64 // clients given a node so far
+	errs atomic.Int64
+	// receives and received count the ReceiveMessage calls answered, and
+	// the messages in their answers (Result.PerReceive).
+	receives, received atomic.Int64
+	mu                 sync.Mutex
+	firstErr           string
+	notes              []string
+	cleanup            []func(context.Context) error
 }
 
 // execute runs fn under a hard time limit (the longest scenario sets up,
@@ -369,6 +376,10 @@ func (e *env) teardown() {
 func (e *env) settleStatus(err error) Result {
 	r := e.res
 	r.Errors += e.errs.Load()
+	if n := e.receives.Load(); n > 0 {
+		per := float64(e.received.Load()) / float64(n)
+		r.PerReceive = &per
+	}
 	var uerr *unsupportedError
 	switch {
 	case errors.As(err, &uerr):

@@ -30,6 +30,9 @@ func (r Result) Line() string {
 	if r.DBCPU != nil {
 		fmt.Fprintf(&b, " db-cpu=%.1fµs/msg", *r.DBCPU)
 	}
+	if r.PerReceive != nil {
+		fmt.Fprintf(&b, " msgs/receive=%.2f", *r.PerReceive)
+	}
 	if r.Note != "" {
 		b.WriteString("  [" + r.Note + "]")
 	}

@@ -63,6 +63,7 @@ func TestScenariosAgainstFerry(t *testing.T) {
 	}
 	// Ferry has every feature the batch variants use: they must really run.
 	mustRun := map[string]bool{"produce-consume-batch": true, "sns-fanout-batch": true}
+	consumes := map[string]bool{"produce-consume": true, "produce-consume-batch": true, "long-poll-wakeup": true}
 	for _, r := range rep.Results {
 		if mustRun[r.Name] && r.Status != bench.StatusOK {
 			t.Errorf("%s: %s, want ok", r.Name, r.Status)
@@ -76,6 +77,9 @@ func TestScenariosAgainstFerry(t *testing.T) {
 			}
 			if r.ServerCPU == nil {
 				t.Errorf("%s: no server CPU per message, though Ferry publishes it", r.Name)
+			}
+			if consumes[r.Name] && (r.PerReceive == nil || *r.PerReceive <= 0) {
+				t.Errorf("%s: messages per receive %v, want a figure above zero", r.Name, r.PerReceive)
 			}
 		case bench.StatusUnsupported:
 			t.Logf("%s: unsupported by this Ferry: %s", r.Name, r.Note)

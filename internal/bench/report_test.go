@@ -205,6 +205,8 @@ func TestLine(t *testing.T) {
 			[]string{"FAIL", "lost=1", "unverified=4", "[why]"}},
 		{Result{Name: "send", Status: StatusOK, Rate: 1, Unit: "msgs/s", ServerCPU: f(123.45), DBCPU: f(6)},
 			[]string{"cpu=123.5µs/msg db-cpu=6.0µs/msg"}},
+		{Result{Name: "produce-consume", Status: StatusOK, Rate: 1, Unit: "msgs/s", PerReceive: f(2.071)},
+			[]string{"msgs/receive=2.07"}},
 		{Result{Name: "sns-fanout", Status: StatusUnsupported, Note: "CreateTopic: no"},
 			[]string{"unsupported", "CreateTopic: no"}},
 	}

@@ -367,6 +367,8 @@ func (e *env) receive(c *crew, r receiver) {
 					pause(ctx, 10*time.Millisecond) // a failing broker is not hammered
 					continue
 				}
+				e.receives.Add(1)
+				e.received.Add(int64(len(out.Messages)))
 				if len(out.Messages) == 0 {
 					continue
 				}

@@ -72,7 +72,19 @@ type Options struct {
 	HoldMoveTasks bool
 	// Waits turns SQS's 60-second waits off; the zero value keeps them.
 	Waits engine.Waits
+	// Gather is how long a long poll woken by an arrival waits for the
+	// next one before it answers (see gatherMore); zero answers at once.
+	// ferry serve uses DefaultGather.
+	Gather time.Duration
 }
+
+// DefaultGather keeps the wake-up of a lone message well under a
+// millisecond while a steady flow fills receives (see gatherMore).
+const DefaultGather = 500 * time.Microsecond
+
+// gatherWindows bounds a whole gather, in windows: the first message of an
+// answer waits at most that long for the others.
+const gatherWindows = 4
 
 // Ids (queue ids, message seqs, receive generations) are epoch<<epochShift
 // plus a counter, the epoch being bumped durably at every open: ids are
@@ -89,6 +101,7 @@ type Engine struct {
 	log    *slog.Logger
 	sync   bool
 	waits  engine.Waits
+	gather time.Duration // Options.Gather
 	signer *handle.Signer
 	// secretMu serialises the first creation of a secret (cluster.go).
 	secretMu sync.Mutex
@@ -156,6 +169,7 @@ func Open(ctx context.Context, opts Options) (*Engine, error) {
 		log:       opts.Logger,
 		sync:      !opts.NoSync,
 		waits:     opts.Waits,
+		gather:    max(opts.Gather, 0),
 		deleted:   make(map[qname]time.Time),
 		queues:    make(map[qname]*queue),
 		arns:      make(map[string]*queue),

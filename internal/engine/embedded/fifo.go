@@ -503,6 +503,7 @@ func (q *queue) flushPendingLocked(now int64) {
 		cb.Close()
 	}
 	if entered {
+		q.arriveLocked(now)
 		q.serveLocked(now)
 		q.rearmLocked(now)
 	}

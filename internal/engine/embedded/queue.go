@@ -43,6 +43,9 @@ type queue struct {
 	purgeFloor uint64
 
 	waiters list.List // of *waiter, oldest first
+	// arrived and prevArrived are when the last two sends entered the
+	// index (unix nanoseconds): whether messages flow (see gatherMore).
+	arrived, prevArrived int64
 
 	// tasks are the move tasks whose source this queue is, oldest first.
 	tasks []*task
@@ -70,6 +73,11 @@ type waiter struct {
 	job  *redriveJob   // messages taken for the dead-letter queue, if any
 	elem *list.Element // nil once served or gone
 	done chan struct{}
+	// more is set for a gathering receive (gatherMore): it stays first in
+	// line, adding what each arrival brings to got, until it has max or an
+	// arrival brought a move to the dead-letter queue; more tells it of
+	// each arrival.
+	more chan struct{}
 }
 
 // taken is what a receive hands out, captured under the lock.
@@ -514,6 +522,15 @@ func max0(d time.Duration) time.Duration {
 	return d
 }
 
+// arriveLocked notes a send entering the index at now.
+func (q *queue) arriveLocked(now int64) { q.prevArrived, q.arrived = q.arrived, now }
+
+// flowingLocked reports whether the last two sends came within d of each
+// other, so that another is likely within d.
+func (q *queue) flowingLocked(d time.Duration) bool {
+	return q.prevArrived != 0 && q.arrived-q.prevArrived <= int64(d)
+}
+
 // serveLocked hands visible messages to waiting receives, oldest first.
 func (q *queue) serveLocked(now int64) { q.serveSentLocked(now, nil) }
 
@@ -521,19 +538,27 @@ func (q *queue) serveLocked(now int64) { q.serveSentLocked(now, nil) }
 // it hands out carry their records.
 func (q *queue) serveSentLocked(now int64, sent *sentRecords) {
 	for q.waiters.Len() > 0 && q.takeableLocked() {
-		w := q.waiters.Remove(q.waiters.Front()).(*waiter)
-		w.elem = nil
+		w := q.waiters.Front().Value.(*waiter)
 		// A receive whose client has gone would hide messages for nothing.
 		if w.ctx.Err() == nil {
-			got, job, err := q.takeLocked(now, w.max, w.vis)
+			got, job, err := q.takeLocked(now, w.max-len(w.got), w.vis)
 			if err != nil {
 				q.e.log.Error("record receive", "queue", q.desc.Name, "err", err)
 			}
 			for i := range got {
 				got[i].rec = sent.record(got[i].seq)
 			}
-			w.got, w.job = got, job
+			w.got, w.job = append(w.got, got...), job
+			if w.more != nil && job == nil && len(got) > 0 && len(w.got) < w.max {
+				select {
+				case w.more <- struct{}{}:
+				default: // it has yet to hear of the last one
+				}
+				continue // it took every visible message
+			}
 		}
+		q.waiters.Remove(w.elem)
+		w.elem = nil
 		close(w.done)
 	}
 }

@@ -53,6 +53,7 @@ func (e *Engine) Receive(ctx context.Context, account, name string, req engine.R
 	}()
 	// Every round starts entered.
 	for round := 0; ; round++ {
+		woken := false
 		q.mu.Lock()
 		if q.deleted {
 			q.mu.Unlock()
@@ -107,6 +108,7 @@ func (e *Engine) Receive(ctx context.Context, account, name string, req engine.R
 				// Closed: what was taken stays in the store as it was.
 				return nil, nil
 			}
+			woken = len(got) > 0
 		}
 		restored := 0
 		if job != nil {
@@ -115,6 +117,12 @@ func (e *Engine) Receive(ctx context.Context, account, name string, req engine.R
 		if terr != nil {
 			e.leave()
 			return nil, fmt.Errorf("embedded: receive: %w", terr)
+		}
+		if woken && len(got) < maxMsgs && e.gather > 0 && terr == nil {
+			var open bool
+			if got, open = e.gatherMore(ctx, q, got, maxMsgs, vis, expired); !open {
+				return nil, nil
+			}
 		}
 		if len(got) > 0 {
 			defer e.leave()
@@ -140,6 +148,70 @@ func (e *Engine) Receive(ctx context.Context, account, name string, req engine.R
 			return nil, nil
 		}
 	}
+}
+
+// gatherMore lets a long poll that was woken by an arrival linger for more
+// before it answers. A waiter is served the moment one message is visible,
+// so under a steady flow of single sends every receive would carry one or
+// two messages, and each message would pay a receive and a delete round
+// trip of its own. SQS answers "when at least one message is available",
+// not necessarily with the first, so while sends flow (the last two came
+// within a window) the poll waits a window for the next arrival, again
+// after each arrival, and answers as soon as a window passes without one,
+// Max is reached, the whole gather has taken gatherWindows windows
+// (bounding what the first message waits) or the request's wait is over.
+// A lone message is answered at once: the timer a window takes fires late
+// on an idle machine (a millisecond or more), and no second message would
+// come. Nor does a receive that found messages at once linger: it was not
+// waiting for the flow. While it gathers, the poll is served before older
+// waiters, so that arrivals fill one answer instead of waking every waiter
+// with one message each.
+//
+// got is what the wake-up took; the call is entered and leaves entered. It
+// returns false, and nothing, when the engine closed meanwhile (what was
+// taken stays in the store as it was, as for a closed wait).
+func (e *Engine) gatherMore(ctx context.Context, q *queue, got []taken, maxMsgs int, vis *time.Duration, expired chan struct{}) ([]taken, bool) {
+	q.mu.Lock()
+	if q.deleted || !q.flowingLocked(e.gather) {
+		q.mu.Unlock()
+		return got, true
+	}
+	deadline := e.now() + int64(gatherWindows*e.gather)
+	w := &waiter{ctx: ctx, max: maxMsgs - len(got), vis: vis, done: make(chan struct{}), more: make(chan struct{}, 1)}
+	w.elem = q.waiters.PushFront(w)
+	q.mu.Unlock()
+	e.leave()
+	for window := e.gather; window > 0 && !isClosed(expired); window = min(e.gather, time.Duration(deadline-e.now())) {
+		quiet := make(chan struct{})
+		t := e.clock.AfterFunc(window, func() { close(quiet) })
+		arrived := false
+		select {
+		case <-w.more:
+			arrived = true
+		case <-w.done:
+		case <-quiet:
+		case <-ctx.Done():
+		case <-expired:
+		}
+		t.Stop()
+		if !arrived {
+			break
+		}
+	}
+	q.mu.Lock()
+	if w.elem != nil {
+		q.waiters.Remove(w.elem)
+		w.elem = nil
+	}
+	more, job := w.got, w.job
+	q.mu.Unlock()
+	if e.enter() != nil {
+		return nil, false
+	}
+	if job != nil {
+		e.redrive(job)
+	}
+	return append(got, more...), true
 }
 
 func isClosed(ch chan struct{}) bool {

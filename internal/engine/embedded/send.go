@@ -243,6 +243,7 @@ func (e *Engine) enterSent(p *pendingSend) ([]engine.SendResult, error) {
 	for i := range ms {
 		q.insertLocked(&ms[i], "", now)
 	}
+	q.arriveLocked(now)
 	q.serveSentLocked(now, &p.sent)
 	q.rearmLocked(now)
 	return p.res, nil
