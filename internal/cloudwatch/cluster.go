@@ -184,6 +184,9 @@ func (s *Service) reread(ctx context.Context, name string) (*alarm, error) {
 		return nil, fmt.Errorf("cloudwatch: alarm %q: %w", name, err)
 	}
 	s.alarms[name] = a
+	// A node that learns of an alarm here, before the news of it, must
+	// evaluate it from the next minute on as well.
+	s.arm()
 	return a, nil
 }
 
