@@ -14,8 +14,9 @@ import (
 // its state. It is stored as JSON under its key (Service.key).
 type alarm struct {
 	Name string `json:"name"`
-	// Account is the alarm's account; "" for the configured account, so
-	// that its records keep the form they always had.
+	// Account is the alarm's owner key (region.Owner: its account and
+	// region); "" for the configured account in the home region, so that
+	// its records keep the form they always had.
 	Account                 string      `json:"account,omitempty"`
 	Description             *string     `json:"description,omitempty"`
 	ActionsEnabled          bool        `json:"actionsEnabled"`
@@ -184,22 +185,23 @@ func (s *Service) alarmKey(account, name string) string {
 }
 
 // key is a's key.
-func (s *Service) key(a *alarm) string { return s.alarmKey(s.accountOfAlarm(a), a.Name) }
+func (s *Service) key(a *alarm) string { return s.alarmKey(s.ownerOfAlarm(a), a.Name) }
 
-// accountOfAlarm is a's account.
-func (s *Service) accountOfAlarm(a *alarm) string {
+// ownerOfAlarm is a's owner key (region.Owner).
+func (s *Service) ownerOfAlarm(a *alarm) string {
 	if a.Account == "" {
 		return s.account
 	}
 	return a.Account
 }
 
-// storedAccount is account as an alarm stores it ("" for the configured).
-func (s *Service) storedAccount(account string) string {
-	if account == s.account {
+// storedOwner is an owner key as an alarm stores it ("" for the
+// configured account in the home region).
+func (s *Service) storedOwner(owner string) string {
+	if owner == s.account {
 		return ""
 	}
-	return account
+	return owner
 }
 
 // accountOf is the account the request is served in, as the protocol
@@ -224,7 +226,7 @@ func (s *Service) split(owner string) (account, reg string) { return region.Spli
 
 // ownAlarms are the alarms of account, sorted by name. The caller holds mu.
 func (s *Service) ownAlarms(account string) []*alarm {
-	stored := s.storedAccount(account)
+	stored := s.storedOwner(account)
 	out := make([]*alarm, 0, len(s.alarms))
 	for _, a := range s.sorted() {
 		if a.Account == stored {

@@ -18,7 +18,7 @@ func (s *Service) putMetricAlarm(ctx context.Context, in *PutMetricAlarmInput) (
 	if err != nil {
 		return nil, err
 	}
-	a.Account = s.storedAccount(account)
+	a.Account = s.storedOwner(account)
 	key := s.key(a)
 	now := s.now()
 	s.mu.Lock()

@@ -303,7 +303,7 @@ func (s *Service) periods(a *alarm, from, to time.Time, period time.Duration) []
 		return slots
 	}
 	dim := metrics.Dimension{Name: a.Dimensions[0].Name, Value: a.Dimensions[0].Value}
-	aggs := aggregate(s.datapoints(s.accountOfAlarm(a), a.Namespace, a.MetricName, dim, from, to, to), from, period, count)
+	aggs := aggregate(s.datapoints(s.ownerOfAlarm(a), a.Namespace, a.MetricName, dim, from, to, to), from, period, count)
 	for i, ag := range aggs {
 		if ag.SampleCount > 0 {
 			slots[i].ok, slots[i].value, slots[i].sampleCount = true, statValue(a.Statistic, ag), ag.SampleCount

@@ -119,7 +119,7 @@ func (s *Service) historyAlarm(a *alarm) historyAlarm {
 		ComparisonOperator: a.ComparisonOperator, Threshold: javaDouble(a.Threshold), Period: a.Period,
 		EvaluationPeriods: a.EvaluationPeriods, DatapointsToAlarm: a.DatapointsToAlarm,
 		InsufficientDataActions: nonNil(a.InsufficientDataActions), AlarmActions: nonNil(a.AlarmActions),
-		ActionsEnabled: a.ActionsEnabled, AlarmName: a.Name, AlarmArn: s.alarmARN(s.accountOfAlarm(a), a.Name), AlarmDescription: a.Description,
+		ActionsEnabled: a.ActionsEnabled, AlarmName: a.Name, AlarmArn: s.alarmARN(s.ownerOfAlarm(a), a.Name), AlarmDescription: a.Description,
 		AlarmConfigurationUpdatedTimestamp: cwTime(a.ConfigUpdated), StateValue: a.State, StateReason: a.StateReason,
 		StateUpdatedTimestamp: cwTime(a.StateUpdated), Statistic: a.Statistic, ExtendedStatistic: a.ExtendedStatistic,
 		Unit: a.Unit, TreatMissingData: a.TreatMissingData, EvaluateLowSampleCountPercentile: a.EvaluateLowSampleCountPercentile,
@@ -262,7 +262,7 @@ func (s *Service) describeAlarmHistory(ctx context.Context, in *DescribeAlarmHis
 	// Items past the retention are pruned on the next write; until then
 	// they are not shown.
 	cut := s.clock.Now().Add(-historyRetention)
-	account := s.storedAccount(s.ownerOf(ctx))
+	account := s.storedOwner(s.ownerOf(ctx))
 	s.mu.Lock()
 	var match []historyItem
 	for _, h := range s.history {

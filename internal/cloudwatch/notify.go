@@ -52,11 +52,11 @@ type triggerDimension struct {
 // message builds the notification of ch.
 func (s *Service) message(ch *change) (subject, body string) {
 	a := &ch.alarm
-	account, reg := s.split(s.accountOfAlarm(a))
+	account, reg := s.split(s.ownerOfAlarm(a))
 	n := notification{
 		AlarmName: a.Name, AlarmDescription: a.Description, AWSAccountId: account,
 		AlarmConfigurationUpdatedTimestamp: cwTime(a.ConfigUpdated), NewStateValue: a.State, NewStateReason: a.StateReason,
-		StateChangeTime: cwTime(a.StateTransitioned), Region: regionName(reg), AlarmArn: s.alarmARN(s.accountOfAlarm(a), a.Name),
+		StateChangeTime: cwTime(a.StateTransitioned), Region: regionName(reg), AlarmArn: s.alarmARN(s.ownerOfAlarm(a), a.Name),
 		OldStateValue: ch.oldState, OKActions: nonNil(a.OKActions), AlarmActions: nonNil(a.AlarmActions),
 		InsufficientDataActions: nonNil(a.InsufficientDataActions),
 		Trigger: trigger{MetricName: a.MetricName, Namespace: a.Namespace, StatisticType: "Statistic",

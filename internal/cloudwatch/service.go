@@ -30,8 +30,9 @@ type Notifier interface {
 
 // Config is what the service needs.
 type Config struct {
-	// Account and Region name alarms in ARNs ("000000000000", "us-east-1"
-	// when empty); alarm actions must be SNS topics of the same.
+	// Account and Region serve requests that name none ("000000000000",
+	// "us-east-1" when empty); an alarm's ARN names its own account and
+	// region, and its actions must be SNS topics of the same.
 	Account, Region string
 	Metrics         *metrics.Store
 	// Records keeps alarms and their history.

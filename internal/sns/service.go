@@ -26,8 +26,9 @@ import (
 
 // Config is what the SNS service needs.
 type Config struct {
-	// Account and Region name topics in ARNs ("000000000000" and
-	// "us-east-1" when empty).
+	// Account and Region serve requests that name none ("000000000000"
+	// and "us-east-1" when empty); a topic's ARN names the account and
+	// region of the request that made it.
 	Account, Region string
 	// Backend keeps the hidden delivery queues.
 	Backend engine.Backend

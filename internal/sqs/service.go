@@ -25,7 +25,9 @@ type Config struct {
 	// Account is the account id in queue URLs and ARNs ("000000000000" if
 	// empty); queues of other accounts do not exist.
 	Account string
-	// Region goes into ARNs ("us-east-1" if empty).
+	// Region is the home region ("us-east-1" if empty): of requests that
+	// name none, and of the queues kept under the bare account
+	// (region.Owner); a queue's ARN names its own region.
 	Region  string
 	Backend engine.Backend
 	Clock   clock.Clock // clock.Real if nil
