@@ -26,11 +26,13 @@ func benchCmd(ctx context.Context, args []string, getenv func(string) string, st
 		fmt.Fprintf(stderr, "Usage: ferry bench --endpoint URL[,URL...] [flags]\n\nScenarios: %s\n\n", strings.Join(bench.Scenarios(), ", "))
 		fs.PrintDefaults()
 	}
-	var endpoints, dbPIDs listFlag
+	var endpoints, dbPIDs, serverPIDs listFlag
 	fs.Var(&endpoints, "endpoint", "base `URL` of the SQS/SNS endpoint, e.g. http://127.0.0.1:4566 (required); repeated or\n"+
 		"comma-separated, the nodes of one broker: each client is given the next node in turn, as a load balancer would")
 	fs.Var(&dbPIDs, "db-pid", "`PID` of the database's server on this machine (PostgreSQL's postmaster; repeatable): its CPU and\n"+
 		"its children's per message is reported beside the nodes'")
+	fs.Var(&serverPIDs, "server-pid", "`PID` of the broker on this machine (repeatable): its CPU and its children's, read from\n"+
+		"/proc, is the server's figure, instead of the nodes' process_cpu_seconds_total (which only Ferry publishes)")
 	scenarios := fs.String("scenarios", "all", "comma-separated scenarios to run, or all")
 	duration := fs.Duration("duration", bench.DefaultDuration, "measured time of each scenario")
 	concurrency := fs.Int("concurrency", bench.DefaultConcurrency, "concurrent clients")
@@ -52,20 +54,19 @@ func benchCmd(ctx context.Context, args []string, getenv func(string) string, st
 		fmt.Fprintln(stderr, "ferry bench: --endpoint is required")
 		return 2
 	}
-	pids := make([]int, len(dbPIDs))
-	for i, p := range dbPIDs {
-		n, err := strconv.Atoi(p)
-		if err != nil || n <= 0 {
-			fmt.Fprintf(stderr, "ferry bench: --db-pid %q is not a process id\n", p)
-			return 2
-		}
-		pids[i] = n
+	pids, ok := processIDs(stderr, "--db-pid", dbPIDs)
+	if !ok {
+		return 2
+	}
+	srvPIDs, ok := processIDs(stderr, "--server-pid", serverPIDs)
+	if !ok {
+		return 2
 	}
 	if *duration <= 0 || *concurrency <= 0 || *prefill <= 0 || *maxMessages <= 0 {
 		fmt.Fprintln(stderr, "ferry bench: --duration, --concurrency, --prefill and --max-messages must be positive")
 		return 2
 	}
-	cfg := bench.Config{Endpoints: endpoints, DBPIDs: pids, Duration: *duration, Concurrency: *concurrency, Prefill: *prefill, MaxMessages: *maxMessages}
+	cfg := bench.Config{Endpoints: endpoints, DBPIDs: pids, ServerPIDs: srvPIDs, Duration: *duration, Concurrency: *concurrency, Prefill: *prefill, MaxMessages: *maxMessages}
 	if *scenarios != "all" {
 		for _, s := range strings.Split(*scenarios, ",") {
 			if s = strings.TrimSpace(s); s != "" {
@@ -107,6 +108,21 @@ func benchCmd(ctx context.Context, args []string, getenv func(string) string, st
 		return 1
 	}
 	return 0
+}
+
+// processIDs parses the values of flag as process ids; false, having said
+// why, if one is not.
+func processIDs(stderr io.Writer, flag string, values []string) ([]int, bool) {
+	pids := make([]int, len(values))
+	for i, p := range values {
+		n, err := strconv.Atoi(p)
+		if err != nil || n <= 0 {
+			fmt.Fprintf(stderr, "ferry bench: %s %q is not a process id\n", flag, p)
+			return nil, false
+		}
+		pids[i] = n
+	}
+	return pids, true
 }
 
 // listFlag is a flag given several times, or once with comma-separated

@@ -49,6 +49,12 @@ type Config struct {
 	// DBPIDs are processes on this machine, with their children, whose CPU
 	// is the database's (PostgreSQL's postmaster), for Result.DBCPU.
 	DBPIDs []int
+	// ServerPIDs, when set, are the broker's processes on this machine:
+	// their CPU and their children's, from /proc, is the server's figure
+	// (Result.ServerCPU), instead of the nodes' process_cpu_seconds_total,
+	// which only Ferry publishes. Given for every broker of a comparison,
+	// it measures them all the same way.
+	ServerPIDs []int
 	// Scenarios to run, in this order; empty means all (see Scenarios).
 	Scenarios []string
 	// Duration is how long each scenario's measured phase runs; filling a
@@ -86,7 +92,19 @@ const (
 	StatusFail        = "FAIL"        // a wrong answer: lost, duplicated, reordered, or an error
 	StatusUnsupported = "unsupported" // the endpoint lacks a feature the scenario needs
 	StatusError       = "error"       // the scenario could not be set up
+	// StatusCeiling is every result against the ceiling (package ceiling),
+	// which holds nothing: its messages are counted, not verified.
+	StatusCeiling = "ceiling"
 )
+
+// ceilingNote is what a result against the ceiling says of itself.
+const ceilingNote = "holds nothing; not verified"
+
+// ceilingScenarios run against the ceiling; the others need a broker that
+// holds messages (a long poll woken by a send, redrives, move tasks) and
+// read unsupported there.
+var ceilingScenarios = []string{"send", "send-batch", "receive-delete", "produce-consume", "produce-consume-batch",
+	"fifo-1-group", "fifo-100-groups", "sns-fanout", "sns-fanout-batch"}
 
 // Result is one scenario's figures and counters.
 type Result struct {
@@ -113,13 +131,22 @@ type Result struct {
 	// in the measured window or after it (Messages counts only the window).
 	Verified int64 `json:"verified"`
 	// ServerCPU is the CPU, in microseconds, that the broker's processes
-	// (every node's, from their process_cpu_seconds_total) spent per
-	// verified message, from the scenario's start to its end (the teardown
-	// excepted): each message's whole life, sent, received and deleted.
-	// Absent when an endpoint does not publish the figure.
+	// (Config.ServerPIDs', or every node's process_cpu_seconds_total)
+	// spent per verified message, from the scenario's start to its end
+	// (the teardown excepted): each message's whole life, sent, received
+	// and deleted. Absent when there is no figure to read.
 	ServerCPU *float64 `json:"server_cpu_us_per_msg,omitempty"`
-	// DBCPU is the same for the processes of Config.DBPIDs.
+	// ServerCPUPerRequest is the same CPU per HTTP request (Requests).
+	ServerCPUPerRequest *float64 `json:"server_cpu_us_per_request,omitempty"`
+	// DBCPU is the same per message for the processes of Config.DBPIDs.
 	DBCPU *float64 `json:"db_cpu_us_per_msg,omitempty"`
+	// ClientCPU is the CPU, in microseconds per verified message, that this
+	// process (the benchmark: its SDK clients and checks) spent over the
+	// same span.
+	ClientCPU *float64 `json:"client_cpu_us_per_msg,omitempty"`
+	// Requests counts the HTTP requests the scenario sent over the same
+	// span, failed ones included.
+	Requests int64 `json:"requests"`
 	// PerReceive is the messages each ReceiveMessage call answered with,
 	// empty answers included: what a message pays in receive (and batch
 	// delete) round trips. Absent when the scenario received nothing.
@@ -274,7 +301,9 @@ func Run(ctx context.Context, cfg Config) (*Report, error) {
 	if err := cfg.fill(); err != nil {
 		return nil, err
 	}
-	sqsClient, snsClient := clients(cfg.Endpoint, cfg.HTTPClient, cfg.nodes...)
+	tr := newTraffic(cfg.HTTPClient)
+	sqsClient, snsClient := clients(cfg.Endpoint, tr.client, cfg.nodes...)
+	ceiling := tr.isCeiling(ctx, sqsClient)
 	rep := &Report{Endpoint: cfg.Endpoint, Started: time.Now().UTC(), Duration: cfg.Duration.String(), Concurrency: cfg.Concurrency}
 	if len(cfg.Endpoints) > 1 {
 		rep.Endpoints = cfg.Endpoints
@@ -284,8 +313,15 @@ func Run(ctx context.Context, cfg Config) (*Report, error) {
 		if ctx.Err() != nil {
 			break
 		}
-		e := &env{cfg: cfg, sqs: sqsClient, sns: snsClient, run: newRunID(), res: Result{Name: name, Unit: catalogue[i].unit}}
-		res := e.execute(ctx, catalogue[i].run)
+		e := &env{cfg: cfg, sqs: sqsClient, sns: snsClient, traffic: tr, ceiling: ceiling, run: newRunID(),
+			res: Result{Name: name, Unit: catalogue[i].unit}}
+		run := catalogue[i].run
+		if ceiling && !slices.Contains(ceilingScenarios, name) {
+			run = func(context.Context, *env) error {
+				return &unsupportedError{"the ceiling", errors.New("it holds nothing, and the scenario needs messages held")}
+			}
+		}
+		res := e.execute(ctx, run)
 		rep.Results = append(rep.Results, res)
 		if cfg.Progress != nil {
 			cfg.Progress(res)
@@ -333,6 +369,10 @@ type env struct {
 	sqs *sqs.Client
 	sns *sns.Client
 	run string // unique per scenario run; in every name and body
+	// traffic counts the run's requests; ceiling says the endpoint is the
+	// ceiling, which holds nothing: see Ledger, arrive and receive.
+	traffic *traffic
+	ceiling bool
 
 	res  Result
 	turn atomic.Int64 // clients given a node so far
@@ -353,7 +393,7 @@ func (e *env) execute(ctx context.Context, fn func(context.Context, *env) error)
 	ctx, cancel := context.WithTimeout(ctx, 2*setupLimit+2*e.cfg.Duration+2*e.drainLimit())
 	cpu := e.cpuFrom(ctx)
 	err := fn(ctx, e)
-	e.res.ServerCPU, e.res.DBCPU = cpu.perMessage(ctx, e.res.Verified)
+	cpu.record(ctx)
 	cancel()
 	e.teardown()
 	return e.settleStatus(err)
@@ -390,6 +430,9 @@ func (e *env) settleStatus(err error) Result {
 		e.notes = append([]string{err.Error()}, e.notes...)
 	case r.Lost > 0 || r.Duplicated > 0 || r.OutOfOrder > 0 || r.Errors > 0:
 		r.Status = StatusFail
+	case e.ceiling:
+		r.Status = StatusCeiling
+		e.notes = append([]string{ceilingNote}, e.notes...)
 	default:
 		r.Status = StatusOK
 	}

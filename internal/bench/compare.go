@@ -78,6 +78,13 @@ func WriteMarkdown(w io.Writer, page Page, cols []Column) error {
 	p("over loopback. Each scenario checks every message it sends (unique bodies, each accounted for ")
 	p("exactly once, FIFO order within each group): a wrong answer reads FAIL, whatever its speed. ")
 	p("`%s` reproduces the page (its settings are at its top).\n\n", page.Script)
+	if hasCeiling(cols) {
+		p("The ceiling is `ferry ceiling`, a measuring fixture, not a broker: it answers every call at once ")
+		p("with a valid, precomputed AWS answer (the digest of each body sent computed) and holds nothing, so its ")
+		p("messages are counted, not verified, and the scenarios that need held messages do not run on it. ")
+		p("It is what this client gets on this machine from a broker that does no work; each broker's rate is ")
+		p("also given as a share of the ceiling's.\n\n")
+	}
 	if len(page.Facts) > 0 {
 		p("## Machine and run\n\n")
 		for _, f := range page.Facts {
@@ -105,16 +112,22 @@ func WriteMarkdown(w io.Writer, page Page, cols []Column) error {
 			}
 		}
 		p("| %s | %s |", name, latency)
+		top, hasTop := ceilingOf(cols, name)
 		for _, c := range cols {
 			r, ok := c.result(name)
 			if !ok {
 				p(" – |")
 				continue
 			}
-			p(" %s |", cell(r))
+			text := cell(r)
+			if hasTop && r.Status != StatusCeiling && !unsupported(r) && top.Rate > 0 {
+				text += "<br>" + share(r.Rate/top.Rate) + " of the ceiling"
+			}
+			p(" %s |", text)
 		}
 		p("\n")
 	}
+	writeCosts(p, cols)
 	if page.Ratios && len(cols) > 1 {
 		writeRatios(p, cols)
 	}
@@ -127,7 +140,7 @@ func WriteMarkdown(w io.Writer, page Page, cols []Column) error {
 	var notes []string
 	for _, c := range cols {
 		for _, r := range c.Report.Results {
-			if r.Note != "" && (r.Status != StatusOK || r.Unverified > 0) {
+			if r.Note != "" && ((r.Status != StatusOK && r.Status != StatusCeiling) || r.Unverified > 0) {
 				notes = append(notes, fmt.Sprintf("- **%s, %s** (%s): %s", mdEscape(c.Broker), r.Name, r.Status, mdEscape(r.Note)))
 			}
 		}
@@ -154,9 +167,6 @@ func cell(r Result) string {
 	if r.P50ms != nil && r.P99ms != nil {
 		fmt.Fprintf(&b, "<br>p50 %s, p99 %s", FormatMillis(*r.P50ms), FormatMillis(*r.P99ms))
 	}
-	if cpu := cpuCell(r); cpu != "" {
-		b.WriteString("<br>" + cpu)
-	}
 	if r.Status == StatusFail {
 		fmt.Fprintf(&b, "<br>lost %d, dup %d, out of order %d, errors %d", r.Lost, r.Duplicated, r.OutOfOrder, r.Errors)
 	}
@@ -166,16 +176,91 @@ func cell(r Result) string {
 	return b.String()
 }
 
-// cpuCell is r's CPU per message, the broker's and the database's;
-// empty without figures.
-func cpuCell(r Result) string {
-	switch {
-	case r.ServerCPU != nil && r.DBCPU != nil:
-		return fmt.Sprintf("CPU %s + db %s µs/msg", Thousands(*r.ServerCPU), Thousands(*r.DBCPU))
-	case r.ServerCPU != nil:
-		return fmt.Sprintf("CPU %s µs/msg", Thousands(*r.ServerCPU))
+// hasCeiling reports whether any result of cols is the ceiling's.
+func hasCeiling(cols []Column) bool {
+	for _, c := range cols {
+		for _, r := range c.Report.Results {
+			if r.Status == StatusCeiling {
+				return true
+			}
+		}
 	}
-	return ""
+	return false
+}
+
+// ceilingOf is the ceiling's result of scenario name, if a column has one.
+func ceilingOf(cols []Column, name string) (Result, bool) {
+	for _, c := range cols {
+		if r, ok := c.result(name); ok && r.Status == StatusCeiling {
+			return r, true
+		}
+	}
+	return Result{}, false
+}
+
+// share renders a fraction as a percentage, with a decimal below 10%.
+func share(v float64) string {
+	if v < 0.1 {
+		return strconv.FormatFloat(100*v, 'f', 1, 64) + "%"
+	}
+	return strconv.FormatFloat(100*v, 'f', 0, 64) + "%"
+}
+
+// writeCosts writes the second table: what each message cost, in CPU on
+// each side and in receive calls.
+func writeCosts(p func(string, ...any), cols []Column) {
+	p("\n### CPU and round trips\n\n")
+	p("Server CPU is the broker's processes' (with their children's) per message and per HTTP request, over ")
+	p("each scenario's whole life (sending, receiving, deleting); db is its database's; client is ferry bench's ")
+	p("own per message, the SDK clients' and the checks'; msgs/receive is what each ReceiveMessage answered ")
+	p("with. Lower CPU is better.\n\n| Scenario |")
+	for _, c := range cols {
+		p(" %s |", mdEscape(c.Broker))
+	}
+	p("\n|---|")
+	for range cols {
+		p("---|")
+	}
+	p("\n")
+	for _, name := range scenarioRows(cols) {
+		p("| %s |", name)
+		for _, c := range cols {
+			r, ok := c.result(name)
+			if !ok {
+				p(" – |")
+				continue
+			}
+			p(" %s |", costCell(r))
+		}
+		p("\n")
+	}
+}
+
+// costCell is r's CPU figures and messages per receive; "–" without any.
+func costCell(r Result) string {
+	if unsupported(r) {
+		return r.Status
+	}
+	var lines []string
+	switch {
+	case r.ServerCPU != nil && r.ServerCPUPerRequest != nil:
+		lines = append(lines, fmt.Sprintf("server %s µs/msg, %s µs/req", Thousands(*r.ServerCPU), Thousands(*r.ServerCPUPerRequest)))
+	case r.ServerCPU != nil:
+		lines = append(lines, fmt.Sprintf("server %s µs/msg", Thousands(*r.ServerCPU)))
+	}
+	if r.DBCPU != nil {
+		lines = append(lines, fmt.Sprintf("db %s µs/msg", Thousands(*r.DBCPU)))
+	}
+	if r.ClientCPU != nil {
+		lines = append(lines, fmt.Sprintf("client %s µs/msg", Thousands(*r.ClientCPU)))
+	}
+	if r.PerReceive != nil {
+		lines = append(lines, strconv.FormatFloat(*r.PerReceive, 'f', 2, 64)+" msgs/receive")
+	}
+	if len(lines) == 0 {
+		return "–"
+	}
+	return strings.Join(lines, "<br>")
 }
 
 // totalCPU is the CPU per message of the broker and its database.
@@ -339,6 +424,8 @@ func WriteSVG(w io.Writer, cols []Column) error {
 					p(`<text x="%.1f" y="%d" fill="#d62728" font-weight="bold">FAIL</text>`, after, by+12)
 				case r.Unverified > 0:
 					p(`<text x="%.1f" y="%d" fill="#777">(%s still queued)</text>`, after, by+12, Thousands(float64(r.Unverified)))
+				case r.Status == StatusCeiling:
+					p(`<text x="%.1f" y="%d" fill="#777">(ceiling: holds nothing, not verified)</text>`, after, by+12)
 				}
 			}
 			p("\n")

@@ -7,50 +7,71 @@ import (
 	"os"
 	"strconv"
 	"strings"
+	"syscall"
 	"time"
 )
 
-// cpuMark is the CPU the broker's processes and the database's had used
-// when a scenario began; a figure is nil where it could not be read.
+// cpuMark is the CPU the broker's processes, the database's and this one
+// had used, and the requests sent, when a scenario began; a figure is nil
+// where it could not be read.
 type cpuMark struct {
-	e      *env
-	server *float64
-	db     *float64
+	e        *env
+	server   *float64
+	db       *float64
+	client   *float64
+	requests int64
 }
 
-// cpuFrom reads the CPU used so far by every node and by the processes of
-// DBPIDs.
+// cpuFrom reads the CPU used so far by the broker, by the processes of
+// DBPIDs and by this process, and the requests sent so far.
 func (e *env) cpuFrom(ctx context.Context) cpuMark {
-	m := cpuMark{e: e}
+	m := cpuMark{e: e, requests: e.traffic.requests.Load(), client: selfCPU()}
 	m.server, m.db = e.cpuNow(ctx)
 	return m
 }
 
-// perMessage is the CPU each side spent since m, in microseconds per
-// message over n messages; nil where a reading failed or n is zero.
-func (m cpuMark) perMessage(ctx context.Context, n int64) (server, db *float64) {
-	if n <= 0 {
-		return nil, nil
-	}
-	s, d := m.e.cpuNow(context.WithoutCancel(ctx))
-	per := func(from, to *float64) *float64 {
-		if from == nil || to == nil {
+// record sets the result's requests since m and the CPU each side spent
+// since m, in microseconds per verified message and, the server's, per
+// request; a figure stays nil where a reading failed or there is nothing
+// to divide by.
+func (m cpuMark) record(ctx context.Context) {
+	r := &m.e.res
+	r.Requests = m.e.traffic.requests.Load() - m.requests
+	client := selfCPU()
+	server, db := m.e.cpuNow(context.WithoutCancel(ctx))
+	per := func(from, to *float64, n int64) *float64 {
+		if from == nil || to == nil || n <= 0 {
 			return nil
 		}
 		v := (*to - *from) * 1e6 / float64(n)
 		return &v
 	}
-	return per(m.server, s), per(m.db, d)
+	r.ServerCPU, r.DBCPU, r.ClientCPU = per(m.server, server, r.Verified), per(m.db, db, r.Verified), per(m.client, client, r.Verified)
+	r.ServerCPUPerRequest = per(m.server, server, r.Requests)
 }
 
-// cpuNow reads, in seconds, the CPU used by every node (the sum of their
-// process_cpu_seconds_total) and by the processes of DBPIDs; nil for a
-// side with no figure. A node that does not answer leaves the server's
-// figure out: a sum without it would flatter the broker.
+// selfCPU is the CPU, in seconds, this process used so far (user and
+// system, every thread); nil if it cannot be read.
+func selfCPU() *float64 {
+	var ru syscall.Rusage
+	if err := syscall.Getrusage(syscall.RUSAGE_SELF, &ru); err != nil {
+		return nil
+	}
+	v := float64(ru.Utime.Nano()+ru.Stime.Nano()) / 1e9
+	return &v
+}
+
+// cpuNow reads, in seconds, the CPU used by the broker and by the
+// processes of DBPIDs; nil for a side with no figure. The broker's is
+// that of ServerPIDs and their children when they are given, else the
+// sum of every node's process_cpu_seconds_total; a node that does not
+// answer leaves the figure out: a sum without it would flatter the broker.
 func (e *env) cpuNow(ctx context.Context) (server, db *float64) {
 	ctx, cancel := context.WithTimeout(ctx, 10*time.Second)
 	defer cancel()
-	if len(e.cfg.Endpoints) > 0 {
+	if len(e.cfg.ServerPIDs) > 0 {
+		server = e.pidsCPU("server", e.cfg.ServerPIDs)
+	} else if len(e.cfg.Endpoints) > 0 {
 		var sum float64
 		ok := true
 		for _, ep := range e.cfg.Endpoints {
@@ -67,18 +88,24 @@ func (e *env) cpuNow(ctx context.Context) (server, db *float64) {
 		}
 	}
 	if len(e.cfg.DBPIDs) > 0 {
-		var sum float64
-		for _, pid := range e.cfg.DBPIDs {
-			v, err := treeCPU(pid)
-			if err != nil {
-				e.note("database CPU: %v", err)
-				return server, nil
-			}
-			sum += v
-		}
-		db = &sum
+		db = e.pidsCPU("database", e.cfg.DBPIDs)
 	}
 	return server, db
+}
+
+// pidsCPU is the CPU, in seconds, of pids and their children; nil, with a
+// note, if one cannot be read.
+func (e *env) pidsCPU(side string, pids []int) *float64 {
+	var sum float64
+	for _, pid := range pids {
+		v, err := treeCPU(pid)
+		if err != nil {
+			e.note("%s CPU: %v", side, err)
+			return nil
+		}
+		sum += v
+	}
+	return &sum
 }
 
 // clockTicks is Linux's USER_HZ, the unit of /proc/PID/stat's times; it

@@ -27,9 +27,16 @@ func (r Result) Line() string {
 	if r.ServerCPU != nil {
 		fmt.Fprintf(&b, " cpu=%.1fµs/msg", *r.ServerCPU)
 	}
+	if r.ServerCPUPerRequest != nil {
+		fmt.Fprintf(&b, " cpu=%.1fµs/req", *r.ServerCPUPerRequest)
+	}
 	if r.DBCPU != nil {
 		fmt.Fprintf(&b, " db-cpu=%.1fµs/msg", *r.DBCPU)
 	}
+	if r.ClientCPU != nil {
+		fmt.Fprintf(&b, " client-cpu=%.1fµs/msg", *r.ClientCPU)
+	}
+	fmt.Fprintf(&b, " requests=%d", r.Requests)
 	if r.PerReceive != nil {
 		fmt.Fprintf(&b, " msgs/receive=%.2f", *r.PerReceive)
 	}

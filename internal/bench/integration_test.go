@@ -20,6 +20,7 @@ import (
 	"github.com/aws/aws-sdk-go-v2/service/sqs"
 
 	"github.com/ferrymq/ferry/internal/bench"
+	"github.com/ferrymq/ferry/internal/bench/ceiling"
 	"github.com/ferrymq/ferry/internal/engine/embedded"
 	"github.com/ferrymq/ferry/internal/server"
 )
@@ -75,8 +76,11 @@ func TestScenariosAgainstFerry(t *testing.T) {
 			if r.Verified == 0 {
 				t.Errorf("%s: ok with no message verified", r.Name)
 			}
-			if r.ServerCPU == nil {
-				t.Errorf("%s: no server CPU per message, though Ferry publishes it", r.Name)
+			if r.ServerCPU == nil || r.ServerCPUPerRequest == nil {
+				t.Errorf("%s: no server CPU per message or request, though Ferry publishes it", r.Name)
+			}
+			if r.ClientCPU == nil || r.Requests == 0 {
+				t.Errorf("%s: client CPU %v, %d requests", r.Name, r.ClientCPU, r.Requests)
 			}
 			if consumes[r.Name] && (r.PerReceive == nil || *r.PerReceive <= 0) {
 				t.Errorf("%s: messages per receive %v, want a figure above zero", r.Name, r.PerReceive)
@@ -93,6 +97,63 @@ func TestScenariosAgainstFerry(t *testing.T) {
 
 	// Every scenario removes what it created.
 	assertNoQueues(ctx, t, srv.URL())
+}
+
+// TestScenariosAgainstCeiling runs scenarios briefly against the ceiling
+// in this process: those it answers read ceiling, with every figure
+// present, and those that need held messages read unsupported.
+func TestScenariosAgainstCeiling(t *testing.T) {
+	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
+	defer cancel()
+	srv, err := ceiling.Start("127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer srv.Shutdown(context.Background())
+	rep, err := bench.Run(ctx, bench.Config{
+		Endpoint:    srv.URL(),
+		ServerPIDs:  []int{os.Getpid()}, // the ceiling runs in this process
+		Scenarios:   []string{"send", "receive-delete", "produce-consume", "sns-fanout", "dlq-move"},
+		Duration:    200 * time.Millisecond,
+		Concurrency: 4,
+		Prefill:     2000,
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := map[string]string{"send": bench.StatusCeiling, "receive-delete": bench.StatusCeiling,
+		"produce-consume": bench.StatusCeiling, "sns-fanout": bench.StatusCeiling, "dlq-move": bench.StatusUnsupported}
+	for _, r := range rep.Results {
+		t.Log(r.Line())
+		if r.Status != want[r.Name] {
+			t.Errorf("%s: %s, want %s", r.Name, r.Status, want[r.Name])
+			continue
+		}
+		if r.Status != bench.StatusCeiling {
+			continue
+		}
+		if !strings.HasPrefix(r.Note, "holds nothing; not verified") {
+			t.Errorf("%s: note %q", r.Name, r.Note)
+		}
+		if r.Failed() || r.Lost+r.Duplicated+r.OutOfOrder+r.Errors+r.Unverified != 0 {
+			t.Errorf("%s: counters %+v", r.Name, r)
+		}
+		if r.Verified == 0 || r.Requests == 0 {
+			t.Errorf("%s: %d messages counted in %d requests", r.Name, r.Verified, r.Requests)
+		}
+		for what, v := range map[string]*float64{"server CPU per message": r.ServerCPU, "per request": r.ServerCPUPerRequest,
+			"client CPU per message": r.ClientCPU, "messages per receive": r.PerReceive} {
+			if v == nil || *v < 0 {
+				t.Errorf("%s: %s %v", r.Name, what, v)
+			}
+		}
+		if r.PerReceive != nil && *r.PerReceive > 10 {
+			t.Errorf("%s: %.2f messages per receive, more than a receive asks for", r.Name, *r.PerReceive)
+		}
+	}
+	if len(rep.Results) != len(want) {
+		t.Errorf("%d results, want %d", len(rep.Results), len(want))
+	}
 }
 
 func assertNoQueues(ctx context.Context, t *testing.T, endpoint string) {

@@ -1,6 +1,9 @@
 package bench
 
-import "sync"
+import (
+	"context"
+	"sync"
+)
 
 // Ledger is a scenario's book of every message it sends, by sequence
 // number, and of every copy it receives. A message is sent once and must
@@ -8,6 +11,11 @@ import "sync"
 // queue for a fan-out, one otherwise). A send that failed leaves its
 // message uncertain: the broker may or may not have taken it, so its
 // absence is no loss, though a second arrival is still a duplicate.
+//
+// Against the ceiling, whose answers carry none of the run's messages, a
+// ledger only counts: receives Claim acknowledged messages before they
+// ask, and Count books what they got, unchecked. A ledger is used one way
+// or the other, never both.
 type Ledger struct {
 	mu      sync.Mutex
 	copies  int
@@ -18,6 +26,9 @@ type Ledger struct {
 	arrived int64   // distinct copies seen
 	unknown int64   // arrivals of sequence numbers never handed out
 	dups    int64
+	// Counting, per copy: messages claimed by receives, and counted.
+	claimed, counted []int
+	wake             chan struct{} // closed by the next Ack, for Claim
 }
 
 // NewLedger returns a ledger expecting each message in copies places.
@@ -53,6 +64,10 @@ func (l *Ledger) Ack(seq uint64) {
 	}
 	l.acked[seq] = true
 	l.nacked++
+	if l.wake != nil {
+		close(l.wake)
+		l.wake = nil
+	}
 	for c := range l.copies {
 		if l.seen[int(seq)*l.copies+c] == 0 {
 			l.pending++
@@ -116,6 +131,73 @@ func (l *Ledger) Counts() (acked int, received int64) {
 	return l.nacked, l.arrived
 }
 
+// Claim waits until place copy has acknowledged messages that no receive
+// claimed yet, or ctx ends, and claims up to n of them; it returns how
+// many (0 when ctx ended). A receive from the ceiling, which would answer
+// at once whatever was sent, claims first, as a long poll of a broker
+// would wait for a message before it answered.
+func (l *Ledger) Claim(ctx context.Context, copy, n int) int {
+	for {
+		l.mu.Lock()
+		if copy < 0 || copy >= l.copies {
+			l.mu.Unlock()
+			return 0
+		}
+		l.counting()
+		if avail := l.nacked - l.claimed[copy]; avail > 0 {
+			k := min(n, avail)
+			l.claimed[copy] += k
+			l.mu.Unlock()
+			return k
+		}
+		if l.wake == nil {
+			l.wake = make(chan struct{})
+		}
+		wake := l.wake
+		l.mu.Unlock()
+		select {
+		case <-ctx.Done():
+			return 0
+		case <-wake:
+		}
+	}
+}
+
+// Unclaim gives back n messages of copy that a failed receive claimed.
+func (l *Ledger) Unclaim(copy, n int) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	if copy >= 0 && copy < l.copies {
+		l.counting()
+		l.claimed[copy] = max(l.claimed[copy]-n, 0)
+	}
+}
+
+// Count books the arrival in place copy of n messages that carry no
+// sequence number, each for an acknowledged message not counted yet, and
+// returns how many it booked: never more than were acknowledged.
+func (l *Ledger) Count(copy, n int) int {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	if copy < 0 || copy >= l.copies {
+		l.unknown += int64(n)
+		return 0
+	}
+	l.counting()
+	k := max(min(n, l.nacked-l.counted[copy]), 0)
+	l.counted[copy] += k
+	l.arrived += int64(k)
+	l.pending -= k
+	return k
+}
+
+// counting makes the counters of a counting ledger; l.mu is held.
+func (l *Ledger) counting() {
+	if l.claimed == nil {
+		l.claimed, l.counted = make([]int, l.copies), make([]int, l.copies)
+	}
+}
+
 // Tally is a ledger's account.
 type Tally struct {
 	Issued   int   // sequence numbers handed out
@@ -130,18 +212,8 @@ type Tally struct {
 func (l *Ledger) Tally() Tally {
 	l.mu.Lock()
 	defer l.mu.Unlock()
-	t := Tally{Issued: len(l.acked), Missing: int64(l.pending), Dups: l.dups, Unknown: l.unknown}
-	for _, a := range l.acked {
-		if a {
-			t.Acked++
-		}
-	}
-	for _, n := range l.seen {
-		if n > 0 {
-			t.Received++
-		}
-	}
-	return t
+	// arrived is the copies seen, or counted.
+	return Tally{Issued: len(l.acked), Acked: l.nacked, Received: l.arrived, Missing: int64(l.pending), Dups: l.dups, Unknown: l.unknown}
 }
 
 // Order checks that the messages of each group arrive in the order they

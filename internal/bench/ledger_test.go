@@ -1,6 +1,9 @@
 package bench
 
-import "testing"
+import (
+	"context"
+	"testing"
+)
 
 // op is one step of a ledger story: send (and maybe ack) a message, or
 // receive seq as copy.
@@ -122,5 +125,98 @@ func TestOrder(t *testing.T) {
 				t.Errorf("out of order %d (returned %d), want %d", o.OutOfOrder(), wrong, tc.wrong)
 			}
 		})
+	}
+}
+
+// TestLedgerCounting is a counting ledger's story, as the ceiling's
+// receives tell it: claims never exceed the acknowledged messages of a
+// copy, counts never exceed them either, and what is counted arrived.
+func TestLedgerCounting(t *testing.T) {
+	type step struct {
+		ack     int // acknowledge this many new messages
+		claim   int // or claim up to this many of copy (want: got)
+		count   int // or count this many arrivals in copy (want: got)
+		unclaim int // or give back this many claims of copy
+		copy    int
+		want    int
+	}
+	cases := []struct {
+		name    string
+		copies  int
+		steps   []step
+		tally   Tally
+		pending int
+	}{
+		{"a claim takes what was acknowledged, at most n", 1,
+			[]step{{ack: 3}, {claim: 10, want: 3}, {count: 10, want: 3}},
+			Tally{Issued: 3, Acked: 3, Received: 3}, 0},
+		{"claims share out the acknowledged", 1,
+			[]step{{ack: 25}, {claim: 10, want: 10}, {claim: 10, want: 10}, {claim: 10, want: 5},
+				{count: 10, want: 10}, {count: 10, want: 10}},
+			Tally{Issued: 25, Acked: 25, Received: 20, Missing: 5}, 5},
+		{"a count beyond the acknowledged books none", 1,
+			[]step{{ack: 2}, {count: 10, want: 2}, {count: 10, want: 0}},
+			Tally{Issued: 2, Acked: 2, Received: 2}, 0},
+		{"a failed receive gives its claim back", 1,
+			[]step{{ack: 4}, {claim: 10, want: 4}, {unclaim: 4}, {claim: 10, want: 4}, {count: 10, want: 4}},
+			Tally{Issued: 4, Acked: 4, Received: 4}, 0},
+		{"copies are counted apart", 2,
+			[]step{{ack: 5}, {claim: 10, copy: 1, want: 5}, {count: 10, copy: 1, want: 5},
+				{claim: 10, copy: 0, want: 5}, {count: 3, copy: 0, want: 3}},
+			Tally{Issued: 5, Acked: 5, Received: 8, Missing: 2}, 2},
+		{"a copy out of range", 1,
+			[]step{{ack: 1}, {count: 2, copy: 1, want: 0}},
+			Tally{Issued: 1, Acked: 1, Missing: 1, Unknown: 2}, 1},
+	}
+	for _, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) {
+			l := NewLedger(tc.copies)
+			for i, s := range tc.steps {
+				got := 0
+				switch {
+				case s.ack > 0:
+					for range s.ack {
+						l.Ack(l.Next())
+					}
+					continue
+				case s.claim > 0:
+					got = l.Claim(context.Background(), s.copy, s.claim)
+				case s.count > 0:
+					got = l.Count(s.copy, s.count)
+				case s.unclaim > 0:
+					l.Unclaim(s.copy, s.unclaim)
+					continue
+				}
+				if got != s.want {
+					t.Errorf("step %d %+v: %d, want %d", i, s, got, s.want)
+				}
+			}
+			if got := l.Tally(); got != tc.tally {
+				t.Errorf("tally %+v, want %+v", got, tc.tally)
+			}
+			if got := l.Pending(); got != tc.pending {
+				t.Errorf("pending %d, want %d", got, tc.pending)
+			}
+		})
+	}
+}
+
+// TestLedgerClaimWaits: a claim with nothing acknowledged to claim waits
+// for the next Ack, as a long poll waits for a send, and gives up with
+// its context.
+func TestLedgerClaimWaits(t *testing.T) {
+	l := NewLedger(1)
+	got := make(chan int)
+	go func() { got <- l.Claim(context.Background(), 0, 10) }()
+	seq := l.Next()
+	l.Ack(seq)
+	if n := <-got; n != 1 {
+		t.Errorf("claimed %d after one ack, want 1", n)
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	go func() { got <- l.Claim(ctx, 0, 10) }()
+	cancel()
+	if n := <-got; n != 0 {
+		t.Errorf("claimed %d with nothing acknowledged and the context ended, want 0", n)
 	}
 }

@@ -78,9 +78,15 @@ func f(v float64) *float64 { return &v }
 
 func sampleColumns() []Column {
 	return []Column{
+		{Broker: "ceiling", Report: &Report{Results: []Result{
+			{Name: "send", Status: StatusCeiling, Rate: 24691.2, Unit: "msgs/s", Latency: "request", P50ms: f(0.2), P99ms: f(1),
+				ServerCPU: f(20), ServerCPUPerRequest: f(18), ClientCPU: f(50), PerReceive: f(10), Note: "holds nothing; not verified"},
+			{Name: "long-poll-wakeup", Status: StatusUnsupported, Note: "the ceiling: it holds nothing"},
+			{Name: "sns-fanout", Status: StatusCeiling, Rate: 4000, Unit: "publishes/s", Note: "holds nothing; not verified"},
+		}}},
 		{Broker: "ferry", Report: &Report{Results: []Result{
 			{Name: "send", Status: StatusOK, Rate: 12345.6, Unit: "msgs/s", Messages: 123456, Latency: "request", P50ms: f(0.4), P99ms: f(3.2),
-				ServerCPU: f(80)},
+				ServerCPU: f(80), ServerCPUPerRequest: f(70.25), ClientCPU: f(95), PerReceive: f(9.5)},
 			{Name: "long-poll-wakeup", Status: StatusOK, Rate: 19.9, Unit: "msgs/s", Latency: "wake-up", P50ms: f(0.1), P99ms: f(0.3)},
 			{Name: "sns-fanout", Status: StatusOK, Rate: 2000, Unit: "publishes/s", Unverified: 1234},
 		}}},
@@ -120,14 +126,27 @@ func TestWriteMarkdown(t *testing.T) {
 		"`scripts/compare-peers` reproduces the page",
 		"![results](results.svg)",
 		"- CPU: test",
-		"| Scenario | Latency measured | ferry | peer &lt;x> |",
-		"| send | request | 12,346 msgs/s<br>p50 0.400ms, p99 3.2ms<br>CPU 80.0 µs/msg | **FAIL** 99,999 msgs/s<br>lost 3, dup 0, out of order 0, errors 2 |",
-		"| sns-fanout |  | 2,000 publishes/s<br>1,234 not received in time, still queued | unsupported |",
+		"The ceiling is `ferry ceiling`",
+		"| Scenario | Latency measured | ceiling | ferry | peer &lt;x> |",
+		"| send | request | 24,691 msgs/s<br>p50 0.200ms, p99 1.0ms | 12,346 msgs/s<br>p50 0.400ms, p99 3.2ms<br>50% of the ceiling | " +
+			"**FAIL** 99,999 msgs/s<br>lost 3, dup 0, out of order 0, errors 2<br>405% of the ceiling |",
+		"| long-poll-wakeup | wake-up | unsupported | 19.9 msgs/s<br>p50 0.100ms, p99 0.300ms | 19.5 msgs/s<br>p50 48.0ms, p99 99.0ms |",
+		"| sns-fanout |  | 4,000 publishes/s | 2,000 publishes/s<br>1,234 not received in time, still queued<br>50% of the ceiling | unsupported |",
+		"### CPU and round trips",
+		"| Scenario | ceiling | ferry | peer &lt;x> |",
+		"| send | server 20.0 µs/msg, 18.0 µs/req<br>client 50.0 µs/msg<br>10.00 msgs/receive | " +
+			"server 80.0 µs/msg, 70.2 µs/req<br>client 95.0 µs/msg<br>9.50 msgs/receive | – |",
+		"| long-poll-wakeup | unsupported | – | – |",
 		`first error: a\|b`,
 	} {
 		if !strings.Contains(md, want) {
 			t.Errorf("markdown lacks %q:\n%s", want, md)
 		}
+	}
+	// The ceiling's results say what they are in the text above the
+	// tables, not each in the notes.
+	if strings.Contains(md, "**ceiling, send**") {
+		t.Errorf("the ceiling's note is among the notes:\n%s", md)
 	}
 	// Rows follow the catalogue, not the reports.
 	if strings.Index(md, "| send |") > strings.Index(md, "| long-poll-wakeup |") {
@@ -146,7 +165,9 @@ func TestWriteMarkdownRatios(t *testing.T) {
 	md := b.String()
 	for _, want := range []string{
 		"![results](postgres.svg)",
-		"| send | request | 8,000 msgs/s<br>p50 2.0ms, p99 6.0ms<br>CPU 200 µs/msg | 2,000 msgs/s<br>p50 5.0ms, p99 20.0ms<br>CPU 150 + db 250 µs/msg |",
+		"| send | request | 8,000 msgs/s<br>p50 2.0ms, p99 6.0ms | 2,000 msgs/s<br>p50 5.0ms, p99 20.0ms |",
+		"| send | server 200 µs/msg | server 150 µs/msg<br>db 250 µs/msg |",
+		"| send-batch | server 40.0 µs/msg | error |",
 		"### Against embedded",
 		"| Scenario | 3 nodes ÷ embedded |",
 		"| send | rate 0.25×, p50 2.50×, CPU 2.00× |",
@@ -159,6 +180,10 @@ func TestWriteMarkdownRatios(t *testing.T) {
 	// A scenario the first broker failed has nothing to be compared with.
 	if strings.Contains(md, "| receive-delete | rate") {
 		t.Errorf("ratio against a failed result:\n%s", md)
+	}
+	// Without a ceiling there is no share of it.
+	if strings.Contains(md, "of the ceiling") || strings.Contains(md, "The ceiling is") {
+		t.Errorf("a ceiling where there is none:\n%s", md)
 	}
 	b.Reset()
 	if err := WriteMarkdown(&b, Page{Title: "Peers"}, sampleColumns()); err != nil {
@@ -183,7 +208,7 @@ func TestWriteSVG(t *testing.T) {
 			t.Fatalf("not well-formed XML: %v\n%s", err, svg)
 		}
 	}
-	for _, want := range []string{"peer &lt;x&gt;", ">FAIL<", ">unsupported<", "12,346", "48.0ms", "lower is better", "(1,234 still queued)"} {
+	for _, want := range []string{"peer &lt;x&gt;", ">FAIL<", ">unsupported<", "12,346", "48.0ms", "lower is better", "(1,234 still queued)", "(ceiling: holds nothing, not verified)"} {
 		if !strings.Contains(svg, want) {
 			t.Errorf("svg lacks %q", want)
 		}
@@ -206,7 +231,10 @@ func TestLine(t *testing.T) {
 		{Result{Name: "send", Status: StatusOK, Rate: 1, Unit: "msgs/s", ServerCPU: f(123.45), DBCPU: f(6)},
 			[]string{"cpu=123.5µs/msg db-cpu=6.0µs/msg"}},
 		{Result{Name: "produce-consume", Status: StatusOK, Rate: 1, Unit: "msgs/s", PerReceive: f(2.071)},
-			[]string{"msgs/receive=2.07"}},
+			[]string{"msgs/receive=2.07", "requests=0"}},
+		{Result{Name: "send", Status: StatusCeiling, Rate: 1, Unit: "msgs/s", ServerCPU: f(10), ServerCPUPerRequest: f(9.04),
+			ClientCPU: f(30), Requests: 12, Note: "holds nothing; not verified"},
+			[]string{"ceiling", "cpu=10.0µs/msg cpu=9.0µs/req client-cpu=30.0µs/msg requests=12", "[holds nothing; not verified]"}},
 		{Result{Name: "sns-fanout", Status: StatusUnsupported, Note: "CreateTopic: no"},
 			[]string{"unsupported", "CreateTopic: no"}},
 	}

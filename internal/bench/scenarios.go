@@ -99,11 +99,14 @@ func (e *env) produceConsume(ctx context.Context, url string, l *Ledger, produce
 		e.receive(c, receiver{url: url, workers: max(1, e.cfg.Concurrency/2), wait: 20,
 			handle: func(msgs []types.Message, at time.Time) {
 				for _, st := range e.arrive(l, 0, msgs) {
+					win.arrive(at)
+					if st.Sent.IsZero() {
+						continue // the ceiling's: nothing to time or order
+					}
 					if onFirst != nil {
 						onFirst(st)
 					}
 					lat.Add(at.Sub(st.Sent))
-					win.arrive(at)
 				}
 			}})
 	})
@@ -429,11 +432,14 @@ func runFanout(batch bool) func(context.Context, *env) error {
 		var consumers sync.WaitGroup
 		for q, url := range urls {
 			consumers.Go(func() {
-				e.receive(c, receiver{url: url, workers: max(1, e.cfg.Concurrency/4), wait: 20,
+				e.receive(c, receiver{url: url, workers: max(1, e.cfg.Concurrency/4), wait: 20, copy: q,
 					handle: func(msgs []types.Message, at time.Time) {
 						mu.Lock()
 						defer mu.Unlock()
 						for _, st := range e.arrive(l, q, msgs) {
+							if st.Sent.IsZero() {
+								continue // the ceiling's: nothing to time
+							}
 							c := fan[st.Seq]
 							c.n++
 							if at.After(c.last) {

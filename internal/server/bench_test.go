@@ -20,6 +20,7 @@ import (
 	sqsv1 "github.com/aws/aws-sdk-go/service/sqs"
 
 	"github.com/ferrymq/ferry/internal/bench"
+	"github.com/ferrymq/ferry/internal/bench/ceiling"
 	"github.com/ferrymq/ferry/internal/clock"
 	"github.com/ferrymq/ferry/internal/server"
 )
@@ -36,13 +37,31 @@ func benchBody() string { return strings.Repeat("x", 256) }
 // A benchmark's target: Ferry on its durable store (fsync on every
 // acknowledged write, the figure the performance targets name), Ferry in
 // memory, where no disk wait hides the CPU cost of HTTP, codecs, service
-// and SDK client, or the floor, which does no broker work and so shows
+// and SDK client, or the floor (the ceiling fixture of package ceiling,
+// as ferry bench calls it), which does no broker work and so shows
 // what the SDK client, net/http and loopback TCP cost on their own.
 const (
 	targetDisk   = "disk"
 	targetMemory = "memory"
 	targetFloor  = "floor"
 )
+
+// startCeiling serves the floor, the benchmarks' ceiling fixture, on
+// 127.0.0.1:0 until b ends, and returns its URL.
+func startCeiling(b *testing.B) string {
+	srv, err := ceiling.Start("127.0.0.1:0")
+	if err != nil {
+		b.Fatal(err)
+	}
+	b.Cleanup(func() {
+		ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+		defer cancel()
+		if err := srv.Shutdown(ctx); err != nil {
+			b.Errorf("floor: %v", err)
+		}
+	})
+	return srv.URL()
+}
 
 // runTargets runs bench as a sub-benchmark for each target.
 func runTargets(b *testing.B, bench func(b *testing.B, target string)) {
@@ -56,7 +75,7 @@ func runTargets(b *testing.B, bench func(b *testing.B, target string)) {
 func benchEndpoint(b *testing.B, target string) (string, *ferry) {
 	switch target {
 	case targetFloor:
-		return startFloor(b, benchBody()).url, nil
+		return startCeiling(b), nil
 	case targetMemory:
 		f := start(b, realClock)
 		return f.srv.URL(), f
