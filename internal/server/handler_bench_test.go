@@ -128,33 +128,29 @@ func (w *discardWriter) Write(p []byte) (int, error) {
 func BenchmarkHandler(b *testing.B) {
 	body := benchBody()
 	entries := batchEntries(body)
-	b.Run("SendMessage", func(b *testing.B) {
+	// replayed serves the one request call makes, again and again.
+	replayed := func(b *testing.B, call func(c *sqs.Client, url string) error) {
 		f := start(b, realClock)
 		url := f.createQueue(b, "bench", nil)
 		h := f.srv.Handler()
-		req, payload := sdkRequest(b, f.srv.URL(), func(c *sqs.Client) error {
+		req, payload := sdkRequest(b, f.srv.URL(), func(c *sqs.Client) error { return call(c, url) })
+		r := newReplay(req, payload)
+		defer reportCPU(b)()
+		for b.Loop() {
+			r.serve(b, h, payload)
+		}
+	}
+	b.Run("SendMessage", func(b *testing.B) {
+		replayed(b, func(c *sqs.Client, url string) error {
 			_, err := c.SendMessage(context.Background(), &sqs.SendMessageInput{QueueUrl: aws.String(url), MessageBody: aws.String(body)})
 			return err
 		})
-		r := newReplay(req, payload)
-		defer reportCPU(b)()
-		for b.Loop() {
-			r.serve(b, h, payload)
-		}
 	})
 	b.Run("SendMessageBatch", func(b *testing.B) {
-		f := start(b, realClock)
-		url := f.createQueue(b, "bench", nil)
-		h := f.srv.Handler()
-		req, payload := sdkRequest(b, f.srv.URL(), func(c *sqs.Client) error {
+		replayed(b, func(c *sqs.Client, url string) error {
 			_, err := c.SendMessageBatch(context.Background(), &sqs.SendMessageBatchInput{QueueUrl: aws.String(url), Entries: entries})
 			return err
 		})
-		r := newReplay(req, payload)
-		defer reportCPU(b)()
-		for b.Loop() {
-			r.serve(b, h, payload)
-		}
 	})
 	// One op: a SendMessageBatch of 10, a ReceiveMessage of 10 and a
 	// DeleteMessageBatch of what came: the whole life of ten messages.
