@@ -179,7 +179,35 @@ func minuteOf(t time.Time) int64 {
 // Record adds one sample of value to the current minute of account's
 // series.
 func (s *Store) Record(account, ns, metric string, dim Dimension, value float64) {
-	if s == nil {
+	s.RecordSample(account, ns, metric, dim, One(value))
+}
+
+// Sample is values recorded together, as one call's messages are: their
+// sum, how many, the least and the greatest. Recording it counts as
+// recording each value, in one lookup of the series instead of one each.
+type Sample struct {
+	Sum, Count, Min, Max float64
+}
+
+// One is the sample of the one value v.
+func One(v float64) Sample { return Sample{Sum: v, Count: 1, Min: v, Max: v} }
+
+// Add counts v in the sample.
+func (a *Sample) Add(v float64) {
+	if a.Count == 0 || v < a.Min {
+		a.Min = v
+	}
+	if a.Count == 0 || v > a.Max {
+		a.Max = v
+	}
+	a.Sum += v
+	a.Count++
+}
+
+// RecordSample records v's values at once in the current minute; an
+// empty sample records nothing.
+func (s *Store) RecordSample(account, ns, metric string, dim Dimension, v Sample) {
+	if s == nil || v.Count == 0 {
 		return
 	}
 	now := minuteOf(s.clock.Now())
@@ -191,7 +219,7 @@ func (s *Store) Record(account, ns, metric string, dim Dimension, value float64)
 		se = s.create(k, now)
 	}
 	se.mu.Lock()
-	se.add(now, value, s.retention)
+	se.add(now, v, s.retention)
 	se.mu.Unlock()
 }
 
@@ -226,9 +254,9 @@ func (s *Store) create(k SeriesKey, now int64) *series {
 	return se
 }
 
-func (se *series) add(now int64, v float64, retention int64) {
-	se.totals.Sum += v
-	se.totals.SampleCount++
+func (se *series) add(now int64, v Sample, retention int64) {
+	se.totals.Sum += v.Sum
+	se.totals.SampleCount += v.Count
 	if now > se.last {
 		se.last = now
 	}
@@ -238,7 +266,7 @@ func (se *series) add(now int64, v float64, retention int64) {
 		return
 	}
 	se.evict(now, retention)
-	b := bucket{minute: now, sum: v, count: 1, min: v, max: v}
+	b := bucket{minute: now, sum: v.Sum, count: v.Count, min: v.Min, max: v.Max}
 	live = se.buckets[se.head:]
 	i := sort.Search(len(live), func(i int) bool { return live[i].minute >= now })
 	switch {
@@ -258,14 +286,14 @@ func (se *series) add(now int64, v float64, retention int64) {
 	}
 }
 
-func (b *bucket) merge(v float64) {
-	b.sum += v
-	b.count++
-	if v < b.min {
-		b.min = v
+func (b *bucket) merge(v Sample) {
+	b.sum += v.Sum
+	b.count += v.Count
+	if v.Min < b.min {
+		b.min = v.Min
 	}
-	if v > b.max {
-		b.max = v
+	if v.Max > b.max {
+		b.max = v.Max
 	}
 }
 

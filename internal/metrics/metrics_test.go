@@ -3,6 +3,7 @@ package metrics
 import (
 	"fmt"
 	"math"
+	"slices"
 	"sync"
 	"testing"
 	"time"
@@ -228,4 +229,28 @@ func BenchmarkRecordParallel(b *testing.B) {
 			s.Record(acct, NamespaceSQS, MessagesSent, Queue("orders"), 1)
 		}
 	})
+}
+
+// A sample recorded at once counts as its values recorded one by one.
+func TestRecordSample(t *testing.T) {
+	clk := clock.NewFake(time.Date(2026, 1, 2, 3, 4, 5, 0, time.UTC))
+	one, many := New(Options{Clock: clk}), New(Options{Clock: clk})
+	dim := Queue("q")
+	var sample Sample
+	for _, v := range []float64{300, 7, 1024, 7} {
+		one.Record("a", NamespaceSQS, SentMessageSize, dim, v)
+		sample.Add(v)
+	}
+	many.RecordSample("a", NamespaceSQS, SentMessageSize, dim, sample)
+	many.RecordSample("a", NamespaceSQS, SentMessageSize, dim, Sample{}) // records nothing
+	if sample != (Sample{Sum: 1338, Count: 4, Min: 7, Max: 1024}) {
+		t.Fatalf("sample %+v", sample)
+	}
+	k := SeriesKey{"a", NamespaceSQS, SentMessageSize, dim}
+	if got, want := many.series[k].buckets, one.series[k].buckets; !slices.Equal(got, want) {
+		t.Errorf("buckets %+v, want %+v", got, want)
+	}
+	if got, want := many.series[k].totals, one.series[k].totals; got != want {
+		t.Errorf("totals %+v, want %+v", got, want)
+	}
 }

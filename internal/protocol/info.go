@@ -3,6 +3,7 @@ package protocol
 import (
 	"context"
 	"net/netip"
+	"strings"
 )
 
 // RequestInfo is what the wire layer knows of a request, for the actions.
@@ -53,8 +54,16 @@ func Info(ctx context.Context) *RequestInfo {
 // remoteIP is the address of a RemoteAddr ("ip:port"), or "" if it has
 // none.
 func remoteIP(remote string) string {
-	if ap, err := netip.ParseAddrPort(remote); err == nil {
-		return ap.Addr().Unmap().String()
+	ap, err := netip.ParseAddrPort(remote)
+	if err != nil {
+		return ""
 	}
-	return ""
+	a := ap.Addr()
+	if a.Is4() {
+		// Dotted IPv4 parses only in its one spelling (no leading zeros),
+		// so the text before the port is already what String would make,
+		// without the allocation on every request.
+		return remote[:strings.LastIndexByte(remote, ':')]
+	}
+	return a.Unmap().String()
 }

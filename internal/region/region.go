@@ -14,21 +14,33 @@ import "strings"
 // us-iso-east-1, eusc-de-east-1). Names that clients of other brokers
 // configure ("local", "elasticmq", "us-east-1a") are not regions.
 func Valid(name string) bool {
-	groups := strings.Split(name, "-")
-	if len(groups) < 3 || len(name) > 32 {
+	// One pass without splitting: Valid runs on every request (the
+	// signature's scope, the queue URL's host), so it must not allocate.
+	if len(name) > 32 {
 		return false
 	}
-	for _, g := range groups[:len(groups)-1] {
-		if g == "" {
-			return false
-		}
-		for i := 0; i < len(g); i++ {
-			if g[i] < 'a' || g[i] > 'z' {
+	last := strings.LastIndexByte(name, '-')
+	if last < 0 || strings.Count(name[:last], "-") < 1 {
+		return false
+	}
+	group := 0 // the length of the letter group being read
+	for i := 0; i < last; i++ {
+		switch c := name[i]; {
+		case c == '-':
+			if group == 0 {
 				return false
 			}
+			group = 0
+		case c >= 'a' && c <= 'z':
+			group++
+		default:
+			return false
 		}
 	}
-	n := groups[len(groups)-1]
+	if group == 0 {
+		return false
+	}
+	n := name[last+1:]
 	if n == "" || len(n) > 2 {
 		return false
 	}

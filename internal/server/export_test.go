@@ -1,5 +1,7 @@
 package server
 
+import "net/http"
+
 // ClassOf is the class ("api", "public", "admin") of a registered
 // pattern; ok is false when no endpoint classifies it.
 func ClassOf(pattern string) (class string, ok bool) {
@@ -16,3 +18,7 @@ func Endpoints() [][3]string {
 	}
 	return out
 }
+
+// Handler is what the API listener serves every request with, for
+// benchmarks that measure the server's own cost without a network.
+func (s *Server) Handler() http.Handler { return s.http.Handler }

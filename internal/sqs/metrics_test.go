@@ -20,13 +20,13 @@ type countingRecorder struct {
 	touches map[string]int
 }
 
-func (r *countingRecorder) Record(account, ns, metric string, dim metrics.Dimension, v float64) {
+func (r *countingRecorder) RecordSample(account, ns, metric string, dim metrics.Dimension, v metrics.Sample) {
 	r.mu.Lock()
 	defer r.mu.Unlock()
 	if ns != metrics.NamespaceSQS {
 		panic("namespace " + ns)
 	}
-	r.sums[accountPrefix(account)+metric+" "+dim.Value] += v
+	r.sums[accountPrefix(account)+metric+" "+dim.Value] += v.Sum
 }
 
 func (r *countingRecorder) Touch(account, queue string) {

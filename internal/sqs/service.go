@@ -43,10 +43,10 @@ type Config struct {
 	Activity Toucher
 }
 
-// Recorder takes one sample of a metric of an account's queue
-// (metrics.Store).
+// Recorder takes samples of a metric of an account's queue
+// (metrics.Store): one call's values together, as one record.
 type Recorder interface {
-	Record(account, namespace, metric string, dim metrics.Dimension, value float64)
+	RecordSample(account, namespace, metric string, dim metrics.Dimension, v metrics.Sample)
 }
 
 // Defaults for an empty Config.
