@@ -66,8 +66,10 @@ func (s *scan) str() (raw []byte, escaped bool, err error) {
 			s.i++
 			return raw, escaped, nil
 		case c == '\\':
+			if !s.escape() {
+				return nil, false, errAnswer
+			}
 			escaped = true
-			s.i += 2
 		case c < 0x20:
 			return nil, false, errAnswer
 		default:
@@ -75,6 +77,31 @@ func (s *scan) str() (raw []byte, escaped bool, err error) {
 		}
 	}
 	return nil, false, errAnswer
+}
+
+// escape steps over the escape sequence at the scanner, reporting
+// whether it is one JSON allows.
+func (s *scan) escape() bool {
+	if s.i+1 >= len(s.b) {
+		return false
+	}
+	switch s.b[s.i+1] {
+	case '"', '\\', '/', 'b', 'f', 'n', 'r', 't':
+		s.i += 2
+		return true
+	case 'u':
+		if s.i+6 > len(s.b) {
+			return false
+		}
+		for _, h := range s.b[s.i+2 : s.i+6] {
+			if !('0' <= h && h <= '9' || 'a' <= h && h <= 'f' || 'A' <= h && h <= 'F') {
+				return false
+			}
+		}
+		s.i += 6
+		return true
+	}
+	return false
 }
 
 // text reads a string and returns its value, escapes decoded (AWS's
@@ -211,6 +238,7 @@ func parseReceive(b []byte, msgs []fastMsg) ([]fastMsg, error) {
 		if string(key) != "Messages" {
 			return s.skip()
 		}
+		msgs = msgs[:0] // a member given twice counts once, the last, as in encoding/json
 		return s.array(func() error {
 			var m fastMsg
 			err := s.object(func(key []byte) error {
