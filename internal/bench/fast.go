@@ -54,42 +54,28 @@ const fastWait = 20
 // fastQueue is the prebuilt parts of the requests to one queue: all but
 // the bodies and receipt handles spliced in per call.
 type fastQueue struct {
-	url       string
-	send      []byte // {"QueueUrl":…,"MessageBody":"
-	batch     []byte // {"QueueUrl":…,"Entries":[
-	receive   []byte // the whole ReceiveMessage request
-	delete    []byte // {"QueueUrl":…,"Entries":[
-	batchItem []byte // {"Id":"
+	url     string
+	send    []byte // {"QueueUrl":…,"MessageBody":"
+	batch   []byte // {"QueueUrl":…,"Entries":[
+	receive []byte // the whole ReceiveMessage request
+	delete  []byte // {"QueueUrl":…,"Entries":[
 }
 
 func newFastQueue(queueURL string) *fastQueue {
 	u, _ := json.Marshal(queueURL) // a string always marshals
 	head := `{"QueueUrl":` + string(u)
 	return &fastQueue{
-		url:       queueURL,
-		send:      []byte(head + `,"MessageBody":"`),
-		batch:     []byte(head + `,"Entries":[`),
-		receive:   []byte(head + `,"MaxNumberOfMessages":10,"WaitTimeSeconds":` + strconv.Itoa(fastWait) + `}`),
-		delete:    []byte(head + `,"Entries":[`),
-		batchItem: []byte(`{"Id":"`),
+		url:     queueURL,
+		send:    []byte(head + `,"MessageBody":"`),
+		batch:   []byte(head + `,"Entries":[`),
+		receive: []byte(head + `,"MaxNumberOfMessages":10,"WaitTimeSeconds":` + strconv.Itoa(fastWait) + `}`),
+		delete:  []byte(head + `,"Entries":[`),
 	}
 }
 
-// appendSendBatch appends a SendMessageBatch request of bodies, each
-// entry's Id its index.
+// appendSendBatch appends a SendMessageBatch request of bodies.
 func (q *fastQueue) appendSendBatch(b []byte, bodies [][]byte) []byte {
-	b = append(b, q.batch...)
-	for i, body := range bodies {
-		if i > 0 {
-			b = append(b, ',')
-		}
-		b = append(b, q.batchItem...)
-		b = strconv.AppendInt(b, int64(i), 10)
-		b = append(b, `","MessageBody":"`...)
-		b = appendJSONText(b, body)
-		b = append(b, `"}`...)
-	}
-	return append(b, "]}"...)
+	return appendEntries(b, q.batch, len(bodies), "MessageBody", func(b []byte, i int) []byte { return appendJSONText(b, bodies[i]) })
 }
 
 // appendSend appends a SendMessage request of body.
@@ -100,17 +86,25 @@ func (q *fastQueue) appendSend(b, body []byte) []byte {
 }
 
 // appendDelete appends a DeleteMessageBatch request of the receipt handles
-// of msgs, each entry's Id its index.
+// of msgs, as the answer wrote them: valid string contents.
 func (q *fastQueue) appendDelete(b []byte, msgs []fastMsg) []byte {
-	b = append(b, q.delete...)
-	for i, m := range msgs {
+	return appendEntries(b, q.delete, len(msgs), "ReceiptHandle", func(b []byte, i int) []byte { return append(b, msgs[i].receipt...) })
+}
+
+// appendEntries appends a batch request: head, then n entries, each Id its
+// index and member the string contents that value appends.
+func appendEntries(b, head []byte, n int, member string, value func(b []byte, i int) []byte) []byte {
+	b = append(b, head...)
+	for i := range n {
 		if i > 0 {
 			b = append(b, ',')
 		}
-		b = append(b, q.batchItem...)
+		b = append(b, `{"Id":"`...)
 		b = strconv.AppendInt(b, int64(i), 10)
-		b = append(b, `","ReceiptHandle":"`...)
-		b = append(b, m.receipt...) // as the answer wrote it: valid string contents
+		b = append(b, `","`...)
+		b = append(b, member...)
+		b = append(b, `":"`...)
+		b = value(b, i)
 		b = append(b, `"}`...)
 	}
 	return append(b, "]}"...)
