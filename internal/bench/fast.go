@@ -136,11 +136,11 @@ func md5Hex(b []byte) [32]byte {
 type fastConn struct {
 	nodes    []url.URL
 	requests *atomic.Int64 // the run's count of requests (Result.Requests)
-	conn  net.Conn
-	r     *bufio.Reader
-	heads [numOps][]byte // each request's head up to its Content-Length value
-	req   []byte         // the request being sent
-	ans   []byte         // the last answer's body
+	conn     net.Conn
+	r        *bufio.Reader
+	heads    [numOps][]byte // each request's head up to its Content-Length value
+	req      []byte         // the request being sent
+	ans      []byte         // the last answer's body
 
 	body    []byte // the request body being built
 	msg     [][]byte
