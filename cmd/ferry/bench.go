@@ -38,6 +38,10 @@ func benchCmd(ctx context.Context, args []string, getenv func(string) string, st
 	concurrency := fs.Int("concurrency", bench.DefaultConcurrency, "concurrent clients")
 	prefill := fs.Int("prefill", bench.DefaultPrefill, "most messages in a pre-filled queue (fewer if filling outlasts --duration)")
 	maxMessages := fs.Int("max-messages", bench.DefaultMaxMessages, "most messages one scenario sends")
+	client := fs.String("client", bench.ClientSDK, "what drives the traffic: sdk, the AWS SDK for Go v2 as applications use it; or fast, a load\n"+
+		"generator that costs the machine little (SQS JSON from prebuilt requests on keep-alive connections, still checking\n"+
+		"every message) and runs send, send-batch, receive-delete and produce-consume only. fast sends no signature: Ferry\n"+
+		"serves it with --auth off (the default); a broker that requires SigV4 rejects it")
 	asJSON := fs.Bool("json", false, "print a JSON document on stdout (lines go to stderr)")
 	profile := fs.String("cpuprofile", "", "write a pprof CPU profile of the load generator to this file")
 	if err := fs.Parse(args); err != nil {
@@ -66,7 +70,7 @@ func benchCmd(ctx context.Context, args []string, getenv func(string) string, st
 		fmt.Fprintln(stderr, "ferry bench: --duration, --concurrency, --prefill and --max-messages must be positive")
 		return 2
 	}
-	cfg := bench.Config{Endpoints: endpoints, DBPIDs: pids, ServerPIDs: srvPIDs, Duration: *duration, Concurrency: *concurrency, Prefill: *prefill, MaxMessages: *maxMessages}
+	cfg := bench.Config{Endpoints: endpoints, DBPIDs: pids, ServerPIDs: srvPIDs, Duration: *duration, Concurrency: *concurrency, Prefill: *prefill, MaxMessages: *maxMessages, Client: *client}
 	if *scenarios != "all" {
 		for _, s := range strings.Split(*scenarios, ",") {
 			if s = strings.TrimSpace(s); s != "" {

@@ -35,6 +35,11 @@ func TestBenchFlags(t *testing.T) {
 		{[]string{"ceiling", "--listen", "no-port"}, 1, "ceiling: listen tcp"},
 		{[]string{"ceiling", "-h"}, 0, "a measuring fixture, not a broker"},
 		{[]string{"help"}, 0, "ferry ceiling --listen HOST:PORT"},
+		{[]string{"bench", "-h"}, 0, "serves it with --auth off"},
+		{[]string{"bench", "--endpoint", "http://127.0.0.1:1", "--client", "turbo"}, 2, `unknown client "turbo" (known: sdk, fast)`},
+		{[]string{"bench", "--endpoint", "https://127.0.0.1:1", "--client", "fast"}, 2, "the fast client speaks plain HTTP, not https"},
+		{[]string{"bench", "--endpoint", "http://127.0.0.1:1", "--client", "fast", "--duration", "50ms", "--scenarios", "send,dlq-move"}, 1,
+			"dlq-move              unsupported --client fast"},
 		{[]string{"help"}, 0, "ferry bench"},
 		// Nothing listens there: every scenario reports an error, and the exit code says so.
 		{[]string{"bench", "--endpoint", "http://127.0.0.1:1", "--duration", "50ms", "--scenarios", "send,sns-fanout"}, 1, "sns-fanout            error"},

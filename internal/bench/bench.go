@@ -71,6 +71,10 @@ type Config struct {
 	Progress func(Result)
 	// HTTPClient overrides the client built for Endpoint (tests).
 	HTTPClient *http.Client
+	// Client is what drives the traffic: ClientSDK (the default) or
+	// ClientFast, which runs only some scenarios (the rest read
+	// unsupported) and speaks plain HTTP without signatures.
+	Client string
 
 	nodes []url.URL // Endpoints, parsed by fill
 }
@@ -83,6 +87,7 @@ type Report struct {
 	Started     time.Time `json:"started"`
 	Duration    string    `json:"duration"`
 	Concurrency int       `json:"concurrency"`
+	Client      string    `json:"client"`
 	Results     []Result  `json:"results"`
 }
 
@@ -243,6 +248,17 @@ func (c *Config) fill() error {
 	if len(c.Scenarios) == 0 {
 		c.Scenarios = Scenarios()
 	}
+	if c.Client == "" {
+		c.Client = ClientSDK
+	}
+	if !slices.Contains(Clients(), c.Client) {
+		return fmt.Errorf("bench: unknown client %q (known: %s)", c.Client, strings.Join(Clients(), ", "))
+	}
+	for _, n := range c.nodes {
+		if c.Client == ClientFast && n.Scheme != "http" {
+			return fmt.Errorf("bench: the fast client speaks plain HTTP, not %s", n.Scheme)
+		}
+	}
 	known := Scenarios()
 	for _, s := range c.Scenarios {
 		if !slices.Contains(known, s) {
@@ -304,7 +320,7 @@ func Run(ctx context.Context, cfg Config) (*Report, error) {
 	tr := newTraffic(cfg.HTTPClient)
 	sqsClient, snsClient := clients(cfg.Endpoint, tr.client, cfg.nodes...)
 	ceiling := tr.isCeiling(ctx, sqsClient)
-	rep := &Report{Endpoint: cfg.Endpoint, Started: time.Now().UTC(), Duration: cfg.Duration.String(), Concurrency: cfg.Concurrency}
+	rep := &Report{Endpoint: cfg.Endpoint, Started: time.Now().UTC(), Duration: cfg.Duration.String(), Concurrency: cfg.Concurrency, Client: cfg.Client}
 	if len(cfg.Endpoints) > 1 {
 		rep.Endpoints = cfg.Endpoints
 	}
@@ -320,6 +336,9 @@ func Run(ctx context.Context, cfg Config) (*Report, error) {
 			run = func(context.Context, *env) error {
 				return &unsupportedError{"the ceiling", errors.New("it holds nothing, and the scenario needs messages held")}
 			}
+		}
+		if cfg.Client == ClientFast {
+			run = fastScenario(name, ceiling)
 		}
 		res := e.execute(ctx, run)
 		rep.Results = append(rep.Results, res)

@@ -27,27 +27,31 @@ type Stamp struct {
 // Body renders s as a unique body of BodySize bytes (longer only if the run
 // and group names are absurdly long).
 func (s Stamp) Body() string {
-	var b strings.Builder
-	b.Grow(BodySize)
-	b.WriteString("ferry-bench ")
-	b.WriteString(s.Run)
-	b.WriteByte(' ')
-	b.WriteString(strconv.FormatUint(s.Seq, 10))
-	b.WriteByte(' ')
+	return string(s.AppendBody(make([]byte, 0, BodySize)))
+}
+
+// AppendBody appends the body of s (see Body) to b.
+func (s Stamp) AppendBody(b []byte) []byte {
+	start := len(b)
+	b = append(b, "ferry-bench "...)
+	b = append(b, s.Run...)
+	b = append(b, ' ')
+	b = strconv.AppendUint(b, s.Seq, 10)
+	b = append(b, ' ')
 	if s.Group == "" {
-		b.WriteByte('-')
+		b = append(b, '-')
 	} else {
-		b.WriteString(s.Group)
+		b = append(b, s.Group...)
 	}
-	b.WriteByte(' ')
-	b.WriteString(strconv.FormatUint(s.Index, 10))
-	b.WriteByte(' ')
-	b.WriteString(strconv.FormatInt(s.Sent.UnixNano(), 10))
-	b.WriteByte(' ')
-	if n := BodySize - b.Len(); n > 0 {
-		b.WriteString(padding[:n])
+	b = append(b, ' ')
+	b = strconv.AppendUint(b, s.Index, 10)
+	b = append(b, ' ')
+	b = strconv.AppendInt(b, s.Sent.UnixNano(), 10)
+	b = append(b, ' ')
+	if n := BodySize - (len(b) - start); n > 0 {
+		b = append(b, padding[:n]...)
 	}
-	return b.String()
+	return b
 }
 
 // ParseBody reads a body written by Stamp.Body for run. It reports false
