@@ -17,7 +17,7 @@ func TestBenchFlags(t *testing.T) {
 		{[]string{"bench"}, 2, "--endpoint is required"},
 		{[]string{"bench", "-h"}, 0, "Scenarios: send, send-batch"},
 		{[]string{"bench", "-h"}, 0, "produce-consume, produce-consume-batch,"},
-		{[]string{"bench", "-h"}, 0, "sns-fanout, sns-fanout-batch\n"},
+		{[]string{"bench", "-h"}, 0, "sns-fanout, sns-fanout-batch, sns-fanout-50, sns-fanout-50-batch\n"},
 		{[]string{"bench", "--endpoint", "http://127.0.0.1:1", "--scenarios", "send,warp"}, 2, `unknown scenario "warp"`},
 		{[]string{"bench", "--endpoint", "127.0.0.1:1"}, 2, "not an http(s) URL"},
 		{[]string{"bench", "--endpoint", "http://127.0.0.1:1", "--duration", "0s"}, 2, "must be positive"},

@@ -139,7 +139,9 @@ type Result struct {
 	// (Config.ServerPIDs', or every node's process_cpu_seconds_total)
 	// spent per verified message, from the scenario's start to its end
 	// (the teardown excepted): each message's whole life, sent, received
-	// and deleted. Absent when there is no figure to read.
+	// and deleted. sns-fanout-50 and its batch form divide by the
+	// messages published instead: a publish's cost with all of its copies.
+	// Absent when there is no figure to read.
 	ServerCPU *float64 `json:"server_cpu_us_per_msg,omitempty"`
 	// ServerCPUPerRequest is the same CPU per HTTP request (Requests).
 	ServerCPUPerRequest *float64 `json:"server_cpu_us_per_request,omitempty"`
@@ -199,6 +201,14 @@ var catalogue = []scenario{
 	{"sns-fanout-batch", "msgs/s", "As sns-fanout, but the publishers send PublishBatch of 10 × 256 bytes; the rate is " +
 		"messages published (10 per request), the latency runs from the start of the PublishBatch to the receive of " +
 		"each message's fourth copy; a broker without PublishBatch reads unsupported.", runFanout(true)},
+	{"sns-fanout-50", "publishes/s", "A topic with 50 SQS subscriptions (raw delivery), 20 of them with a filter policy on a " +
+		"message attribute that every other publish matches (50 copies, or 30): half the clients publish while the rest " +
+		"receive and delete; each copy seen exactly once where its filter lets it through and never where not; the " +
+		"latency runs from the start of a publish to the receive of its last copy; the server's CPU is per publish.",
+		runFanoutOf(fanoutSpec{queues: manyQueues, filtered: manyFiltered, perPublish: true})},
+	{"sns-fanout-50-batch", "msgs/s", "As sns-fanout-50, but the publishers send PublishBatch of 10 × 256 bytes; the rate " +
+		"and the server's CPU are per message published (10 per request).",
+		runFanoutOf(fanoutSpec{queues: manyQueues, filtered: manyFiltered, batch: true, perPublish: true})},
 }
 
 // About says what a scenario does; empty for an unknown name.
@@ -403,6 +413,10 @@ type env struct {
 	firstErr           string
 	notes              []string
 	cleanup            []func(context.Context) error
+
+	// cpuPer, when above zero, is what the CPU figures are per instead of
+	// the verified copies: the messages published, for sns-fanout-50.
+	cpuPer int64
 }
 
 // execute runs fn under a hard time limit (the longest scenario sets up,

@@ -46,7 +46,11 @@ func (m cpuMark) record(ctx context.Context) {
 		v := (*to - *from) * 1e6 / float64(n)
 		return &v
 	}
-	r.ServerCPU, r.DBCPU, r.ClientCPU = per(m.server, server, r.Verified), per(m.db, db, r.Verified), per(m.client, client, r.Verified)
+	n := r.Verified
+	if m.e.cpuPer > 0 {
+		n = m.e.cpuPer
+	}
+	r.ServerCPU, r.DBCPU, r.ClientCPU = per(m.server, server, n), per(m.db, db, n), per(m.client, client, n)
 	r.ServerCPUPerRequest = per(m.server, server, r.Requests)
 }
 

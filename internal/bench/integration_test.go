@@ -63,7 +63,7 @@ func TestScenariosAgainstFerry(t *testing.T) {
 		t.Fatalf("%d results, want %d", got, want)
 	}
 	// Ferry has every feature the batch variants use: they must really run.
-	mustRun := map[string]bool{"produce-consume-batch": true, "sns-fanout-batch": true}
+	mustRun := map[string]bool{"produce-consume-batch": true, "sns-fanout-batch": true, "sns-fanout-50": true, "sns-fanout-50-batch": true}
 	consumes := map[string]bool{"produce-consume": true, "produce-consume-batch": true, "long-poll-wakeup": true}
 	for _, r := range rep.Results {
 		if mustRun[r.Name] && r.Status != bench.StatusOK {

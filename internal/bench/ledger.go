@@ -26,6 +26,7 @@ type Ledger struct {
 	arrived int64   // distinct copies seen
 	unknown int64   // arrivals of sequence numbers never handed out
 	dups    int64
+	expect  func(seq uint64, copy int) bool // nil: every copy
 	// Counting, per copy: messages claimed by receives, and counted.
 	claimed, counted []int
 	wake             chan struct{} // closed by the next Ack, for Claim
@@ -35,6 +36,18 @@ type Ledger struct {
 func NewLedger(copies int) *Ledger {
 	return &Ledger{copies: max(copies, 1)}
 }
+
+// NewFilteredLedger returns a ledger of copies places in which copy c of
+// message seq is expected only where expect(seq, c): a fan-out whose
+// subscriptions' filter policies keep some copies back. A copy that
+// arrives where none was expected counts as a duplicate, once per arrival.
+// It checks and never counts (Claim, Count): its scenarios do not run
+// against the ceiling.
+func NewFilteredLedger(copies int, expect func(seq uint64, copy int) bool) *Ledger {
+	return &Ledger{copies: max(copies, 1), expect: expect}
+}
+
+func (l *Ledger) expected(seq uint64, copy int) bool { return l.expect == nil || l.expect(seq, copy) }
 
 // Next hands out the next sequence number, before its message is sent.
 func (l *Ledger) Next() uint64 {
@@ -69,7 +82,7 @@ func (l *Ledger) Ack(seq uint64) {
 		l.wake = nil
 	}
 	for c := range l.copies {
-		if l.seen[int(seq)*l.copies+c] == 0 {
+		if l.seen[int(seq)*l.copies+c] == 0 && l.expected(seq, c) {
 			l.pending++
 		}
 	}
@@ -92,6 +105,10 @@ func (l *Ledger) Seen(seq uint64, copy int) Arrival {
 	if seq >= uint64(len(l.acked)) || copy < 0 || copy >= l.copies {
 		l.unknown++
 		return Unknown
+	}
+	if !l.expected(seq, copy) {
+		l.dups++
+		return Duplicate
 	}
 	i := int(seq)*l.copies + copy
 	if l.seen[i] < 255 {
@@ -204,7 +221,7 @@ type Tally struct {
 	Acked    int   // sends the broker acknowledged
 	Received int64 // distinct copies that arrived
 	Missing  int64 // acknowledged copies that never arrived
-	Dups     int64 // arrivals beyond the first
+	Dups     int64 // arrivals beyond the first, or of a copy not expected at all
 	Unknown  int64 // arrivals of messages never sent
 }
 

@@ -50,29 +50,35 @@ func TestLedger(t *testing.T) {
 	}
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {
-			l := NewLedger(tc.copies)
-			for _, o := range tc.ops {
-				switch {
-				case o.stray:
-					l.Stray()
-				case o.send:
-					seq := l.Next()
-					if o.ack {
-						l.Ack(seq)
-					}
-				case o.copy == -1:
-					l.Ack(o.seq)
-				default:
-					l.Seen(o.seq, o.copy)
-				}
-			}
-			if got := l.Tally(); got != tc.want {
-				t.Errorf("tally %+v, want %+v", got, tc.want)
-			}
-			if got := l.Pending(); got != tc.pending {
-				t.Errorf("pending %d, want %d", got, tc.pending)
-			}
+			checkStory(t, NewLedger(tc.copies), tc.ops, tc.want, tc.pending)
 		})
+	}
+}
+
+// checkStory plays ops on l and checks the tally and the pending copies
+// it ends with.
+func checkStory(t *testing.T, l *Ledger, ops []op, want Tally, pending int) {
+	t.Helper()
+	for _, o := range ops {
+		switch {
+		case o.stray:
+			l.Stray()
+		case o.send:
+			seq := l.Next()
+			if o.ack {
+				l.Ack(seq)
+			}
+		case o.copy == -1:
+			l.Ack(o.seq)
+		default:
+			l.Seen(o.seq, o.copy)
+		}
+	}
+	if got := l.Tally(); got != want {
+		t.Errorf("tally %+v, want %+v", got, want)
+	}
+	if got := l.Pending(); got != pending {
+		t.Errorf("pending %d, want %d", got, pending)
 	}
 }
 

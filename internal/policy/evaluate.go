@@ -166,6 +166,11 @@ const SNSService = "sns.amazonaws.com"
 // worked before policies were evaluated keeps working). An explicit Deny
 // of either principal refuses the delivery.
 func MaySNSSend(p *Policy, topicARN, topicAccount, queueARN, queueAccount string, now time.Time) bool {
+	if p == nil {
+		// No statement to match: spares every copy to a queue without a
+		// policy the two requests built below.
+		return topicAccount == queueAccount
+	}
 	svc := ServiceRequest(SNSService, "sqs:SendMessage", queueARN, topicARN, topicAccount, true, now)
 	owner := &Request{Account: topicAccount, Action: "sqs:SendMessage", Resource: queueARN, Context: Context{
 		KeySourceArn:        {topicARN},

@@ -9,7 +9,8 @@ func TestValid(t *testing.T) {
 		"il-central-1": true, "mx-central-1": true,
 		"": false, "local": false, "elasticmq": false, "us-east-1a": false, "us-east": false,
 		"US-EAST-1": false, "us--1": false, "us-east-123": false, "-east-1": false, "us-east-": false,
-		"us-east-1 ": false, "us_east_1": false, "us-east-1/x": false,
+		"us-east-1 ": false, "us_east_1": false, "us-east-1/x": false, "east-1": false, "us-east--1": false, "1": false,
+		"-": false, "us-east-1-": false,
 	} {
 		if got := Valid(name); got != want {
 			t.Errorf("Valid(%q) = %v, want %v", name, got, want)

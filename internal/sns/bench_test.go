@@ -148,3 +148,36 @@ func newBenchService(ctx context.Context, eng *embedded.Engine, clk clock.Clock)
 	m := metrics.New(metrics.Options{Clock: clk})
 	return New(ctx, Config{Backend: eng, SQS: sqs.NewPort(sqs.Config{Backend: eng, Metrics: m}), Records: eng, Sequences: eng, Clock: clk, Metrics: m})
 }
+
+// BenchmarkPublishFanout50 publishes to 50 raw SQS subscriptions, 20 of
+// them filtered on an attribute that every other publish matches (as
+// ferry bench's sns-fanout-50), on an in-memory engine: the cost of each
+// subscription a publish serves. cpu-ns/op is the process's CPU time per
+// publish.
+func BenchmarkPublishFanout50(b *testing.B) {
+	subs := make([]map[string]string, 50)
+	for i := range subs {
+		subs[i] = map[string]string{"RawMessageDelivery": "true"}
+		if i < 20 {
+			subs[i]["FilterPolicy"] = `{"kind":["match"]}`
+		}
+	}
+	s, _, topicARN, _ := newFanoutFixture(b, subs)
+	body := strings.Repeat("x", 256)
+	var ins [2]*publishInput
+	for i, kind := range []string{"match", "other"} {
+		ins[i] = &publishInput{TopicArn: topicARN, Message: body,
+			MessageAttributes: map[string]messageAttributeValue{"kind": {DataType: "String", StringValue: &kind}}}
+	}
+	ctx := context.Background()
+	before := cpuTime(b)
+	b.ReportAllocs()
+	b.ResetTimer()
+	for i := range b.N {
+		if _, err := s.publish(ctx, ins[i%2]); err != nil {
+			b.Fatal(err)
+		}
+	}
+	b.StopTimer()
+	b.ReportMetric(float64(cpuTime(b)-before)/float64(b.N), "cpu-ns/op")
+}

@@ -277,11 +277,12 @@ type sqsDelivery struct {
 // A missing queue, or a copy SQS refuses, is a client-side error: no
 // retry, the subscription's dead-letter queue if it has one.
 func (s *Service) deliverSQS(ctx context.Context, t *topic, sub *subscription, msgs []*message) error {
-	d, err := s.sqsDelivery(ctx, t, sub, msgs)
-	if err != nil {
+	d := &sqsDelivery{sub: sub}
+	if err := s.sqsDelivery(ctx, t, d, msgs, make([]engine.NewMessage, 0, len(msgs))); err != nil {
 		return err
 	}
 	var res []engine.SendResult
+	var err error
 	if len(d.batch) > 0 {
 		res, err = s.sqs.Send(ctx, sub.Endpoint, d.batch)
 	}
@@ -291,7 +292,10 @@ func (s *Service) deliverSQS(ctx context.Context, t *topic, sub *subscription, m
 // deliverJointSQS is deliverSQS for several subscriptions whose queues
 // (standard: jointSQS) take their copies in one engine write.
 func (s *Service) deliverJointSQS(ctx context.Context, t *topic, subs []*subscription, msgs []*message) error {
-	ds := make([]*sqsDelivery, 0, len(subs))
+	// The deliveries and their copies are cut from one allocation each
+	// for the whole fan-out, not two per subscription.
+	ds := make([]sqsDelivery, 0, len(subs))
+	copies := make([]engine.NewMessage, 0, len(subs)*len(msgs))
 	queues := make([]string, 0, len(subs))
 	batches := make([][]engine.NewMessage, 0, len(subs))
 	var errs []error
@@ -300,19 +304,23 @@ func (s *Service) deliverJointSQS(ctx context.Context, t *topic, subs []*subscri
 		if len(pass) == 0 {
 			continue
 		}
-		d, err := s.sqsDelivery(ctx, t, sub, pass)
-		if err != nil {
+		ds = append(ds, sqsDelivery{sub: sub})
+		d := &ds[len(ds)-1]
+		n := len(copies)
+		if err := s.sqsDelivery(ctx, t, d, pass, copies[n:n:n+len(pass)]); err != nil {
+			ds = ds[:len(ds)-1]
 			errs = append(errs, fmt.Errorf("subscription %s: %w", sub.ARN, err))
 			continue
 		}
+		copies = copies[:n+len(d.batch)]
 		if len(d.batch) == 0 {
 			// All refused before the send: nothing for the queue.
 			if err := s.settleSQS(ctx, t, d, nil, nil); err != nil {
 				errs = append(errs, fmt.Errorf("subscription %s: %w", sub.ARN, err))
 			}
+			ds = ds[:len(ds)-1]
 			continue
 		}
-		ds = append(ds, d)
 		queues = append(queues, sub.Endpoint)
 		batches = append(batches, d.batch)
 	}
@@ -323,8 +331,8 @@ func (s *Service) deliverJointSQS(ctx context.Context, t *topic, subs []*subscri
 	if err != nil {
 		return errors.Join(append(errs, err)...)
 	}
-	for i, d := range ds {
-		o := &outs[i]
+	for i := range ds {
+		d, o := &ds[i], &outs[i]
 		if err := s.settleSQS(ctx, t, d, o.Results, o.Err); err != nil {
 			errs = append(errs, fmt.Errorf("subscription %s: %w", d.sub.ARN, err))
 		}
@@ -332,18 +340,20 @@ func (s *Service) deliverJointSQS(ctx context.Context, t *topic, subs []*subscri
 	return errors.Join(errs...)
 }
 
-// sqsDelivery makes sub's copies of msgs, setting aside (and logging)
-// those SQS refuses.
-func (s *Service) sqsDelivery(ctx context.Context, t *topic, sub *subscription, msgs []*message) (*sqsDelivery, error) {
-	d := &sqsDelivery{sub: sub, logs: t.delivery.LogsFor(delivery.ProtoSQS)}
+// sqsDelivery makes d.sub's copies of msgs into d, its batch appended to
+// buf (which has room for them all), setting aside (and logging) those
+// SQS refuses.
+func (s *Service) sqsDelivery(ctx context.Context, t *topic, d *sqsDelivery, msgs []*message, buf []engine.NewMessage) error {
+	sub := d.sub
+	d.logs = t.delivery.LogsFor(delivery.ProtoSQS)
 	if d.logs {
 		d.handoff = s.clock.Now()
 	}
 	allowed, err := s.mayDeliver(ctx, t.ARN, sub.Endpoint)
 	if err != nil {
-		return nil, err
+		return err
 	}
-	d.batch = make([]engine.NewMessage, 0, len(msgs))
+	d.batch = buf
 	for _, m := range msgs {
 		nm, err := s.sqsCopy(t, sub, m)
 		if err == nil && !allowed {
@@ -359,14 +369,14 @@ func (s *Service) sqsDelivery(ctx context.Context, t *topic, sub *subscription, 
 			continue
 		}
 		if err != nil {
-			return nil, err
+			return err
 		}
 		d.batch = append(d.batch, nm)
 		if d.logs {
 			d.sent = append(d.sent, m)
 		}
 	}
-	return d, nil
+	return nil
 }
 
 // settleSQS counts and logs the outcome of d's send (res, err; neither
