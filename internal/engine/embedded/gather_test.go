@@ -173,11 +173,14 @@ func TestGatherWaitsForSendsBeingWritten(t *testing.T) {
 	// another window instead of answering.
 	clk.Set(enginetest.Start.Add(us(300)))
 	armedAt(us(500))
+	// It arrives at 350µs: a window from then.
+	clk.Set(enginetest.Start.Add(us(350)))
 	free()
 	if err := <-sent; err != nil {
 		t.Fatalf("Send: %v", err)
 	}
-	clk.Set(enginetest.Start.Add(us(500)))
+	armedAt(us(550))
+	clk.Set(enginetest.Start.Add(us(550)))
 	r := h.Await(ch)
 	if r.Err != nil || len(r.Msgs) != 2 {
 		t.Fatalf("Receive answered %d messages (%v), want 2", len(r.Msgs), r.Err)

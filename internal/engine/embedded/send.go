@@ -74,7 +74,7 @@ func (e *Engine) SendMany(ctx context.Context, sends []engine.QueueSend) ([]engi
 			pending[i].abandon()
 		}
 	}()
-	fifo := make([]*queue, len(sends))         // nil: not a FIFO part
+	fifo := make([]*queue, len(sends)) // nil: not a FIFO part
 	b := e.db.NewBatch()
 	defer b.Close()
 	for i := range sends {
