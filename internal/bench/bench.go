@@ -158,7 +158,11 @@ type Result struct {
 	// empty answers included: what a message pays in receive (and batch
 	// delete) round trips. Absent when the scenario received nothing.
 	PerReceive *float64 `json:"msgs_per_receive,omitempty"`
-	Note       string   `json:"note,omitempty"`
+	// CommitsPerSync is the commits each WAL sync of an embedded store
+	// covered during the scenario (group commit): absent for stores that
+	// publish no such figures, or made no sync.
+	CommitsPerSync *float64 `json:"commits_per_sync,omitempty"`
+	Note           string   `json:"note,omitempty"`
 }
 
 // Failed reports whether r counts against the endpoint.

@@ -20,12 +20,15 @@ type cpuMark struct {
 	db       *float64
 	client   *float64
 	requests int64
+	syncs    syncMark
 }
 
 // cpuFrom reads the CPU used so far by the broker, by the processes of
 // DBPIDs and by this process, and the requests sent so far.
 func (e *env) cpuFrom(ctx context.Context) cpuMark {
-	m := cpuMark{e: e, requests: e.traffic.requests.Load(), client: selfCPU()}
+	// Scraped before the CPU is read: the scrape is not the scenario's.
+	syncs := e.syncsNow(ctx)
+	m := cpuMark{e: e, requests: e.traffic.requests.Load(), client: selfCPU(), syncs: syncs}
 	m.server, m.db = e.cpuNow(ctx)
 	return m
 }
@@ -52,6 +55,7 @@ func (m cpuMark) record(ctx context.Context) {
 	}
 	r.ServerCPU, r.DBCPU, r.ClientCPU = per(m.server, server, n), per(m.db, db, n), per(m.client, client, n)
 	r.ServerCPUPerRequest = per(m.server, server, r.Requests)
+	r.CommitsPerSync = m.syncs.perSync(m.e.syncsNow(context.WithoutCancel(ctx)))
 }
 
 // selfCPU is the CPU, in seconds, this process used so far (user and

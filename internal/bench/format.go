@@ -40,6 +40,9 @@ func (r Result) Line() string {
 	if r.PerReceive != nil {
 		fmt.Fprintf(&b, " msgs/receive=%.2f", *r.PerReceive)
 	}
+	if r.CommitsPerSync != nil {
+		fmt.Fprintf(&b, " commits/sync=%.2f", *r.CommitsPerSync)
+	}
 	if r.Note != "" {
 		b.WriteString("  [" + r.Note + "]")
 	}

@@ -156,6 +156,10 @@ type Engine struct {
 	space *spaceGuard
 	// dir holds the data directory's locks (nil in memory).
 	dir *openedDir
+	// syncedCommits counts the commits that waited for a WAL sync: over
+	// the syncs Pebble made (ferry_store_wal_syncs_total) it is how many
+	// requests each fsync covered.
+	syncedCommits atomic.Uint64
 }
 
 type qname struct{ account, name string }
@@ -395,6 +399,7 @@ func (e *Engine) lookupARN(arn string) *queue {
 func (e *Engine) applyOrdered(b *pebble.Batch) error {
 	var err error
 	if e.sync {
+		e.syncedCommits.Add(1)
 		err = e.db.ApplyNoSyncWait(b, pebble.Sync)
 	} else {
 		err = e.db.Apply(b, pebble.NoSync)
@@ -419,8 +424,11 @@ func (e *Engine) awaitDurable(b *pebble.Batch) error {
 	return nil
 }
 
+// writeOptions are those of a commit that must be durable when it
+// returns; every call is such a commit, and is counted.
 func (e *Engine) writeOptions() *pebble.WriteOptions {
 	if e.sync {
+		e.syncedCommits.Add(1)
 		return pebble.Sync
 	}
 	return pebble.NoSync
@@ -432,6 +440,7 @@ func (e *Engine) syncBarrier() error {
 	if !e.sync {
 		return nil
 	}
+	e.syncedCommits.Add(1)
 	if err := e.db.LogData(nil, pebble.Sync); err != nil {
 		return fmt.Errorf("embedded: sync: %w", err)
 	}

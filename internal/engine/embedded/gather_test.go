@@ -3,6 +3,8 @@ package embedded
 import (
 	"cmp"
 	"context"
+	"sync"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -113,3 +115,74 @@ func TestGather(t *testing.T) {
 }
 
 func us(n int) time.Duration { return time.Duration(n) * time.Microsecond }
+
+// TestGatherWaitsForSendsBeingWritten: a quiet window does not end a gather
+// while a send to the queue is being written (in a durable store, while
+// its WAL sync runs): the poll waits for it, within the gather's bound.
+func TestGatherWaitsForSendsBeingWritten(t *testing.T) {
+	const win = 200 * time.Microsecond
+	clk := clock.NewFake(enginetest.Start)
+	c := openChecked(t, Options{InMemory: true, Clock: clk, Gather: win})
+	entered, release := make(chan struct{}), make(chan struct{})
+	var hold atomic.Bool
+	c.beforeSendCommit = func() {
+		if hold.Load() {
+			close(entered)
+			<-release
+		}
+	}
+	h := &enginetest.H{T: t, Clk: clk, Ctx: context.Background(), B: c}
+	t.Cleanup(func() { _ = h.B.Close() })
+	// Before Close (cleanups run last first): a failed test must not leave
+	// the send held, which Close would wait for.
+	var releaseOnce sync.Once
+	free := func() { releaseOnce.Do(func() { close(release) }) }
+	t.Cleanup(free)
+	h.Create("q", nil)
+	h.SendBodies("q", "warm")
+	if got := h.Receive("q", engine.ReceiveRequest{}); len(got) != 1 {
+		t.Fatalf("warm-up receive answered %d messages, want 1", len(got))
+	}
+	ch := h.StartWait(h.Ctx, "q", engine.ReceiveRequest{Max: 10, Wait: 20 * time.Second})
+	armedAt := func(at time.Duration) {
+		t.Helper()
+		want := enginetest.Start.Add(at)
+		testwait.Eventually(t, "a gather window to end at "+at.String(), func() bool {
+			next, ok := clk.Next()
+			return ok && next.Equal(want)
+		})
+		select {
+		case r := <-ch:
+			t.Fatalf("answered with %d messages while a send was being written", len(r.Msgs))
+		default:
+		}
+	}
+	clk.Set(enginetest.Start.Add(us(100)))
+	h.SendBodies("q", "first") // flowing: the poll gathers until 300µs
+	armedAt(us(300))
+
+	hold.Store(true)
+	sent := make(chan error, 1)
+	go func() {
+		_, err := c.Send(h.Ctx, acct, "q", []engine.NewMessage{enginetest.Plain("second")})
+		sent <- err
+	}()
+	<-entered
+	hold.Store(false)
+	// The window passes with the send still being written: the poll waits
+	// another window instead of answering.
+	clk.Set(enginetest.Start.Add(us(300)))
+	armedAt(us(500))
+	// It arrives at 350µs: a window from then.
+	clk.Set(enginetest.Start.Add(us(350)))
+	free()
+	if err := <-sent; err != nil {
+		t.Fatalf("Send: %v", err)
+	}
+	armedAt(us(550))
+	clk.Set(enginetest.Start.Add(us(550)))
+	r := h.Await(ch)
+	if r.Err != nil || len(r.Msgs) != 2 {
+		t.Fatalf("Receive answered %d messages (%v), want 2", len(r.Msgs), r.Err)
+	}
+}

@@ -46,6 +46,10 @@ type queue struct {
 	// arrived and prevArrived are when the last two sends entered the
 	// index (unix nanoseconds): whether messages flow (see gatherMore).
 	arrived, prevArrived int64
+	// writing counts the sends to this standard queue whose seqs are
+	// reserved and whose batch is not yet in the index (written, or
+	// waiting for its sync): arrivals on their way (see gatherMore).
+	writing int
 
 	// tasks are the move tasks whose source this queue is, oldest first.
 	tasks []*task
@@ -524,6 +528,10 @@ func max0(d time.Duration) time.Duration {
 
 // arriveLocked notes a send entering the index at now.
 func (q *queue) arriveLocked(now int64) { q.prevArrived, q.arrived = q.arrived, now }
+
+// arrivingLocked reports whether sends are on their way into the index:
+// their batches are being written or synced.
+func (q *queue) arrivingLocked() bool { return q.writing > 0 || len(q.pending) > 0 }
 
 // flowingLocked reports whether the last two sends came within d of each
 // other, so that another is likely within d.

@@ -157,9 +157,10 @@ func (e *Engine) Receive(ctx context.Context, account, name string, req engine.R
 // trip of its own. SQS answers "when at least one message is available",
 // not necessarily with the first, so while sends flow (the last two came
 // within a window) the poll waits a window for the next arrival, again
-// after each arrival, and answers as soon as a window passes without one,
-// Max is reached, the whole gather has taken gatherWindows windows
-// (bounding what the first message waits) or the request's wait is over.
+// after each arrival, and answers as soon as a window passes without one
+// and without sends on their way into the queue (see arriving), Max is
+// reached, the whole gather has taken gatherWindows windows (bounding what
+// the first message waits) or the request's wait is over.
 // A lone message is answered at once: the timer a window takes fires late
 // on an idle machine (a millisecond or more), and no second message would
 // come. Nor does a receive that found messages at once linger: it was not
@@ -184,17 +185,20 @@ func (e *Engine) gatherMore(ctx context.Context, q *queue, got []taken, maxMsgs 
 	for window := e.gather; window > 0 && !isClosed(expired); window = min(e.gather, time.Duration(deadline-e.now())) {
 		quiet := make(chan struct{})
 		t := e.clock.AfterFunc(window, func() { close(quiet) })
-		arrived := false
+		goOn := false
 		select {
 		case <-w.more:
-			arrived = true
+			goOn = true
 		case <-w.done:
 		case <-quiet:
+			// A quiet window while sends are being written (or synced)
+			// is no end of the flow: wait on for them.
+			goOn = e.arriving(q)
 		case <-ctx.Done():
 		case <-expired:
 		}
 		t.Stop()
-		if !arrived {
+		if !goOn {
 			break
 		}
 	}
@@ -212,6 +216,16 @@ func (e *Engine) gatherMore(ctx context.Context, q *queue, got []taken, maxMsgs 
 		e.redrive(job)
 	}
 	return append(got, more...), true
+}
+
+// arriving reports whether sends to q are on their way into its index: a
+// quiet window does not end a gather then. In a durable store the sends
+// that flow arrive in groups, one for each WAL sync, and a sync can
+// outlast a window: the gather waits for the group being synced instead.
+func (e *Engine) arriving(q *queue) bool {
+	q.mu.Lock()
+	defer q.mu.Unlock()
+	return q.arrivingLocked()
 }
 
 func isClosed(ch chan struct{}) bool {

@@ -39,6 +39,7 @@ func (e *Engine) Send(ctx context.Context, account, name string, msgs []engine.N
 	b := e.db.NewBatch()
 	defer b.Close()
 	var p pendingSend
+	defer p.abandon()
 	if err := e.writeSend(q, msgs, b, &sp, &p); err != nil {
 		return nil, err
 	}
@@ -68,7 +69,12 @@ func (e *Engine) SendMany(ctx context.Context, sends []engine.QueueSend) ([]engi
 	}
 	out := make([]engine.SendOutcome, len(sends))
 	pending := make([]pendingSend, len(sends)) // q nil: nothing to enter
-	fifo := make([]*queue, len(sends))         // nil: not a FIFO part
+	defer func() {
+		for i := range pending {
+			pending[i].abandon()
+		}
+	}()
+	fifo := make([]*queue, len(sends)) // nil: not a FIFO part
 	b := e.db.NewBatch()
 	defer b.Close()
 	for i := range sends {
@@ -116,6 +122,20 @@ type pendingSend struct {
 	ms   []message // the index entries, one allocation for the batch
 	res  []engine.SendResult
 	sent sentRecords
+	// writing: counted in q.writing, until enterSent or abandon.
+	writing bool
+}
+
+// abandon uncounts a send that will not enter the index (its write
+// failed); it does nothing once enterSent has run.
+func (p *pendingSend) abandon() {
+	if !p.writing {
+		return
+	}
+	p.writing = false
+	p.q.mu.Lock()
+	p.q.writing--
+	p.q.mu.Unlock()
 }
 
 // sendSpace is what the sends of one call cut their message ids, results
@@ -155,6 +175,7 @@ func (e *Engine) writeSend(q *queue, msgs []engine.NewMessage, b *pebble.Batch, 
 	sentAt := e.now()
 	first := q.nextSeq
 	q.nextSeq += uint64(len(msgs))
+	q.writing++
 	queueDelay := q.desc.Settings.Delay
 	// The records are kept after the write only for receives waiting now;
 	// one that starts waiting later reads them back.
@@ -164,7 +185,7 @@ func (e *Engine) writeSend(q *queue, msgs []engine.NewMessage, b *pebble.Batch, 
 	n := len(msgs)
 	lo := sp.used
 	sp.used += n
-	*p = pendingSend{q: q, ms: make([]message, n), res: sp.res[lo : lo+n : lo+n], sent: sentRecords{first: first}}
+	*p = pendingSend{q: q, ms: make([]message, n), res: sp.res[lo : lo+n : lo+n], sent: sentRecords{first: first}, writing: true}
 	var ends []int
 	keptStart := len(sp.kept)
 	if keep {
@@ -221,6 +242,8 @@ func (e *Engine) enterSent(p *pendingSend) ([]engine.SendResult, error) {
 	q, ms := p.q, p.ms
 	q.mu.Lock()
 	defer q.mu.Unlock()
+	q.writing--
+	p.writing = false
 	if q.deleted || p.sent.first < q.purgeFloor {
 		// Deleted or purged while being written: the range delete may have
 		// been ordered before this batch, so remove the records here too.
