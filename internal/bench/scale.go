@@ -12,6 +12,7 @@ import (
 	"regexp"
 	"runtime"
 	"slices"
+	"strconv"
 	"strings"
 	"sync"
 	"syscall"
@@ -381,6 +382,22 @@ func (p *ferryProc) cpu() (float64, error) {
 		return 0, err
 	}
 	return float64(st.utime+st.stime) / clockTicks, nil
+}
+
+// conns counts the broker's open sockets.
+func (p *ferryProc) conns() (int, error) {
+	dir := "/proc/" + strconv.Itoa(p.cmd.Process.Pid) + "/fd"
+	entries, err := os.ReadDir(dir)
+	if err != nil {
+		return 0, fmt.Errorf("bench: count the broker's sockets: %w", err)
+	}
+	n := 0
+	for _, de := range entries {
+		if target, err := os.Readlink(dir + "/" + de.Name()); err == nil && strings.HasPrefix(target, "socket:") {
+			n++
+		}
+	}
+	return n, nil
 }
 
 // rss reads the broker's resident memory from its /metrics, in MiB.

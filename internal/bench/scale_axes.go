@@ -237,8 +237,17 @@ const wakeSends = 200
 
 // polls holds n long polls waiting on up to 100 queues, measures the
 // broker's CPU while they wait, then sends messages one at a time and
-// measures how long each took to come out of a waiting poll.
+// measures how long each took from the start of its SendMessage to the
+// return of the poll that got it. (From the send's acknowledgement, most
+// would read zero: the broker wakes the poll before it answers the send.)
 func (s *scaleRun) polls(ctx context.Context, n int) error {
+	// The sockets the broker holds before any client connects: its
+	// listeners. The clients that create the queues keep their connections
+	// idle, and the polls take them over.
+	base, err := s.proc.conns()
+	if err != nil {
+		return err
+	}
 	urls, err := s.createQueues(ctx, min(n, 100), "poll")
 	if err != nil {
 		return err
@@ -247,8 +256,8 @@ func (s *scaleRun) polls(ctx context.Context, n int) error {
 	defer cancel()
 	var (
 		mu      sync.Mutex
-		acked   = map[string]time.Time{} // body → when its send was acknowledged
-		arrived = map[string]bool{}      // bodies received before their ack
+		began   = map[string]time.Time{} // body → when its send began
+		arrived = map[string]time.Time{} // body → when it was received, if before its send returned
 		lat     Latencies
 		got     = make(chan struct{}, wakeSends)
 		waiting atomic.Int64
@@ -275,11 +284,11 @@ func (s *scaleRun) polls(ctx context.Context, n int) error {
 				for _, m := range out.Messages {
 					body := aws.ToString(m.Body)
 					mu.Lock()
-					if t, ok := acked[body]; ok {
+					if t, ok := began[body]; ok {
 						lat.Add(at.Sub(t))
-						delete(acked, body)
+						delete(began, body)
 					} else {
-						arrived[body] = true
+						arrived[body] = at
 					}
 					mu.Unlock()
 					got <- struct{}{}
@@ -292,9 +301,17 @@ func (s *scaleRun) polls(ctx context.Context, n int) error {
 	}
 	defer wg.Wait()
 	defer cancel()
-	// Every poll has been asked for once all goroutines have begun; the
-	// requests then still travel, so the idle window starts a little later.
-	for waiting.Load() < int64(n) {
+	// Each poll has a connection of its own: once the broker holds a
+	// socket for each, every poll has been sent; a second later they have
+	// all been read and wait.
+	for {
+		c, err := s.proc.conns()
+		if err != nil {
+			return err
+		}
+		if waiting.Load() == int64(n) && c >= base+n {
+			break
+		}
 		select {
 		case <-ctx.Done():
 			return ctx.Err()
@@ -304,7 +321,7 @@ func (s *scaleRun) polls(ctx context.Context, n int) error {
 	select {
 	case <-ctx.Done():
 		return ctx.Err()
-	case <-time.After(time.Second + time.Duration(n)*200*time.Microsecond):
+	case <-time.After(time.Second):
 	}
 	cpu0, err := s.proc.cpu()
 	if err != nil {
@@ -325,19 +342,19 @@ func (s *scaleRun) polls(ctx context.Context, n int) error {
 	sent := 0
 	for k := range wakeSends {
 		body := scaleBody(s.e.run, int64(k))
+		start := time.Now()
 		_, err := s.e.sqs.SendMessage(ctx, &sqs.SendMessageInput{QueueUrl: aws.String(urls[k%len(urls)]), MessageBody: aws.String(body)})
-		at := time.Now()
 		if err != nil {
 			s.e.fail(fmt.Errorf("SendMessage: %w", err))
 			continue
 		}
 		sent++
 		mu.Lock()
-		if arrived[body] {
-			lat.Add(0) // the receive returned before the send did
+		if at, ok := arrived[body]; ok {
+			lat.Add(at.Sub(start)) // the poll returned before the send did
 			delete(arrived, body)
 		} else {
-			acked[body] = at
+			began[body] = start
 		}
 		mu.Unlock()
 		select {

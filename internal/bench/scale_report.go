@@ -97,8 +97,9 @@ var scaleAbout = map[string]string{
 		"Afterwards GetQueueAttributes (All) is timed 20 times and the broker's count must equal N + sent − deleted.",
 	AxisPolls: "N clients hold ReceiveMessage (WaitTimeSeconds 20, each on its own keep-alive connection) on min(N, 100) " +
 		"queues; *idle CPU* is the broker's CPU while they wait; then 200 messages are sent one at a time, 20 ms apart, " +
-		"to the queues in turn, and the wake-up latency runs from each send's acknowledgement to the return of the poll " +
-		"that got it.",
+		"to the queues in turn, and the wake-up latency runs from the start of each SendMessage to the return of the " +
+		"poll that got it (the broker wakes the poll before it answers the send, so from the acknowledgement most " +
+		"would read zero).",
 	AxisSubscriptions: "One topic with N SQS subscriptions (raw delivery); every client publishes 256 bytes for the " +
 		"measured time. A publish is acknowledged once all its copies are stored; afterwards every queue must hold one " +
 		"copy of each acknowledged publish. *copies/s* is publishes/s × N.",
