@@ -101,6 +101,9 @@ type ScaleStep struct {
 	// FillSeconds is how long building the step's state took (sending the
 	// backlog).
 	FillSeconds *float64 `json:"fill_s,omitempty"`
+	// SettleSeconds is how long the store then took to finish the
+	// compactions the fill left it (the load starts after).
+	SettleSeconds *float64 `json:"settle_s,omitempty"`
 	// AttrsP99ms is the p99 latency of GetQueueAttributes (All) on the
 	// loaded queue: ApproximateNumberOfMessages at depth.
 	AttrsP99ms *float64 `json:"attrs_p99_ms,omitempty"`

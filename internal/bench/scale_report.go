@@ -67,6 +67,7 @@ func scaleFigures(axis string) []scaleFigure {
 	case AxisBacklog:
 		return []scaleFigure{
 			{"fill", figure(func(s ScaleStep) *float64 { return s.FillSeconds }), secs, ""},
+			{"settle", figure(func(s ScaleStep) *float64 { return s.SettleSeconds }), secs, ""},
 			figRate("msgs/s"), figP50, p99("request latency"), cpu("message"),
 			{"GetQueueAttributes p99", figure(func(s ScaleStep) *float64 { return s.AttrsP99ms }), FormatMillis, ""},
 			figRSS, figStartup, figErrors}
@@ -92,8 +93,9 @@ var scaleAbout = map[string]string{
 	AxisQueues: "N queues are created (the time is in *create*), then every client in turn over all the queues sends a " +
 		"SendMessageBatch of 10 × 256 bytes, receives up to 10 (no wait) and deletes them in a batch. *msgs/s* counts " +
 		"deleted messages; p50/p99 are over every request; CPU is the broker's (user + system, from /proc) per deleted message.",
-	AxisBacklog: "One queue is filled with N messages of 256 bytes by SendMessageBatch from every client (the time is in " +
-		"*fill*), then the same batch traffic runs on top of the backlog, so every receive takes from a queue N deep. " +
+	AxisBacklog: "One queue is filled with N messages of 256 bytes by SendMessageBatch from 4 × the clients (the time is in " +
+		"*fill*); once the store has finished the compactions the fill left (*settle*: until " +
+		"ferry_store_compaction_debt_bytes reads 0), the same batch traffic runs on top of the backlog, so every receive takes from a queue N deep. " +
 		"Afterwards GetQueueAttributes (All) is timed 20 times and the broker's count must equal N + sent − deleted.",
 	AxisPolls: "N clients hold ReceiveMessage (WaitTimeSeconds 20, each on its own keep-alive connection) on min(N, 100) " +
 		"queues; *idle CPU* is the broker's CPU while they wait; then 200 messages are sent one at a time, 20 ms apart, " +
