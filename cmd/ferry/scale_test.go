@@ -6,6 +6,7 @@ import (
 	"encoding/json"
 	"os"
 	"path/filepath"
+	"strconv"
 	"strings"
 	"testing"
 	"time"
@@ -61,6 +62,11 @@ func TestScaleAgainstFerry(t *testing.T) {
 	if len(rep.Steps) != 8 {
 		t.Fatalf("%d steps, want 8", len(rep.Steps))
 	}
+	// Every broker has been stopped, those a restart replaced and those
+	// that replaced them.
+	if kids := children(t); len(kids) > 0 {
+		t.Errorf("brokers still running: %v", kids)
+	}
 	for _, s := range rep.Steps {
 		if s.Errors > 0 {
 			t.Errorf("%s %d: %d errors: %s", s.Axis, s.N, s.Errors, s.Note)
@@ -109,4 +115,30 @@ func TestScaleAgainstFerry(t *testing.T) {
 	if _, err := os.Stat(filepath.Join(out, "raw", "scaling.json")); err == nil {
 		t.Error("a render wrote a raw report")
 	}
+}
+
+// children lists the processes whose parent is this one.
+func children(t *testing.T) []int {
+	t.Helper()
+	entries, err := os.ReadDir("/proc")
+	if err != nil {
+		t.Skip("no /proc")
+	}
+	var kids []int
+	for _, de := range entries {
+		pid, err := strconv.Atoi(de.Name())
+		if err != nil {
+			continue
+		}
+		b, err := os.ReadFile("/proc/" + de.Name() + "/stat")
+		if err != nil {
+			continue
+		}
+		// The fields after the command, which is in parentheses: state, ppid.
+		f := strings.Fields(string(b[bytes.LastIndexByte(b, ')')+1:]))
+		if len(f) > 1 && f[1] == strconv.Itoa(os.Getpid()) {
+			kids = append(kids, pid)
+		}
+	}
+	return kids
 }

@@ -101,8 +101,8 @@ type ScaleStep struct {
 	// FillSeconds is how long building the step's state took (sending the
 	// backlog).
 	FillSeconds *float64 `json:"fill_s,omitempty"`
-	// SettleSeconds is how long the store then took to finish the
-	// compactions the fill left it (the load starts after).
+	// SettleSeconds is how long the broker then took to finish the
+	// compactions the fill left it and fall idle (the load starts after).
 	SettleSeconds *float64 `json:"settle_s,omitempty"`
 	// AttrsP99ms is the p99 latency of GetQueueAttributes (All) on the
 	// loaded queue: ApproximateNumberOfMessages at depth.
@@ -217,8 +217,8 @@ func (c *ScaleConfig) step(ctx context.Context, axis string, n int) (ScaleStep, 
 	if err != nil {
 		return ScaleStep{}, err
 	}
-	defer func() { p.stop() }()
 	s := &scaleRun{cfg: c, proc: p, dir: dir, step: ScaleStep{Axis: axis, N: n}}
+	defer func() { s.proc.stop() }() // the broker of the moment: a restart replaces it
 	s.connect(n)
 	switch axis {
 	case AxisQueues:
@@ -369,6 +369,9 @@ func (p *ferryProc) healthy(ctx context.Context) error {
 // stop ends the broker as an operator would, with SIGTERM, and kills it
 // if it has not ended within a minute.
 func (p *ferryProc) stop() {
+	if p == nil {
+		return
+	}
 	_ = p.cmd.Process.Signal(syscall.SIGTERM)
 	select {
 	case <-p.done:
@@ -433,6 +436,7 @@ func (s *scaleRun) cpuSince(from float64, n int64) *float64 {
 func (s *scaleRun) restart(ctx context.Context, url string) error {
 	s.cfg.logf("  %s %d: restarting", s.step.Axis, s.step.N)
 	s.proc.stop()
+	s.proc = nil
 	p, ready, err := s.cfg.startFerry(ctx, s.dir)
 	if err != nil {
 		return err

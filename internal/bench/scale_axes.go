@@ -166,7 +166,7 @@ func (s *scaleRun) backlog(ctx context.Context, n int) error {
 	// A fast fill leaves the store compacting for a while; measured
 	// through that, the load's CPU per message would be the fill's
 	// compactions spread over a few seconds of traffic. The load measures
-	// the broker once the store has caught up.
+	// the broker once it is idle again.
 	start = time.Now()
 	if err := s.settle(ctx); err != nil {
 		return err
@@ -197,34 +197,36 @@ func (s *scaleRun) backlog(ctx context.Context, n int) error {
 // settleLimit bounds the wait for the store's compactions after a fill.
 const settleLimit = 15 * time.Minute
 
-// settle waits until the store owes no compaction work (its
-// ferry_store_compaction_debt_bytes reads zero twice in a row), or
-// settleLimit has passed, which it notes.
+// settle waits until the broker is idle, under 5% of a core for two
+// seconds in a row: the compactions a fill leaves behind have finished.
+// (The store's compaction debt is no signal: it stays above zero at rest.)
+// After settleLimit it notes that it gave up.
 func (s *scaleRun) settle(ctx context.Context) error {
 	deadline := time.Now().Add(settleLimit)
-	zero := 0
-	for zero < 2 {
-		fig, err := scrape(ctx, s.e.cfg.HTTPClient, s.proc.url)
-		if err != nil {
-			return fmt.Errorf("settle: %w", err)
-		}
-		debt, ok := fig["ferry_store_compaction_debt_bytes"]
-		if !ok {
-			return nil // a store without the figure: nothing to wait for
-		}
-		if debt == 0 {
-			zero++
-		} else {
-			zero = 0
-		}
-		if time.Now().After(deadline) {
-			s.e.note("the store still owed %s of compactions after %s", MiB(debt), settleLimit)
-			return nil
-		}
+	prev, err := s.proc.cpu()
+	if err != nil {
+		return fmt.Errorf("settle: %w", err)
+	}
+	quiet := 0
+	for quiet < 2 {
 		select {
 		case <-ctx.Done():
 			return ctx.Err()
-		case <-time.After(500 * time.Millisecond):
+		case <-time.After(time.Second):
+		}
+		now, err := s.proc.cpu()
+		if err != nil {
+			return fmt.Errorf("settle: %w", err)
+		}
+		if now-prev < 0.05 {
+			quiet++
+		} else {
+			quiet = 0
+		}
+		prev = now
+		if time.Now().After(deadline) {
+			s.e.note("the broker was still busy (compacting) %s after the fill", settleLimit)
+			return nil
 		}
 	}
 	return nil

@@ -94,8 +94,8 @@ var scaleAbout = map[string]string{
 		"SendMessageBatch of 10 × 256 bytes, receives up to 10 (no wait) and deletes them in a batch. *msgs/s* counts " +
 		"deleted messages; p50/p99 are over every request; CPU is the broker's (user + system, from /proc) per deleted message.",
 	AxisBacklog: "One queue is filled with N messages of 256 bytes by SendMessageBatch from 4 × the clients (the time is in " +
-		"*fill*); once the store has finished the compactions the fill left (*settle*: until " +
-		"ferry_store_compaction_debt_bytes reads 0), the same batch traffic runs on top of the backlog, so every receive takes from a queue N deep. " +
+		"*fill*); once the store has finished the compactions the fill left (*settle*: until the broker " +
+		"used under 5% of a core for two seconds in a row), the same batch traffic runs on top of the backlog, so every receive takes from a queue N deep. " +
 		"Afterwards GetQueueAttributes (All) is timed 20 times and the broker's count must equal N + sent − deleted.",
 	AxisPolls: "N clients hold ReceiveMessage (WaitTimeSeconds 20, each on its own keep-alive connection) on min(N, 100) " +
 		"queues; *idle CPU* is the broker's CPU while they wait; then 200 messages are sent one at a time, 20 ms apart, " +
