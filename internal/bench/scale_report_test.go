@@ -113,14 +113,7 @@ func TestWriteScaleSVG(t *testing.T) {
 		t.Fatal(err)
 	}
 	svg := b.String()
-	dec := xml.NewDecoder(strings.NewReader(svg))
-	for {
-		if _, err := dec.Token(); err == io.EOF {
-			break
-		} else if err != nil {
-			t.Fatalf("not well-formed XML: %v\n%s", err, svg)
-		}
-	}
+	wellFormed(t, svg)
 	for _, want := range []string{">10,000 queues<", ">10,000,000 messages<", ">errors: 2<", ">no figure<", "9,000", "while the polls wait", "p99 publish latency"} {
 		if !strings.Contains(svg, want) {
 			t.Errorf("svg lacks %q", want)
@@ -130,5 +123,18 @@ func TestWriteScaleSVG(t *testing.T) {
 	// queues' rate panel has two bars, 9,000 full and 8,000 not.
 	if !strings.Contains(svg, `width="520.0"`) || !strings.Contains(svg, `width="462.2"`) {
 		t.Errorf("bars not scaled per panel:\n%s", svg)
+	}
+}
+
+// wellFormed fails t unless doc is well-formed XML.
+func wellFormed(t *testing.T, doc string) {
+	t.Helper()
+	dec := xml.NewDecoder(strings.NewReader(doc))
+	for {
+		if _, err := dec.Token(); err == io.EOF {
+			return
+		} else if err != nil {
+			t.Fatalf("not well-formed XML: %v\n%s", err, doc)
+		}
 	}
 }
