@@ -311,7 +311,18 @@ func (s *scaleRun) polls(ctx context.Context, n int) error {
 		waiting atomic.Int64
 		wg      sync.WaitGroup
 	)
+	defer wg.Wait()
+	defer cancel()
 	for i := range n {
+		// Thousands of connections dialled at once overflow the listen
+		// backlog, and the dials that time out would count as errors: the
+		// polls start in waves, each once the broker holds the last one's
+		// sockets.
+		if i > 0 && i%polWave == 0 {
+			if err := s.waitConns(ctx, base+i); err != nil {
+				return err
+			}
+		}
 		url := aws.String(urls[i%len(urls)])
 		wg.Go(func() {
 			first := true
@@ -347,24 +358,18 @@ func (s *scaleRun) polls(ctx context.Context, n int) error {
 			}
 		})
 	}
-	defer wg.Wait()
-	defer cancel()
 	// Each poll has a connection of its own: once the broker holds a
 	// socket for each, every poll has been sent; a second later they have
 	// all been read and wait.
-	for {
-		c, err := s.proc.conns()
-		if err != nil {
-			return err
-		}
-		if waiting.Load() == int64(n) && c >= base+n {
-			break
-		}
+	for waiting.Load() < int64(n) {
 		select {
 		case <-ctx.Done():
 			return ctx.Err()
 		case <-time.After(10 * time.Millisecond):
 		}
+	}
+	if err := s.waitConns(ctx, base+n); err != nil {
+		return err
 	}
 	select {
 	case <-ctx.Done():
@@ -428,6 +433,24 @@ func (s *scaleRun) polls(ctx context.Context, n int) error {
 		s.step.P50ms, s.step.P99ms = ptr(ms(sum.P50)), ptr(ms(sum.P99))
 	}
 	return nil
+}
+
+// polWave is how many long polls start at once.
+const polWave = 500
+
+// waitConns waits until the broker holds at least want sockets.
+func (s *scaleRun) waitConns(ctx context.Context, want int) error {
+	for {
+		c, err := s.proc.conns()
+		if err != nil || c >= want {
+			return err
+		}
+		select {
+		case <-ctx.Done():
+			return ctx.Err()
+		case <-time.After(10 * time.Millisecond):
+		}
+	}
 }
 
 // subscriptions subscribes n queues (raw delivery) to one topic, publishes

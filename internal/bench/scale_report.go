@@ -83,7 +83,14 @@ func scaleFigures(axis string) []scaleFigure {
 				}
 				return *s.Rate * float64(s.N), true
 			}, Thousands, ""},
-			figP50, p99("publish latency"), cpu("publish"), figRSS, figErrors}
+			figP50, p99("publish latency"), cpu("publish"),
+			{"CPU/copy", func(s ScaleStep) (float64, bool) {
+				if s.CPUus == nil {
+					return 0, false
+				}
+				return *s.CPUus / float64(s.N), true
+			}, micros, "broker CPU per copy delivered, µs (lower is better)"},
+			figRSS, figErrors}
 	}
 	return nil
 }
@@ -104,7 +111,8 @@ var scaleAbout = map[string]string{
 		"would read zero).",
 	AxisSubscriptions: "One topic with N SQS subscriptions (raw delivery); every client publishes 256 bytes for the " +
 		"measured time. A publish is acknowledged once all its copies are stored; afterwards every queue must hold one " +
-		"copy of each acknowledged publish. *copies/s* is publishes/s × N.",
+		"copy of each acknowledged publish. *copies/s* is publishes/s × N, *CPU/copy* the CPU per publish ÷ N. Each " +
+		"publish writes its N copies before it is acknowledged, so its latency grows with N by design.",
 }
 
 var scaleNoun = map[string]string{AxisQueues: "queues", AxisBacklog: "messages", AxisPolls: "polls", AxisSubscriptions: "subscriptions"}
