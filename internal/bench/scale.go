@@ -169,6 +169,11 @@ func Scale(ctx context.Context, cfg ScaleConfig) (*ScaleReport, error) {
 		return nil, err
 	}
 	rep := &ScaleReport{Started: time.Now().UTC(), Duration: cfg.Duration.String(), Clients: cfg.Concurrency, Machine: MachineFacts()}
+	// A run cut short still says when it ended.
+	defer func() {
+		rep.Finished = time.Now().UTC()
+		rep.Machine = append(rep.Machine, "load average at the end: "+loadAverage())
+	}()
 	for _, axis := range cfg.Axes {
 		for _, n := range cfg.Steps[axis] {
 			if ctx.Err() != nil {
@@ -184,8 +189,6 @@ func Scale(ctx context.Context, cfg ScaleConfig) (*ScaleReport, error) {
 			}
 		}
 	}
-	rep.Finished = time.Now().UTC()
-	rep.Machine = append(rep.Machine, "load average at the end: "+loadAverage())
 	return rep, nil
 }
 
