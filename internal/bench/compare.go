@@ -346,95 +346,58 @@ func chartMetric(name string) (label string, value func(Result) (float64, bool))
 	return "", func(r Result) (float64, bool) { return r.Rate, true }
 }
 
-var palette = []string{"#1f77b4", "#ff7f0e", "#2ca02c", "#9467bd", "#8c564b", "#17becf"}
-
 // WriteSVG draws a comparison as horizontal bars, one panel per scenario
 // with a scale of its own (the scenarios' rates differ by orders of
 // magnitude), one bar per broker, each labelled with its figure. Results
 // that failed keep their bar and say FAIL, slow ones say how many messages
 // were still queued; unsupported ones have no bar.
 func WriteSVG(w io.Writer, cols []Column) error {
-	const (
-		width  = 960
-		left   = 200 // labels
-		barMax = 520
-		barH   = 16
-		gap    = 4
-		top    = 70
-	)
-	rows := scenarioRows(cols)
-	panelH := 22 + len(cols)*(barH+gap) + 14
-	height := top + len(rows)*panelH + 10
-
-	bw := bufio.NewWriter(w)
-	p := func(format string, args ...any) { fmt.Fprintf(bw, format, args...) }
-	p(`<svg xmlns="http://www.w3.org/2000/svg" width="%d" height="%d" viewBox="0 0 %d %d" font-family="sans-serif" font-size="12">`+"\n", width, height, width, height)
-	p(`<rect width="100%%" height="100%%" fill="white"/>` + "\n")
-	p(`<text x="10" y="24" font-size="16" font-weight="bold">ferry bench: each scenario on its own scale; higher is better unless marked</text>` + "\n")
-	x := 10
-	for i, c := range cols {
-		p(`<rect x="%d" y="40" width="12" height="12" fill="%s"/><text x="%d" y="50">%s</text>`+"\n", x, palette[i%len(palette)], x+16, xmlEscape(c.Broker))
-		x += 16 + 8*len(c.Broker) + 24
+	chart := barChart{heading: "ferry bench: each scenario on its own scale; higher is better unless marked"}
+	for _, c := range cols {
+		chart.legend = append(chart.legend, c.Broker)
 	}
-	y := top
-	for _, name := range rows {
+	for _, name := range scenarioRows(cols) {
 		label, value := chartMetric(name)
-		unit := ""
-		var most float64
-		for _, c := range cols {
-			if r, ok := c.result(name); ok && !unsupported(r) {
-				if v, ok := value(r); ok {
-					most = max(most, v)
-				}
-				if unit == "" {
-					unit = r.Unit
+		if label == "" {
+			for _, c := range cols {
+				if r, ok := c.result(name); ok && !unsupported(r) {
+					label = r.Unit
+					break
 				}
 			}
 		}
-		if label == "" {
-			label = unit
-		}
-		p(`<text x="10" y="%d" font-weight="bold">%s</text><text x="%d" y="%d" fill="#555">%s</text>`+"\n", y+12, xmlEscape(name), left, y+12, xmlEscape(label))
-		by := y + 20
+		pn := barPanel{title: name, label: label}
 		for i, c := range cols {
-			p(`<text x="20" y="%d" fill="#333">%s</text>`, by+12, xmlEscape(c.Broker))
+			b := bar{label: c.Broker, colour: i}
 			r, ok := c.result(name)
 			v, has := value(r)
 			switch {
 			case !ok:
-				p(`<text x="%d" y="%d" fill="#999">not run</text>`, left, by+12)
+				b.missing = "not run"
 			case unsupported(r):
-				p(`<text x="%d" y="%d" fill="#999">%s</text>`, left, by+12, r.Status)
+				b.missing = r.Status
 			case !has:
-				p(`<text x="%d" y="%d" fill="#999">no figure</text>`, left, by+12)
+				b.missing = "no figure"
 			default:
-				length := 0.0
-				if most > 0 {
-					length = v / most * barMax
-				}
-				text := Thousands(v)
+				b.value, b.has = v, true
+				b.text = Thousands(v)
 				if name == "long-poll-wakeup" {
-					text = FormatMillis(v)
+					b.text = FormatMillis(v)
 				}
-				p(`<rect x="%d" y="%d" width="%.1f" height="%d" fill="%s"/>`, left, by, length, barH, palette[i%len(palette)])
-				p(`<text x="%.1f" y="%d">%s</text>`, float64(left)+length+6, by+12, text)
-				after := float64(left) + length + 14 + 7*float64(len(text))
 				switch {
 				case r.Status == StatusFail:
-					p(`<text x="%.1f" y="%d" fill="#d62728" font-weight="bold">FAIL</text>`, after, by+12)
+					b.after, b.afterColour, b.afterBold = "FAIL", "#d62728", true
 				case r.Unverified > 0:
-					p(`<text x="%.1f" y="%d" fill="#777">(%s still queued)</text>`, after, by+12, Thousands(float64(r.Unverified)))
+					b.after, b.afterColour = "("+Thousands(float64(r.Unverified))+" still queued)", "#777"
 				case r.Status == StatusCeiling:
-					p(`<text x="%.1f" y="%d" fill="#777">(ceiling: holds nothing, not verified)</text>`, after, by+12)
+					b.after, b.afterColour = "(ceiling: holds nothing, not verified)", "#777"
 				}
 			}
-			p("\n")
-			by += barH + gap
+			pn.bars = append(pn.bars, b)
 		}
-		y += panelH
+		chart.panels = append(chart.panels, pn)
 	}
-	p("</svg>\n")
-	return bw.Flush()
+	return chart.write(w)
 }
 
 func unsupported(r Result) bool { return r.Status == StatusUnsupported || r.Status == StatusError }

@@ -2,7 +2,6 @@ package bench
 
 import (
 	"bytes"
-	"encoding/xml"
 	"errors"
 	"io"
 	"net/http"
@@ -200,14 +199,7 @@ func TestWriteSVG(t *testing.T) {
 		t.Fatal(err)
 	}
 	svg := b.String()
-	dec := xml.NewDecoder(strings.NewReader(svg))
-	for {
-		if _, err := dec.Token(); err == io.EOF {
-			break
-		} else if err != nil {
-			t.Fatalf("not well-formed XML: %v\n%s", err, svg)
-		}
-	}
+	wellFormed(t, svg)
 	for _, want := range []string{"peer &lt;x&gt;", ">FAIL<", ">unsupported<", "12,346", "48.0ms", "lower is better", "(1,234 still queued)", "(ceiling: holds nothing, not verified)"} {
 		if !strings.Contains(svg, want) {
 			t.Errorf("svg lacks %q", want)

@@ -344,10 +344,34 @@ func TestMessageEntrySize(t *testing.T) {
 // consumers at once, sharing fsyncs. msgs/s counts messages through
 // (sent, received and deleted).
 func BenchmarkProduceConsume10Parallel(b *testing.B) {
-	e := benchEngine(b, b.TempDir(), false)
+	produceConsume(b, benchEngine(b, b.TempDir(), false))
+}
+
+// BenchmarkProduceConsumeBacklog: the same on top of a backlog of 1,000
+// and of FERRY_BENCH_MESSAGES (a million) stored messages, which the
+// receives take first. A receive, send or delete that visited the backlog
+// would show as a cpu-µs/msg growing with it; the two should be alike.
+func BenchmarkProduceConsumeBacklog(b *testing.B) {
+	for _, backlog := range []int{1_000, backlogSize()} {
+		b.Run(fmt.Sprint("backlog=", backlog), func(b *testing.B) {
+			dir := b.TempDir()
+			if err := os.CopyFS(dir, os.DirFS(filledStore(b, backlog))); err != nil {
+				b.Fatal(err)
+			}
+			produceConsume(b, openTest(b, Options{Dir: dir}))
+		})
+	}
+}
+
+// produceConsume runs 16 callers that each send a batch of 10 to queue
+// "q", receive 10 and delete them, per op, and reports msgs/s and the
+// process's CPU per message.
+func produceConsume(b *testing.B, e *Engine) {
 	ctx := context.Background()
 	b.ReportAllocs()
 	b.SetParallelism(8)
+	cpu0 := cpuTime()
+	b.ResetTimer()
 	b.RunParallel(func(pb *testing.PB) {
 		msgs := benchBatch()
 		hour := time.Hour
@@ -374,5 +398,7 @@ func BenchmarkProduceConsume10Parallel(b *testing.B) {
 			}
 		}
 	})
+	b.StopTimer()
 	b.ReportMetric(float64(10*b.N)/b.Elapsed().Seconds(), "msgs/s")
+	b.ReportMetric(float64((cpuTime()-cpu0).Microseconds())/float64(10*b.N), "cpu-µs/msg")
 }
