@@ -2,7 +2,6 @@ package main
 
 import (
 	"context"
-	"errors"
 	"flag"
 	"fmt"
 	"io"
@@ -44,15 +43,8 @@ func benchCmd(ctx context.Context, args []string, getenv func(string) string, st
 		"serves it with --auth off (the default); a broker that requires SigV4 rejects it")
 	asJSON := fs.Bool("json", false, "print a JSON document on stdout (lines go to stderr)")
 	profile := fs.String("cpuprofile", "", "write a pprof CPU profile of the load generator to this file")
-	if err := fs.Parse(args); err != nil {
-		if errors.Is(err, flag.ErrHelp) {
-			return 0
-		}
-		return 2
-	}
-	if fs.NArg() > 0 {
-		fmt.Fprintf(stderr, "ferry bench: unexpected argument %q\n", fs.Arg(0))
-		return 2
+	if code, ok := parseFlags(fs, args); !ok {
+		return code
 	}
 	if len(endpoints) == 0 {
 		fmt.Fprintln(stderr, "ferry bench: --endpoint is required")

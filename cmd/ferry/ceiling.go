@@ -2,7 +2,6 @@ package main
 
 import (
 	"context"
-	"errors"
 	"flag"
 	"fmt"
 	"io"
@@ -29,15 +28,8 @@ func ceilingCmd(ctx context.Context, args []string, _ func(string) string, _, st
 		fs.PrintDefaults()
 	}
 	listen := fs.String("listen", "", "address to listen on, e.g. 127.0.0.1:4566 (required)")
-	if err := fs.Parse(args); err != nil {
-		if errors.Is(err, flag.ErrHelp) {
-			return 0
-		}
-		return 2
-	}
-	if fs.NArg() > 0 {
-		fmt.Fprintf(stderr, "ferry ceiling: unexpected argument %q\n", fs.Arg(0))
-		return 2
+	if code, ok := parseFlags(fs, args); !ok {
+		return code
 	}
 	if *listen == "" {
 		fmt.Fprintln(stderr, "ferry ceiling: --listen is required")

@@ -212,15 +212,8 @@ func serve(ctx context.Context, args []string, getenv func(string) string, stder
 	format := fs.String("log-format", env("FERRY_LOG_FORMAT", "text"), "text or json (FERRY_LOG_FORMAT)")
 	grace := fs.Duration("shutdown-grace", 30*time.Second, "how long a shutdown waits for requests in flight")
 	profile := fs.String("cpuprofile", "", "write a pprof CPU profile of the whole run to this file")
-	if err := fs.Parse(args); err != nil {
-		if errors.Is(err, flag.ErrHelp) {
-			return 0
-		}
-		return 2
-	}
-	if fs.NArg() > 0 {
-		fmt.Fprintf(stderr, "ferry serve: unexpected argument %q\n", fs.Arg(0))
-		return 2
+	if code, ok := parseFlags(fs, args); !ok {
+		return code
 	}
 	if popts.URL != "" && sopts.InMemory {
 		fmt.Fprintln(stderr, "ferry serve: --postgres and --memory exclude each other")
@@ -384,4 +377,21 @@ func gcPercent(getenv func(string) string, def int) (int, bool) {
 		return 0, false
 	}
 	return def, true
+}
+
+// parseFlags parses a subcommand's arguments, which take no operands: it
+// answers ok, or the exit code (0 after --help, 2 for bad usage, which fs
+// has already explained on its output).
+func parseFlags(fs *flag.FlagSet, args []string) (code int, ok bool) {
+	if err := fs.Parse(args); err != nil {
+		if errors.Is(err, flag.ErrHelp) {
+			return 0, false
+		}
+		return 2, false
+	}
+	if fs.NArg() > 0 {
+		fmt.Fprintf(fs.Output(), "%s: unexpected argument %q\n", fs.Name(), fs.Arg(0))
+		return 2, false
+	}
+	return 0, true
 }

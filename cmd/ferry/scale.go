@@ -3,7 +3,6 @@ package main
 import (
 	"context"
 	"encoding/json"
-	"errors"
 	"flag"
 	"fmt"
 	"io"
@@ -45,15 +44,8 @@ func scaleCmd(ctx context.Context, args []string, getenv func(string) string, st
 	fs.Var(&renders, "render", "write the page from this raw report instead of running (repeatable: the steps of several runs, in order)")
 	fs.Var(&notes, "note", "a line for the page's notes (repeatable)")
 	command := fs.String("command", "", "the command line the page quotes (default: this one)")
-	if err := fs.Parse(args); err != nil {
-		if errors.Is(err, flag.ErrHelp) {
-			return 0
-		}
-		return 2
-	}
-	if fs.NArg() > 0 {
-		fmt.Fprintf(stderr, "ferry scale: unexpected argument %q\n", fs.Arg(0))
-		return 2
+	if code, ok := parseFlags(fs, args); !ok {
+		return code
 	}
 	cfg := bench.ScaleConfig{Binary: *binary, Dir: *dir, Duration: *duration, Concurrency: *concurrency, Steps: map[string][]int{}}
 	for _, a := range strings.Split(*axes, ",") {

@@ -2,7 +2,6 @@ package main
 
 import (
 	"context"
-	"errors"
 	"flag"
 	"fmt"
 	"io"
@@ -39,15 +38,8 @@ func soakCmd(ctx context.Context, args []string, getenv func(string) string, std
 	pgSchema := fs.String("postgres-schema", postgres.DefaultSchema, "the schema of the broker's tables (its --postgres-schema)")
 	backlog := fs.Int("backlog", 0, "messages left waiting, for the whole run, in a queue nobody receives from (filled before the load starts)")
 	hold := fs.Bool("hold-snapshot", false, "hold a REPEATABLE READ transaction open on its own connection for the whole run (needs --postgres)")
-	if err := fs.Parse(args); err != nil {
-		if errors.Is(err, flag.ErrHelp) {
-			return 0
-		}
-		return 2
-	}
-	if fs.NArg() > 0 {
-		fmt.Fprintf(stderr, "ferry soak: unexpected argument %q\n", fs.Arg(0))
-		return 2
+	if code, ok := parseFlags(fs, args); !ok {
+		return code
 	}
 	if *endpoint == "" {
 		fmt.Fprintln(stderr, "ferry soak: --endpoint is required")
