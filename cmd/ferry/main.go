@@ -48,6 +48,7 @@ func commands() []command {
 		{"soak", "[flags]", "a long steady load, watching the broker's memory", soakCmd},
 		{"ceiling", "--listen HOST:PORT", "a measuring fixture for bench: valid answers, nothing held", ceilingCmd},
 		{"scale", "[flags]", "measure a fresh broker as its queues, backlog, long polls and subscriptions grow", scaleCmd},
+		{"reset", "[flags]", "clear a running Ferry's queues, topics, alarms and datapoints", resetCmd},
 		{"version", "", "print the version", func(_ context.Context, _ []string, _ func(string) string, stdout, _ io.Writer) int {
 			fmt.Fprintln(stdout, "ferry", version)
 			return 0

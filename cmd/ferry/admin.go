@@ -1,0 +1,125 @@
+package main
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"flag"
+	"fmt"
+	"io"
+	"net/http"
+	"net/url"
+	"strings"
+	"time"
+
+	"github.com/ferrymq/ferry/internal/server"
+)
+
+// adminClient calls the admin endpoints (/_ferry/...) of a running Ferry;
+// the subcommands that drive one (reset and those beside it) share it, so
+// that each reads --endpoint and --admin-token the same way.
+type adminClient struct {
+	endpoint string
+	token    string
+	http     *http.Client
+}
+
+// adminFlags registers --endpoint and --admin-token on fs; the returned
+// client is ready once fs has been parsed.
+func adminFlags(fs *flag.FlagSet, getenv func(string) string) *adminClient {
+	c := &adminClient{http: &http.Client{Timeout: 5 * time.Minute}}
+	def := getenv("FERRY_ENDPOINT")
+	if def == "" {
+		def = "http://" + server.DefaultListen
+	}
+	fs.StringVar(&c.endpoint, "endpoint", def, "base `URL` of the Ferry to act on, or of its --admin-listen address (FERRY_ENDPOINT)")
+	fs.StringVar(&c.token, "admin-token", getenv("FERRY_ADMIN_TOKEN"), "the Ferry's admin token, when it has one (FERRY_ADMIN_TOKEN; prefer the variable: arguments are visible to other users)")
+	return c
+}
+
+// call sends method path?query with body, when not nil, as JSON, and
+// decodes a JSON answer into out, when not nil. An answer other than 2xx
+// is an error carrying the server's message.
+func (c *adminClient) call(ctx context.Context, method, path string, query url.Values, body, out any) error {
+	u := strings.TrimSuffix(c.endpoint, "/") + path
+	if len(query) > 0 {
+		u += "?" + query.Encode()
+	}
+	var rd io.Reader
+	if body != nil {
+		b, err := json.Marshal(body)
+		if err != nil {
+			return fmt.Errorf("encode request: %w", err)
+		}
+		rd = bytes.NewReader(b)
+	}
+	req, err := http.NewRequestWithContext(ctx, method, u, rd)
+	if err != nil {
+		return fmt.Errorf("bad endpoint %q: %w", c.endpoint, err)
+	}
+	if body != nil {
+		req.Header.Set("Content-Type", "application/json")
+	}
+	if c.token != "" {
+		req.Header.Set("Authorization", "Bearer "+c.token)
+	}
+	resp, err := c.http.Do(req)
+	if err != nil {
+		return err
+	}
+	defer resp.Body.Close()
+	data, err := io.ReadAll(io.LimitReader(resp.Body, 64<<20))
+	if err != nil {
+		return fmt.Errorf("read answer of %s %s: %w", method, path, err)
+	}
+	if resp.StatusCode/100 != 2 {
+		var e struct{ Error string }
+		if json.Unmarshal(data, &e) == nil && e.Error != "" {
+			return fmt.Errorf("%s %s: %s: %s", method, path, resp.Status, e.Error)
+		}
+		return fmt.Errorf("%s %s: %s: %s", method, path, resp.Status, strings.TrimSpace(string(data)))
+	}
+	if out != nil {
+		if err := json.Unmarshal(data, out); err != nil {
+			return fmt.Errorf("decode answer of %s %s: %w", method, path, err)
+		}
+	}
+	return nil
+}
+
+// resetCmd clears a running Ferry's state, all of it or one account's or
+// one service's, through POST /_ferry/reset, and prints what it removed.
+func resetCmd(ctx context.Context, args []string, getenv func(string) string, stdout, stderr io.Writer) int {
+	fs := flag.NewFlagSet("ferry reset", flag.ContinueOnError)
+	fs.SetOutput(stderr)
+	fs.Usage = func() {
+		fmt.Fprint(stderr, "Usage: ferry reset [--endpoint URL] [--account ID] [--service sqs|sns|cloudwatch]\n\n"+
+			"Removes the queues and their messages, topics, subscriptions, alarms and datapoints of a\n"+
+			"running Ferry, as a test suite does between tests; secrets stay.\n\n")
+		fs.PrintDefaults()
+	}
+	c := adminFlags(fs, getenv)
+	account := fs.String("account", "", "reset only this account (12 digits); default: every account")
+	service := fs.String("service", "", "reset only this service: sqs, sns or cloudwatch; default: all three")
+	if code, ok := parseFlags(fs, args); !ok {
+		return code
+	}
+	q := url.Values{}
+	if *account != "" {
+		q.Set("account", *account)
+	}
+	if *service != "" {
+		q.Set("service", *service)
+	}
+	var res json.RawMessage
+	if err := c.call(ctx, http.MethodPost, "/_ferry/reset", q, nil, &res); err != nil {
+		fmt.Fprintf(stderr, "ferry reset: %v\n", err)
+		return 1
+	}
+	var pretty bytes.Buffer
+	if err := json.Indent(&pretty, res, "", "  "); err != nil {
+		pretty.Write(res)
+	}
+	fmt.Fprintln(stdout, pretty.String())
+	return 0
+}

@@ -1,0 +1,78 @@
+package main
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"net/http"
+	"net/url"
+	"strings"
+	"testing"
+)
+
+// TestResetCommand resets a running Ferry through the CLI: the queue it
+// had is gone, and the server's refusals come back as the command's error.
+func TestResetCommand(t *testing.T) {
+	base, logs, stop := serveFromEnv(t, map[string]string{"FERRY_LISTEN": "127.0.0.1:0", "FERRY_MEMORY": "true"})
+	defer func() {
+		if code := stop(); code != 0 {
+			t.Errorf("serve exit code %d: %s", code, logs.String())
+		}
+	}()
+	resp, err := http.PostForm(base+"/", url.Values{"Action": {"CreateQueue"}, "QueueName": {"gone-after-reset"}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	resp.Body.Close()
+	if resp.StatusCode != 200 {
+		t.Fatalf("CreateQueue = %d", resp.StatusCode)
+	}
+
+	cases := []struct {
+		args []string
+		code int
+		out  string
+	}{
+		{[]string{"reset", "--endpoint", base, "--service", "sqs"}, 0, `"queues": 1`},
+		{[]string{"reset", "--endpoint", base, "--service", "sqs"}, 0, `"queues": 0`},
+		{[]string{"reset", "--endpoint", base, "--account", "12"}, 1, `400 Bad Request: account "12" is not an account id`},
+		{[]string{"reset", "--endpoint", base, "--service", "s3"}, 1, `service "s3": want sqs, sns or cloudwatch`},
+		{[]string{"reset", "--endpoint", "http://127.0.0.1:1"}, 1, "ferry reset: "},
+		{[]string{"reset", "extra"}, 2, "unexpected argument"},
+	}
+	for _, tc := range cases {
+		var out, errOut bytes.Buffer
+		code := run(context.Background(), tc.args, func(string) string { return "" }, &out, &errOut)
+		if code != tc.code || !strings.Contains(out.String()+errOut.String(), tc.out) {
+			t.Errorf("%v: code %d, output %q%q", tc.args, code, out.String(), errOut.String())
+		}
+		if code == 0 && !json.Valid(out.Bytes()) {
+			t.Errorf("%v: output is not JSON: %q", tc.args, out.String())
+		}
+	}
+}
+
+// TestAdminTokenFromEnvironment: the admin client sends FERRY_ADMIN_TOKEN
+// as a bearer token, and a Ferry that wants another answers 401.
+func TestAdminTokenFromEnvironment(t *testing.T) {
+	base, logs, stop := serveFromEnv(t, map[string]string{"FERRY_LISTEN": "127.0.0.1:0", "FERRY_MEMORY": "true", "FERRY_ADMIN_TOKEN": "s3cret"})
+	defer func() {
+		if code := stop(); code != 0 {
+			t.Errorf("serve exit code %d: %s", code, logs.String())
+		}
+	}()
+	for _, tc := range []struct {
+		token string
+		code  int
+	}{{"s3cret", 0}, {"wrong", 1}, {"", 1}} {
+		var out, errOut bytes.Buffer
+		env := map[string]string{"FERRY_ENDPOINT": base, "FERRY_ADMIN_TOKEN": tc.token}
+		code := run(context.Background(), []string{"reset"}, func(k string) string { return env[k] }, &out, &errOut)
+		if code != tc.code {
+			t.Errorf("token %q: code %d, output %q%q", tc.token, code, out.String(), errOut.String())
+		}
+		if tc.code != 0 && !strings.Contains(errOut.String(), "401") {
+			t.Errorf("token %q: want a 401 refusal, got %q", tc.token, errOut.String())
+		}
+	}
+}
