@@ -149,25 +149,8 @@ type fastConn struct {
 	entries []entryAnswer
 }
 
-// fastConns are n workers' connections; close them when done.
-type fastConns []*fastConn
-
-func (e *env) fastConns(n int) fastConns {
-	cs := make(fastConns, n)
-	for i := range cs {
-		cs[i] = e.fastConn()
-	}
-	return cs
-}
-
 func (e *env) fastConn() *fastConn {
 	return &fastConn{nodes: e.cfg.nodes, requests: &e.traffic.requests}
-}
-
-func (cs fastConns) close() {
-	for _, c := range cs {
-		c.close()
-	}
 }
 
 func (c *fastConn) close() {
@@ -299,25 +282,44 @@ func (c *fastConn) bodies(stamps []Stamp) [][]byte {
 	return c.msg[:len(stamps)]
 }
 
-// fastSend sends one message, checks the MD5 the broker computed of it
-// and acks it; lat, when set, gets the request's latency.
-func (e *env) fastSend(ctx context.Context, c *fastConn, q *fastQueue, l *Ledger, lat *Latencies) {
-	st := e.stamps(l, 1)[0]
-	c.body = q.appendSend(c.body[:0], c.bodies([]Stamp{st})[0])
+// fastClient is the client of --client fast.
+type fastClient struct{ e *env }
+
+func (f fastClient) queue(url string) clientQueue { return fastQueueOf{f.e, newFastQueue(url)} }
+
+// fastQueueOf is a queue of the fast client: its prebuilt requests.
+type fastQueueOf struct {
+	e *env
+	q *fastQueue
+}
+
+func (f fastQueueOf) url() string { return f.q.url }
+
+// sender is a connection of its own.
+func (f fastQueueOf) sender() sender { return &fastSender{f.e.fastConn(), f.q} }
+
+func (f fastQueueOf) receive(c *crew, workers int, lat *Latencies, handle func([]Stamp, time.Time)) {
+	f.e.fastReceive(c, fastReceiver{q: f.q, workers: workers, lat: lat,
+		handle: func(msgs []fastMsg, at time.Time) { handle(f.e.fastArrive(c.ledger, msgs), at) }})
+}
+
+// fastSender sends on one keep-alive connection and checks the MD5 the
+// broker computed of each message against that of the body sent.
+type fastSender struct {
+	c *fastConn
+	q *fastQueue
+}
+
+func (s *fastSender) close() { s.c.close() }
+
+func (s *fastSender) send(ctx context.Context, st Stamp) error {
+	c := s.c
+	c.body = s.q.appendSend(c.body[:0], c.bodies([]Stamp{st})[0])
 	ans, err := c.call(ctx, opSend, c.body)
-	if err == nil {
-		err = checkSend(ans, c.sums[0])
-	}
 	if err != nil {
-		if ctx.Err() == nil {
-			e.fail(fmt.Errorf("SendMessage: %w", err))
-		}
-		return
+		return err
 	}
-	if lat != nil {
-		lat.Add(time.Since(st.Sent))
-	}
-	l.Ack(st.Seq)
+	return checkSend(ans, c.sums[0])
 }
 
 // checkSend checks a SendMessage answer against the MD5 of what was sent.
@@ -332,27 +334,29 @@ func checkSend(ans []byte, sent [32]byte) error {
 	return nil
 }
 
-// fastSendBatch sends stamps in one SendMessageBatch and acks each entry
-// the broker took with the MD5 of what was sent; it returns what went
-// wrong as sendBatch does.
-func (e *env) fastSendBatch(ctx context.Context, c *fastConn, q *fastQueue, l *Ledger, stamps []Stamp, lat *Latencies) (int, error) {
-	c.body = q.appendSendBatch(c.body[:0], c.bodies(stamps))
+// sendBatch sends to standard queues only: a stamp's group would need
+// FIFO entries, which the fast client does not build.
+func (s *fastSender) sendBatch(ctx context.Context, stamps []Stamp, lat *Latencies) ([]*string, []batchFailure, error) {
+	for _, st := range stamps {
+		if st.Group != "" {
+			return nil, nil, errors.New("the fast client sends no FIFO messages")
+		}
+	}
+	c := s.c
+	c.body = s.q.appendSendBatch(c.body[:0], c.bodies(stamps))
 	t0 := time.Now()
 	ans, err := c.call(ctx, opSendBatch, c.body)
 	if err == nil {
 		c.entries, err = parseBatch(ans, c.entries)
 	}
 	if err != nil {
-		if ctx.Err() != nil {
-			return 0, nil
-		}
-		return len(stamps), fmt.Errorf("SendMessageBatch: %w", err)
+		return nil, nil, err
 	}
 	if lat != nil {
 		lat.Add(time.Since(t0))
 	}
 	ok, failed := sendEntries(c.entries, c.sums[:len(stamps)])
-	return batchAnswer("SendMessageBatch", l, stamps, ok, failed)
+	return ok, failed, nil
 }
 
 // sendEntries sorts the entries of a SendMessageBatch answer into those

@@ -126,59 +126,6 @@ func (e *env) stamps(l *Ledger, n int) []Stamp {
 	return s
 }
 
-// send sends one message and acks it when the broker took it; lat, when
-// set, gets the request's latency.
-func (e *env) send(ctx context.Context, url string, l *Ledger, lat *Latencies) {
-	st := e.stamps(l, 1)[0]
-	_, err := e.sqs.SendMessage(ctx, &sqs.SendMessageInput{QueueUrl: aws.String(url), MessageBody: aws.String(st.Body())})
-	if err != nil {
-		if ctx.Err() == nil {
-			e.fail(fmt.Errorf("SendMessage: %w", err))
-		}
-		return
-	}
-	if lat != nil {
-		lat.Add(time.Since(st.Sent))
-	}
-	l.Ack(st.Seq)
-}
-
-// sendBatch sends stamps in one SendMessageBatch, those with a group as
-// FIFO messages with a deduplication id of their own, and acks each entry
-// the broker took. It returns how many entries went wrong (see batchAnswer;
-// all of them when the call failed) and the first such problem, for the
-// caller to count.
-func (e *env) sendBatch(ctx context.Context, url string, l *Ledger, stamps []Stamp, lat *Latencies) (int, error) {
-	entries := make([]types.SendMessageBatchRequestEntry, len(stamps))
-	for i, st := range stamps {
-		entries[i] = types.SendMessageBatchRequestEntry{Id: aws.String(strconv.Itoa(i)), MessageBody: aws.String(st.Body())}
-		if st.Group != "" {
-			entries[i].MessageGroupId = aws.String(st.Group)
-			entries[i].MessageDeduplicationId = aws.String(e.run + "-" + strconv.FormatUint(st.Seq, 10))
-		}
-	}
-	t0 := time.Now()
-	out, err := e.sqs.SendMessageBatch(ctx, &sqs.SendMessageBatchInput{QueueUrl: aws.String(url), Entries: entries})
-	if err != nil {
-		if ctx.Err() != nil {
-			return 0, nil
-		}
-		return len(stamps), fmt.Errorf("SendMessageBatch: %w", err)
-	}
-	if lat != nil {
-		lat.Add(time.Since(t0))
-	}
-	ok := make([]*string, len(out.Successful))
-	for i, s := range out.Successful {
-		ok[i] = s.Id
-	}
-	failed := make([]batchFailure, len(out.Failed))
-	for i, f := range out.Failed {
-		failed[i] = batchFailure{f.Id, f.Code, f.Message}
-	}
-	return batchAnswer("SendMessageBatch", l, stamps, ok, failed)
-}
-
 // publishBatchInput is a PublishBatch of stamps to topicArn, each entry's
 // Id its index.
 func publishBatchInput(topicArn string, stamps []Stamp) *sns.PublishBatchInput {
@@ -268,26 +215,29 @@ func (e *env) failN(n int, err error) {
 	e.errs.Add(int64(n - 1))
 }
 
-// prefill fills url with up to Prefill messages in batches from every
+// prefill fills q with up to Prefill messages in batches from every
 // worker, for at most Duration, and returns how many the broker took. A
 // broker whose SendMessageBatch answers wrongly (send-batch reports that)
 // is filled with single sends instead, so that what follows still runs.
-func (e *env) prefill(ctx context.Context, url string, l *Ledger) int {
+func (e *env) prefill(ctx context.Context, q clientQueue, l *Ledger) int {
 	target := min(e.cfg.Prefill, e.cfg.MaxMessages)
 	batches := true
-	if n, err := e.sendBatch(ctx, url, l, e.stamps(l, min(10, target)), nil); n > 0 {
+	probe := q.sender()
+	n, err := e.sendBatch(ctx, probe, l, e.stamps(l, min(10, target)), nil)
+	probe.close()
+	if n > 0 {
 		batches = false
 		e.note("SendMessageBatch failed (%s), so pre-filled with SendMessage", shorten(err.Error(), 200))
 	}
-	elapsed := e.loop(ctx, e.cfg.Concurrency, e.cfg.Duration, func(ctx context.Context, _ int) bool {
+	elapsed := e.sendLoop(ctx, q, e.cfg.Concurrency, e.cfg.Duration, func(ctx context.Context, s sender, _ int) bool {
 		n := min(10, target-l.Issued())
 		if n <= 0 {
 			return false
 		}
 		if batches {
-			e.failN(e.sendBatch(ctx, url, l, e.stamps(l, n), nil))
+			e.failN(e.sendBatch(ctx, s, l, e.stamps(l, n), nil))
 		} else {
-			e.send(ctx, url, l, nil)
+			e.send(ctx, s, l, nil)
 		}
 		return true
 	})
@@ -460,15 +410,14 @@ func (e *env) arrive(l *Ledger, c int, msgs []types.Message) []Stamp {
 	return first
 }
 
-// drain receives and deletes from url with every worker until each
+// drain receives and deletes from q with every worker until each
 // acknowledged message of l arrived or the drain's time ran out, and
 // returns how long it took; lat, when set, gets the receives' latencies.
-func (e *env) drain(ctx context.Context, url string, l *Ledger, lat *Latencies) time.Duration {
+func (e *env) drain(ctx context.Context, q clientQueue, l *Ledger, lat *Latencies) time.Duration {
 	c := newCrew(ctx, e.drainLimit(), l, false)
 	defer c.cancel()
 	start := time.Now()
-	e.receive(c, receiver{url: url, workers: e.cfg.Concurrency, wait: 20, lat: lat,
-		handle: func(msgs []types.Message, _ time.Time) { e.arrive(l, 0, msgs) }})
+	q.receive(c, e.cfg.Concurrency, lat, func([]Stamp, time.Time) {})
 	return time.Since(start)
 }
 
