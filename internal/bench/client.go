@@ -130,14 +130,9 @@ func (q sdkQueue) sendBatch(ctx context.Context, stamps []Stamp, lat *Latencies)
 	if lat != nil {
 		lat.Add(time.Since(t0))
 	}
-	ok := make([]*string, len(out.Successful))
-	for i, s := range out.Successful {
-		ok[i] = s.Id
-	}
-	failed := make([]batchFailure, len(out.Failed))
-	for i, f := range out.Failed {
-		failed[i] = batchFailure{f.Id, f.Code, f.Message}
-	}
+	ok, failed := entryAnswers(out.Successful, out.Failed,
+		func(s types.SendMessageBatchResultEntry) *string { return s.Id },
+		func(f types.BatchResultErrorEntry) batchFailure { return batchFailure{f.Id, f.Code, f.Message} })
 	return ok, failed, nil
 }
 

@@ -14,7 +14,6 @@ import (
 	"net/http"
 	"net/url"
 	"strconv"
-	"sync"
 	"sync/atomic"
 	"time"
 )
@@ -299,8 +298,9 @@ func (f fastQueueOf) url() string { return f.q.url }
 func (f fastQueueOf) sender() sender { return &fastSender{f.e.fastConn(), f.q} }
 
 func (f fastQueueOf) receive(c *crew, workers int, lat *Latencies, handle func([]Stamp, time.Time)) {
-	f.e.fastReceive(c, fastReceiver{q: f.q, workers: workers, lat: lat,
-		handle: func(msgs []fastMsg, at time.Time) { handle(f.e.fastArrive(c.ledger, msgs), at) }})
+	receiveWith(f.e, c, receiveLoop{workers: workers, lat: lat},
+		func() inbox[fastMsg] { return fastInbox{f.e, f.e.fastConn(), f.q} },
+		func(msgs []fastMsg, at time.Time) { handle(f.e.fastArrive(c.ledger, msgs), at) })
 }
 
 // fastSender sends on one keep-alive connection and checks the MD5 the
@@ -381,53 +381,30 @@ func sendEntries(entries []entryAnswer, sums [][32]byte) (ok []*string, failed [
 	return ok, failed
 }
 
-// fastReceiver describes workers that receive from one queue and delete
-// what they received.
-type fastReceiver struct {
-	q       *fastQueue
-	workers int
-	lat     *Latencies
-	handle  func(msgs []fastMsg, at time.Time)
+// fastInbox receives on a keep-alive connection of its own.
+type fastInbox struct {
+	e *env
+	c *fastConn
+	q *fastQueue
 }
 
-// fastReceive runs r's workers as env.receive runs an SDK receiver's.
-func (e *env) fastReceive(c *crew, r fastReceiver) {
-	var wg sync.WaitGroup
-	for range max(r.workers, 1) {
-		ctx := e.client(c.ctx)
-		wg.Go(func() {
-			conn := e.fastConn()
-			defer conn.close()
-			for ctx.Err() == nil && !c.check() {
-				t0 := time.Now()
-				ans, err := conn.call(ctx, opReceive, r.q.receive)
-				at := time.Now()
-				if err == nil {
-					conn.msgs, err = parseReceive(ans, conn.msgs)
-				}
-				if err != nil {
-					if ctx.Err() != nil {
-						return
-					}
-					e.fail(fmt.Errorf("ReceiveMessage: %w", err))
-					pause(ctx, 10*time.Millisecond) // a failing broker is not hammered
-					continue
-				}
-				e.receives.Add(1)
-				e.received.Add(int64(len(conn.msgs)))
-				if len(conn.msgs) == 0 {
-					continue
-				}
-				if r.lat != nil {
-					r.lat.Add(at.Sub(t0))
-				}
-				r.handle(conn.msgs, at)
-				e.fastDelete(ctx, conn, r.q, conn.msgs)
-			}
-		})
+// receive returns messages in the connection's buffer, valid until its
+// next call.
+func (in fastInbox) receive(ctx context.Context) ([]fastMsg, error) {
+	ans, err := in.c.call(ctx, opReceive, in.q.receive)
+	if err != nil {
+		return nil, err
 	}
-	wg.Wait()
+	if in.c.msgs, err = parseReceive(ans, in.c.msgs); err != nil {
+		return nil, err
+	}
+	return in.c.msgs, nil
 }
+
+func (in fastInbox) remove(ctx context.Context, msgs []fastMsg) {
+	in.e.fastDelete(ctx, in.c, in.q, msgs)
+}
+func (in fastInbox) close() { in.c.close() }
 
 // fastDelete deletes msgs in one DeleteMessageBatch; each failed entry,
 // and an answer that does not account for every entry once, is an error.
