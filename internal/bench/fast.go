@@ -284,20 +284,20 @@ func (c *fastConn) bodies(stamps []Stamp) [][]byte {
 // fastClient is the client of --client fast.
 type fastClient struct{ e *env }
 
-func (f fastClient) queue(url string) clientQueue { return fastQueueOf{f.e, newFastQueue(url)} }
+func (f fastClient) queue(url string) clientQueue { return fastClientQueue{f.e, newFastQueue(url)} }
 
-// fastQueueOf is a queue of the fast client: its prebuilt requests.
-type fastQueueOf struct {
+// fastClientQueue is a queue of the fast client: its prebuilt requests.
+type fastClientQueue struct {
 	e *env
 	q *fastQueue
 }
 
-func (f fastQueueOf) url() string { return f.q.url }
+func (f fastClientQueue) url() string { return f.q.url }
 
-// sender is a connection of its own.
-func (f fastQueueOf) sender() sender { return &fastSender{f.e.fastConn(), f.q} }
+// sender gives each worker a keep-alive connection of its own.
+func (f fastClientQueue) sender() sender { return &fastSender{f.e.fastConn(), f.q} }
 
-func (f fastQueueOf) receive(c *crew, workers int, lat *Latencies, handle func([]Stamp, time.Time)) {
+func (f fastClientQueue) receive(c *crew, workers int, lat *Latencies, handle func([]Stamp, time.Time)) {
 	receiveWith(f.e, c, receiveLoop{workers: workers, lat: lat},
 		func() inbox[fastMsg] { return fastInbox{f.e, f.e.fastConn(), f.q} },
 		func(msgs []fastMsg, at time.Time) { handle(f.e.fastArrive(c.ledger, msgs), at) })
