@@ -432,11 +432,7 @@ func (d *decoder) attributes(n *yaml.Node, kinds map[string]kind, what string) (
 			if err != nil {
 				return nil, err
 			}
-			b, err := json.Marshal(doc)
-			if err != nil {
-				return nil, d.errorf(e, what, "attribute %s: %v", k.Value, err)
-			}
-			val.Text = string(b)
+			val.Text = compactJSON(doc)
 		case e.Kind != yaml.ScalarNode || e.Tag == "!!null":
 			want := "a text"
 			if kd == kindJSON {
