@@ -392,25 +392,24 @@ func Start(ctx context.Context, cfg Config) (*Server, error) {
 	if cfg.Credentials != nil {
 		api.Auth.Verifier = &sigv4.Verifier{Keys: cfg.Credentials, Regions: region.Valid, Clock: cfg.Clock}
 	}
-	if err := api.Check(); err != nil {
+	// stopServices undoes what started above, when Start fails now.
+	stopServices := func() {
 		s.resets.close()
 		s.sampler.Close(ctx)
 		cwSvc.Close()
 		snsSvc.Close()
 		closeListeners()
 		eng.Close()
+	}
+	if err := api.Check(); err != nil {
+		stopServices()
 		return nil, fmt.Errorf("describe actions: %w", err)
 	}
 	s.api = api
 	// The file is applied before anything serves, so that a client that
 	// finds Ferry up (health included) finds its queues too.
 	if err := s.applyInit(ctx); err != nil {
-		s.resets.close()
-		s.sampler.Close(ctx)
-		cwSvc.Close()
-		snsSvc.Close()
-		closeListeners()
-		eng.Close()
+		stopServices()
 		return nil, err
 	}
 	g := &guard{hosts: hosts, adminToken: cfg.AdminToken, authOn: cfg.AuthVerify, api: api}
