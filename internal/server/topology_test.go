@@ -267,7 +267,7 @@ func TestTopologyRoundTrip(t *testing.T) {
 		checkShop(t, g)
 	}
 	y := exportOf(t, f, "")
-	for _, want := range []string{"deadLetterTargetArn: orders-dlq", "VisibilityTimeout: 45", "endpoint: orders", "RawMessageDelivery: true", "AlarmName: orders-backlog"} {
+	for _, want := range []string{"deadLetterTargetArn: orders-dlq", "VisibilityTimeout: 45", "endpoint: orders", "RawMessageDelivery: true", "AlarmName: orders-backlog", "- Key: team"} {
 		if !strings.Contains(y, want) {
 			t.Errorf("export has no %q:\n%s", want, y)
 		}
