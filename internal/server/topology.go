@@ -7,6 +7,7 @@ import (
 
 	"github.com/ferrymq/ferry/internal/protocol"
 	"github.com/ferrymq/ferry/internal/region"
+	"github.com/ferrymq/ferry/internal/sigv4"
 	"github.com/ferrymq/ferry/internal/topology"
 )
 
@@ -73,7 +74,7 @@ func (s *Server) applyInit(ctx context.Context) error {
 func (s *Server) ferryExport(w http.ResponseWriter, r *http.Request) {
 	q := r.URL.Query()
 	account, reg, format := q.Get("account"), q.Get("region"), q.Get("format")
-	if q.Has("account") && !accountID.MatchString(account) {
+	if q.Has("account") && !sigv4.IsAccountID(account) {
 		writeJSON(w, http.StatusBadRequest, map[string]string{"error": fmt.Sprintf("account %q is not an account id (12 digits)", account)})
 		return
 	}

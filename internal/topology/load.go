@@ -20,6 +20,7 @@ import (
 
 	"github.com/ferrymq/ferry/internal/arn"
 	"github.com/ferrymq/ferry/internal/region"
+	"github.com/ferrymq/ferry/internal/sigv4"
 )
 
 // LoadFile reads a topology file: JSON when its name ends in .json or its
@@ -502,14 +503,11 @@ func (d *decoder) generic(n *yaml.Node, what string) (any, error) {
 	return n.Value, nil
 }
 
-// accountPattern is an AWS account id.
-var accountPattern = regexp.MustCompile(`^[0-9]{12}$`)
-
 // check finds the mistakes that span entries: names missing or given
 // twice, a bad account or region, a queue named as a dead-letter target
 // that the file does not hold, redrive policies in a cycle.
 func (t *Topology) check() error {
-	if t.Account != "" && !accountPattern.MatchString(t.Account) {
+	if t.Account != "" && !sigv4.IsAccountID(t.Account) {
 		return &Error{Pos: t.Pos, Msg: fmt.Sprintf("account %q: want 12 digits", t.Account)}
 	}
 	if t.Region != "" && !region.Valid(t.Region) {
