@@ -18,7 +18,8 @@ import (
 const faultUsage = `Usage:
   ferry fault add --queue Q [--action A] --error CODE|--delay D [--count N|--fraction F] [flags]
   ferry fault add --subscription ARN|--sns-endpoint URL|--protocol P
-                  --status S|--timeout|--succeed-after K|--drop|--duplicate [--count N|--fraction F] [flags]
+                  --status S|--timeout|--succeed-after K|--drop|--duplicate|--client-error
+                  [--count N|--fraction F] [flags]
   ferry fault list [flags]
   ferry fault clear [ID] [flags]
 
@@ -110,6 +111,7 @@ func faultRuleFlags(fs *flag.FlagSet) *faults.Rule {
 	fs.IntVar(&r.SucceedAfter, "succeed-after", 0, "SNS: the first K attempts of each chosen message fail (with --status, default 500, or --timeout)")
 	fs.BoolVar(&r.Drop, "drop", false, "SNS: the delivery is lost; SNS counts it delivered")
 	fs.BoolVar(&r.Duplicate, "duplicate", false, "SNS: the endpoint gets the delivery twice")
+	fs.BoolVar(&r.ClientError, "client-error", false, "SNS: the delivery fails with a client-side error (the endpoint is gone): no retry, the dead-letter queue")
 	fs.IntVar(&r.Count, "count", 0, "the next N matching events (with --fraction: at most N faults)")
 	fs.Func("fraction", "this probability, 0 to 1, of each matching event", func(v string) error {
 		f, err := strconv.ParseFloat(v, 64)

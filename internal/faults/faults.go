@@ -3,7 +3,8 @@
 // SNS delivery to a subscription, an endpoint or a protocol), a trigger
 // (the next N matching events, or a fraction of them) and an effect (an
 // AWS error or a delay for SQS; an HTTP status, a timeout, success only
-// after K attempts, a lost or a doubled delivery for SNS).
+// after K attempts, a lost or a doubled delivery, a client-side error for
+// SNS).
 //
 // Decisions are reproducible: every rule draws from a PRNG of its own,
 // seeded from the set's seed (or the rule's) and the rule's place among
@@ -34,6 +35,9 @@ const (
 	KindTimeout   = "timeout"
 	KindDrop      = "drop"
 	KindDuplicate = "duplicate"
+	// KindClientError is a client-side delivery error (the endpoint is
+	// gone, it may not be reached): no retry, the dead-letter queue.
+	KindClientError = "client_error"
 )
 
 // Action groups a rule may name instead of one SQS action.
@@ -87,12 +91,14 @@ type Rule struct {
 	// SNS effects: the endpoint answers Status; it does not answer
 	// (Timeout); the first SucceedAfter attempts of each chosen message
 	// fail (with Status, default 500, or Timeout); the delivery is lost
-	// (Drop) or made twice (Duplicate).
+	// (Drop) or made twice (Duplicate); it fails with a client-side error,
+	// as to an endpoint that is gone (ClientError).
 	Status       int  `json:"status,omitempty"`
 	Timeout      bool `json:"timeout,omitempty"`
 	SucceedAfter int  `json:"succeedAfter,omitempty"`
 	Drop         bool `json:"drop,omitempty"`
 	Duplicate    bool `json:"duplicate,omitempty"`
+	ClientError  bool `json:"clientError,omitempty"`
 }
 
 // Service is the service a rule's target belongs to: "sqs" or "sns".
@@ -354,8 +360,8 @@ type SNSEvent struct {
 // SNSFault is what a delivery attempt meets. The zero value is no fault.
 type SNSFault struct {
 	Rule string
-	// Kind is KindStatus, KindTimeout, KindDrop or KindDuplicate; "" is
-	// no fault.
+	// Kind is KindStatus, KindTimeout, KindDrop, KindDuplicate or
+	// KindClientError; "" is no fault.
 	Kind   string
 	Status int
 }
@@ -411,6 +417,9 @@ func (s *Set) decideSNS(r *rule, ev SNSEvent) (SNSFault, bool) {
 	case r.Duplicate:
 		s.count(r, KindDuplicate)
 		return SNSFault{Rule: r.ID, Kind: KindDuplicate}, true
+	case r.ClientError:
+		s.count(r, KindClientError)
+		return SNSFault{Rule: r.ID, Kind: KindClientError}, true
 	}
 	return s.failure(r), true
 }
@@ -448,12 +457,12 @@ func (s *Set) compile(r Rule) (*rule, error) {
 	sqsSet := r.Queue != "" || r.Account != "" || r.Action != "" || r.Error != "" || r.Delay != ""
 	if in.service == "sns" {
 		if sqsSet {
-			return nil, errors.New("a rule targets SQS (queue, account, action; error, delay) or SNS deliveries (subscription, endpoint, protocol; status, timeout, succeedAfter, drop, duplicate), not both")
+			return nil, errors.New("a rule targets SQS (queue, account, action; error, delay) or SNS deliveries (subscription, endpoint, protocol; status, timeout, succeedAfter, drop, duplicate, clientError), not both")
 		}
 		return in, s.compileSNS(in)
 	}
-	if r.Status != 0 || r.Timeout || r.SucceedAfter != 0 || r.Drop || r.Duplicate {
-		return nil, errors.New("status, timeout, succeedAfter, drop and duplicate are effects on SNS deliveries: name a subscription, an endpoint or a protocol")
+	if r.Status != 0 || r.Timeout || r.SucceedAfter != 0 || r.Drop || r.Duplicate || r.ClientError {
+		return nil, errors.New("status, timeout, succeedAfter, drop, duplicate and clientError are effects on SNS deliveries: name a subscription, an endpoint or a protocol")
 	}
 	return in, s.compileSQS(in)
 }
@@ -537,13 +546,13 @@ func (s *Set) compileSNS(in *rule) error {
 		return fmt.Errorf("protocol %q is not an SNS protocol (http, https, email, email-json, sqs, lambda, sms, application, firehose)", r.Protocol)
 	}
 	effects := 0
-	for _, on := range []bool{r.Status != 0 && r.SucceedAfter == 0, r.Timeout && r.SucceedAfter == 0, r.SucceedAfter != 0, r.Drop, r.Duplicate} {
+	for _, on := range []bool{r.Status != 0 && r.SucceedAfter == 0, r.Timeout && r.SucceedAfter == 0, r.SucceedAfter != 0, r.Drop, r.Duplicate, r.ClientError} {
 		if on {
 			effects++
 		}
 	}
 	if effects != 1 {
-		return errors.New("an SNS rule needs one effect: status, timeout, succeedAfter (with status or timeout), drop or duplicate")
+		return errors.New("an SNS rule needs one effect: status, timeout, succeedAfter (with status or timeout), drop, duplicate or clientError")
 	}
 	if r.Status != 0 && (r.Status < 100 || r.Status > 599) {
 		return fmt.Errorf("status %d: want an HTTP status, 100 to 599", r.Status)

@@ -13,7 +13,7 @@ import (
 // within the delivery timeout, and from there the delivery policy, its
 // retries and the dead-letter queue go on as for a real failure. A drop
 // is a delivery SNS thinks made that the endpoint never sees; a duplicate
-// reaches the endpoint twice.
+// reaches the endpoint twice. A client-side error is not retried.
 
 // faultAnswer is the answer the delivery status log shows for an attempt
 // a fault rule decided.
@@ -39,6 +39,8 @@ func (d *Service) attemptFaulty(ctx context.Context, t *Topic, sub *Subscription
 		return attemptResult{outcome: retryable, answer: errHTTPTimeout.Error()}
 	case faults.KindDrop:
 		return attemptResult{outcome: delivered, status: http.StatusOK, answer: faultAnswer(f)}
+	case faults.KindClientError:
+		return attemptResult{outcome: permanent, answer: faultAnswer(f)}
 	case faults.KindDuplicate:
 		first := d.attempt(ctx, t, sub, j)
 		d.attempt(ctx, t, sub, j)
@@ -90,6 +92,8 @@ func (d *Service) Fault(sub *Subscription, id string) Faulted {
 			return Faulted{Copies: 0}
 		case faults.KindDuplicate:
 			return Faulted{Copies: 2}
+		case faults.KindClientError:
+			return Faulted{Refused: true, Status: http.StatusBadRequest, Answer: faultAnswer(f)}
 		case faults.KindStatus:
 			switch {
 			case f.Status >= 200 && f.Status < 400:
