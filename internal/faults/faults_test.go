@@ -19,9 +19,11 @@ func injected(s *Set, service, kind string) float64 {
 
 func testSet(seed uint64) *Set {
 	return New(Options{
-		Seed:      &seed,
-		SQSAction: func(name string) bool { return name == "ReceiveMessage" || name == "SendMessage" || name == "ListQueues" },
-		SQSError:  func(code string) bool { return code == "RequestThrottled" || code == "QueueDoesNotExist" },
+		Seed: &seed,
+		SQSAction: func(name string) bool {
+			return name == "ReceiveMessage" || name == "SendMessage" || name == "ListQueues"
+		},
+		SQSError: func(code string) bool { return code == "RequestThrottled" || code == "QueueDoesNotExist" },
 		ParseQueueURL: func(u string) (string, string, string, bool) {
 			// http://host/ACCOUNT/NAME
 			parts := strings.Split(u, "/")
@@ -88,7 +90,7 @@ func TestSQSNextN(t *testing.T) {
 		ev   SQSEvent
 		want string
 	}{
-		{SQSEvent{Action: "SendMessage", Account: "000000000000", Queue: "orders"}, ""}, // another action
+		{SQSEvent{Action: "SendMessage", Account: "000000000000", Queue: "orders"}, ""},   // another action
 		{SQSEvent{Action: "ReceiveMessage", Account: "000000000000", Queue: "other"}, ""}, // another queue
 		{recv, "RequestThrottled"},
 		{recv, "RequestThrottled"},
