@@ -21,9 +21,10 @@ func faultAnswer(f faults.SNSFault) string {
 	return "Fault injected by Ferry (rule " + f.Rule + ", " + f.Kind + ")"
 }
 
-// attemptFaulty is attempt, number n of job j, under the fault rules.
+// attemptFaulty is attempt, number n of job j (delivery wk, whose
+// injected timeout is a wait like any other), under the fault rules.
 // Confirmations are not faulted: the rules are about notifications.
-func (d *Service) attemptFaulty(ctx context.Context, t *Topic, sub *Subscription, j *job, n int) attemptResult {
+func (d *Service) attemptFaulty(ctx context.Context, t *Topic, sub *Subscription, j *job, n int, wk *waitKey) attemptResult {
 	if j.Type != TypeNotification || !d.faults.Active() {
 		return d.attempt(ctx, t, sub, j)
 	}
@@ -33,7 +34,7 @@ func (d *Service) attemptFaulty(ctx context.Context, t *Topic, sub *Subscription
 	case faults.KindStatus:
 		return answered(f.Status, faultAnswer(f))
 	case faults.KindTimeout:
-		if !d.sleep(ctx, httpTimeout, nil) {
+		if !d.sleep(ctx, httpTimeout, wk) {
 			return attemptResult{outcome: retryable, answer: context.Cause(ctx).Error()}
 		}
 		return attemptResult{outcome: retryable, answer: errHTTPTimeout.Error()}
