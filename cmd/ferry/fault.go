@@ -1,7 +1,6 @@
 package main
 
 import (
-	"bytes"
 	"context"
 	"encoding/json"
 	"errors"
@@ -86,11 +85,7 @@ func faultCmd(ctx context.Context, args []string, getenv func(string) string, st
 		fmt.Fprintf(stderr, "ferry fault %s: %v\n", sub, err)
 		return 1
 	}
-	var pretty bytes.Buffer
-	if err := json.Indent(&pretty, res, "", "  "); err != nil {
-		pretty.Write(res)
-	}
-	fmt.Fprintln(stdout, pretty.String())
+	printJSON(stdout, res)
 	return 0
 }
 

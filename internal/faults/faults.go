@@ -25,6 +25,7 @@ import (
 	"github.com/prometheus/client_golang/prometheus"
 
 	"github.com/ferrymq/ferry/internal/arn"
+	"github.com/ferrymq/ferry/internal/sigv4"
 )
 
 // Kinds of injected faults, as the metric's kind label names them.
@@ -481,7 +482,7 @@ func (s *Set) compileSQS(in *rule) error {
 	default:
 		return fmt.Errorf("action %q is not an SQS action nor a group (receives, sends, deletes)", a)
 	}
-	if r.Account != "" && !isAccount(r.Account) {
+	if r.Account != "" && !sigv4.IsAccountID(r.Account) {
 		return fmt.Errorf("account %q is not an account id (12 digits)", r.Account)
 	}
 	if r.Queue != "" {
@@ -519,7 +520,7 @@ func (s *Set) compileSQS(in *rule) error {
 // parseQueue reads a queue named by its name, URL or ARN.
 func (s *Set) parseQueue(ref string) (queueRef, error) {
 	if a, ok := arn.Parse(ref); ok {
-		if a.Service != "sqs" || !a.Six() || !isAccount(a.Account) {
+		if a.Service != "sqs" || !a.Six() || !sigv4.IsAccountID(a.Account) {
 			return queueRef{}, fmt.Errorf("queue %q is not an SQS queue's ARN", ref)
 		}
 		return queueRef{account: a.Account, region: a.Region, name: a.Resource}, nil
@@ -567,18 +568,6 @@ func (s *Set) compileSNS(in *rule) error {
 		in.chosen = map[string]bool{}
 	}
 	return nil
-}
-
-func isAccount(s string) bool {
-	if len(s) != 12 {
-		return false
-	}
-	for i := 0; i < len(s); i++ {
-		if s[i] < '0' || s[i] > '9' {
-			return false
-		}
-	}
-	return true
 }
 
 // ParseDuration reads a Go duration that may start with a number of days:
