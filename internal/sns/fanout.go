@@ -284,7 +284,9 @@ type sqsDelivery struct {
 	batch   []engine.NewMessage // to send
 	sent    []*message          // the messages of batch, when logs need them
 	refused []engine.NewMessage // refused before the send
-	dropped int                 // lost on purpose (internal/faults): delivered, as far as SNS knows
+	// Faults (internal/faults): copies lost, which SNS counts delivered,
+	// and second copies, which it does not count.
+	dropped, doubled int
 }
 
 // deliverSQS writes the messages into the subscribed queue in one send.
@@ -400,7 +402,12 @@ func (s *Service) sqsDelivery(ctx context.Context, t *topic, d *sqsDelivery, msg
 			}
 			continue
 		}
-		d.dropped += 1 - min(f.Copies, 1)
+		switch f.Copies {
+		case 0:
+			d.dropped++
+		case 2:
+			d.doubled++
+		}
 		for range f.Copies {
 			d.batch = append(d.batch, nm)
 			if d.logs {
@@ -422,7 +429,7 @@ func (s *Service) settleSQS(ctx context.Context, t *topic, d *sqsDelivery, res [
 	if len(d.batch) > 0 {
 		switch perr := delivery.Refusal(err); {
 		case err == nil:
-			s.count(sub, cDelivered, len(d.batch))
+			s.count(sub, cDelivered, len(d.batch)-d.doubled)
 			for i, m := range d.sent {
 				s.logSQS(t, sub, m, d.handoff, 200, delivery.SQSResponse(res[i].MessageID))
 			}
