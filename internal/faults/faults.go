@@ -20,6 +20,7 @@ import (
 	"strconv"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
@@ -149,6 +150,10 @@ type Set struct {
 	opts     Options
 	injected *prometheus.CounterVec
 
+	// active mirrors len(rules) > 0, read without the lock on every
+	// request.
+	active atomic.Bool
+
 	mu    sync.Mutex
 	seed  uint64
 	rules []*rule // in the order added: the first that fires wins
@@ -223,6 +228,7 @@ func (s *Set) Add(r Rule) (RuleState, error) {
 	}
 	in.rng = rand.New(rand.NewPCG(in.seed, stream))
 	s.rules = append(s.rules, in)
+	s.active.Store(true)
 	return in.state(), nil
 }
 
@@ -233,6 +239,7 @@ func (s *Set) Remove(id string) bool {
 	for i, r := range s.rules {
 		if r.ID == id {
 			s.rules = append(s.rules[:i], s.rules[i+1:]...)
+			s.active.Store(len(s.rules) > 0)
 			return true
 		}
 	}
@@ -246,6 +253,7 @@ func (s *Set) Clear() int {
 	defer s.mu.Unlock()
 	n := len(s.rules)
 	s.rules = nil
+	s.active.Store(false)
 	s.slot = 0
 	return n
 }
@@ -273,12 +281,7 @@ func (r *rule) state() RuleState {
 // Active reports whether any rule is in force, so that callers skip the
 // work of describing an event when none is.
 func (s *Set) Active() bool {
-	if s == nil {
-		return false
-	}
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return len(s.rules) > 0
+	return s != nil && s.active.Load()
 }
 
 // fires draws the trigger of a rule whose target matched; the caller holds
