@@ -16,6 +16,8 @@ import (
 // Faults is the set of fault rules; nil when fault injection is off.
 func (s *Server) Faults() *faults.Set { return s.faults }
 
+// sqsError reports whether code names an error of SQS's catalogue, for
+// rules to name.
 func sqsError(code string) bool {
 	_, ok := sqs.ErrorByCode(code)
 	return ok
