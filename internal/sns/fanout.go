@@ -328,10 +328,11 @@ func (s *Service) deliverJointSQS(ctx context.Context, t *topic, subs []*subscri
 			errs = append(errs, fmt.Errorf("subscription %s: %w", sub.ARN, err))
 			continue
 		}
+		// Duplicates (internal/faults) may have moved the batch out of
+		// copies, which then keeps no room for it.
 		if len(d.batch) <= len(pass) {
 			copies = copies[:n+len(d.batch)]
-		} // else duplicates (internal/faults) moved the batch out of copies
-
+		}
 		if len(d.batch) == 0 {
 			// All refused before the send: nothing for the queue.
 			if err := s.settleSQS(ctx, t, d, nil, nil); err != nil {
