@@ -121,12 +121,17 @@ func resetCmd(ctx context.Context, args []string, getenv func(string) string, st
 		fmt.Fprintf(stderr, "ferry reset: %v\n", err)
 		return 1
 	}
+	printJSON(stdout, res)
+	return 0
+}
+
+// printJSON prints an admin endpoint's JSON answer indented, for people.
+func printJSON(w io.Writer, res json.RawMessage) {
 	var pretty bytes.Buffer
 	if err := json.Indent(&pretty, res, "", "  "); err != nil {
 		pretty.Write(res)
 	}
-	fmt.Fprintln(stdout, pretty.String())
-	return 0
+	fmt.Fprintln(w, pretty.String())
 }
 
 // exportCmd writes a running Ferry's topology (queues, topics,

@@ -50,6 +50,7 @@ func commands() []command {
 		{"ceiling", "--listen HOST:PORT", "a measuring fixture for bench: valid answers, nothing held", ceilingCmd},
 		{"scale", "[flags]", "measure a fresh broker as its queues, backlog, long polls and subscriptions grow", scaleCmd},
 		{"reset", "[flags]", "clear a running Ferry's queues, topics, alarms and datapoints", resetCmd},
+		{"fault", "add|list|clear [flags]", "make a running Ferry's SQS actions or SNS deliveries fail on purpose (--fault-injection)", faultCmd},
 		{"export", "[flags]", "write a running Ferry's queues, topics, subscriptions and alarms as a topology file", exportCmd},
 		{"version", "", "print the version", func(_ context.Context, _ []string, _ func(string) string, stdout, _ io.Writer) int {
 			fmt.Fprintln(stdout, "ferry", version)
@@ -211,6 +212,8 @@ func serve(ctx context.Context, args []string, getenv func(string) string, stder
 	reserve := fs.String("disk-reserve", env("FERRY_DISK_RESERVE", "128MiB"), "room kept free on the data volume (bytes, or with KiB, MiB, GiB, TiB); with less, writes answer ServiceUnavailable until space is freed; 0 turns this off (FERRY_DISK_RESERVE)")
 	delayDeleted := fs.Bool("sqs-delay-recently-deleted", envSwitch("FERRY_SQS_DELAY_RECENTLY_DELETED", "SQS_DELAY_RECENTLY_DELETED", true), "refuse, as AWS does, to create a queue under a name deleted less than 60 seconds ago (QueueDeletedRecently); false allows it at once (FERRY_SQS_DELAY_RECENTLY_DELETED, or LocalStack's SQS_DELAY_RECENTLY_DELETED)")
 	delayPurge := fs.Bool("sqs-delay-purge-retry", envSwitch("FERRY_SQS_DELAY_PURGE_RETRY", "SQS_DELAY_PURGE_RETRY", true), "refuse, as AWS does, a purge less than 60 seconds after the queue's last (PurgeQueueInProgress); false allows it at once (FERRY_SQS_DELAY_PURGE_RETRY, or LocalStack's SQS_DELAY_PURGE_RETRY)")
+	fs.BoolVar(&cfg.FaultInjection, "fault-injection", envBool("FERRY_FAULT_INJECTION"), "serve /_ferry/faults: rules that make SQS actions and SNS deliveries fail on purpose, for tests (FERRY_FAULT_INJECTION)")
+	faultSeed := fs.String("fault-seed", env("FERRY_FAULT_SEED", ""), "seed of the fault rules' decisions (a number from 0 to 2^64-1), so that a failing test can be replayed; default: random, shown by ferry fault list (FERRY_FAULT_SEED)")
 	initFile := fs.String("init", env("FERRY_INIT", ""), "topology file (YAML or JSON) of queues, topics, subscriptions and alarms to create or update at start, before Ferry answers; see ferry export (FERRY_INIT)")
 	level := fs.String("log-level", env("FERRY_LOG_LEVEL", "info"), "debug, info, warn or error (FERRY_LOG_LEVEL)")
 	format := fs.String("log-format", env("FERRY_LOG_FORMAT", "text"), "text or json (FERRY_LOG_FORMAT)")
@@ -246,6 +249,14 @@ func serve(ctx context.Context, args []string, getenv func(string) string, stder
 			return 2
 		}
 		cfg.Credentials = creds
+	}
+	if *faultSeed != "" {
+		seed, err := strconv.ParseUint(*faultSeed, 10, 64)
+		if err != nil {
+			fmt.Fprintf(stderr, "ferry serve: bad fault seed %q: want a number from 0 to 2^64-1\n", *faultSeed)
+			return 2
+		}
+		cfg.FaultSeed = &seed
 	}
 	waits := engine.Waits{NoRecreateDelay: !*delayDeleted, NoPurgeInterval: !*delayPurge}
 	sopts.Waits, popts.Waits = waits, waits

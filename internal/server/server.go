@@ -25,6 +25,7 @@ import (
 	"github.com/ferrymq/ferry/internal/cloudwatch"
 	"github.com/ferrymq/ferry/internal/egress"
 	"github.com/ferrymq/ferry/internal/engine"
+	"github.com/ferrymq/ferry/internal/faults"
 	"github.com/ferrymq/ferry/internal/metrics"
 	"github.com/ferrymq/ferry/internal/protocol"
 	"github.com/ferrymq/ferry/internal/region"
@@ -110,6 +111,12 @@ type Config struct {
 	// that are not public: CIDR prefixes, addresses or host names.
 	SNSAllowedEndpoints []string
 
+	// FaultInjection turns on fault rules (/_ferry/faults): SQS actions
+	// and SNS deliveries that fail on purpose. FaultSeed, when set, seeds
+	// their decisions; otherwise a random seed, shown in the listing.
+	FaultInjection bool
+	FaultSeed      *uint64
+
 	// SamplerLease and AlarmLease are, on a store other nodes share, how
 	// long the leases on metric sampling and alarm evaluation last
 	// unrenewed: how soon another node carries on when the holder dies
@@ -187,8 +194,10 @@ type Server struct {
 	adminLn     net.Listener
 	adminServed chan error
 	// resetMu serialises resets; resets follows other nodes' (reset.go).
-	resetMu  sync.Mutex
-	resets   *resetNews
+	resetMu sync.Mutex
+	resets  *resetNews
+	// faults holds the fault rules; nil when fault injection is off.
+	faults   *faults.Set
 	drain    context.Context // cancelled when shutdown begins: long polls answer
 	stopAll  context.CancelFunc
 	once     sync.Once
@@ -217,6 +226,13 @@ func Start(ctx context.Context, cfg Config) (*Server, error) {
 		Logger:       cfg.Logger,
 		QueueURLBase: cfg.QueueURLBase,
 		Metrics:      datapoints,
+	}
+	var faultSet *faults.Set
+	var sqsSvc *protocol.Service // its actions are what rules may name
+	if cfg.FaultInjection {
+		faultSet = faults.New(faults.Options{Seed: cfg.FaultSeed, SQSError: sqsError, ParseQueueURL: sqs.ParseQueueURL,
+			SQSAction: func(name string) bool { _, ok := sqsSvc.Actions[name]; return ok }})
+		sqsCfg.Faults = faultSet
 	}
 	// Messages enter SQS queues through its port, whoever sends them.
 	queues := sqs.NewPort(sqsCfg)
@@ -265,7 +281,7 @@ func Start(ctx context.Context, cfg Config) (*Server, error) {
 	}
 	drain, stopAll := context.WithCancel(context.Background())
 	s := &Server{cfg: cfg, store: eng, ln: ln, served: make(chan error, 1), drain: drain, stopAll: stopAll,
-		scheme: "http", adminLn: adminLn, adminServed: make(chan error, 1)}
+		scheme: "http", adminLn: adminLn, adminServed: make(chan error, 1), faults: faultSet}
 	if tlsCfg != nil {
 		s.scheme = "https"
 	}
@@ -305,6 +321,7 @@ func Start(ctx context.Context, cfg Config) (*Server, error) {
 			SMTPFrom:  cfg.SMTPFrom,
 			StatusLog: cfg.SNSDeliveryLog,
 			Egress:    egressPolicy,
+			Faults:    faultSet,
 		},
 	})
 	if err != nil {
@@ -337,7 +354,12 @@ func Start(ctx context.Context, cfg Config) (*Server, error) {
 	hidden := []string{delivery.QueueAccount}
 	requests := metrics.NewRequests()
 	registry := prometheus.NewRegistry()
+	var faultMetrics prometheus.Collector
+	if faultSet != nil {
+		faultMetrics = faultSet.Collector()
+	}
 	for _, c := range []prometheus.Collector{
+		faultMetrics,
 		metrics.NewCollector(s.metrics, eng, hidden, cfg.Logger),
 		metrics.NewSNSCollector(s.metrics, cfg.Logger),
 		eng.Collector(),
@@ -383,10 +405,11 @@ func Start(ctx context.Context, cfg Config) (*Server, error) {
 	})
 
 	sqsCfg.Activity = s.sampler
+	sqsSvc = sqs.NewService(sqsCfg)
 	api := &protocol.Handler{
 		Logger:   cfg.Logger,
 		Observe:  requests.Observe,
-		Services: []*protocol.Service{sqs.NewService(sqsCfg), snsSvc.Protocol(), cwSvc.Protocol()},
+		Services: []*protocol.Service{sqsSvc, snsSvc.Protocol(), cwSvc.Protocol()},
 		Auth:     protocol.Auth{Verify: cfg.AuthVerify, DefaultAccount: cfg.Account, DefaultRegion: cfg.Region},
 	}
 	if cfg.Credentials != nil {
@@ -426,6 +449,10 @@ func Start(ctx context.Context, cfg Config) (*Server, error) {
 	}))
 	snsSvc.Register(mux)
 	mux.HandleFunc("POST /_ferry/reset", s.ferryReset)
+	mux.HandleFunc("POST /_ferry/faults", s.addFault)
+	mux.HandleFunc("GET /_ferry/faults", s.listFaults)
+	mux.HandleFunc("DELETE /_ferry/faults", s.clearFaults)
+	mux.HandleFunc("DELETE /_ferry/faults/{id}", s.removeFault)
 	mux.HandleFunc("GET /_ferry/export", s.ferryExport)
 	mux.HandleFunc("/moto-api/reset", s.motoReset)
 	mux.HandleFunc("POST /_localstack/state/reset", s.localstackReset)

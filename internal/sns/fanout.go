@@ -209,8 +209,21 @@ func (s *Service) deliverTo(ctx context.Context, t *topic, sub *subscription, ms
 	default:
 		ds := sub.delivery()
 		for _, m := range pass {
-			if err := s.delivery.RecordNotification(t.delivery, ds, &m.Message); err != nil {
-				return err
+			f := delivery.Faulted{Copies: 1}
+			if s.delivery.FaultsActive() {
+				f = s.delivery.Fault(ds, m.ID)
+			}
+			if f.Refused {
+				s.count(sub, cFailed, 1)
+				if err := s.delivery.GiveUp(ctx, t.delivery, ds, &m.Message, func(c delivery.Counter, n int) { s.count(sub, deliveryCounters[c], n) }); err != nil {
+					return err
+				}
+				continue
+			}
+			for range f.Copies {
+				if err := s.delivery.RecordNotification(t.delivery, ds, &m.Message); err != nil {
+					return err
+				}
 			}
 			s.count(sub, cDelivered, 1)
 		}
@@ -271,6 +284,9 @@ type sqsDelivery struct {
 	batch   []engine.NewMessage // to send
 	sent    []*message          // the messages of batch, when logs need them
 	refused []engine.NewMessage // refused before the send
+	// Faults (internal/faults): copies lost, which SNS counts delivered,
+	// and second copies, which it does not count.
+	dropped, doubled int
 }
 
 // deliverSQS writes the messages into the subscribed queue in one send.
@@ -312,7 +328,11 @@ func (s *Service) deliverJointSQS(ctx context.Context, t *topic, subs []*subscri
 			errs = append(errs, fmt.Errorf("subscription %s: %w", sub.ARN, err))
 			continue
 		}
-		copies = copies[:n+len(d.batch)]
+		// Duplicates (internal/faults) may have moved the batch out of
+		// copies, which then keeps no room for it.
+		if len(d.batch) <= len(pass) {
+			copies = copies[:n+len(d.batch)]
+		}
 		if len(d.batch) == 0 {
 			// All refused before the send: nothing for the queue.
 			if err := s.settleSQS(ctx, t, d, nil, nil); err != nil {
@@ -354,6 +374,7 @@ func (s *Service) sqsDelivery(ctx context.Context, t *topic, d *sqsDelivery, msg
 		return err
 	}
 	d.batch = buf
+	faulty := s.delivery.FaultsActive()
 	for _, m := range msgs {
 		nm, err := s.sqsCopy(t, sub, m)
 		if err == nil && !allowed {
@@ -371,9 +392,28 @@ func (s *Service) sqsDelivery(ctx context.Context, t *topic, d *sqsDelivery, msg
 		if err != nil {
 			return err
 		}
-		d.batch = append(d.batch, nm)
-		if d.logs {
-			d.sent = append(d.sent, m)
+		f := delivery.Faulted{Copies: 1}
+		if faulty {
+			f = s.delivery.Fault(sub.delivery(), m.ID)
+		}
+		if f.Refused {
+			d.refused = append(d.refused, nm)
+			if d.logs {
+				s.logSQS(t, sub, m, d.handoff, f.Status, f.Answer)
+			}
+			continue
+		}
+		switch f.Copies {
+		case 0:
+			d.dropped++
+		case 2:
+			d.doubled++
+		}
+		for range f.Copies {
+			d.batch = append(d.batch, nm)
+			if d.logs {
+				d.sent = append(d.sent, m)
+			}
 		}
 	}
 	return nil
@@ -384,10 +424,13 @@ func (s *Service) sqsDelivery(ctx context.Context, t *topic, d *sqsDelivery, msg
 // dead-letter queue. Only an unexpected engine error is returned.
 func (s *Service) settleSQS(ctx context.Context, t *topic, d *sqsDelivery, res []engine.SendResult, err error) error {
 	sub, refused := d.sub, d.refused
+	if d.dropped > 0 {
+		s.count(sub, cDelivered, d.dropped)
+	}
 	if len(d.batch) > 0 {
 		switch perr := delivery.Refusal(err); {
 		case err == nil:
-			s.count(sub, cDelivered, len(d.batch))
+			s.count(sub, cDelivered, len(d.batch)-d.doubled)
 			for i, m := range d.sent {
 				s.logSQS(t, sub, m, d.handoff, 200, delivery.SQSResponse(res[i].MessageID))
 			}

@@ -2,6 +2,7 @@ package sqs
 
 import (
 	"net/http"
+	"strings"
 
 	"github.com/ferrymq/ferry/internal/protocol"
 )
@@ -42,9 +43,54 @@ var (
 	errInvalidIDFormat      = &protocol.Error{Shape: "InvalidIdFormat", Code: "InvalidIdFormat", Status: http.StatusBadRequest}
 	errUnsupportedOperation = &protocol.Error{Shape: "UnsupportedOperation", Code: "AWS.SimpleQueueService.UnsupportedOperation", Status: http.StatusBadRequest}
 
+	// Modeled on every action, raised by AWS alone (throttling, a wrong
+	// endpoint, a key of KMS): Ferry answers them only when a fault rule
+	// asks (internal/faults). Codes and statuses are the SQS model's
+	// (aws-sdk-go-v2 service/sqs schemas: HTTPError, AWSQueryError).
+	errRequestThrottled = &protocol.Error{Shape: "RequestThrottled", Code: "RequestThrottled", Status: http.StatusForbidden}
+	errInvalidAddress   = &protocol.Error{Shape: "InvalidAddress", Code: "InvalidAddress", Status: http.StatusNotFound}
+	errInvalidSecurity  = &protocol.Error{Shape: "InvalidSecurity", Code: "InvalidSecurity", Status: http.StatusForbidden}
+	errKmsAccessDenied  = &protocol.Error{Shape: "KmsAccessDenied", Code: "KMS.AccessDeniedException", Status: http.StatusBadRequest}
+	errKmsDisabled      = &protocol.Error{Shape: "KmsDisabled", Code: "KMS.DisabledException", Status: http.StatusBadRequest}
+	errKmsInvalidKeyUse = &protocol.Error{Shape: "KmsInvalidKeyUsage", Code: "KMS.InvalidKeyUsageException", Status: http.StatusBadRequest}
+	errKmsInvalidState  = &protocol.Error{Shape: "KmsInvalidState", Code: "KMS.InvalidStateException", Status: http.StatusBadRequest}
+	errKmsNotFound      = &protocol.Error{Shape: "KmsNotFound", Code: "KMS.NotFoundException", Status: http.StatusBadRequest}
+	errKmsOptInRequired = &protocol.Error{Shape: "KmsOptInRequired", Code: "KMS.OptInRequired", Status: http.StatusForbidden}
+	errKmsThrottled     = &protocol.Error{Shape: "KmsThrottled", Code: "KMS.ThrottlingException", Status: http.StatusBadRequest}
+	errInternalFailure  = protocol.AsError(nil)
+
 	errInvalidParameterValue = protocol.ErrInvalidParameterValue
 	errMissingParameter      = protocol.ErrMissingParameter
 )
+
+// catalogue is every error SQS answers, by which a fault rule names the
+// one it injects.
+var catalogue = []*protocol.Error{
+	errQueueDoesNotExist, errQueueNameExists, errQueueDeletedRecently, errInvalidAttributeName, errInvalidAttributeValue,
+	errInvalidMessageContents, errReceiptHandleIsInvalid, errPurgeQueueInProgress, errEmptyBatchRequest, errTooManyEntries,
+	errBatchEntryIdsNotDistinct, errInvalidBatchEntryID, errBatchRequestTooLong, errOverLimit, errResourceNotFound,
+	errMessageNotInflight, errInvalidIDFormat, errUnsupportedOperation, errRequestThrottled, errInvalidAddress,
+	errInvalidSecurity, errKmsAccessDenied, errKmsDisabled, errKmsInvalidKeyUse, errKmsInvalidState, errKmsNotFound,
+	errKmsOptInRequired, errKmsThrottled, errAccessDenied, errInvalidParameterValue, errMissingParameter,
+	protocol.ErrServiceUnavailable, errInternalFailure,
+}
+
+// ErrorByCode finds the SQS error code names: its shape (RequestThrottled,
+// QueueDoesNotExist), its query code (AWS.SimpleQueueService.NonExistentQueue)
+// or, for the errors without a shape of SQS's own, the name in its JSON
+// __type (AccessDeniedException).
+func ErrorByCode(code string) (*protocol.Error, bool) {
+	if code == "" {
+		return nil, false
+	}
+	for _, e := range catalogue {
+		_, typeName, _ := strings.Cut(e.Type, "#")
+		if code == e.Shape || code == e.Code || code == typeName {
+			return e, true
+		}
+	}
+	return nil, false
+}
 
 const invalidCharactersMessage = "Invalid characters found. Valid unicode characters are #x9 | #xA | #xD | #x20 to #xD7FF | #xE000 to #xFFFD | #x10000 to #x10FFFF"
 

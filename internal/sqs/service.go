@@ -15,6 +15,7 @@ import (
 
 	"github.com/ferrymq/ferry/internal/clock"
 	"github.com/ferrymq/ferry/internal/engine"
+	"github.com/ferrymq/ferry/internal/faults"
 	"github.com/ferrymq/ferry/internal/metrics"
 	"github.com/ferrymq/ferry/internal/protocol"
 	"github.com/ferrymq/ferry/internal/region"
@@ -41,6 +42,8 @@ type Config struct {
 	// Activity, when set, learns of every action on a queue (for
 	// CloudWatch's "active queue" rule).
 	Activity Toucher
+	// Faults, when set, may make actions wait or fail on purpose.
+	Faults *faults.Set
 }
 
 // Recorder takes samples of a metric of an account's queue
@@ -105,6 +108,9 @@ func NewService(cfg Config) *protocol.Service {
 		protocol.Define("StartMessageMoveTask", s.startMessageMoveTask),
 		protocol.Define("ListMessageMoveTasks", s.listMessageMoveTasks),
 		protocol.Define("CancelMessageMoveTask", s.cancelMessageMoveTask),
+	}
+	if cfg.Faults != nil {
+		s.withFaults(cfg.Faults, actions)
 	}
 	svc := &protocol.Service{
 		JSONTargetPrefix: "AmazonSQS",

@@ -82,9 +82,9 @@ func (d *Service) attemptHTTP(ctx context.Context, t *Topic, sub *Subscription, 
 // status log shows.
 const answerKept = 1 << 10
 
-// post makes one HTTP/S delivery: 200–499 is delivered (SNS counts a 4xx
-// as the endpoint's answer), anything else, a transport error or no
-// answer within the timeout (on the service's clock) is retried.
+// post makes one HTTP/S delivery: an answer counts as answered says; a
+// transport error or no answer within the timeout (on the service's
+// clock) is retried.
 func (d *Service) post(ctx context.Context, endpoint string, hdr http.Header, body []byte) attemptResult {
 	ctx, cancel := context.WithCancelCause(ctx)
 	defer cancel(nil)
@@ -110,12 +110,21 @@ func (d *Service) post(ctx context.Context, endpoint string, hdr http.Header, bo
 	kept, _ := io.ReadAll(io.LimitReader(resp.Body, answerKept))
 	_, _ = io.Copy(io.Discard, io.LimitReader(resp.Body, 1<<16))
 	resp.Body.Close()
-	res := attemptResult{outcome: retryable, status: resp.StatusCode, answer: string(kept)}
-	if resp.StatusCode >= 200 && resp.StatusCode < 500 {
-		res.outcome = delivered
-		return res
+	res := answered(resp.StatusCode, string(kept))
+	if res.outcome != delivered {
+		d.log.Debug("sns: HTTP delivery refused", "endpoint", MaskEndpoint(endpoint), "status", resp.StatusCode)
 	}
-	d.log.Debug("sns: HTTP delivery refused", "endpoint", MaskEndpoint(endpoint), "status", resp.StatusCode)
+	return res
+}
+
+// answered is how an HTTP/S delivery the endpoint answered with status
+// went: 200–499 is delivered (SNS counts a 4xx as the endpoint's answer),
+// anything else is retried.
+func answered(status int, answer string) attemptResult {
+	res := attemptResult{outcome: retryable, status: status, answer: answer}
+	if status >= 200 && status < 500 {
+		res.outcome = delivered
+	}
 	return res
 }
 

@@ -69,12 +69,17 @@ func (j *job) message() *Message {
 	return &Message{ID: j.MessageID, Body: j.Message, Subject: j.Subject, Timestamp: j.Timestamp, Attributes: j.Attributes, Sequence: j.Sequence}
 }
 
+// newJob is the notification of m that sub receives.
+func newJob(sub *Subscription, m *Message) job {
+	return job{Type: TypeNotification, MessageID: m.ID, Message: m.TextFor(sub.Protocol), Subject: m.Subject,
+		Timestamp: m.Timestamp, Attributes: m.Delivered(), Sequence: m.Sequence}
+}
+
 // Enqueue writes the messages into the subscription's delivery queue.
 func (d *Service) Enqueue(ctx context.Context, sub *Subscription, msgs []*Message) error {
 	batch := make([]engine.NewMessage, len(msgs))
 	for i, m := range msgs {
-		j := job{Type: TypeNotification, MessageID: m.ID, Message: m.TextFor(sub.Protocol), Subject: m.Subject,
-			Timestamp: m.Timestamp, Attributes: m.Delivered(), Sequence: m.Sequence}
+		j := newJob(sub, m)
 		b, err := json.Marshal(j)
 		if err != nil {
 			return fmt.Errorf("encode delivery: %w", err)

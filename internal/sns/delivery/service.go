@@ -30,6 +30,7 @@ import (
 	"github.com/ferrymq/ferry/internal/clock"
 	"github.com/ferrymq/ferry/internal/egress"
 	"github.com/ferrymq/ferry/internal/engine"
+	"github.com/ferrymq/ferry/internal/faults"
 	"github.com/ferrymq/ferry/internal/sns/filterpolicy"
 )
 
@@ -93,6 +94,9 @@ type Options struct {
 	// SMTPAddr (host:port) and SMTPFrom deliver email subscriptions; with
 	// no SMTPAddr email deliveries are only recorded.
 	SMTPAddr, SMTPFrom string
+	// Faults, when set, may make deliveries fail, time out, vanish or
+	// arrive twice on purpose.
+	Faults *faults.Set
 	// StatusLog is where delivery status lines go (topics'
 	// <P>SuccessFeedbackRoleArn and related attributes): a file, appended
 	// to, or "-" for stdout; "" keeps them in memory only.
@@ -214,6 +218,7 @@ type Service struct {
 	sharedKey func(ctx context.Context, create func() ([]byte, error)) ([]byte, error)
 	bg        background
 	waits     deliveryWaits
+	faults    *faults.Set
 }
 
 // background is the work deliveries do besides their callers: the
@@ -249,6 +254,7 @@ func New(cfg Config) (_ *Service, err error) {
 		records: newRecordLog(recordLogSize, recordLogBytes),
 
 		sharedKey: cfg.SharedKey,
+		faults:    cfg.Faults,
 	}
 	if d.env.base == "" {
 		d.env.base = "http://localhost"

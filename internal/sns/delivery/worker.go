@@ -213,7 +213,7 @@ func (d *Service) handle(ctx context.Context, subARN, queue string, msg *engine.
 		}
 	}
 	handoff := d.clock.Now()
-	ar := d.attempt(ctx, t, &sub, &j)
+	ar := d.attemptFaulty(ctx, t, &sub, &j, msg.ReceiveCount, &wk)
 	res := ar.outcome
 	if ctx.Err() != nil && res != delivered {
 		return // stopping: not an endpoint failure
