@@ -289,6 +289,9 @@ type ReceiveRequest struct {
 	// with the same receipt handles (their visibility restarted) as long
 	// as none of them was deleted or had its visibility changed since.
 	AttemptID string
+	// Consumer, when set, is recorded in the history of every message the
+	// receive hands out (see history.go); nil records nothing.
+	Consumer *Consumer
 }
 
 // VisibilityChange is one entry of ChangeVisibility.
@@ -595,6 +598,7 @@ type Store interface {
 	MetricStore
 	Monitor
 	Cluster
+	HistoryReader
 
 	// OnMovedByTask sets fn to be told of every message a move task has
 	// written into its destination (a new message there, as a send makes),

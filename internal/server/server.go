@@ -109,6 +109,11 @@ type Config struct {
 	// that are not public: CIDR prefixes, addresses or host names.
 	SNSAllowedEndpoints []string
 
+	// NoFailureHistory turns the failure history off: receives record
+	// nothing in their messages' history, and GET /_ferry/history answers
+	// 404 (history.go).
+	NoFailureHistory bool
+
 	// SamplerLease and AlarmLease are, on a store other nodes share, how
 	// long the leases on metric sampling and alarm evaluation last
 	// unrenewed: how soon another node carries on when the holder dies
@@ -166,6 +171,7 @@ func (c *Config) fill() {
 type Server struct {
 	cfg     Config
 	store   engine.Store
+	sqs     *sqs.Port
 	sns     *sns.Service
 	cw      *cloudwatch.Service
 	metrics *metrics.Store
@@ -209,8 +215,9 @@ func Start(ctx context.Context, cfg Config) (*Server, error) {
 		Backend:      eng,
 		Clock:        cfg.Clock,
 		Logger:       cfg.Logger,
-		QueueURLBase: cfg.QueueURLBase,
-		Metrics:      datapoints,
+		QueueURLBase:   cfg.QueueURLBase,
+		Metrics:        datapoints,
+		FailureHistory: !cfg.NoFailureHistory,
 	}
 	// Messages enter SQS queues through its port, whoever sends them.
 	queues := sqs.NewPort(sqsCfg)
@@ -258,7 +265,7 @@ func Start(ctx context.Context, cfg Config) (*Server, error) {
 		return nil, err
 	}
 	drain, stopAll := context.WithCancel(context.Background())
-	s := &Server{cfg: cfg, store: eng, ln: ln, served: make(chan error, 1), drain: drain, stopAll: stopAll,
+	s := &Server{cfg: cfg, store: eng, sqs: queues, ln: ln, served: make(chan error, 1), drain: drain, stopAll: stopAll,
 		scheme: "http", adminLn: adminLn, adminServed: make(chan error, 1)}
 	if tlsCfg != nil {
 		s.scheme = "https"
@@ -409,6 +416,7 @@ func Start(ctx context.Context, cfg Config) (*Server, error) {
 	}))
 	snsSvc.Register(mux)
 	mux.HandleFunc("POST /_ferry/reset", s.ferryReset)
+	mux.HandleFunc("GET /_ferry/history", s.history)
 	mux.HandleFunc("/moto-api/reset", s.motoReset)
 	mux.HandleFunc("POST /_localstack/state/reset", s.localstackReset)
 	mux.HandleFunc("POST /_localstack/state/{service}/reset", s.localstackReset)

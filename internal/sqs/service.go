@@ -41,6 +41,9 @@ type Config struct {
 	// Activity, when set, learns of every action on a queue (for
 	// CloudWatch's "active queue" rule).
 	Activity Toucher
+	// FailureHistory records every receive, with its consumer, in the
+	// history of the messages it hands out (engine.HistoryReader).
+	FailureHistory bool
 }
 
 // Recorder takes samples of a metric of an account's queue
@@ -64,6 +67,7 @@ type service struct {
 	urlBase  string
 	activity Toucher
 	policies policyCache
+	history  bool // Config.FailureHistory
 }
 
 // NewService returns the SQS service with every action.
@@ -74,6 +78,7 @@ func NewService(cfg Config) *protocol.Service {
 		log:      cfg.Logger,
 		urlBase:  strings.TrimRight(cfg.QueueURLBase, "/"),
 		activity: cfg.Activity,
+		history:  cfg.FailureHistory,
 	}
 	if s.clock == nil {
 		s.clock = clock.Real{}

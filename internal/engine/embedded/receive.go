@@ -79,11 +79,11 @@ func (e *Engine) Receive(ctx context.Context, account, name string, req engine.R
 			terr error
 		)
 		if q.takeableLocked() || req.Wait <= 0 {
-			got, job, terr = q.takeLocked(now, maxMsgs, vis)
+			got, job, terr = q.takeLocked(now, maxMsgs, vis, req.Consumer)
 			q.rearmLocked(now)
 			q.mu.Unlock()
 		} else {
-			w := &waiter{ctx: ctx, max: maxMsgs, vis: vis, done: make(chan struct{})}
+			w := &waiter{ctx: ctx, max: maxMsgs, vis: vis, consumer: req.Consumer, done: make(chan struct{})}
 			w.elem = q.waiters.PushBack(w)
 			q.mu.Unlock()
 			e.leave() // Close must not wait for a long poll
@@ -120,7 +120,7 @@ func (e *Engine) Receive(ctx context.Context, account, name string, req engine.R
 		}
 		if woken && len(got) < maxMsgs && e.gather > 0 && terr == nil {
 			var open bool
-			if got, open = e.gatherMore(ctx, q, got, maxMsgs, vis, expired); !open {
+			if got, open = e.gatherMore(ctx, q, got, maxMsgs, vis, req.Consumer, expired); !open {
 				return nil, nil
 			}
 		}
@@ -171,14 +171,14 @@ func (e *Engine) Receive(ctx context.Context, account, name string, req engine.R
 // got is what the wake-up took; the call is entered and leaves entered. It
 // returns false, and nothing, when the engine closed meanwhile (what was
 // taken stays in the store as it was, as for a closed wait).
-func (e *Engine) gatherMore(ctx context.Context, q *queue, got []taken, maxMsgs int, vis *time.Duration, expired chan struct{}) ([]taken, bool) {
+func (e *Engine) gatherMore(ctx context.Context, q *queue, got []taken, maxMsgs int, vis *time.Duration, c *engine.Consumer, expired chan struct{}) ([]taken, bool) {
 	q.mu.Lock()
 	if q.deleted || !q.flowingLocked(e.gather) {
 		q.mu.Unlock()
 		return got, true
 	}
 	deadline := e.now() + int64(gatherWindows*e.gather)
-	w := &waiter{ctx: ctx, max: maxMsgs - len(got), vis: vis, done: make(chan struct{}), more: make(chan struct{}, 1)}
+	w := &waiter{ctx: ctx, max: maxMsgs - len(got), vis: vis, consumer: c, done: make(chan struct{}), more: make(chan struct{}, 1)}
 	w.elem = q.waiters.PushFront(w)
 	q.mu.Unlock()
 	e.leave()

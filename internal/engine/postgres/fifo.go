@@ -133,15 +133,16 @@ lg AS (
 // fifoTakeSQL is a FIFO receive's second statement, after lockReadySQL:
 // it deletes what retention has expired, moves the chosen messages over
 // the redrive policy's count to the dead-letter queue, hands out the
-// others for the visibility ($5, or the queue's) and remembers them under
-// the receive attempt id $6, if any. Each row is one message handed out,
+// others for the visibility ($5, or the queue's), adding the receive $8
+// (its consumer; NULL records nothing) to their history, and remembers
+// them under the receive attempt id $6, if any. Each row is one message handed out,
 // after the queue id, whether the queue is FIFO (if not, it did nothing:
 // the view that sent the receive here was stale) and the number moved; a
 // queue with nothing to hand out answers one row of those.
 var fifoTakeSQL = `
 WITH q AS (
 	SELECT q.id, q.arn, q.fifo, coalesce($5::int8, q.visibility_ns) AS vis, q.retention_ns, q.redrive_max,
-		d.id AS dlq_id, coalesce(d.fifo, false) AS dlq_fifo
+		d.id AS dlq_id, coalesce(d.fifo, false) AS dlq_fifo, d.arn AS dlq_arn
 	FROM queues q LEFT JOIN queues d ON q.redrive_max > 0 AND d.account = q.redrive_account
 		AND d.name = q.redrive_name AND d.deleted_ns IS NULL AND d.id <> q.id
 	WHERE q.account = $1 AND q.name = $2 AND q.deleted_ns IS NULL
@@ -164,7 +165,9 @@ WITH q AS (
 		gen = m.gen + 1,
 		receive_count = m.receive_count + 1,
 		first_receive_ns = CASE WHEN m.first_receive_ns = 0 THEN $3 ELSE m.first_receive_ns END,
-		received_ns = $3
+		received_ns = $3,
+		history = history_add(m.history, $8::jsonb || jsonb_build_object('at', $3::int8,
+			'count', m.receive_count + 1, 'visible', $3::int8 + q.vis))
 	FROM q, c WHERE NOT c.poison AND m.queue_id = q.id AND m.seq = c.seq
 	RETURNING m.*
 ), att AS (
@@ -227,7 +230,7 @@ ORDER BY k.i`
 // round trip: a batch that locks the ready groups (lockReadySQL), takes
 // from them (fifoTakeSQL) and sets their rows again (refreshSQL). With a
 // receive attempt id, a batch that repeats the attempt comes first.
-func (s *Store) takeFIFO(ctx context.Context, account, name string, n int, vis *int64, attemptID string) (take, error) {
+func (s *Store) takeFIFO(ctx context.Context, account, name string, n int, vis *int64, attemptID string, ev []byte) (take, error) {
 	now := s.now()
 	if attemptID != "" {
 		t, err := s.retryAttempt(ctx, account, name, attemptID, now, vis)
@@ -237,7 +240,7 @@ func (s *Store) takeFIFO(ctx context.Context, account, name string, n int, vis *
 	}
 	b := &pgx.Batch{}
 	b.Queue(lockReadySQL, account, name, now, n)
-	b.Queue(fifoTakeSQL, account, name, now, n, vis, attemptID, s.channel)
+	b.Queue(fifoTakeSQL, account, name, now, n, vis, attemptID, s.channel, ev)
 	b.Queue(refreshSQL, s.refreshArgs(account, name, now)...)
 	return s.runTake(ctx, b, func(rows pgx.Rows, t *take) (engine.Message, bool, error) {
 		var noted int64
