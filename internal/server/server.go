@@ -210,11 +210,11 @@ func Start(ctx context.Context, cfg Config) (*Server, error) {
 	eng := cfg.Store
 	datapoints := metrics.New(metrics.Options{Clock: cfg.Clock, Account: cfg.Account})
 	sqsCfg := sqs.Config{
-		Account:      cfg.Account,
-		Region:       cfg.Region,
-		Backend:      eng,
-		Clock:        cfg.Clock,
-		Logger:       cfg.Logger,
+		Account:        cfg.Account,
+		Region:         cfg.Region,
+		Backend:        eng,
+		Clock:          cfg.Clock,
+		Logger:         cfg.Logger,
 		QueueURLBase:   cfg.QueueURLBase,
 		Metrics:        datapoints,
 		FailureHistory: !cfg.NoFailureHistory,

@@ -70,15 +70,15 @@ type queue struct {
 // takes messages for the oldest waiter under the queue lock and closes done,
 // so no wake-up can be lost.
 type waiter struct {
-	ctx  context.Context
-	max  int
-	vis  *time.Duration
+	ctx context.Context
+	max int
+	vis *time.Duration
 	// consumer is recorded in the history of what the receive takes.
 	consumer *engine.Consumer
 	got      []taken
-	job  *redriveJob   // messages taken for the dead-letter queue, if any
-	elem *list.Element // nil once served or gone
-	done chan struct{}
+	job      *redriveJob   // messages taken for the dead-letter queue, if any
+	elem     *list.Element // nil once served or gone
+	done     chan struct{}
 	// more is set for a gathering receive (gatherMore): it stays first in
 	// line, adding what each arrival brings to got, until it has max or an
 	// arrival brought a move to the dead-letter queue; more tells it of
