@@ -26,12 +26,19 @@ const (
 	HistoryReceive HistoryKind = "receive"
 	HistoryExpiry  HistoryKind = "expiry"
 	HistoryMove    HistoryKind = "move"
+	// HistoryDelivery is an SNS delivery attempt to a subscription's
+	// endpoint (the deliveries of HTTP/S and other endpoints are messages
+	// in hidden delivery queues).
+	HistoryDelivery HistoryKind = "delivery"
 )
 
 // MoveCause says what moved a message (HistoryEvent.Cause).
 const (
 	MoveByRedrive = "redrive"
 	MoveByTask    = "move-task"
+	// MoveBySNS: SNS gave up a delivery and sent it to the subscription's
+	// dead-letter queue (From is the subscription's ARN).
+	MoveBySNS = "sns-dead-letter"
 )
 
 // Consumer is who received a message, as far as the request shows it.
@@ -60,6 +67,17 @@ type HistoryEvent struct {
 	From, To   string
 	Cause      string
 	PreviousID string
+	// Delivery (an SNS delivery attempt): the endpoint (credentials
+	// masked), the HTTP status it answered (0: none), the error when it
+	// answered none, how long the attempt took, the phase of the delivery
+	// policy the attempt was made in, and whose fault a failure was
+	// ("client": not retried; "server": retried).
+	Endpoint string
+	Status   int
+	Error    string
+	Latency  time.Duration
+	Phase    string
+	Fault    string
 }
 
 // MessageHistory is a message's stored story: its events in order

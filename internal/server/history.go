@@ -49,6 +49,13 @@ type HistoryEvent struct {
 	To           string `json:"to,omitempty"`
 	Cause        string `json:"cause,omitempty"`
 	PreviousID   string `json:"previousMessageId,omitempty"`
+	// An SNS delivery attempt's: latency is a Go duration.
+	Endpoint string `json:"endpoint,omitempty"`
+	Status   int    `json:"status,omitempty"`
+	Error    string `json:"error,omitempty"`
+	Latency  string `json:"latency,omitempty"`
+	Phase    string `json:"phase,omitempty"`
+	Fault    string `json:"fault,omitempty"`
 }
 
 // HistoryPage is a page of a queue's stories, newest message first.
@@ -75,8 +82,12 @@ func render(h engine.MessageHistory, now time.Time) History {
 			SourceIP: ev.SourceIP, UserAgent: ev.UserAgent, AccessKeyID: ev.AccessKey,
 			From: ev.From, To: ev.To, Cause: ev.Cause, PreviousID: ev.PreviousID,
 		}
-		if ev.Kind == engine.HistoryReceive {
+		switch ev.Kind {
+		case engine.HistoryReceive:
 			out.Events[i].VisibleAt = formatTime(ev.VisibleAt)
+		case engine.HistoryDelivery:
+			e := &out.Events[i]
+			e.Endpoint, e.Status, e.Error, e.Latency, e.Phase, e.Fault = ev.Endpoint, ev.Status, ev.Error, ev.Latency.String(), ev.Phase, ev.Fault
 		}
 	}
 	return out

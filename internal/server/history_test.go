@@ -12,11 +12,14 @@ import (
 	"github.com/aws/aws-sdk-go-v2/aws"
 	awsmiddleware "github.com/aws/aws-sdk-go-v2/aws/middleware"
 	"github.com/aws/aws-sdk-go-v2/credentials"
+	snssdk "github.com/aws/aws-sdk-go-v2/service/sns"
 	"github.com/aws/aws-sdk-go-v2/service/sqs"
+	"github.com/aws/aws-sdk-go-v2/service/sqs/types"
 	smithymiddleware "github.com/aws/smithy-go/middleware"
 
 	"github.com/ferrymq/ferry/internal/engine"
 	"github.com/ferrymq/ferry/internal/server"
+	"github.com/ferrymq/ferry/internal/testwait"
 )
 
 // consumerClient is an SQS client signing with key and naming app in its
@@ -299,5 +302,44 @@ func TestFailureHistoryOff(t *testing.T) {
 		if err != nil || len(hs) != 0 {
 			t.Errorf("%s: stored histories %+v (%v)", name, hs, err)
 		}
+	}
+}
+
+func TestFailureHistoryOfSNSDeliveries(t *testing.T) {
+	t.Parallel()
+	f := start(t)
+	topic := f.createTopic(t, "hist-topic", nil)
+	dlqURL := f.createQueue(t, "hist-sns-dlq", nil)
+	e := newEndpoint(t, f, func(n int) int {
+		if n == 0 {
+			return 200 // the confirmation
+		}
+		return 500
+	})
+	// One retry in each phase of the policy.
+	policy := `{"healthyRetryPolicy":{"minDelayTarget":1,"maxDelayTarget":2,"numRetries":4,"numNoDelayRetries":1,` +
+		`"numMinDelayRetries":1,"numMaxDelayRetries":1,"backoffFunction":"linear"}}`
+	sub := f.confirmHTTP(t, topic, e, map[string]string{"DeliveryPolicy": policy,
+		"RedrivePolicy": `{"deadLetterTargetArn":"` + arnPrefix + `hist-sns-dlq"}`})
+	f.publish(t, &snssdk.PublishInput{TopicArn: aws.String(topic), Message: aws.String("never taken")})
+	e.waitHits(2)
+	for n := 3; n <= 6; n++ {
+		testwait.Eventually(t, "the failure counted", f.failedAtLeast(sub, int64(n-2)))
+		f.advanceUntil(t, time.Minute, func() bool { return e.count() >= n })
+	}
+	m := testwait.Some(t, "the dead-letter copy", func() []types.Message { return f.receiveAll(t, dlqURL, 1) })[0]
+	h := f.story(t, dlqURL, aws.ToString(m.MessageId))
+	if got, want := kinds(h), "delivery,delivery,delivery,delivery,delivery,move,receive"; got != want {
+		t.Fatalf("events %s, want %s (%+v)", got, want, h.Events)
+	}
+	for i, phase := range []string{"initial", "immediate-retry", "pre-backoff", "backoff", "post-backoff"} {
+		ev := h.Events[i]
+		if ev.Phase != phase || ev.Status != 500 || ev.Fault != "server" || ev.ReceiveCount != i+1 || ev.Error != "" ||
+			ev.Latency == "" || !strings.HasPrefix(ev.Endpoint, "http://127.0.0.1:") || ev.At != rfc(e.get(i+1).at) {
+			t.Errorf("attempt %d = %+v, want phase %s, status 500 at %s", i+1, ev, phase, rfc(e.get(i+1).at))
+		}
+	}
+	if mv := h.Events[5]; mv.From != sub || mv.To != arnPrefix+"hist-sns-dlq" || mv.Cause != "sns-dead-letter" || mv.ReceiveCount != 5 {
+		t.Errorf("move = %+v", mv)
 	}
 }

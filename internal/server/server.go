@@ -305,6 +305,7 @@ func Start(ctx context.Context, cfg Config) (*Server, error) {
 			SMTPAddr:  cfg.SMTPAddr,
 			SMTPFrom:  cfg.SMTPFrom,
 			StatusLog: cfg.SNSDeliveryLog,
+			History:   !cfg.NoFailureHistory,
 			Egress:    egressPolicy,
 		},
 	})

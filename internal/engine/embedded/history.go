@@ -6,6 +6,7 @@ import (
 	"encoding/binary"
 	"fmt"
 	"strconv"
+	"time"
 
 	"github.com/cockroachdb/pebble/v2"
 
@@ -23,6 +24,8 @@ import (
 //	  1 receive:  receive count uvarint, visible-at varint, source ip,
 //	              user agent, access key (strings)
 //	  2 move:     receive count uvarint, from, to, cause, previous id (strings)
+//	  3 delivery: receive count uvarint, endpoint, status uvarint, error,
+//	              latency varint (nanoseconds), phase, fault (strings)
 //
 // A receive appends its event with a Pebble merge (the store's merger
 // concatenates) in the batch that writes the message's state anyway:
@@ -37,13 +40,24 @@ const (
 	evDropped byte = 0
 	evReceive byte = 1
 	evMove    byte = 2
+	evDeliver byte = 3
 )
 
 // appendEvent appends one framed event to b.
 func appendEvent(b []byte, ev *engine.HistoryEvent) []byte {
-	var body [96]byte
+	var body [128]byte
 	p := body[:0]
 	switch ev.Kind {
+	case engine.HistoryDelivery:
+		p = append(p, evDeliver)
+		p = binary.AppendVarint(p, ev.At.UnixNano())
+		p = binary.AppendUvarint(p, uint64(ev.ReceiveCount))
+		p = appendString(p, ev.Endpoint)
+		p = binary.AppendUvarint(p, uint64(ev.Status))
+		p = appendString(p, ev.Error)
+		p = binary.AppendVarint(p, int64(ev.Latency))
+		p = appendString(p, ev.Phase)
+		p = appendString(p, ev.Fault)
 	case engine.HistoryReceive:
 		p = append(p, evReceive)
 		p = binary.AppendVarint(p, ev.At.UnixNano())
@@ -99,6 +113,14 @@ func decodeHistory(v []byte) (engine.MessageHistory, error) {
 			ev := engine.HistoryEvent{Kind: engine.HistoryMove, At: at, ReceiveCount: int(e.uvarint())}
 			ev.From, ev.To, ev.Cause, ev.PreviousID = e.str(), e.str(), e.str(), e.str()
 			h.Events = append(h.Events, ev)
+		case evDeliver:
+			ev := engine.HistoryEvent{Kind: engine.HistoryDelivery, At: at, ReceiveCount: int(e.uvarint())}
+			ev.Endpoint = e.str()
+			ev.Status = int(e.uvarint())
+			ev.Error = e.str()
+			ev.Latency = time.Duration(e.varint())
+			ev.Phase, ev.Fault = e.str(), e.str()
+			h.Events = append(h.Events, ev)
 		default:
 			e.bad = true
 		}
@@ -116,6 +138,37 @@ func decodeHistory(v []byte) (engine.MessageHistory, error) {
 	return h, nil
 }
 
+// encodeHistory writes h as a record.
+func encodeHistory(h *engine.MessageHistory) []byte {
+	var b []byte
+	if h.Dropped > 0 {
+		b = appendDropped(b, h.Dropped)
+	}
+	for i := range h.Events {
+		b = appendEvent(b, &h.Events[i])
+	}
+	return b
+}
+
+// putArrivalHistory stores the story a sent message arrives with in b,
+// as m's.
+func putArrivalHistory(b *pebble.Batch, qid uint64, m *message, nm *engine.NewMessage) {
+	if nm.History == nil || len(nm.History.Events) == 0 {
+		return
+	}
+	k := makeMsgKey(qid, m.seq, kindHistory)
+	_ = b.Set(k[:], encodeHistory(nm.History), nil)
+	m.history = true
+}
+
+// appendHistoryLocked adds ev to m's history in b.
+func (q *queue) appendHistoryLocked(b *pebble.Batch, m *message, ev *engine.HistoryEvent) {
+	var buf [192]byte
+	k := makeMsgKey(q.id, m.seq, kindHistory)
+	_ = b.Merge(k[:], appendEvent(buf[:0], ev), nil)
+	m.history = true
+}
+
 // trimmedHistory is the record v with ev appended, cut to the latest
 // HistoryCap events. A damaged record is started afresh rather than
 // stopping the receive or move that writes it.
@@ -129,14 +182,7 @@ func trimmedHistory(v []byte, ev *engine.HistoryEvent) []byte {
 		h.Dropped += n
 		h.Events = h.Events[n:]
 	}
-	var b []byte
-	if h.Dropped > 0 {
-		b = appendDropped(b, h.Dropped)
-	}
-	for i := range h.Events {
-		b = appendEvent(b, &h.Events[i])
-	}
-	return b
+	return encodeHistory(&h)
 }
 
 // recordReceiveLocked appends m's receive by c, at now, to its history in
@@ -155,9 +201,7 @@ func (q *queue) recordReceiveLocked(b *pebble.Batch, m *message, now int64, c *e
 			return
 		}
 	}
-	var buf [160]byte
-	_ = b.Merge(k[:], appendEvent(buf[:0], &ev), nil)
-	m.history = true
+	q.appendHistoryLocked(b, m, &ev)
 }
 
 // movedHistory reads the history of the message seq of src and returns it

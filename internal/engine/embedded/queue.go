@@ -94,6 +94,8 @@ type taken struct {
 	// rec is the message's stored record when the send that wrote it
 	// handed it over (sentRecords); nil otherwise, and fetch reads it.
 	rec []byte
+	// history: the message has a history record.
+	history bool
 }
 
 func newQueue(e *Engine, id uint64, desc engine.Queue, firstID uint64) *queue {
@@ -615,5 +617,5 @@ func (q *queue) handOutLocked(m *message, now int64, v time.Duration, b *pebble.
 	if c != nil {
 		q.recordReceiveLocked(b, m, now, c)
 	}
-	return taken{seq: m.seq, gen: m.gen, receiveCount: uint64(m.receiveCount), firstReceiveAt: m.firstReceiveAt}
+	return taken{seq: m.seq, gen: m.gen, receiveCount: uint64(m.receiveCount), firstReceiveAt: m.firstReceiveAt, history: m.history}
 }

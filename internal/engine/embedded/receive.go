@@ -70,7 +70,7 @@ func (e *Engine) Receive(ctx context.Context, account, name string, req engine.R
 				q.rearmLocked(now)
 				q.mu.Unlock()
 				defer e.leave()
-				return e.fetch(q, got)
+				return e.fetch(q, got, req.History)
 			}
 		}
 		var (
@@ -135,7 +135,7 @@ func (e *Engine) Receive(ctx context.Context, account, name string, req engine.R
 				}
 				q.mu.Unlock()
 			}
-			return e.fetch(q, got)
+			return e.fetch(q, got, req.History)
 		}
 		// Nothing taken. Without a move this is an empty short poll, or a
 		// wait that ended (time, cancel, queue deleted, engine closed).
@@ -245,7 +245,11 @@ func isClosed(ch chan struct{}) bool {
 // seq order, so ascending seeks reuse the blocks already loaded. The
 // records and handles are gathered into one buffer that every message's
 // strings are cut from.
-func (e *Engine) fetch(q *queue, got []taken) ([]engine.Message, error) {
+//
+// With withHistory, the stories of the messages that have one are read
+// too, each with a point read: only SNS delivery workers ask, and only
+// deliveries that failed before have one.
+func (e *Engine) fetch(q *queue, got []taken, withHistory bool) ([]engine.Message, error) {
 	if len(got) == 0 {
 		return nil, nil
 	}
@@ -337,6 +341,21 @@ func (e *Engine) fetch(q *queue, got []taken) ([]engine.Message, error) {
 		}
 		m.ReceiveCount = int(t.receiveCount)
 		m.FirstReceiveAt = fromNanos(t.firstReceiveAt)
+		if withHistory && t.history {
+			k := makeMsgKey(q.id, t.seq, kindHistory)
+			v, err := e.get(k[:])
+			if err != nil {
+				return nil, fmt.Errorf("embedded: history of message %d of queue %d: %w", t.seq, q.id, err)
+			}
+			if v != nil {
+				h, err := decodeHistory(v)
+				if err != nil {
+					return nil, fmt.Errorf("embedded: history of message %d of queue %d: %w", t.seq, q.id, err)
+				}
+				h.MessageID = m.MessageID
+				m.History = &h
+			}
+		}
 	}
 	return out, nil
 }

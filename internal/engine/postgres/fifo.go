@@ -16,7 +16,8 @@ import (
 // it. Two receives never take from one group at once, on any nodes.
 
 // fifoSendSQL enqueues a batch on a FIFO queue in one statement, with
-// sendSQL's arguments, $16 the deduplication ids and $17 the window. A
+// sendSQL's arguments but its $16, $16 the deduplication ids, $17 the
+// window and $18 the stories the messages arrive with. A
 // message's deduplication key is its id in the queue's scope, prefixed by
 // its group in the messageGroup scope; a message without a deduplication
 // id is nobody's duplicate: its key is its own, made of its new message id,
@@ -45,7 +46,7 @@ WITH q AS (
 		WHEN q.dedup_scope = '` + engine.DeduplicationScopeMessageGroup + `'
 			THEN 'g:' || octet_length(u.group_id) || ':' || u.group_id || ':' || u.dedup_id
 		ELSE 'q:' || u.dedup_id END AS key
-	FROM q, unnest(` + sendColumns + `, $16::text[]) WITH ORDINALITY AS u(` + sendColumnNames + `, dedup_id, ord)
+	FROM q, unnest(` + sendColumns + `, $16::text[], $18::text[]) WITH ORDINALITY AS u(` + sendColumnNames + `, dedup_id, history, ord)
 	WHERE q.fifo
 ), m AS MATERIALIZED (
 	SELECT nextval('message_seq') AS seq, f.*
@@ -64,9 +65,9 @@ WITH q AS (
 	INSERT INTO message_bodies (id, body, attributes, trace_header, group_id, sender_id, md5_body, md5_attrs, md5_sys, slot)
 	SELECT seq, body, attributes, trace_header, group_id, sender_id, md5_body, md5_attrs, md5_sys, ` + currentSlot + ` FROM fresh
 ), st AS (
-	INSERT INTO messages (queue_id, seq, body_id, message_id, sent_ns, entered_ns, visible_ns, dedup_id, group_id, slot)
+	INSERT INTO messages (queue_id, seq, body_id, message_id, sent_ns, entered_ns, visible_ns, dedup_id, group_id, slot, history)
 	SELECT q.id, f.seq, f.seq, f.message_id, $13, $13, $13 + coalesce(f.delay_ns, q.delay_ns), f.dedup_id, f.group_id,
-		` + currentSlot + `
+		` + currentSlot + `, f.history::jsonb
 	FROM q, fresh f
 	RETURNING queue_id, group_id, seq, visible_ns
 ), g AS (` + upsertGroups("st") + `
@@ -183,7 +184,7 @@ WITH q AS (
 	WHERE EXISTS (SELECT 1 FROM moved_in) AND (SELECT count(*) FROM dg) >= 0
 )
 SELECT q.id, q.fifo, (SELECT count(*) FROM moved_in), (SELECT count(*) FROM n) + (SELECT count(*) FROM att),
-	` + messageColumns + `
+	` + messageColumns + `, ` + askedHistory + `
 FROM q LEFT JOIN (got g JOIN c ON c.seq = g.seq JOIN message_bodies b ON b.id = g.body_id) ON true
 ORDER BY c.g_head, c.group_id, c.seq`
 
@@ -222,7 +223,7 @@ WITH q AS (
 	DELETE FROM fifo_attempts a USING q, ok
 	WHERE NOT ok.ok AND a.queue_id = q.id AND (a.attempt_id = $3 OR a.created_ns <= $4::int8 - $6::int8)
 )
-SELECT q.id, ` + messageColumns + `
+SELECT q.id, ` + messageColumns + `, NULL::jsonb
 FROM q LEFT JOIN (got g JOIN k ON k.seq = g.seq JOIN message_bodies b ON b.id = g.body_id) ON true
 ORDER BY k.i`
 
@@ -230,7 +231,7 @@ ORDER BY k.i`
 // round trip: a batch that locks the ready groups (lockReadySQL), takes
 // from them (fifoTakeSQL) and sets their rows again (refreshSQL). With a
 // receive attempt id, a batch that repeats the attempt comes first.
-func (s *Store) takeFIFO(ctx context.Context, account, name string, n int, vis *int64, attemptID string, ev []byte) (take, error) {
+func (s *Store) takeFIFO(ctx context.Context, account, name string, n int, vis *int64, attemptID string, ev []byte, withHistory bool) (take, error) {
 	now := s.now()
 	if attemptID != "" {
 		t, err := s.retryAttempt(ctx, account, name, attemptID, now, vis)
@@ -240,7 +241,7 @@ func (s *Store) takeFIFO(ctx context.Context, account, name string, n int, vis *
 	}
 	b := &pgx.Batch{}
 	b.Queue(lockReadySQL, account, name, now, n)
-	b.Queue(fifoTakeSQL, account, name, now, n, vis, attemptID, s.channel, ev)
+	b.Queue(fifoTakeSQL, account, name, now, n, vis, attemptID, s.channel, ev, withHistory)
 	b.Queue(refreshSQL, s.refreshArgs(account, name, now)...)
 	return s.runTake(ctx, b, func(rows pgx.Rows, t *take) (engine.Message, bool, error) {
 		var noted int64

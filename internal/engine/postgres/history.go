@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"strconv"
+	"time"
 
 	"github.com/ferrymq/ferry/internal/engine"
 )
@@ -32,6 +33,38 @@ type storedEvent struct {
 	To      string `json:"to,omitempty"`
 	Cause   string `json:"cause,omitempty"`
 	Prev    string `json:"prev,omitempty"`
+	// An SNS delivery attempt's.
+	Endpoint string `json:"endpoint,omitempty"`
+	Status   int    `json:"status,omitempty"`
+	Error    string `json:"error,omitempty"`
+	Latency  int64  `json:"latency,omitempty"`
+	Phase    string `json:"phase,omitempty"`
+	Fault    string `json:"fault,omitempty"`
+}
+
+func storedEventOf(ev *engine.HistoryEvent) storedEvent {
+	return storedEvent{
+		Kind: string(ev.Kind), At: ev.At.UnixNano(), Count: ev.ReceiveCount, Visible: nsOf(ev.VisibleAt),
+		IP: ev.SourceIP, UA: ev.UserAgent, Key: ev.AccessKey, From: ev.From, To: ev.To, Cause: ev.Cause, Prev: ev.PreviousID,
+		Endpoint: ev.Endpoint, Status: ev.Status, Error: ev.Error, Latency: int64(ev.Latency), Phase: ev.Phase, Fault: ev.Fault,
+	}
+}
+
+func nsOf(t time.Time) int64 {
+	if t.IsZero() {
+		return 0
+	}
+	return t.UnixNano()
+}
+
+// encodeHistory is h as the column keeps it.
+func encodeHistory(h *engine.MessageHistory) (string, error) {
+	sh := storedHistory{Dropped: h.Dropped, Events: make([]storedEvent, len(h.Events))}
+	for i := range h.Events {
+		sh.Events[i] = storedEventOf(&h.Events[i])
+	}
+	b, err := json.Marshal(sh)
+	return string(b), err
 }
 
 // receiveEvent is the part of a receive event the statement does not
@@ -55,6 +88,7 @@ func decodeHistory(id string, v []byte) (engine.MessageHistory, error) {
 			Kind: engine.HistoryKind(e.Kind), At: fromNS(e.At), ReceiveCount: e.Count, VisibleAt: fromNS(e.Visible),
 			Consumer: engine.Consumer{SourceIP: e.IP, UserAgent: e.UA, AccessKey: e.Key},
 			From:     e.From, To: e.To, Cause: e.Cause, PreviousID: e.Prev,
+			Endpoint: e.Endpoint, Status: e.Status, Error: e.Error, Latency: time.Duration(e.Latency), Phase: e.Phase, Fault: e.Fault,
 		})
 	}
 	return h, nil

@@ -35,9 +35,15 @@ const moveInsertSQL = `
 	RETURNING queue_id, group_id, seq, visible_ns`
 
 // messageColumns are the columns scanMessage reads, from got g (the state
-// rows a receive updated) and message_bodies b.
+// rows a receive updated) and message_bodies b, and last the history
+// (askedHistory, or NULL).
 const messageColumns = `g.seq, g.gen, g.message_id, g.sent_ns, g.first_receive_ns, g.receive_count, g.dedup_id,
 	g.dlq_source_arn, b.body, b.attributes, b.trace_header, b.group_id, b.sender_id, b.md5_body, b.md5_attrs`
+
+// askedHistory is the history column of a receive whose $9 asks for it
+// (engine.ReceiveRequest.History): decoding every story would cost every
+// receive of a message that has one.
+const askedHistory = `CASE WHEN $9::bool THEN g.history END`
 
 // receiveSQL takes up to $4 visible messages of a standard queue in one
 // statement. It deletes what retention has expired, locks the head of
@@ -102,7 +108,7 @@ WITH q AS (
 )
 SELECT q.id, q.fifo, (SELECT count(*) FROM moved_in), (SELECT count(*) FROM n),
 	(SELECT min(m.visible_ns) FROM messages m WHERE m.queue_id = q.id AND m.visible_ns > $3),
-	` + messageColumns + `
+	` + messageColumns + `, ` + askedHistory + `
 FROM q LEFT JOIN (got g JOIN c ON c.seq = g.seq JOIN message_bodies b ON b.id = g.body_id) ON true
 ORDER BY c.visible_ns, c.seq`
 
@@ -126,10 +132,10 @@ func (s *Store) scanMessage(row pgx.Row, qid *int64, fifo bool, dst ...any) (m e
 		id, dedup, dlqARN    *string
 		trace, group, sender *string
 		md5b, md5a           *string
-		attrs, body          []byte
+		attrs, body, hist    []byte
 	)
 	err = row.Scan(append(dst, &seq, &gen, &id, &sent, &first, &count, &dedup, &dlqARN,
-		&body, &attrs, &trace, &group, &sender, &md5b, &md5a)...)
+		&body, &attrs, &trace, &group, &sender, &md5b, &md5a, &hist)...)
 	if err != nil || seq == nil {
 		return m, false, err
 	}
@@ -150,6 +156,13 @@ func (s *Store) scanMessage(row pgx.Row, qid *int64, fifo bool, dst ...any) (m e
 	if fifo {
 		m.SequenceNumber, m.DeduplicationID = engine.FormatSequenceNumber(uint64(*seq)), *dedup
 	}
+	if hist != nil {
+		h, err := decodeHistory(m.MessageID, hist)
+		if err != nil {
+			return m, false, err
+		}
+		m.History = &h
+	}
 	if attrs != nil {
 		if err := json.Unmarshal(attrs, &m.Attributes); err != nil {
 			return m, false, fmt.Errorf("message %s attributes: %w", m.MessageID, err)
@@ -158,9 +171,9 @@ func (s *Store) scanMessage(row pgx.Row, qid *int64, fifo bool, dst ...any) (m e
 	return m, true, nil
 }
 
-func (s *Store) takeOnce(ctx context.Context, account, name string, n int, vis *int64, ev []byte) (take, error) {
+func (s *Store) takeOnce(ctx context.Context, account, name string, n int, vis *int64, ev []byte, withHistory bool) (take, error) {
 	var t take
-	rows, err := s.pool.Query(ctx, receiveSQL, account, name, s.now(), n, vis, s.channel, int64(maxLongPoll), ev)
+	rows, err := s.pool.Query(ctx, receiveSQL, account, name, s.now(), n, vis, s.channel, int64(maxLongPoll), ev, withHistory)
 	if err != nil {
 		return t, err
 	}
@@ -211,9 +224,9 @@ func (s *Store) takeAll(ctx context.Context, account, name string, n int, req en
 		var t take
 		err := retryMoved(ctx, func() (err error) {
 			if fifo {
-				t, err = s.takeFIFO(ctx, account, name, n-len(all.msgs), vis, req.AttemptID, ev)
+				t, err = s.takeFIFO(ctx, account, name, n-len(all.msgs), vis, req.AttemptID, ev, req.History)
 			} else {
-				t, err = s.takeOnce(ctx, account, name, n-len(all.msgs), vis, ev)
+				t, err = s.takeOnce(ctx, account, name, n-len(all.msgs), vis, ev, req.History)
 			}
 			return err
 		})

@@ -97,6 +97,10 @@ type Options struct {
 	// <P>SuccessFeedbackRoleArn and related attributes): a file, appended
 	// to, or "-" for stdout; "" keeps them in memory only.
 	StatusLog string
+	// History records every failed delivery attempt in the delivery's
+	// history, and gives a delivery sent to a subscription's dead-letter
+	// queue its story there (engine.HistoryReader).
+	History bool
 }
 
 // SQS is the way into SQS queues (sqs.Port). Its refusals are SQS's
@@ -214,6 +218,8 @@ type Service struct {
 	sharedKey func(ctx context.Context, create func() ([]byte, error)) ([]byte, error)
 	bg        background
 	waits     deliveryWaits
+	// history is Options.History.
+	history bool
 }
 
 // background is the work deliveries do besides their callers: the
@@ -249,6 +255,7 @@ func New(cfg Config) (_ *Service, err error) {
 		records: newRecordLog(recordLogSize, recordLogBytes),
 
 		sharedKey: cfg.SharedKey,
+		history:   cfg.History,
 	}
 	if d.env.base == "" {
 		d.env.base = "http://localhost"
