@@ -228,7 +228,7 @@ func TestExpiryAndAttemptPlans(t *testing.T) {
 	checkPlans(t, s, []planStep{
 		{"receive where retention expired 10,000", receiveSQL, []any{enginetest.Account, "old", now, 10, nil, s.channel, int64(maxLongPoll), nil, false}},
 		{"change visibility on a FIFO queue", changeSQL, []any{enginetest.Account, "q.fifo", []int64{ids["q.fifo"]}, []int64{1}, []int32{1},
-			[]int64{0}, now, int64(engine.MaxVisibility), s.channel, int64(maxLongPoll)}},
+			[]int64{0}, now, int64(engine.MaxVisibility), s.channel, int64(maxLongPoll), []*string{nil}}},
 	}, "messages", "message_bodies", "fifo_attempts")
 }
 
@@ -293,7 +293,7 @@ func TestStandardPlans(t *testing.T) {
 	checkPlans(t, s, []planStep{
 		{"send", sendSQL, sendArgs},
 		{"receive", receiveSQL, []any{acct, "q07", now, 10, nil, s.channel, int64(maxLongPoll), nil, false}},
-		{"change visibility", changeSQL, []any{acct, "q07", qids, seqs, gens, timeouts, now, int64(engine.MaxVisibility), s.channel, int64(maxLongPoll)}},
+		{"change visibility", changeSQL, []any{acct, "q07", qids, seqs, gens, timeouts, now, int64(engine.MaxVisibility), s.channel, int64(maxLongPoll), make([]*string, len(seqs))}},
 		{"delete", deleteSQL, []any{acct, "q07", qids, seqs, gens, now}},
 	}, "messages", "message_bodies")
 }
@@ -386,7 +386,7 @@ func TestPlansFollowTheTablesSize(t *testing.T) {
 		{"receive", receiveSQL, []any{acct, "q", now, 10, vis, s.channel, int64(maxLongPoll), nil, false}},
 		{"delete", deleteSQL, []any{acct, "q", hq, hs, []int32{0}, now}},
 		{"change visibility", changeSQL, []any{acct, "q", hq, hs, []int32{0}, []int64{0}, now,
-			int64(engine.MaxVisibility), s.channel, int64(maxLongPoll)}},
+			int64(engine.MaxVisibility), s.channel, int64(maxLongPoll), make([]*string, len(hs))}},
 		{"FIFO send", fifoSend, fifoSendArgs},
 		{"FIFO: lock the ready groups", lockReadySQL, []any{acct, "q.fifo", now, 10}},
 		{"FIFO: take", fifoTakeSQL, []any{acct, "q.fifo", now, 10, vis, "", s.channel, nil, false}},
