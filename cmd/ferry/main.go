@@ -211,6 +211,7 @@ func serve(ctx context.Context, args []string, getenv func(string) string, stder
 	credentials := fs.String("credentials", env("FERRY_CREDENTIALS", ""), "AWS shared-credentials file of the callers: sections with aws_access_key_id, aws_secret_access_key and aws_account_id (FERRY_CREDENTIALS)")
 	reserve := fs.String("disk-reserve", env("FERRY_DISK_RESERVE", "128MiB"), "room kept free on the data volume (bytes, or with KiB, MiB, GiB, TiB); with less, writes answer ServiceUnavailable until space is freed; 0 turns this off (FERRY_DISK_RESERVE)")
 	delayDeleted := fs.Bool("sqs-delay-recently-deleted", envSwitch("FERRY_SQS_DELAY_RECENTLY_DELETED", "SQS_DELAY_RECENTLY_DELETED", true), "refuse, as AWS does, to create a queue under a name deleted less than 60 seconds ago (QueueDeletedRecently); false allows it at once (FERRY_SQS_DELAY_RECENTLY_DELETED, or LocalStack's SQS_DELAY_RECENTLY_DELETED)")
+	failureHistory := fs.Bool("failure-history", envSwitch("FERRY_FAILURE_HISTORY", "", true), "record each message's receives (with the consumer's address, user agent and access key) and moves, shown at GET /_ferry/history; false records nothing (FERRY_FAILURE_HISTORY)")
 	delayPurge := fs.Bool("sqs-delay-purge-retry", envSwitch("FERRY_SQS_DELAY_PURGE_RETRY", "SQS_DELAY_PURGE_RETRY", true), "refuse, as AWS does, a purge less than 60 seconds after the queue's last (PurgeQueueInProgress); false allows it at once (FERRY_SQS_DELAY_PURGE_RETRY, or LocalStack's SQS_DELAY_PURGE_RETRY)")
 	fs.BoolVar(&cfg.FaultInjection, "fault-injection", envBool("FERRY_FAULT_INJECTION"), "serve /_ferry/faults: rules that make SQS actions and SNS deliveries fail on purpose, for tests (FERRY_FAULT_INJECTION)")
 	faultSeed := fs.String("fault-seed", env("FERRY_FAULT_SEED", ""), "seed of the fault rules' decisions (a number from 0 to 2^64-1), so that a failing test can be replayed; default: random, shown by ferry fault list (FERRY_FAULT_SEED)")
@@ -259,6 +260,7 @@ func serve(ctx context.Context, args []string, getenv func(string) string, stder
 		cfg.FaultSeed = &seed
 	}
 	waits := engine.Waits{NoRecreateDelay: !*delayDeleted, NoPurgeInterval: !*delayPurge}
+	cfg.NoFailureHistory = !*failureHistory
 	sopts.Waits, popts.Waits = waits, waits
 	cfg.AllowedHosts = splitList(*allowedHosts)
 	cfg.SNSAllowedEndpoints = splitList(*snsAllowed)

@@ -216,6 +216,10 @@ type NewMessage struct {
 	MD5OfBody       string
 	MD5OfAttrs      string // empty when there are no attributes
 	MD5OfSysAttrs   string // empty when there is no trace header
+	// History, when set, is the story the message arrives with (an SNS
+	// delivery given up into a subscription's dead-letter queue), stored
+	// as its history.
+	History *MessageHistory
 }
 
 // FormatSequenceNumber formats a FIFO sequence number as every store
@@ -275,6 +279,9 @@ type Message struct {
 	// SequenceNumber and DeduplicationID are set on FIFO queues only.
 	SequenceNumber  string
 	DeduplicationID string
+	// History is the message's story when the receive asked for it
+	// (ReceiveRequest.History) and the message has one.
+	History *MessageHistory
 }
 
 // ReceiveRequest says how many messages to take and for how long.
@@ -289,12 +296,20 @@ type ReceiveRequest struct {
 	// with the same receipt handles (their visibility restarted) as long
 	// as none of them was deleted or had its visibility changed since.
 	AttemptID string
+	// Consumer, when set, is recorded in the history of every message the
+	// receive hands out (see history.go); nil records nothing.
+	Consumer *Consumer
+	// History asks for the messages' stories (Message.History).
+	History bool
 }
 
 // VisibilityChange is one entry of ChangeVisibility.
 type VisibilityChange struct {
 	ReceiptHandle string
 	Timeout       time.Duration
+	// Event, when set, is added to the message's history in the same
+	// write (an SNS delivery attempt that will be retried).
+	Event *HistoryEvent
 }
 
 // Stats are a queue's approximate counts.
@@ -595,6 +610,7 @@ type Store interface {
 	MetricStore
 	Monitor
 	Cluster
+	HistoryReader
 
 	// OnMovedByTask sets fn to be told of every message a move task has
 	// written into its destination (a new message there, as a send makes),

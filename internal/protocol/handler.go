@@ -151,7 +151,8 @@ func (h *Handler) answer(w http.ResponseWriter, r *http.Request, refusal *Error)
 	if h.Observe != nil {
 		began = time.Now()
 	}
-	c := &call{Context: r.Context(), info: RequestInfo{Host: r.Host, Path: r.URL.Path, TLS: r.TLS != nil, SourceIP: remoteIP(r.RemoteAddr)}, body: h.buffer()}
+	c := &call{Context: r.Context(), info: RequestInfo{Host: r.Host, Path: r.URL.Path, TLS: r.TLS != nil, SourceIP: remoteIP(r.RemoteAddr),
+		UserAgent: r.UserAgent()}, body: h.buffer()}
 	c.info.RequestID = h.ids.format(&c.id)
 	defer h.release(c.body)
 	if refusal != nil {

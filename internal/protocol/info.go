@@ -18,6 +18,9 @@ type RequestInfo struct {
 	// SourceIP is the address of the connection's peer (no port), for
 	// the aws:SourceIp condition of resource policies.
 	SourceIP string
+	// UserAgent is the User-Agent header, which names the SDK and its
+	// version (a message's history shows who received it).
+	UserAgent string
 	// AccessKey comes from the SigV4 credential scope (header or presigned
 	// query); empty when the request carries none. Region is the region
 	// the request is served in: its scope's, or the handler's default

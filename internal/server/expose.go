@@ -70,6 +70,7 @@ func endpoints() []endpoint {
 		{"GET /_ferry/sns/delivery-logs", accessAdmin, "the latest delivery status log lines: endpoints and their answers"},
 		{"DELETE /_ferry/sns/delivery-logs", accessAdmin, "empties the delivery status log"},
 		{"POST /_ferry/sns/sms-opt-outs", accessAdmin, "opts a phone number out of SMS (changes state)"},
+		{"GET /_ferry/history", accessAdmin, "the failure history of a queue's messages: their receives with the consumers' addresses, user agents and access keys, expiries, moves"},
 		{"GET /_ferry/export", accessAdmin, "the topology of an account: queue, topic and subscription names, attributes and policies, alarms"},
 		{"POST /_ferry/reset", accessAdmin, "removes the state of every account, or of one account or service (changes state)"},
 		{"POST /_ferry/faults", accessAdmin, "adds a fault rule: SQS actions or SNS deliveries that fail on purpose (changes behaviour)"},

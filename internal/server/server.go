@@ -116,6 +116,10 @@ type Config struct {
 	// their decisions; otherwise a random seed, shown in the listing.
 	FaultInjection bool
 	FaultSeed      *uint64
+	// NoFailureHistory turns the failure history off: receives record
+	// nothing in their messages' history, and GET /_ferry/history answers
+	// 404 (history.go).
+	NoFailureHistory bool
 
 	// SamplerLease and AlarmLease are, on a store other nodes share, how
 	// long the leases on metric sampling and alarm evaluation last
@@ -178,6 +182,7 @@ func (c *Config) fill() {
 type Server struct {
 	cfg     Config
 	store   engine.Store
+	sqs     *sqs.Port
 	sns     *sns.Service
 	cw      *cloudwatch.Service
 	metrics *metrics.Store
@@ -219,13 +224,14 @@ func Start(ctx context.Context, cfg Config) (*Server, error) {
 	eng := cfg.Store
 	datapoints := metrics.New(metrics.Options{Clock: cfg.Clock, Account: cfg.Account})
 	sqsCfg := sqs.Config{
-		Account:      cfg.Account,
-		Region:       cfg.Region,
-		Backend:      eng,
-		Clock:        cfg.Clock,
-		Logger:       cfg.Logger,
-		QueueURLBase: cfg.QueueURLBase,
-		Metrics:      datapoints,
+		Account:        cfg.Account,
+		Region:         cfg.Region,
+		Backend:        eng,
+		Clock:          cfg.Clock,
+		Logger:         cfg.Logger,
+		QueueURLBase:   cfg.QueueURLBase,
+		Metrics:        datapoints,
+		FailureHistory: !cfg.NoFailureHistory,
 	}
 	var faultSet *faults.Set
 	var sqsSvc *protocol.Service // its actions are what rules may name
@@ -280,7 +286,7 @@ func Start(ctx context.Context, cfg Config) (*Server, error) {
 		return nil, err
 	}
 	drain, stopAll := context.WithCancel(context.Background())
-	s := &Server{cfg: cfg, store: eng, ln: ln, served: make(chan error, 1), drain: drain, stopAll: stopAll,
+	s := &Server{cfg: cfg, store: eng, sqs: queues, ln: ln, served: make(chan error, 1), drain: drain, stopAll: stopAll,
 		scheme: "http", adminLn: adminLn, adminServed: make(chan error, 1), faults: faultSet}
 	if tlsCfg != nil {
 		s.scheme = "https"
@@ -320,6 +326,7 @@ func Start(ctx context.Context, cfg Config) (*Server, error) {
 			SMTPAddr:  cfg.SMTPAddr,
 			SMTPFrom:  cfg.SMTPFrom,
 			StatusLog: cfg.SNSDeliveryLog,
+			History:   !cfg.NoFailureHistory,
 			Egress:    egressPolicy,
 			Faults:    faultSet,
 		},
@@ -453,6 +460,7 @@ func Start(ctx context.Context, cfg Config) (*Server, error) {
 	mux.HandleFunc("GET /_ferry/faults", s.listFaults)
 	mux.HandleFunc("DELETE /_ferry/faults", s.clearFaults)
 	mux.HandleFunc("DELETE /_ferry/faults/{id}", s.removeFault)
+	mux.HandleFunc("GET /_ferry/history", s.history)
 	mux.HandleFunc("GET /_ferry/export", s.ferryExport)
 	mux.HandleFunc("/moto-api/reset", s.motoReset)
 	mux.HandleFunc("POST /_localstack/state/reset", s.localstackReset)

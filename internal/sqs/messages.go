@@ -82,6 +82,10 @@ func (s *service) receiveMessage(ctx context.Context, in *ReceiveMessageInput) (
 		}
 		req.AttemptID = id
 	}
+	if s.history {
+		info := protocol.Info(ctx)
+		req.Consumer = &engine.Consumer{SourceIP: info.SourceIP, UserAgent: info.UserAgent, AccessKey: info.AccessKey}
+	}
 	sys := selectSystemAttributes(in.AttributeNames, in.MessageSystemAttributeNames)
 	filter := newAttributeFilter(in.MessageAttributeNames)
 	msgs, err := s.backend.Receive(ctx, q.Account, q.Name, req)

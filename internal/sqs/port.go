@@ -164,6 +164,28 @@ func (p *Port) send(ctx context.Context, account, name string, msgs []engine.New
 	return res, nil
 }
 
+// Locate is the queue a queue URL or ARN names, as the store keeps it:
+// its owner (region.Owner) and name. A URL without an account is the
+// configured account's, one without a region the home region's. ok is
+// false when ref names no queue.
+func (p *Port) Locate(ref string) (owner, name string, ok bool) {
+	if strings.HasPrefix(ref, "arn:") {
+		owner, _, name, ok = p.resolve(ref)
+		return owner, name, ok
+	}
+	account, name, reg, ok := parseQueueRef(ref)
+	if !ok || !validAnyQueueName(name) {
+		return "", "", false
+	}
+	if account == "" {
+		account = p.account
+	}
+	if reg == "" {
+		reg = p.region
+	}
+	return region.Owner(account, reg, p.region), name, true
+}
+
 // resolve is the queue that queueARN names: the key its store keeps it
 // under (region.Owner), its account and its name, in any region, as SNS
 // delivers across regions on AWS. ok is false for any ARN but one of a

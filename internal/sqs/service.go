@@ -44,6 +44,9 @@ type Config struct {
 	Activity Toucher
 	// Faults, when set, may make actions wait or fail on purpose.
 	Faults *faults.Set
+	// FailureHistory records every receive, with its consumer, in the
+	// history of the messages it hands out (engine.HistoryReader).
+	FailureHistory bool
 }
 
 // Recorder takes samples of a metric of an account's queue
@@ -67,6 +70,7 @@ type service struct {
 	urlBase  string
 	activity Toucher
 	policies policyCache
+	history  bool // Config.FailureHistory
 }
 
 // NewService returns the SQS service with every action.
@@ -77,6 +81,7 @@ func NewService(cfg Config) *protocol.Service {
 		log:      cfg.Logger,
 		urlBase:  strings.TrimRight(cfg.QueueURLBase, "/"),
 		activity: cfg.Activity,
+		history:  cfg.FailureHistory,
 	}
 	if s.clock == nil {
 		s.clock = clock.Real{}

@@ -21,6 +21,7 @@ import (
 //	0x02 qid                        queue record
 //	0x03 qid seq 0x01               message record: written once, deleted once
 //	0x03 qid seq 0x02               message state: rewritten on receive/visibility change
+//	0x03 qid seq 0x03               message history: appended to by merges (history.go)
 //	0x04 qid seq                    move task of source queue qid (seq from the queue's seq space)
 //	0x05 kind 0x00 key              generic record (records.go)
 //	0x06 qid seq                    FIFO deduplication entry of the message first sent as seq

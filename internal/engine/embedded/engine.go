@@ -193,6 +193,10 @@ func Open(ctx context.Context, opts Options) (*Engine, error) {
 		FormatMajorVersion: pebble.FormatNewest,
 		// Room for large message batches without forcing a flush each.
 		MemTableSize: 64 << 20,
+		// Named, though it is Pebble's default, because a store records
+		// its merger and must be opened with the same one: message
+		// histories are appended to by merges (history.go).
+		Merger: pebble.DefaultMerger,
 	}
 	// Blocks stay at Pebble's 4 KiB: a receive or a move task reads each
 	// message with a point lookup, which decompresses a whole block when

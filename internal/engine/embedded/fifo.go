@@ -476,6 +476,10 @@ func (q *queue) flushPendingLocked(now int64) {
 				_ = cb.Delete(k[:], nil)
 				k[17] = kindState
 				_ = cb.Delete(k[:], nil)
+				if pb.msgs[i].history {
+					k[17] = kindHistory
+					_ = cb.Delete(k[:], nil)
+				}
 				if q.deleted {
 					// A purge keeps the deduplication window; a delete
 					// does not.
@@ -514,7 +518,7 @@ func (q *queue) flushPendingLocked(now int64) {
 // visible, then from the next such group. A message over the redrive
 // maximum leaves its group for the job, which unblocks the message behind
 // it at once.
-func (q *queue) takeFIFOLocked(now int64, max int, vis *time.Duration) ([]taken, *redriveJob, error) {
+func (q *queue) takeFIFOLocked(now int64, max int, vis *time.Duration, c *engine.Consumer) ([]taken, *redriveJob, error) {
 	x := &q.groups
 	if x.ready.len() == 0 || max <= 0 {
 		return nil, nil, nil
@@ -559,7 +563,7 @@ func (q *queue) takeFIFOLocked(now int64, max int, vis *time.Duration) ([]taken,
 			}
 			x.visible--
 			g.inflight++
-			got = append(got, q.handOutLocked(m, now, v, b, buf[:0]))
+			got = append(got, q.handOutLocked(m, now, v, b, buf[:0], c))
 			took = true
 			m = next
 		}

@@ -70,6 +70,15 @@ func (e *Engine) load(ctx context.Context) error {
 			it.SeekGE(hi)
 			return true, nil
 		}
+		if kind == kindHistory {
+			// Its value is read only when asked for (history.go).
+			if last == nil || lastQ != q || last.seq != seq {
+				_ = cleanup.Delete(it.Key(), nil)
+			} else {
+				last.history = true
+			}
+			return false, nil
+		}
 		v, err := it.ValueAndErr()
 		if err != nil {
 			return false, fmt.Errorf("embedded: read message: %w", err)

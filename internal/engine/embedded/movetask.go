@@ -386,6 +386,7 @@ type moveDest struct {
 	groups      []string      // FIFO destination: group of each of msgs
 	account     string        // the destination's, for Options.MovedByTask
 	name        string
+	arn         string // the destination's, for the messages' history
 }
 
 // moveOut writes ms, taken out of the source index, as new messages in
@@ -461,7 +462,7 @@ func (e *Engine) moveOut(tk *task, ms []*message) (int, bool) {
 		d.first, d.pb = d.q.reserveLocked(d.count)
 		d.next = d.first
 		d.delay = d.q.desc.Settings.Delay
-		d.account, d.name = d.q.desc.Account, d.q.desc.Name
+		d.account, d.name, d.arn = d.q.desc.Account, d.q.desc.Name, d.q.desc.ARN
 		d.q.mu.Unlock()
 		d.msgs = make([]message, 0, d.count)
 	}
@@ -485,6 +486,22 @@ func (e *Engine) moveOut(tk *task, ms []*message) (int, bool) {
 		buf = encodeMessage(buf[:0], id.String(), now, nm.deadline, &it.sm.msg, "")
 		k := makeMsgKey(d.q.id, nm.seq, kindBody)
 		_ = b.Set(k[:], buf, nil)
+		if it.m.history {
+			hv, err := e.movedHistory(src, it.m.seq, &engine.HistoryEvent{
+				Kind: engine.HistoryMove, At: fromNanos(now), ReceiveCount: int(it.m.receiveCount),
+				From: tk.t.SourceARN, To: d.arn, Cause: engine.MoveByTask, PreviousID: it.sm.id,
+			})
+			if err != nil {
+				b.Close()
+				e.log.Error("move task: read history", "task", tk.t.ID, "err", err)
+				return fail(engine.MoveTaskFailureStore)
+			}
+			if hv != nil {
+				k[17] = kindHistory
+				_ = b.Set(k[:], hv, nil)
+				nm.history = true
+			}
+		}
 		deleteMsgKeys(b, src.id, it.m)
 		d.msgs = append(d.msgs, nm)
 	}
@@ -531,6 +548,10 @@ func (e *Engine) deliverMoved(d *moveDest) {
 		for i := range d.msgs {
 			k := makeMsgKey(q.id, d.msgs[i].seq, kindBody)
 			_ = cb.Delete(k[:], nil)
+			if d.msgs[i].history {
+				k[17] = kindHistory
+				_ = cb.Delete(k[:], nil)
+			}
 		}
 		if err := e.db.Apply(cb, pebble.NoSync); err != nil {
 			e.log.Error("drop messages moved to a purged queue", "queue", q.desc.Name, "err", err)

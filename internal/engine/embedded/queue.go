@@ -70,13 +70,15 @@ type queue struct {
 // takes messages for the oldest waiter under the queue lock and closes done,
 // so no wake-up can be lost.
 type waiter struct {
-	ctx  context.Context
-	max  int
-	vis  *time.Duration
-	got  []taken
-	job  *redriveJob   // messages taken for the dead-letter queue, if any
-	elem *list.Element // nil once served or gone
-	done chan struct{}
+	ctx context.Context
+	max int
+	vis *time.Duration
+	// consumer is recorded in the history of what the receive takes.
+	consumer *engine.Consumer
+	got      []taken
+	job      *redriveJob   // messages taken for the dead-letter queue, if any
+	elem     *list.Element // nil once served or gone
+	done     chan struct{}
 	// more is set for a gathering receive (gatherMore): it stays first in
 	// line, adding what each arrival brings to got, until it has max or an
 	// arrival brought a move to the dead-letter queue; more tells it of
@@ -92,6 +94,8 @@ type taken struct {
 	// rec is the message's stored record when the send that wrote it
 	// handed it over (sentRecords); nil otherwise, and fetch reads it.
 	rec []byte
+	// history: the message has a history record.
+	history bool
 }
 
 func newQueue(e *Engine, id uint64, desc engine.Queue, firstID uint64) *queue {
@@ -327,6 +331,10 @@ func deleteMsgKeys(b *pebble.Batch, qid uint64, m *message) {
 		k[17] = kindState
 		_ = b.Delete(k[:], nil)
 	}
+	if m.history {
+		k[17] = kindHistory
+		_ = b.Delete(k[:], nil)
+	}
 }
 
 // advanceLocked brings the index to now: due deadlines make messages
@@ -443,9 +451,9 @@ func (q *queue) fire(tok uint64) {
 // the caller must pass to Engine.redrive once it has released the lock, and
 // the take goes on with the next message. A queue whose messages are all
 // under the maximum pays one comparison per message.
-func (q *queue) takeLocked(now int64, max int, vis *time.Duration) ([]taken, *redriveJob, error) {
+func (q *queue) takeLocked(now int64, max int, vis *time.Duration, c *engine.Consumer) ([]taken, *redriveJob, error) {
 	if q.fifo {
-		return q.takeFIFOLocked(now, max, vis)
+		return q.takeFIFOLocked(now, max, vis, c)
 	}
 	n := min(max, q.ready.n)
 	if n <= 0 {
@@ -479,7 +487,7 @@ func (q *queue) takeLocked(now int64, max int, vis *time.Duration) ([]taken, *re
 				continue
 			}
 		}
-		got = append(got, q.handOutLocked(m, now, v, b, buf[:0]))
+		got = append(got, q.handOutLocked(m, now, v, b, buf[:0], c))
 	}
 	if b.Empty() || !q.e.keepsReceives() {
 		return got, job, nil
@@ -549,7 +557,7 @@ func (q *queue) serveSentLocked(now int64, sent *sentRecords) {
 		w := q.waiters.Front().Value.(*waiter)
 		// A receive whose client has gone would hide messages for nothing.
 		if w.ctx.Err() == nil {
-			got, job, err := q.takeLocked(now, w.max-len(w.got), w.vis)
+			got, job, err := q.takeLocked(now, w.max-len(w.got), w.vis, w.consumer)
 			if err != nil {
 				q.e.log.Error("record receive", "queue", q.desc.Name, "err", err)
 			}
@@ -583,9 +591,10 @@ func (q *queue) wakeAllLocked() {
 // handOutLocked makes m in flight for a receive at now with visibility v:
 // a new receipt generation, the receive count and first receive time, the
 // timer, and its state record in b (written without a sync, as all receive
-// bookkeeping). Both the standard and the FIFO receive use it. The caller
-// holds q.mu and has taken m out of its ready structure.
-func (q *queue) handOutLocked(m *message, now int64, v time.Duration, b *pebble.Batch, buf []byte) taken {
+// bookkeeping), with the receive by c in its history when c is set. Both
+// the standard and the FIFO receive use it. The caller holds q.mu and has
+// taken m out of its ready structure.
+func (q *queue) handOutLocked(m *message, now int64, v time.Duration, b *pebble.Batch, buf []byte, c *engine.Consumer) taken {
 	// Four billion receives of one message within its retention would take
 	// thousands a second for two weeks; past that the count stays put.
 	if m.receiveCount < math.MaxUint32 {
@@ -605,5 +614,8 @@ func (q *queue) handOutLocked(m *message, now int64, v time.Duration, b *pebble.
 	q.trackOldestLocked(m)
 	k := makeMsgKey(q.id, m.seq, kindState)
 	_ = b.Set(k[:], encodeState(buf, m.state()), nil)
-	return taken{seq: m.seq, gen: m.gen, receiveCount: uint64(m.receiveCount), firstReceiveAt: m.firstReceiveAt}
+	if c != nil {
+		q.recordReceiveLocked(b, m, now, c)
+	}
+	return taken{seq: m.seq, gen: m.gen, receiveCount: uint64(m.receiveCount), firstReceiveAt: m.firstReceiveAt, history: m.history}
 }

@@ -70,7 +70,7 @@ func (e *Engine) Receive(ctx context.Context, account, name string, req engine.R
 				q.rearmLocked(now)
 				q.mu.Unlock()
 				defer e.leave()
-				return e.fetch(q, got)
+				return e.fetch(q, got, req.History)
 			}
 		}
 		var (
@@ -79,11 +79,11 @@ func (e *Engine) Receive(ctx context.Context, account, name string, req engine.R
 			terr error
 		)
 		if q.takeableLocked() || req.Wait <= 0 {
-			got, job, terr = q.takeLocked(now, maxMsgs, vis)
+			got, job, terr = q.takeLocked(now, maxMsgs, vis, req.Consumer)
 			q.rearmLocked(now)
 			q.mu.Unlock()
 		} else {
-			w := &waiter{ctx: ctx, max: maxMsgs, vis: vis, done: make(chan struct{})}
+			w := &waiter{ctx: ctx, max: maxMsgs, vis: vis, consumer: req.Consumer, done: make(chan struct{})}
 			w.elem = q.waiters.PushBack(w)
 			q.mu.Unlock()
 			e.leave() // Close must not wait for a long poll
@@ -120,7 +120,7 @@ func (e *Engine) Receive(ctx context.Context, account, name string, req engine.R
 		}
 		if woken && len(got) < maxMsgs && e.gather > 0 && terr == nil {
 			var open bool
-			if got, open = e.gatherMore(ctx, q, got, maxMsgs, vis, expired); !open {
+			if got, open = e.gatherMore(ctx, q, got, maxMsgs, vis, req.Consumer, expired); !open {
 				return nil, nil
 			}
 		}
@@ -135,7 +135,7 @@ func (e *Engine) Receive(ctx context.Context, account, name string, req engine.R
 				}
 				q.mu.Unlock()
 			}
-			return e.fetch(q, got)
+			return e.fetch(q, got, req.History)
 		}
 		// Nothing taken. Without a move this is an empty short poll, or a
 		// wait that ended (time, cancel, queue deleted, engine closed).
@@ -171,14 +171,14 @@ func (e *Engine) Receive(ctx context.Context, account, name string, req engine.R
 // got is what the wake-up took; the call is entered and leaves entered. It
 // returns false, and nothing, when the engine closed meanwhile (what was
 // taken stays in the store as it was, as for a closed wait).
-func (e *Engine) gatherMore(ctx context.Context, q *queue, got []taken, maxMsgs int, vis *time.Duration, expired chan struct{}) ([]taken, bool) {
+func (e *Engine) gatherMore(ctx context.Context, q *queue, got []taken, maxMsgs int, vis *time.Duration, c *engine.Consumer, expired chan struct{}) ([]taken, bool) {
 	q.mu.Lock()
 	if q.deleted || !q.flowingLocked(e.gather) {
 		q.mu.Unlock()
 		return got, true
 	}
 	deadline := e.now() + int64(gatherWindows*e.gather)
-	w := &waiter{ctx: ctx, max: maxMsgs - len(got), vis: vis, done: make(chan struct{}), more: make(chan struct{}, 1)}
+	w := &waiter{ctx: ctx, max: maxMsgs - len(got), vis: vis, consumer: c, done: make(chan struct{}), more: make(chan struct{}, 1)}
 	w.elem = q.waiters.PushFront(w)
 	q.mu.Unlock()
 	e.leave()
@@ -245,7 +245,11 @@ func isClosed(ch chan struct{}) bool {
 // seq order, so ascending seeks reuse the blocks already loaded. The
 // records and handles are gathered into one buffer that every message's
 // strings are cut from.
-func (e *Engine) fetch(q *queue, got []taken) ([]engine.Message, error) {
+//
+// With withHistory, the stories of the messages that have one are read
+// too, each with a point read: only SNS delivery workers ask, and only
+// deliveries that failed before have one.
+func (e *Engine) fetch(q *queue, got []taken, withHistory bool) ([]engine.Message, error) {
 	if len(got) == 0 {
 		return nil, nil
 	}
@@ -337,6 +341,21 @@ func (e *Engine) fetch(q *queue, got []taken) ([]engine.Message, error) {
 		}
 		m.ReceiveCount = int(t.receiveCount)
 		m.FirstReceiveAt = fromNanos(t.firstReceiveAt)
+		if withHistory && t.history {
+			k := makeMsgKey(q.id, t.seq, kindHistory)
+			v, err := e.get(k[:])
+			if err != nil {
+				return nil, fmt.Errorf("embedded: history of message %d of queue %d: %w", t.seq, q.id, err)
+			}
+			if v != nil {
+				h, err := decodeHistory(v)
+				if err != nil {
+					return nil, fmt.Errorf("embedded: history of message %d of queue %d: %w", t.seq, q.id, err)
+				}
+				h.MessageID = m.MessageID
+				m.History = &h
+			}
+		}
 	}
 	return out, nil
 }

@@ -2,6 +2,8 @@ package embedded
 
 import (
 	"github.com/cockroachdb/pebble/v2"
+
+	"github.com/ferrymq/ferry/internal/engine"
 )
 
 // Dead-letter moves on receive.
@@ -76,6 +78,7 @@ func (e *Engine) redrive(job *redriveJob) int {
 		return e.restore(src, job.msgs)
 	}
 	first, pb := tq.reserveLocked(uint64(len(job.msgs)))
+	targetARN := tq.desc.ARN
 	tq.mu.Unlock()
 	// giveUp ends the reservation and puts the messages back.
 	giveUp := func() int {
@@ -128,6 +131,22 @@ func (e *Engine) redrive(job *redriveJob) int {
 		_ = b.Set(k[:], buf, nil)
 		k[17] = kindState
 		_ = b.Set(k[:], encodeState(sbuf[:0], nm.state()), nil)
+		if m.history {
+			// The story moves with the message, and tells of the move.
+			hv, err := e.movedHistory(src, m.seq, &engine.HistoryEvent{
+				Kind: engine.HistoryMove, At: fromNanos(now), ReceiveCount: int(m.receiveCount),
+				From: job.srcARN, To: targetARN, Cause: engine.MoveByRedrive,
+			})
+			if err != nil {
+				e.log.Error("dead-letter move: read history", "queue_id", src.id, "seq", m.seq, "err", err)
+				return giveUp()
+			}
+			if hv != nil {
+				k[17] = kindHistory
+				_ = b.Set(k[:], hv, nil)
+				nm.history = true
+			}
+		}
 		deleteMsgKeys(b, src.id, m)
 		moved = append(moved, nm)
 		entries = append(entries, in)
@@ -160,6 +179,8 @@ func (e *Engine) redrive(job *redriveJob) int {
 			k := makeMsgKey(tq.id, moved[i].seq, kindBody)
 			_ = cb.Delete(k[:], nil)
 			k[17] = kindState
+			_ = cb.Delete(k[:], nil)
+			k[17] = kindHistory
 			_ = cb.Delete(k[:], nil)
 		}
 		if err := e.db.Apply(cb, pebble.NoSync); err != nil {

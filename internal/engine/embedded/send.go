@@ -217,6 +217,7 @@ func (e *Engine) writeSend(q *queue, msgs []engine.NewMessage, b *pebble.Batch, 
 		if err := b.Set(k[:], rec, nil); err != nil {
 			return fmt.Errorf("embedded: send: %w", err)
 		}
+		putArrivalHistory(b, q.id, m, &msgs[i])
 	}
 	if keep {
 		end := len(sp.kept)
@@ -251,6 +252,10 @@ func (e *Engine) enterSent(p *pendingSend) ([]engine.SendResult, error) {
 		for i := range ms {
 			k := makeMsgKey(q.id, ms[i].seq, kindBody)
 			_ = cb.Delete(k[:], nil)
+			if ms[i].history {
+				k[17] = kindHistory
+				_ = cb.Delete(k[:], nil)
+			}
 		}
 		if err := e.db.Apply(cb, pebble.NoSync); err != nil {
 			e.log.Error("drop messages of a purged queue", "queue", q.desc.Name, "err", err)
@@ -405,6 +410,7 @@ func (e *Engine) sendFIFO(q *queue, msgs []engine.NewMessage) ([]engine.SendResu
 		buf = encodeMessage(buf[:0], res[i].MessageID, now, m.deadline, &msgs[i], "")
 		k := makeMsgKey(q.id, m.seq, kindBody)
 		_ = b.Set(k[:], buf, nil)
+		putArrivalHistory(b, q.id, m, &msgs[i])
 		if en := added[j]; en != nil {
 			buf = encodeDedup(buf[:0], &dedupRecord{sentAt: now, group: en.key.group, dedupID: en.key.id, messageID: res[i].MessageID})
 			_ = b.Set(dedupRecordKey(q.id, m.seq), buf, nil)

@@ -58,6 +58,11 @@ func (e *Engine) ChangeVisibility(ctx context.Context, account, name string, cha
 			}
 			k := makeMsgKey(q.id, m.seq, kindState)
 			_ = b.Set(k[:], encodeState(buf[:0], m.state()), nil)
+			if ev := changes[i].Event; ev != nil {
+				// Bounded without trimming: a delivery policy retries at
+				// most 100 times, and reads keep the latest HistoryCap.
+				q.appendHistoryLocked(b, m, ev)
+			}
 		}
 		var c commit
 		var err error

@@ -16,7 +16,8 @@ import (
 // it. Two receives never take from one group at once, on any nodes.
 
 // fifoSendSQL enqueues a batch on a FIFO queue in one statement, with
-// sendSQL's arguments, $16 the deduplication ids and $17 the window. A
+// sendSQL's arguments but its $16, $16 the deduplication ids, $17 the
+// window and $18 the stories the messages arrive with. A
 // message's deduplication key is its id in the queue's scope, prefixed by
 // its group in the messageGroup scope; a message without a deduplication
 // id is nobody's duplicate: its key is its own, made of its new message id,
@@ -45,7 +46,7 @@ WITH q AS (
 		WHEN q.dedup_scope = '` + engine.DeduplicationScopeMessageGroup + `'
 			THEN 'g:' || octet_length(u.group_id) || ':' || u.group_id || ':' || u.dedup_id
 		ELSE 'q:' || u.dedup_id END AS key
-	FROM q, unnest(` + sendColumns + `, $16::text[]) WITH ORDINALITY AS u(` + sendColumnNames + `, dedup_id, ord)
+	FROM q, unnest(` + sendColumns + `, $16::text[], $18::text[]) WITH ORDINALITY AS u(` + sendColumnNames + `, dedup_id, history, ord)
 	WHERE q.fifo
 ), m AS MATERIALIZED (
 	SELECT nextval('message_seq') AS seq, f.*
@@ -64,9 +65,9 @@ WITH q AS (
 	INSERT INTO message_bodies (id, body, attributes, trace_header, group_id, sender_id, md5_body, md5_attrs, md5_sys, slot)
 	SELECT seq, body, attributes, trace_header, group_id, sender_id, md5_body, md5_attrs, md5_sys, ` + currentSlot + ` FROM fresh
 ), st AS (
-	INSERT INTO messages (queue_id, seq, body_id, message_id, sent_ns, entered_ns, visible_ns, dedup_id, group_id, slot)
+	INSERT INTO messages (queue_id, seq, body_id, message_id, sent_ns, entered_ns, visible_ns, dedup_id, group_id, slot, history)
 	SELECT q.id, f.seq, f.seq, f.message_id, $13, $13, $13 + coalesce(f.delay_ns, q.delay_ns), f.dedup_id, f.group_id,
-		` + currentSlot + `
+		` + currentSlot + `, f.history::jsonb
 	FROM q, fresh f
 	RETURNING queue_id, group_id, seq, visible_ns
 ), g AS (` + upsertGroups("st") + `
@@ -133,15 +134,16 @@ lg AS (
 // fifoTakeSQL is a FIFO receive's second statement, after lockReadySQL:
 // it deletes what retention has expired, moves the chosen messages over
 // the redrive policy's count to the dead-letter queue, hands out the
-// others for the visibility ($5, or the queue's) and remembers them under
-// the receive attempt id $6, if any. Each row is one message handed out,
+// others for the visibility ($5, or the queue's), adding the receive $8
+// (its consumer; NULL records nothing) to their history, and remembers
+// them under the receive attempt id $6, if any. Each row is one message handed out,
 // after the queue id, whether the queue is FIFO (if not, it did nothing:
 // the view that sent the receive here was stale) and the number moved; a
 // queue with nothing to hand out answers one row of those.
 var fifoTakeSQL = `
 WITH q AS (
 	SELECT q.id, q.arn, q.fifo, coalesce($5::int8, q.visibility_ns) AS vis, q.retention_ns, q.redrive_max,
-		d.id AS dlq_id, coalesce(d.fifo, false) AS dlq_fifo
+		d.id AS dlq_id, coalesce(d.fifo, false) AS dlq_fifo, d.arn AS dlq_arn
 	FROM queues q LEFT JOIN queues d ON q.redrive_max > 0 AND d.account = q.redrive_account
 		AND d.name = q.redrive_name AND d.deleted_ns IS NULL AND d.id <> q.id
 	WHERE q.account = $1 AND q.name = $2 AND q.deleted_ns IS NULL
@@ -164,7 +166,9 @@ WITH q AS (
 		gen = m.gen + 1,
 		receive_count = m.receive_count + 1,
 		first_receive_ns = CASE WHEN m.first_receive_ns = 0 THEN $3 ELSE m.first_receive_ns END,
-		received_ns = $3
+		received_ns = $3,
+		history = history_add(m.history, $8::jsonb || jsonb_build_object('at', $3::int8,
+			'count', m.receive_count + 1, 'visible', $3::int8 + q.vis))
 	FROM q, c WHERE NOT c.poison AND m.queue_id = q.id AND m.seq = c.seq
 	RETURNING m.*
 ), att AS (
@@ -180,7 +184,7 @@ WITH q AS (
 	WHERE EXISTS (SELECT 1 FROM moved_in) AND (SELECT count(*) FROM dg) >= 0
 )
 SELECT q.id, q.fifo, (SELECT count(*) FROM moved_in), (SELECT count(*) FROM n) + (SELECT count(*) FROM att),
-	` + messageColumns + `
+	` + messageColumns + `, ` + askedHistory + `
 FROM q LEFT JOIN (got g JOIN c ON c.seq = g.seq JOIN message_bodies b ON b.id = g.body_id) ON true
 ORDER BY c.g_head, c.group_id, c.seq`
 
@@ -219,7 +223,7 @@ WITH q AS (
 	DELETE FROM fifo_attempts a USING q, ok
 	WHERE NOT ok.ok AND a.queue_id = q.id AND (a.attempt_id = $3 OR a.created_ns <= $4::int8 - $6::int8)
 )
-SELECT q.id, ` + messageColumns + `
+SELECT q.id, ` + messageColumns + `, NULL::jsonb
 FROM q LEFT JOIN (got g JOIN k ON k.seq = g.seq JOIN message_bodies b ON b.id = g.body_id) ON true
 ORDER BY k.i`
 
@@ -227,7 +231,7 @@ ORDER BY k.i`
 // round trip: a batch that locks the ready groups (lockReadySQL), takes
 // from them (fifoTakeSQL) and sets their rows again (refreshSQL). With a
 // receive attempt id, a batch that repeats the attempt comes first.
-func (s *Store) takeFIFO(ctx context.Context, account, name string, n int, vis *int64, attemptID string) (take, error) {
+func (s *Store) takeFIFO(ctx context.Context, account, name string, n int, vis *int64, attemptID string, ev []byte, withHistory bool) (take, error) {
 	now := s.now()
 	if attemptID != "" {
 		t, err := s.retryAttempt(ctx, account, name, attemptID, now, vis)
@@ -237,7 +241,7 @@ func (s *Store) takeFIFO(ctx context.Context, account, name string, n int, vis *
 	}
 	b := &pgx.Batch{}
 	b.Queue(lockReadySQL, account, name, now, n)
-	b.Queue(fifoTakeSQL, account, name, now, n, vis, attemptID, s.channel)
+	b.Queue(fifoTakeSQL, account, name, now, n, vis, attemptID, s.channel, ev, withHistory)
 	b.Queue(refreshSQL, s.refreshArgs(account, name, now)...)
 	return s.runTake(ctx, b, func(rows pgx.Rows, t *take) (engine.Message, bool, error) {
 		var noted int64

@@ -2,6 +2,7 @@ package postgres
 
 import (
 	"context"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"time"
@@ -79,10 +80,11 @@ const changeSQL = `
 WITH q AS (
 	SELECT id, fifo, retention_ns FROM queues WHERE account = $1 AND name = $2 AND deleted_ns IS NULL
 ), h AS (
-	SELECT u.* FROM q, unnest($3::int8[], $4::int8[], $5::int4[], $6::int8[]) WITH ORDINALITY AS u(qid, seq, gen, timeout_ns, i)
+	SELECT u.* FROM q, unnest($3::int8[], $4::int8[], $5::int4[], $6::int8[], $11::text[])
+		WITH ORDINALITY AS u(qid, seq, gen, timeout_ns, ev, i)
 	WHERE u.qid = q.id
 ), u AS (
-	UPDATE messages m SET visible_ns = $7 + h.timeout_ns
+	UPDATE messages m SET visible_ns = $7 + h.timeout_ns, history = history_add(m.history, h.ev::jsonb)
 	FROM q, h
 	WHERE m.queue_id = q.id AND m.seq = h.seq AND m.gen = h.gen AND m.sent_ns > $7 - q.retention_ns
 		AND (NOT q.fifo OR m.visible_ns > $7) AND $7 + h.timeout_ns <= m.received_ns + $8
@@ -118,8 +120,17 @@ func (s *Store) ChangeVisibility(ctx context.Context, account, name string, chan
 	defer s.leave()
 	hb := parseHandles(s.signer, len(changes), func(i int) string { return changes[i].ReceiptHandle })
 	timeouts := make([]int64, len(changes))
+	events := make([]*string, len(changes))
 	for i, c := range changes {
 		timeouts[i] = durationNS(c.Timeout)
+		if c.Event != nil {
+			b, err := json.Marshal(storedEventOf(c.Event))
+			if err != nil {
+				return nil, fmt.Errorf("postgres: change visibility in %s: %w", name, err)
+			}
+			ev := string(b)
+			events[i] = &ev
+		}
 	}
 	var (
 		qid      int64
@@ -129,7 +140,7 @@ func (s *Store) ChangeVisibility(ctx context.Context, account, name string, chan
 	)
 	now := s.now()
 	err := s.withGroups(ctx, account, name, lockHandledSQL, []any{account, name, hb.qids, hb.seqs}, now,
-		changeSQL, []any{account, name, hb.qids, hb.seqs, hb.gens, timeouts, now, int64(engine.MaxVisibility), s.channel, int64(maxLongPoll)},
+		changeSQL, []any{account, name, hb.qids, hb.seqs, hb.gens, timeouts, now, int64(engine.MaxVisibility), s.channel, int64(maxLongPoll), events},
 		&qid, &idx, &outcomes, &noted)
 	if isNoRows(err) {
 		return nil, engine.ErrQueueNotFound

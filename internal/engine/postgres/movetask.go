@@ -290,11 +290,15 @@ WITH k AS (
 	SELECT * FROM unnest($2::int8[], $3::int8[], $4::text[]) WITH ORDINALITY AS k(seq, dest, new_id, i)
 ), mv AS (
 	DELETE FROM messages m USING k WHERE m.queue_id = $1 AND m.seq = k.seq
-	RETURNING m.body_id, m.dedup_id, m.group_id, k.dest, k.new_id, k.i
+	RETURNING m.body_id, m.dedup_id, m.group_id, k.dest, k.new_id, k.i, m.history, m.receive_count, m.message_id
 ), ins AS (
-	INSERT INTO messages (queue_id, seq, body_id, message_id, sent_ns, entered_ns, visible_ns, dedup_id, group_id, slot)
+	INSERT INTO messages (queue_id, seq, body_id, message_id, sent_ns, entered_ns, visible_ns, dedup_id, group_id, slot, history)
 	SELECT d.id, mv.new_seq, mv.body_id, mv.new_id, $5, $5, $5 + d.delay_ns,
-		CASE WHEN d.fifo THEN mv.dedup_id ELSE '' END, CASE WHEN d.fifo THEN mv.group_id ELSE '' END, ` + currentSlot + `
+		CASE WHEN d.fifo THEN mv.dedup_id ELSE '' END, CASE WHEN d.fifo THEN mv.group_id ELSE '' END, ` + currentSlot + `,
+		-- The story moves with the message and tells of the move.
+		history_add(mv.history, CASE WHEN mv.history IS NOT NULL THEN jsonb_build_object('kind', 'move',
+			'at', $5::int8, 'count', mv.receive_count, 'from', (SELECT arn FROM queues WHERE id = $1),
+			'to', d.arn, 'cause', 'move-task', 'prev', mv.message_id) END)
 	-- Numbered in order before the join, which need not keep it.
 	FROM (SELECT mv.*, nextval('message_seq') AS new_seq FROM (SELECT * FROM mv ORDER BY i) mv) mv
 	JOIN queues d ON d.id = mv.dest

@@ -108,7 +108,7 @@ func TestFIFOPlans(t *testing.T) {
 	steps := []planStep{
 		{"send", sendSQL, sendArgs},
 		{"lock the ready groups", lockReadySQL, []any{acct, name, now, 10}},
-		{"take", fifoTakeSQL, []any{acct, name, now, 10, vis, "", s.channel}},
+		{"take", fifoTakeSQL, []any{acct, name, now, 10, vis, "", s.channel, nil, false}},
 		{"refresh the groups", refreshSQL, s.refreshArgs(acct, name, now)},
 		{"lock a delete's groups", lockHandledSQL, []any{acct, name, []int64{handle[0]}, []int64{handle[1]}}},
 		{"delete", deleteSQL, []any{acct, name, []int64{handle[0]}, []int64{handle[1]}, []int32{1}, now}},
@@ -226,9 +226,9 @@ func TestExpiryAndAttemptPlans(t *testing.T) {
 		t.Fatal(err)
 	}
 	checkPlans(t, s, []planStep{
-		{"receive where retention expired 10,000", receiveSQL, []any{enginetest.Account, "old", now, 10, nil, s.channel, int64(maxLongPoll)}},
+		{"receive where retention expired 10,000", receiveSQL, []any{enginetest.Account, "old", now, 10, nil, s.channel, int64(maxLongPoll), nil, false}},
 		{"change visibility on a FIFO queue", changeSQL, []any{enginetest.Account, "q.fifo", []int64{ids["q.fifo"]}, []int64{1}, []int32{1},
-			[]int64{0}, now, int64(engine.MaxVisibility), s.channel, int64(maxLongPoll)}},
+			[]int64{0}, now, int64(engine.MaxVisibility), s.channel, int64(maxLongPoll), []*string{nil}}},
 	}, "messages", "message_bodies", "fifo_attempts")
 }
 
@@ -292,8 +292,8 @@ func TestStandardPlans(t *testing.T) {
 	acct := enginetest.Account
 	checkPlans(t, s, []planStep{
 		{"send", sendSQL, sendArgs},
-		{"receive", receiveSQL, []any{acct, "q07", now, 10, nil, s.channel, int64(maxLongPoll)}},
-		{"change visibility", changeSQL, []any{acct, "q07", qids, seqs, gens, timeouts, now, int64(engine.MaxVisibility), s.channel, int64(maxLongPoll)}},
+		{"receive", receiveSQL, []any{acct, "q07", now, 10, nil, s.channel, int64(maxLongPoll), nil, false}},
+		{"change visibility", changeSQL, []any{acct, "q07", qids, seqs, gens, timeouts, now, int64(engine.MaxVisibility), s.channel, int64(maxLongPoll), make([]*string, len(seqs))}},
 		{"delete", deleteSQL, []any{acct, "q07", qids, seqs, gens, now}},
 	}, "messages", "message_bodies")
 }
@@ -383,13 +383,13 @@ func TestPlansFollowTheTablesSize(t *testing.T) {
 	fq, fs := []int64{fid}, []int64{20000}
 	ds := []int64{30000}
 	steps := []planStep{
-		{"receive", receiveSQL, []any{acct, "q", now, 10, vis, s.channel, int64(maxLongPoll)}},
+		{"receive", receiveSQL, []any{acct, "q", now, 10, vis, s.channel, int64(maxLongPoll), nil, false}},
 		{"delete", deleteSQL, []any{acct, "q", hq, hs, []int32{0}, now}},
 		{"change visibility", changeSQL, []any{acct, "q", hq, hs, []int32{0}, []int64{0}, now,
-			int64(engine.MaxVisibility), s.channel, int64(maxLongPoll)}},
+			int64(engine.MaxVisibility), s.channel, int64(maxLongPoll), make([]*string, len(hs))}},
 		{"FIFO send", fifoSend, fifoSendArgs},
 		{"FIFO: lock the ready groups", lockReadySQL, []any{acct, "q.fifo", now, 10}},
-		{"FIFO: take", fifoTakeSQL, []any{acct, "q.fifo", now, 10, vis, "", s.channel}},
+		{"FIFO: take", fifoTakeSQL, []any{acct, "q.fifo", now, 10, vis, "", s.channel, nil, false}},
 		{"FIFO: refresh the groups", refreshSQL, s.refreshArgs(acct, "q.fifo", now)},
 		{"FIFO: lock a delete's groups", lockHandledSQL, []any{acct, "q.fifo", fq, fs}},
 		{"FIFO: delete", deleteSQL, []any{acct, "q.fifo", fq, fs, []int32{0}, now}},

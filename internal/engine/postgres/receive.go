@@ -16,25 +16,34 @@ import (
 
 // moveInsertSQL writes the state rows of the messages a statement's moved
 // CTE deleted into the dead-letter queue of its q CTE (dlq_id, dlq_fifo,
-// arn), in their order, $3 being now: same id, body, receive counts;
+// arn, dlq_arn), in their order, $3 being now: same id, body, receive
+// counts, history (telling of the move, if the message has one);
 // DeadLetterSourceARN set; visible at once. Into a FIFO dead-letter queue
 // a message keeps its group, goes to its back, and takes its MessageID as
 // its deduplication id and the move as its SentAt; the dead-letter queue's
 // deduplication window is not consulted.
 const moveInsertSQL = `
 	INSERT INTO messages (queue_id, seq, body_id, message_id, sent_ns, entered_ns, visible_ns,
-		receive_count, gen, first_receive_ns, received_ns, dedup_id, group_id, dlq_source_arn, slot)
+		receive_count, gen, first_receive_ns, received_ns, dedup_id, group_id, dlq_source_arn, slot, history)
 	SELECT q.dlq_id, nextval('message_seq'), mv.body_id, mv.message_id,
 		CASE WHEN q.dlq_fifo THEN $3 ELSE mv.sent_ns END, $3, $3, mv.receive_count, 0, mv.first_receive_ns, 0,
 		CASE WHEN q.dlq_fifo THEN mv.message_id ELSE mv.dedup_id END,
-		CASE WHEN q.dlq_fifo THEN mv.group_id ELSE '' END, q.arn, ` + currentSlot + `
+		CASE WHEN q.dlq_fifo THEN mv.group_id ELSE '' END, q.arn, ` + currentSlot + `,
+		history_add(mv.history, CASE WHEN mv.history IS NOT NULL THEN jsonb_build_object('kind', 'move',
+			'at', $3::int8, 'count', mv.receive_count, 'from', q.arn, 'to', q.dlq_arn, 'cause', 'redrive') END)
 	FROM q, (SELECT * FROM moved ORDER BY seq) mv
 	RETURNING queue_id, group_id, seq, visible_ns`
 
 // messageColumns are the columns scanMessage reads, from got g (the state
-// rows a receive updated) and message_bodies b.
+// rows a receive updated) and message_bodies b, and last the history
+// (askedHistory, or NULL).
 const messageColumns = `g.seq, g.gen, g.message_id, g.sent_ns, g.first_receive_ns, g.receive_count, g.dedup_id,
 	g.dlq_source_arn, b.body, b.attributes, b.trace_header, b.group_id, b.sender_id, b.md5_body, b.md5_attrs`
+
+// askedHistory is the history column of a receive whose $9 asks for it
+// (engine.ReceiveRequest.History): decoding every story would cost every
+// receive of a message that has one.
+const askedHistory = `CASE WHEN $9::bool THEN g.history END`
 
 // receiveSQL takes up to $4 visible messages of a standard queue in one
 // statement. It deletes what retention has expired, locks the head of
@@ -43,7 +52,8 @@ const messageColumns = `g.seq, g.gen, g.message_id, g.sent_ns, g.first_receive_n
 // redrive policy's receive count to the dead-letter queue (the state row
 // moves; the body stays; a queue that is its own dead-letter queue hands
 // the message out instead, as when its dead-letter queue is gone), and hides the rest
-// for the visibility timeout.
+// for the visibility timeout, adding the receive $8 (its consumer; NULL
+// records nothing) to their history.
 // Each row is one message taken, in the order of the queue, after the
 // queue id, whether it is FIFO (then it took nothing: takeFIFO's turn),
 // the number moved, and the next time a message of the queue becomes
@@ -51,7 +61,8 @@ const messageColumns = `g.seq, g.gen, g.message_id, g.sent_ns, g.first_receive_n
 // one row of those.
 const receiveSQL = `
 WITH q AS (
-	SELECT q.id, q.arn, q.visibility_ns, q.retention_ns, q.fifo, d.id AS dlq_id, d.fifo AS dlq_fifo, q.redrive_max
+	SELECT q.id, q.arn, q.visibility_ns, q.retention_ns, q.fifo, d.id AS dlq_id, d.fifo AS dlq_fifo, d.arn AS dlq_arn,
+		q.redrive_max
 	FROM queues q LEFT JOIN queues d ON q.redrive_max > 0 AND d.account = q.redrive_account
 		AND d.name = q.redrive_name AND d.deleted_ns IS NULL AND d.id <> q.id
 	WHERE q.account = $1 AND q.name = $2 AND q.deleted_ns IS NULL
@@ -84,7 +95,9 @@ WITH q AS (
 		gen = m.gen + 1,
 		receive_count = m.receive_count + 1,
 		first_receive_ns = CASE WHEN m.first_receive_ns = 0 THEN $3 ELSE m.first_receive_ns END,
-		received_ns = $3
+		received_ns = $3,
+		history = history_add(m.history, $8::jsonb || jsonb_build_object('at', $3::int8,
+			'count', m.receive_count + 1, 'visible', $3 + coalesce($5, q.visibility_ns)))
 	FROM q, c WHERE NOT c.poison AND m.queue_id = q.id AND m.seq = c.seq AND m.slot = c.slot
 	RETURNING m.*
 ), n AS (
@@ -95,7 +108,7 @@ WITH q AS (
 )
 SELECT q.id, q.fifo, (SELECT count(*) FROM moved_in), (SELECT count(*) FROM n),
 	(SELECT min(m.visible_ns) FROM messages m WHERE m.queue_id = q.id AND m.visible_ns > $3),
-	` + messageColumns + `
+	` + messageColumns + `, ` + askedHistory + `
 FROM q LEFT JOIN (got g JOIN c ON c.seq = g.seq JOIN message_bodies b ON b.id = g.body_id) ON true
 ORDER BY c.visible_ns, c.seq`
 
@@ -119,10 +132,10 @@ func (s *Store) scanMessage(row pgx.Row, qid *int64, fifo bool, dst ...any) (m e
 		id, dedup, dlqARN    *string
 		trace, group, sender *string
 		md5b, md5a           *string
-		attrs, body          []byte
+		attrs, body, hist    []byte
 	)
 	err = row.Scan(append(dst, &seq, &gen, &id, &sent, &first, &count, &dedup, &dlqARN,
-		&body, &attrs, &trace, &group, &sender, &md5b, &md5a)...)
+		&body, &attrs, &trace, &group, &sender, &md5b, &md5a, &hist)...)
 	if err != nil || seq == nil {
 		return m, false, err
 	}
@@ -143,6 +156,13 @@ func (s *Store) scanMessage(row pgx.Row, qid *int64, fifo bool, dst ...any) (m e
 	if fifo {
 		m.SequenceNumber, m.DeduplicationID = engine.FormatSequenceNumber(uint64(*seq)), *dedup
 	}
+	if hist != nil {
+		h, err := decodeHistory(m.MessageID, hist)
+		if err != nil {
+			return m, false, err
+		}
+		m.History = &h
+	}
 	if attrs != nil {
 		if err := json.Unmarshal(attrs, &m.Attributes); err != nil {
 			return m, false, fmt.Errorf("message %s attributes: %w", m.MessageID, err)
@@ -151,9 +171,9 @@ func (s *Store) scanMessage(row pgx.Row, qid *int64, fifo bool, dst ...any) (m e
 	return m, true, nil
 }
 
-func (s *Store) takeOnce(ctx context.Context, account, name string, n int, vis *int64) (take, error) {
+func (s *Store) takeOnce(ctx context.Context, account, name string, n int, vis *int64, ev []byte, withHistory bool) (take, error) {
 	var t take
-	rows, err := s.pool.Query(ctx, receiveSQL, account, name, s.now(), n, vis, s.channel, int64(maxLongPoll))
+	rows, err := s.pool.Query(ctx, receiveSQL, account, name, s.now(), n, vis, s.channel, int64(maxLongPoll), ev, withHistory)
 	if err != nil {
 		return t, err
 	}
@@ -198,14 +218,15 @@ func (s *Store) takeAll(ctx context.Context, account, name string, n int, req en
 	}
 	q, _, known := s.views.get(viewKey(account, name))
 	fifo := known && q.Settings.FIFO
+	ev := receiveEvent(req.Consumer)
 	var all take
 	for {
 		var t take
 		err := retryMoved(ctx, func() (err error) {
 			if fifo {
-				t, err = s.takeFIFO(ctx, account, name, n-len(all.msgs), vis, req.AttemptID)
+				t, err = s.takeFIFO(ctx, account, name, n-len(all.msgs), vis, req.AttemptID, ev, req.History)
 			} else {
-				t, err = s.takeOnce(ctx, account, name, n-len(all.msgs), vis)
+				t, err = s.takeOnce(ctx, account, name, n-len(all.msgs), vis, ev, req.History)
 			}
 			return err
 		})

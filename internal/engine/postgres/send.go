@@ -31,14 +31,16 @@ WITH q AS (
 	SELECT id, delay_ns, fifo FROM queues WHERE account = $1 AND name = $2 AND deleted_ns IS NULL
 ), m AS (
 	SELECT nextval('message_seq') AS seq, u.*
-	FROM q, unnest(` + sendColumns + `) WITH ORDINALITY AS u(` + sendColumnNames + `, ord)
+	FROM q, unnest(` + sendColumns + `, $16::text[]) WITH ORDINALITY AS u(` + sendColumnNames + `, history, ord)
 	WHERE NOT q.fifo
 ), b AS (
 	INSERT INTO message_bodies (id, body, attributes, trace_header, group_id, sender_id, md5_body, md5_attrs, md5_sys, slot)
 	SELECT seq, body, attributes, trace_header, group_id, sender_id, md5_body, md5_attrs, md5_sys, ` + currentSlot + ` FROM m
 ), st AS (
-	INSERT INTO messages (queue_id, seq, body_id, message_id, sent_ns, entered_ns, visible_ns, slot)
-	SELECT q.id, m.seq, m.seq, m.message_id, $13, $13, $13 + coalesce(m.delay_ns, q.delay_ns), ` + currentSlot + ` FROM q, m
+	INSERT INTO messages (queue_id, seq, body_id, message_id, sent_ns, entered_ns, visible_ns, slot, history)
+	SELECT q.id, m.seq, m.seq, m.message_id, $13, $13, $13 + coalesce(m.delay_ns, q.delay_ns), ` + currentSlot + `,
+		m.history::jsonb
+	FROM q, m
 	RETURNING visible_ns
 ), n AS (
 	SELECT notify_waiters($14, q.id, min(st.visible_ns)) FROM q, st
@@ -48,7 +50,8 @@ SELECT q.id, q.fifo, coalesce((SELECT array_agg(seq ORDER BY ord) FROM m), '{}')
 	(SELECT count(*) FROM n)
 FROM q`
 
-// sendArgs are sendSQL's arguments for msgs, with fresh message ids.
+// sendArgs are sendSQL's arguments for msgs, with fresh message ids; the
+// last, $16, is the stories the messages arrive with (NULL for none).
 func (s *Store) sendArgs(account, name string, msgs []engine.NewMessage, now int64) ([]any, []string, error) {
 	n := len(msgs)
 	rnd := make([]byte, 16*n)
@@ -62,6 +65,7 @@ func (s *Store) sendArgs(account, name string, msgs []engine.NewMessage, now int
 		md5b, md5a, md5s        = make([]string, n), make([]string, n), make([]string, n)
 		attrs                   = make([][]byte, n)
 		delays                  = make([]*int64, n)
+		histories               = make([]*string, n)
 	)
 	for i := range msgs {
 		m := &msgs[i]
@@ -81,9 +85,16 @@ func (s *Store) sendArgs(account, name string, msgs []engine.NewMessage, now int
 			d := durationNS(*m.Delay)
 			delays[i] = &d
 		}
+		if m.History != nil && len(m.History.Events) > 0 {
+			h, err := encodeHistory(m.History)
+			if err != nil {
+				return nil, nil, err
+			}
+			histories[i] = &h
+		}
 	}
 	return []any{account, name, ids, bodies, attrs, traces, groups, senders, md5b, md5a, md5s, delays,
-		now, s.channel, int64(maxLongPoll)}, ids, nil
+		now, s.channel, int64(maxLongPoll), histories}, ids, nil
 }
 
 // pendingSend is one queue's send between its statement and its results.
@@ -108,7 +119,9 @@ func (p pendingSend) statement(fifo bool) (string, []any) {
 	for i := range p.msgs {
 		dedups[i] = p.msgs[i].DeduplicationID
 	}
-	return fifoSendSQL, append(p.args[:len(p.args):len(p.args)], dedups, int64(engine.DeduplicationWindow))
+	// $16 and $17 are the deduplication's; the stories move to $18.
+	n := len(p.args) - 1
+	return fifoSendSQL, append(p.args[:n:n], dedups, int64(engine.DeduplicationWindow), p.args[n])
 }
 
 // sendHead is a send statement's answer for one queue.

@@ -101,6 +101,10 @@ type Options struct {
 	// <P>SuccessFeedbackRoleArn and related attributes): a file, appended
 	// to, or "-" for stdout; "" keeps them in memory only.
 	StatusLog string
+	// History records every failed delivery attempt in the delivery's
+	// history, and gives a delivery sent to a subscription's dead-letter
+	// queue its story there (engine.HistoryReader).
+	History bool
 }
 
 // SQS is the way into SQS queues (sqs.Port). Its refusals are SQS's
@@ -219,6 +223,8 @@ type Service struct {
 	bg        background
 	waits     deliveryWaits
 	faults    *faults.Set
+	// history is Options.History.
+	history bool
 }
 
 // background is the work deliveries do besides their callers: the
@@ -255,6 +261,7 @@ func New(cfg Config) (_ *Service, err error) {
 
 		sharedKey: cfg.SharedKey,
 		faults:    cfg.Faults,
+		history:   cfg.History,
 	}
 	if d.env.base == "" {
 		d.env.base = "http://localhost"

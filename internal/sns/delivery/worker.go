@@ -111,7 +111,7 @@ func (d *Service) runWorker(ctx context.Context, subARN, queue string) {
 				break more
 			}
 		}
-		msgs, err := d.backend.Receive(ctx, QueueAccount, queue, engine.ReceiveRequest{Max: n, Wait: workerPoll, Visibility: &vis})
+		msgs, err := d.backend.Receive(ctx, QueueAccount, queue, engine.ReceiveRequest{Max: n, Wait: workerPoll, Visibility: &vis, History: d.history})
 		for range n - len(msgs) {
 			<-slots
 		}
@@ -178,8 +178,8 @@ func (d *Service) handle(ctx context.Context, subARN, queue string, msg *engine.
 			d.log.Warn("sns: delete delivered message", "subscription", subARN, "err", err)
 		}
 	}
-	later := func(wait time.Duration) bool {
-		ch := []engine.VisibilityChange{{ReceiptHandle: msg.ReceiptHandle, Timeout: wait}}
+	later := func(wait time.Duration, ev *engine.HistoryEvent) bool {
+		ch := []engine.VisibilityChange{{ReceiptHandle: msg.ReceiptHandle, Timeout: wait, Event: ev}}
 		_, err := d.backend.ChangeVisibility(context.WithoutCancel(ctx), QueueAccount, queue, ch)
 		if err != nil && !quietDeliveryError(err) {
 			d.log.Warn("sns: schedule retry", "subscription", subARN, "err", err)
@@ -218,6 +218,11 @@ func (d *Service) handle(ctx context.Context, subARN, queue string, msg *engine.
 	if ctx.Err() != nil && res != delivered {
 		return // stopping: not an endpoint failure
 	}
+	// The attempt as the message's history tells it, if it failed.
+	var ev *engine.HistoryEvent
+	if d.history && res != delivered {
+		ev = attemptEvent(&sub, policy, msg.ReceiveCount, handoff, d.clock.Now(), ar)
+	}
 	if notification && t.LogsFor(sub.Protocol) {
 		d.LogAttempt(t, &sub, &Attempt{MessageID: j.MessageID, Text: j.Message, Published: j.Timestamp, Handoff: handoff,
 			Attempts: msg.ReceiveCount, Success: res == delivered, Status: ar.status, Response: ar.answer})
@@ -241,7 +246,7 @@ func (d *Service) handle(ctx context.Context, subARN, queue string, msg *engine.
 		wait := policy.delay(msg.ReceiveCount, d.jitter)
 		hold := d.waits.hold(wk)
 		at := d.clock.Now().Add(wait)
-		retrying = later(wait)
+		retrying = later(wait, ev)
 		failed()
 		if retrying {
 			d.waits.until(wk, hold, at)
@@ -262,6 +267,9 @@ func (d *Service) handle(ctx context.Context, subARN, queue string, msg *engine.
 		d.log.Error("sns: build dead-letter copy", "subscription", sub.ARN, "err", err)
 		done()
 		return
+	}
+	if ev != nil && sub.DeadLetter != "" {
+		nm.History = deadLetterStory(msg, ev, &sub)
 	}
 	if d.redrive(ctx, &sub, []engine.NewMessage{nm}, redriveTries, count, &wk) {
 		done()
