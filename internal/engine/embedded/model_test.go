@@ -103,7 +103,7 @@ func (q *queue) checkIndex(now int64) error {
 		if m.seq != seq {
 			return fmt.Errorf("message %d filed under %d", m.seq, seq)
 		}
-		inOldest := m.oldSlot >= 0 && int(m.oldSlot) < q.oldest.len() && q.oldest.items[m.oldSlot] == m
+		inOldest := q.oldest.holds(m)
 		if inOldest != q.countsForOldest(m) {
 			return fmt.Errorf("message %d (count %d, moved %v, status %d): in the oldest heap %v",
 				seq, m.receiveCount, m.moved, m.status, inOldest)
@@ -114,8 +114,8 @@ func (q *queue) checkIndex(now int64) error {
 		if _, ok := q.movedIn[seq]; ok != m.moved {
 			return fmt.Errorf("message %d: moved %v, entry %v", seq, m.moved, ok)
 		}
-		if m.ageSlot < 0 || int(m.ageSlot) >= q.ages.len() || q.ages.items[m.ageSlot] != m {
-			return fmt.Errorf("message %d not in the age heap", seq)
+		if !q.ages.holds(m) {
+			return fmt.Errorf("message %d not in the age order", seq)
 		}
 		inTimers := m.timerSlot >= 0 && int(m.timerSlot) < q.timers.len() && q.timers.items[m.timerSlot] == m
 		switch m.status {
@@ -197,14 +197,17 @@ func (q *queue) checkIndex(now int64) error {
 	if q.timers.len() != inflight-deleting+delayed || q.ages.len() != len(q.msgs) {
 		return fmt.Errorf("heap sizes %d, %d", q.timers.len(), q.ages.len())
 	}
-	for _, h := range []*msgHeap{&q.timers, &q.ages} {
-		for i, m := range h.items {
-			if int(*h.slot(m)) != i {
-				return fmt.Errorf("message %d thinks it is at %d, is at %d", m.seq, *h.slot(m), i)
-			}
-			if i > 0 && h.less(m, h.items[(i-1)/2]) {
-				return fmt.Errorf("heap order broken at %d", i)
-			}
+	for i, m := range q.timers.items {
+		if int(m.timerSlot) != i {
+			return fmt.Errorf("message %d thinks it is at %d, is at %d", m.seq, m.timerSlot, i)
+		}
+		if i > 0 && q.timers.less(m, q.timers.items[(i-1)/2]) {
+			return fmt.Errorf("heap order broken at %d", i)
+		}
+	}
+	for _, s := range []*orderedSet{&q.ages, &q.oldest} {
+		if err := s.check(); err != nil {
+			return err
 		}
 	}
 	if ret := q.desc.Settings.Retention; ret > 0 {

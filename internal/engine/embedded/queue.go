@@ -30,8 +30,8 @@ type queue struct {
 	ready    readyList           // standard queues only
 	groups   groupIndex          // FIFO queues only
 	timers   msgHeap             // delayed and in-flight, by deadline
-	ages     msgHeap             // every message, by send time
-	oldest   msgHeap             // the messages that count for the oldest age (stats.go)
+	ages     orderedSet          // every message, by send time
+	oldest   orderedSet          // the messages that count for the oldest age (stats.go)
 	movedIn  map[uint64]msgEntry // the messages a redrive moved in (stats.go)
 	inflight int
 	delayed  int
@@ -111,8 +111,8 @@ func (q *queue) resetIndexLocked() {
 	q.msgs = make(map[uint64]*message)
 	q.ready = readyList{}
 	q.timers = newTimerHeap()
-	q.ages = newAgeHeap()
-	q.oldest = newOldestHeap()
+	q.ages = newAgeOrder()
+	q.oldest = newOldestOrder()
 	q.movedIn = nil
 	q.inflight, q.delayed = 0, 0
 	if q.fifo {
@@ -128,7 +128,8 @@ func (q *queue) growIndexLocked(n int) {
 		return
 	}
 	q.msgs = make(map[uint64]*message, n)
-	q.ages.items = make([]*message, 0, n)
+	q.ages.grow(n)
+	q.oldest.grow(n)
 }
 
 // visibleLocked counts the visible messages; on a FIFO queue this includes
