@@ -42,6 +42,11 @@ type queue struct {
 	// below it was purged while it was being written.
 	purgeFloor uint64
 
+	// held are the records of messages not yet handed out, by seq, and
+	// heldBytes their size (held.go).
+	held      map[uint64][]byte
+	heldBytes int64
+
 	waiters list.List // of *waiter, oldest first
 	// arrived and prevArrived are when the last two sends entered the
 	// index (unix nanoseconds): whether messages flow (see gatherMore).
@@ -90,7 +95,8 @@ type taken struct {
 	receiveCount   uint64
 	firstReceiveAt int64
 	// rec is the message's stored record when the send that wrote it
-	// handed it over (sentRecords); nil otherwise, and fetch reads it.
+	// handed it over (sentRecords) or the queue held it (held.go); nil
+	// otherwise, and fetch reads it.
 	rec []byte
 }
 
@@ -104,6 +110,7 @@ func newQueue(e *Engine, id uint64, desc engine.Queue, firstID uint64) *queue {
 }
 
 func (q *queue) resetIndexLocked() {
+	q.unholdAllLocked()
 	q.msgs = make(map[uint64]*message)
 	q.ready = readyList{}
 	q.timers = newTimerHeap()
@@ -554,7 +561,9 @@ func (q *queue) serveSentLocked(now int64, sent *sentRecords) {
 				q.e.log.Error("record receive", "queue", q.desc.Name, "err", err)
 			}
 			for i := range got {
-				got[i].rec = sent.record(got[i].seq)
+				if rec := sent.record(got[i].seq); rec != nil {
+					got[i].rec = rec
+				}
 			}
 			w.got, w.job = append(w.got, got...), job
 			if w.more != nil && job == nil && len(got) > 0 && len(w.got) < w.max {
@@ -605,5 +614,5 @@ func (q *queue) handOutLocked(m *message, now int64, v time.Duration, b *pebble.
 	q.trackOldestLocked(m)
 	k := makeMsgKey(q.id, m.seq, kindState)
 	_ = b.Set(k[:], encodeState(buf, m.state()), nil)
-	return taken{seq: m.seq, gen: m.gen, receiveCount: uint64(m.receiveCount), firstReceiveAt: m.firstReceiveAt}
+	return taken{seq: m.seq, gen: m.gen, receiveCount: uint64(m.receiveCount), firstReceiveAt: m.firstReceiveAt, rec: q.unholdLocked(m.seq)}
 }
