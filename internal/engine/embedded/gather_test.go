@@ -186,3 +186,66 @@ func TestGatherWaitsForSendsBeingWritten(t *testing.T) {
 		t.Fatalf("Receive answered %d messages (%v), want 2", len(r.Msgs), r.Err)
 	}
 }
+
+// TestGatherAtAWakeUpWhileASendIsBeingWritten: a poll woken by a message
+// that does not flow (nothing arrived just before it) still gathers when
+// another send to the queue is being written at that moment (in a durable
+// store, one WAL sync behind), and answers with both.
+func TestGatherAtAWakeUpWhileASendIsBeingWritten(t *testing.T) {
+	const win = 200 * time.Microsecond
+	clk := clock.NewFake(enginetest.Start)
+	c := openChecked(t, Options{InMemory: true, Clock: clk, Gather: win})
+	entered, release := make(chan struct{}), make(chan struct{})
+	var hold atomic.Bool
+	c.beforeSendCommit = func() {
+		if hold.Load() {
+			close(entered)
+			<-release
+		}
+	}
+	h := &enginetest.H{T: t, Clk: clk, Ctx: context.Background(), B: c}
+	t.Cleanup(func() { _ = h.B.Close() })
+	var releaseOnce sync.Once
+	free := func() { releaseOnce.Do(func() { close(release) }) }
+	t.Cleanup(free)
+	h.Create("q", nil)
+	ch := h.StartWait(h.Ctx, "q", engine.ReceiveRequest{Max: 10, Wait: 20 * time.Second})
+	awaitWaiter(t, c.Engine, "q")
+
+	hold.Store(true)
+	sent := make(chan error, 1)
+	go func() {
+		_, err := c.Send(h.Ctx, acct, "q", []engine.NewMessage{enginetest.Plain("second")})
+		sent <- err
+	}()
+	<-entered
+	hold.Store(false)
+	// The first message wakes the poll, which gathers for the second
+	// instead of answering with one.
+	clk.Set(enginetest.Start.Add(us(1000)))
+	h.SendBodies("q", "first")
+	testwait.Eventually(t, "a gather window to end at 1.2ms", func() bool {
+		next, ok := clk.Next()
+		return ok && next.Equal(enginetest.Start.Add(us(1200)))
+	})
+	select {
+	case r := <-ch:
+		t.Fatalf("answered with %d messages while a send was being written", len(r.Msgs))
+	default:
+	}
+	clk.Set(enginetest.Start.Add(us(1100)))
+	free()
+	if err := <-sent; err != nil {
+		t.Fatalf("Send: %v", err)
+	}
+	// Its arrival at 1.1ms opens a window; a quiet one ends the gather.
+	testwait.Eventually(t, "a gather window to end at 1.3ms", func() bool {
+		next, ok := clk.Next()
+		return ok && next.Equal(enginetest.Start.Add(us(1300)))
+	})
+	clk.Set(enginetest.Start.Add(us(1300)))
+	r := h.Await(ch)
+	if r.Err != nil || len(r.Msgs) != 2 {
+		t.Fatalf("Receive answered %d messages (%v), want 2", len(r.Msgs), r.Err)
+	}
+}
