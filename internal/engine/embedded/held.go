@@ -1,5 +1,7 @@
 package embedded
 
+import "time"
+
 // Held records: a standard queue keeps in memory the stored records of
 // messages that were sent and not yet handed out, so that their first
 // receive takes them from there instead of reading them back from the
@@ -11,15 +13,25 @@ package embedded
 // the store holds, never written back; a later receive of the same
 // message (after its visibility timeout) reads the store as before.
 //
-// The engine holds at most heldBudget bytes in all: past it, sends hold
-// nothing until receives have taken held records out, so a backlog stays
-// in the store and not in memory.
+// Only a queue that receives have polled within heldPolled holds: one
+// that nobody reads (an archive subscribed to a topic, a backlog left for
+// later) would otherwise fill the budget for good. The engine holds at
+// most heldBudget bytes in all: past it, sends hold nothing until receives
+// have taken held records out, so a backlog stays in the store and not in
+// memory.
 
 // heldBudget bounds the bytes of records held by all queues.
 const heldBudget = 16 << 20
 
-// mayHold reports whether a send should keep its records for holding.
-func (e *Engine) mayHold() bool { return e.heldBytes.Load() < heldBudget }
+// heldPolled is how recently a receive must have polled a queue for its
+// sends to be held.
+const heldPolled = time.Second
+
+// mayHoldLocked reports whether a send to q at now should keep its records
+// for holding.
+func (q *queue) mayHoldLocked(now int64) bool {
+	return q.polled != 0 && now-q.polled <= int64(heldPolled) && q.e.heldBytes.Load() < heldBudget
+}
 
 // holdLocked keeps a copy of rec, the stored record of message seq, for
 // its first receive, if the budget has room. It reports whether it did.

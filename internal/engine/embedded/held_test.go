@@ -4,7 +4,9 @@ import (
 	"context"
 	"testing"
 
+	"github.com/ferrymq/ferry/internal/clock"
 	"github.com/ferrymq/ferry/internal/engine"
+	"github.com/ferrymq/ferry/internal/engine/enginetest"
 )
 
 // heldOf returns q's held records count and bytes, and the engine's total.
@@ -33,19 +35,48 @@ func sendStrings(t *testing.T, e *Engine, name string, bodies ...string) {
 	}
 }
 
-// TestHeldRecords: a send that no receive waits for leaves its records
-// held for the first receive, which hands them out (and lets them go)
-// without reading the store; purges, queue deletions and a full budget
-// hold nothing, and a restart starts with nothing held.
+// poll makes an empty short poll of name.
+func poll(t *testing.T, e *Engine, name string) {
+	t.Helper()
+	if got, err := e.Receive(context.Background(), acct, name, engine.ReceiveRequest{Max: 10}); err != nil || len(got) != 0 {
+		t.Fatalf("poll of %s: %v, %d messages", name, err, len(got))
+	}
+}
+
+// TestHeldRecords: a send that no receive waits for, to a queue receives
+// poll, leaves its records held for the first receive, which hands them
+// out (and lets them go) without reading the store; purges, queue
+// deletions and a full budget hold nothing, nor does a queue no receive
+// has polled lately, and a restart starts with nothing held.
 func TestHeldRecords(t *testing.T) {
 	ctx := context.Background()
 	dir := t.TempDir()
-	e := openTest(t, Options{Dir: dir})
+	clk := clock.NewFake(enginetest.Start)
+	e := openTest(t, Options{Dir: dir, Clock: clk, Waits: engine.Waits{NoPurgeInterval: true}})
 	for _, name := range []string{"a", "b"} {
 		if _, _, err := e.CreateQueue(ctx, engine.Queue{Account: acct, Name: name, Settings: settings()}); err != nil {
 			t.Fatal(err)
 		}
 	}
+	sendStrings(t, e, "a", "unpolled")
+	if n, _, _ := heldOf(t, e, "a"); n != 0 {
+		t.Fatalf("a queue never polled holds %d records", n)
+	}
+	if err := e.Purge(ctx, acct, "a"); err != nil {
+		t.Fatal(err)
+	}
+	poll(t, e, "a")
+	clk.Advance(heldPolled + 1)
+	sendStrings(t, e, "a", "polled too long ago")
+	if n, _, _ := heldOf(t, e, "a"); n != 0 {
+		t.Fatalf("a queue polled %v ago holds %d records", heldPolled+1, n)
+	}
+	if err := e.Purge(ctx, acct, "a"); err != nil {
+		t.Fatal(err)
+	}
+
+	poll(t, e, "a")
+	poll(t, e, "b")
 	sendStrings(t, e, "a", "one", "two", "three")
 	if n, b, total := heldOf(t, e, "a"); n != 3 || b == 0 || total != b {
 		t.Fatalf("after a send: %d held, %d bytes, %d in all", n, b, total)
@@ -85,10 +116,13 @@ func TestHeldRecords(t *testing.T) {
 	}
 
 	sendStrings(t, e, "a", "before the restart")
+	if n, _, _ := heldOf(t, e, "a"); n != 1 {
+		t.Fatalf("before the restart: %d held, want 1", n)
+	}
 	if err := e.Close(); err != nil {
 		t.Fatal(err)
 	}
-	e = openTest(t, Options{Dir: dir})
+	e = openTest(t, Options{Dir: dir, Clock: clk})
 	if n, _, total := heldOf(t, e, "a"); n != 0 || total != 0 {
 		t.Fatalf("after a restart: %d held, %d bytes in all", n, total)
 	}
@@ -105,6 +139,7 @@ func TestHeldRecordsBudget(t *testing.T) {
 	if _, _, err := e.CreateQueue(ctx, engine.Queue{Account: acct, Name: "q", Settings: settings()}); err != nil {
 		t.Fatal(err)
 	}
+	poll(t, e, "q")
 	sendStrings(t, e, "q", "first")
 	_, one, _ := heldOf(t, e, "q")
 	// Room for exactly one more record of the same size.

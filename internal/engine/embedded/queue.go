@@ -43,9 +43,11 @@ type queue struct {
 	purgeFloor uint64
 
 	// held are the records of messages not yet handed out, by seq, and
-	// heldBytes their size (held.go).
+	// heldBytes their size; polled is when a receive last polled the
+	// queue (unix nanoseconds): only then does it hold (held.go).
 	held      map[uint64][]byte
 	heldBytes int64
+	polled    int64
 
 	waiters list.List // of *waiter, oldest first
 	// arrived and prevArrived are when the last two sends entered the

@@ -64,6 +64,7 @@ func (e *Engine) Receive(ctx context.Context, account, name string, req engine.R
 			return nil, nil
 		}
 		now := e.now()
+		q.polled = now
 		q.advanceLocked(now)
 		if round == 0 && attemptID != "" {
 			if got := q.retryAttemptLocked(attemptID, now, vis); got != nil {

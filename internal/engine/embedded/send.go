@@ -179,7 +179,7 @@ func (e *Engine) writeSend(q *queue, msgs []engine.NewMessage, b *pebble.Batch, 
 	queueDelay := q.desc.Settings.Delay
 	// The records are kept after the write for receives waiting now, and
 	// for the queue to hold for later ones (held.go) while it has room.
-	keep := q.waiters.Len() > 0 || e.mayHold()
+	keep := q.waiters.Len() > 0 || q.mayHoldLocked(sentAt)
 	q.mu.Unlock()
 
 	n := len(msgs)
