@@ -169,6 +169,8 @@ type Engine struct {
 	// the syncs Pebble made (ferry_store_wal_syncs_total) it is how many
 	// requests each fsync covered.
 	syncedCommits atomic.Uint64
+	// heldBytes is the size of the records queues hold (held.go).
+	heldBytes atomic.Int64
 }
 
 type qname struct{ account, name string }

@@ -1,6 +1,7 @@
 package embedded
 
 import (
+	"bytes"
 	"context"
 	"errors"
 	"fmt"
@@ -148,6 +149,9 @@ func (q *queue) checkIndex(now int64) error {
 	if oldest != q.oldest.len() {
 		return fmt.Errorf("oldest heap holds %d, %d count", q.oldest.len(), oldest)
 	}
+	if err := q.checkHeld(); err != nil {
+		return err
+	}
 	if len(q.movedIn) > len(q.msgs) {
 		return fmt.Errorf("%d moved entries for %d messages", len(q.movedIn), len(q.msgs))
 	}
@@ -214,6 +218,34 @@ func (q *queue) checkIndex(now int64) error {
 		if m := q.ages.min(); m != nil && after(m.sentAt, ret) <= now {
 			return fmt.Errorf("message %d outlived retention", m.seq)
 		}
+	}
+	return nil
+}
+
+// checkHeld verifies the held records (held.go): only of messages in the
+// index that no receive has had, each the message's stored record, and
+// counted in heldBytes.
+func (q *queue) checkHeld() error {
+	var n int64
+	for seq, rec := range q.held {
+		m := q.msgs[seq]
+		if m == nil || m.receiveCount != 0 || (m.status != statusReady && m.status != statusDelayed) {
+			return fmt.Errorf("held record of message %d, which is %+v", seq, m)
+		}
+		k := makeMsgKey(q.id, seq, kindBody)
+		stored, closer, err := q.e.db.Get(k[:])
+		if err != nil {
+			return fmt.Errorf("held message %d: %w", seq, err)
+		}
+		same := bytes.Equal(stored, rec)
+		closer.Close()
+		if !same {
+			return fmt.Errorf("held record of message %d differs from the stored one", seq)
+		}
+		n += int64(len(rec))
+	}
+	if n != q.heldBytes {
+		return fmt.Errorf("held records take %d bytes, counted %d", n, q.heldBytes)
 	}
 	return nil
 }

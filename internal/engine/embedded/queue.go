@@ -42,6 +42,13 @@ type queue struct {
 	// below it was purged while it was being written.
 	purgeFloor uint64
 
+	// held are the records of messages not yet handed out, by seq, and
+	// heldBytes their size; polled is when a receive last polled the
+	// queue (unix nanoseconds): only then does it hold (held.go).
+	held      map[uint64][]byte
+	heldBytes int64
+	polled    int64
+
 	waiters list.List // of *waiter, oldest first
 	// arrived and prevArrived are when the last two sends entered the
 	// index (unix nanoseconds): whether messages flow (see gatherMore).
@@ -92,7 +99,8 @@ type taken struct {
 	receiveCount   uint64
 	firstReceiveAt int64
 	// rec is the message's stored record when the send that wrote it
-	// handed it over (sentRecords); nil otherwise, and fetch reads it.
+	// handed it over (sentRecords) or the queue held it (held.go); nil
+	// otherwise, and fetch reads it.
 	rec []byte
 	// history: the message has a history record.
 	history bool
@@ -108,6 +116,7 @@ func newQueue(e *Engine, id uint64, desc engine.Queue, firstID uint64) *queue {
 }
 
 func (q *queue) resetIndexLocked() {
+	q.unholdAllLocked()
 	q.msgs = make(map[uint64]*message)
 	q.ready = readyList{}
 	q.timers = newTimerHeap()
@@ -563,7 +572,9 @@ func (q *queue) serveSentLocked(now int64, sent *sentRecords) {
 				q.e.log.Error("record receive", "queue", q.desc.Name, "err", err)
 			}
 			for i := range got {
-				got[i].rec = sent.record(got[i].seq)
+				if rec := sent.record(got[i].seq); rec != nil {
+					got[i].rec = rec
+				}
 			}
 			w.got, w.job = append(w.got, got...), job
 			if w.more != nil && job == nil && len(got) > 0 && len(w.got) < w.max {
@@ -618,5 +629,6 @@ func (q *queue) handOutLocked(m *message, now int64, v time.Duration, b *pebble.
 	if c != nil {
 		q.recordReceiveLocked(b, m, now, c)
 	}
-	return taken{seq: m.seq, gen: m.gen, receiveCount: uint64(m.receiveCount), firstReceiveAt: m.firstReceiveAt, history: m.history}
+	return taken{seq: m.seq, gen: m.gen, receiveCount: uint64(m.receiveCount), firstReceiveAt: m.firstReceiveAt, history: m.history,
+		rec: q.unholdLocked(m.seq)}
 }

@@ -84,6 +84,7 @@ func (q *queue) untrackOldestLocked(m *message) {
 
 // forgetLocked drops what q keeps about m beyond the index, as m leaves it.
 func (q *queue) forgetLocked(m *message) {
+	q.unholdLocked(m.seq)
 	q.untrackOldestLocked(m)
 	if m.moved {
 		delete(q.movedIn, m.seq)
