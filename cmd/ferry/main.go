@@ -18,6 +18,7 @@ import (
 	"text/tabwriter"
 	"time"
 
+	"github.com/ferrymq/ferry/internal/clock"
 	"github.com/ferrymq/ferry/internal/engine"
 	"github.com/ferrymq/ferry/internal/engine/embedded"
 	"github.com/ferrymq/ferry/internal/engine/postgres"
@@ -49,6 +50,7 @@ func commands() []command {
 		{"ceiling", "--listen HOST:PORT", "a measuring fixture for bench: valid answers, nothing held", ceilingCmd},
 		{"scale", "[flags]", "measure a fresh broker as its queues, backlog, long polls and subscriptions grow", scaleCmd},
 		{"reset", "[flags]", "clear a running Ferry's queues, topics, alarms and datapoints", resetCmd},
+		{"clock", "[status|freeze|resume|set TIME|advance DURATION] [flags]", "read or move a running Ferry's clock (ferry serve --clock-control)", clockCmd},
 		{"version", "", "print the version", func(_ context.Context, _ []string, _ func(string) string, stdout, _ io.Writer) int {
 			fmt.Fprintln(stdout, "ferry", version)
 			return 0
@@ -209,6 +211,7 @@ func serve(ctx context.Context, args []string, getenv func(string) string, stder
 	reserve := fs.String("disk-reserve", env("FERRY_DISK_RESERVE", "128MiB"), "room kept free on the data volume (bytes, or with KiB, MiB, GiB, TiB); with less, writes answer ServiceUnavailable until space is freed; 0 turns this off (FERRY_DISK_RESERVE)")
 	delayDeleted := fs.Bool("sqs-delay-recently-deleted", envSwitch("FERRY_SQS_DELAY_RECENTLY_DELETED", "SQS_DELAY_RECENTLY_DELETED", true), "refuse, as AWS does, to create a queue under a name deleted less than 60 seconds ago (QueueDeletedRecently); false allows it at once (FERRY_SQS_DELAY_RECENTLY_DELETED, or LocalStack's SQS_DELAY_RECENTLY_DELETED)")
 	delayPurge := fs.Bool("sqs-delay-purge-retry", envSwitch("FERRY_SQS_DELAY_PURGE_RETRY", "SQS_DELAY_PURGE_RETRY", true), "refuse, as AWS does, a purge less than 60 seconds after the queue's last (PurgeQueueInProgress); false allows it at once (FERRY_SQS_DELAY_PURGE_RETRY, or LocalStack's SQS_DELAY_PURGE_RETRY)")
+	fs.BoolVar(&cfg.ClockControl, "clock-control", envBool("FERRY_CLOCK_CONTROL"), "let the admin API and ferry clock freeze, move forward and resume this Ferry's clock, for tests of timeouts, retention and retries (FERRY_CLOCK_CONTROL)")
 	level := fs.String("log-level", env("FERRY_LOG_LEVEL", "info"), "debug, info, warn or error (FERRY_LOG_LEVEL)")
 	format := fs.String("log-format", env("FERRY_LOG_FORMAT", "text"), "text or json (FERRY_LOG_FORMAT)")
 	grace := fs.Duration("shutdown-grace", 30*time.Second, "how long a shutdown waits for requests in flight")
@@ -243,6 +246,9 @@ func serve(ctx context.Context, args []string, getenv func(string) string, stder
 			return 2
 		}
 		cfg.Credentials = creds
+	}
+	if cfg.ClockControl {
+		cfg.Clock = clock.NewControlled()
 	}
 	waits := engine.Waits{NoRecreateDelay: !*delayDeleted, NoPurgeInterval: !*delayPurge}
 	sopts.Waits, popts.Waits = waits, waits

@@ -7,6 +7,7 @@ import (
 	"sync"
 	"time"
 
+	"github.com/ferrymq/ferry/internal/clock"
 	"github.com/ferrymq/ferry/internal/engine"
 )
 
@@ -111,7 +112,11 @@ func (d *Service) runWorker(ctx context.Context, subARN, queue string) {
 				break more
 			}
 		}
-		msgs, err := d.backend.Receive(ctx, QueueAccount, queue, engine.ReceiveRequest{Max: n, Wait: workerPoll, Visibility: &vis})
+		// A retry that a step of a controlled clock made visible holds the
+		// step until its attempt is over and the next retry scheduled: the
+		// receive hands the hold over in holds, each delivery keeps one.
+		var holds clock.Holds
+		msgs, err := d.backend.Receive(clock.WithHolds(ctx, &holds), QueueAccount, queue, engine.ReceiveRequest{Max: n, Wait: workerPoll, Visibility: &vis})
 		for range n - len(msgs) {
 			<-slots
 		}
@@ -139,11 +144,14 @@ func (d *Service) runWorker(ctx context.Context, subARN, queue string) {
 		}
 		for i := range msgs {
 			inflight.Add(1)
+			mh := &clock.Holds{}
+			mh.Add(clock.Hold(d.clock))
 			go func() {
-				defer func() { <-slots; inflight.Done() }()
-				d.handle(ctx, subARN, queue, &msgs[i], th)
+				defer func() { mh.Release(); <-slots; inflight.Done() }()
+				d.handle(clock.WithHolds(ctx, mh), subARN, queue, &msgs[i], th)
 			}()
 		}
+		holds.Release()
 	}
 }
 
