@@ -389,3 +389,14 @@ func (h *timerHeap) Pop() any {
 	*h = old[:len(old)-1]
 	return t
 }
+
+// pendingTimers counts the timers waiting.
+func (c *Controlled) pendingTimers() int {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return len(c.timers)
+}
+
+// Pending counts the timers waiting: a test knows by it that a goroutine
+// has reached its wait on the clock.
+func (c *Controlled) Pending() int { return c.pendingTimers() }

@@ -124,3 +124,12 @@ func Handoff(ctx context.Context, c Clock) {
 		}
 	}
 }
+
+// ReleaseHolds releases the holds ctx carries, if any: a call that has
+// set up its wait on the clock (a long poll registered, its timer armed)
+// lets the step that started it move on.
+func ReleaseHolds(ctx context.Context) {
+	if h := HoldsOf(ctx); h != nil {
+		h.Release()
+	}
+}

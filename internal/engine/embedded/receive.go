@@ -90,8 +90,12 @@ func (e *Engine) Receive(ctx context.Context, account, name string, req engine.R
 			if expired == nil {
 				expired = make(chan struct{})
 				ch := expired
-				waitTimer = e.clock.AfterFunc(req.Wait, func() { close(ch) })
+				// Its end is work of the step that reaches it: a caller
+				// holding the clock's steps (clock.Holds) polls again
+				// before the next step.
+				waitTimer = e.clock.AfterFunc(req.Wait, func() { clock.Handoff(ctx, e.clock); close(ch) })
 			}
+			clock.ReleaseHolds(ctx) // waiting: the step that called may end
 			select {
 			case <-w.done:
 			case <-ctx.Done():

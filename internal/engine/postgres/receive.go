@@ -301,7 +301,10 @@ func (s *Store) Receive(ctx context.Context, account, name string, req engine.Re
 	}
 	arm(t.next)
 	expired := make(chan struct{})
-	waitTimer := s.clock.AfterFunc(time.Duration(deadline-s.now()), func() { close(expired) })
+	// Its end is work of the step that reaches it: a caller holding the
+	// clock's steps (clock.Holds) polls again before the next step.
+	waitTimer := s.clock.AfterFunc(time.Duration(deadline-s.now()), func() { clock.Handoff(ctx, s.clock); close(expired) })
+	clock.ReleaseHolds(ctx) // waiting: the step that called may end
 	defer func() {
 		waitTimer.Stop()
 		if visTimer != nil {

@@ -96,11 +96,23 @@ func (d *Service) runWorker(ctx context.Context, subARN, queue string) {
 	slots := make(chan struct{}, workerBatch)
 	var inflight sync.WaitGroup
 	defer inflight.Wait()
-	for {
+	// A retry that a step of a controlled clock made visible holds the
+	// step until its attempt is over and the next retry scheduled: the
+	// receive hands the hold over in holds (as does the end of a long
+	// poll, until the next poll waits), each delivery keeps one.
+	var holds clock.Holds
+	defer holds.Release()
+	rctx := clock.WithHolds(ctx, &holds)
+	for ctx.Err() == nil {
 		select {
 		case slots <- struct{}{}:
-		case <-ctx.Done():
-			return
+		default:
+			holds.Release() // deliveries in flight: they hold the step
+			select {
+			case slots <- struct{}{}:
+			case <-ctx.Done():
+				return
+			}
 		}
 		n := 1
 	more:
@@ -112,11 +124,7 @@ func (d *Service) runWorker(ctx context.Context, subARN, queue string) {
 				break more
 			}
 		}
-		// A retry that a step of a controlled clock made visible holds the
-		// step until its attempt is over and the next retry scheduled: the
-		// receive hands the hold over in holds, each delivery keeps one.
-		var holds clock.Holds
-		msgs, err := d.backend.Receive(clock.WithHolds(ctx, &holds), QueueAccount, queue, engine.ReceiveRequest{Max: n, Wait: workerPoll, Visibility: &vis})
+		msgs, err := d.backend.Receive(rctx, QueueAccount, queue, engine.ReceiveRequest{Max: n, Wait: workerPoll, Visibility: &vis})
 		for range n - len(msgs) {
 			<-slots
 		}
@@ -139,7 +147,7 @@ func (d *Service) runWorker(ctx context.Context, subARN, queue string) {
 			if !engine.Temporary(err) {
 				d.log.Warn("sns: receive deliveries", "subscription", subARN, "err", err)
 			}
-			d.sleep(ctx, workerErrorWait, nil)
+			d.sleep(rctx, workerErrorWait, nil)
 			continue
 		}
 		for i := range msgs {
@@ -151,7 +159,9 @@ func (d *Service) runWorker(ctx context.Context, subARN, queue string) {
 				d.handle(clock.WithHolds(ctx, mh), subARN, queue, &msgs[i], th)
 			}()
 		}
-		holds.Release()
+		if len(msgs) > 0 {
+			holds.Release() // each delivery holds the step
+		}
 	}
 }
 
