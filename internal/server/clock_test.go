@@ -149,7 +149,7 @@ func TestClockAPI(t *testing.T) {
 			gauge, _ = strconv.ParseFloat(v, 64)
 		}
 	}
-	if gauge < (48 * time.Hour).Seconds()-120 || gauge > (48*time.Hour).Seconds()+120 {
+	if gauge < (48*time.Hour).Seconds()-120 || gauge > (48*time.Hour).Seconds()+120 {
 		t.Fatalf("ferry_clock_offset_seconds = %v, want two days", gauge)
 	}
 }
