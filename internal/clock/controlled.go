@@ -49,6 +49,7 @@ type Controlled struct {
 	idle  chan struct{}
 	// stalls counts steps that went on without their holds (HoldLimit).
 	stalls int
+	steps  uint64
 }
 
 // Step bounds how far past its deadline a step may fire a timer: the
@@ -294,6 +295,7 @@ func (c *Controlled) stepTo(ctx context.Context, target time.Time) error {
 			due = append(due, heap.Pop(&c.timers).(*ctlTimer))
 		}
 		c.holds += len(due)
+		c.steps++
 		c.mu.Unlock()
 		for _, t := range due {
 			go func() {
@@ -400,3 +402,10 @@ func (c *Controlled) pendingTimers() int {
 // Pending counts the timers waiting: a test knows by it that a goroutine
 // has reached its wait on the clock.
 func (c *Controlled) Pending() int { return c.pendingTimers() }
+
+// Steps counts the steps that moves of the clock took so far.
+func (c *Controlled) Steps() uint64 {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return c.steps
+}
