@@ -409,3 +409,17 @@ func (c *Controlled) Steps() uint64 {
 	defer c.mu.Unlock()
 	return c.steps
 }
+
+// Waiting counts the timers due at exactly at: a test knows by it that a
+// goroutine has armed the wait it expects.
+func (c *Controlled) Waiting(at time.Time) int {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	n := 0
+	for _, t := range c.timers {
+		if t.at.Equal(at) {
+			n++
+		}
+	}
+	return n
+}
