@@ -38,7 +38,8 @@ func adminFlags(fs *flag.FlagSet, getenv func(string) string) *adminClient {
 }
 
 // call sends method path?query with body, when not nil, as JSON, and
-// decodes a JSON answer into out, when not nil. An answer other than 2xx
+// decodes a JSON answer into out, when not nil; a *[]byte out takes the
+// answer as it is (a file the endpoint writes). An answer other than 2xx
 // is an error carrying the server's message.
 func (c *adminClient) call(ctx context.Context, method, path string, query url.Values, body, out any) error {
 	u := strings.TrimSuffix(c.endpoint, "/") + path
@@ -78,6 +79,10 @@ func (c *adminClient) call(ctx context.Context, method, path string, query url.V
 			return fmt.Errorf("%s %s: %s: %s", method, path, resp.Status, e.Error)
 		}
 		return fmt.Errorf("%s %s: %s: %s", method, path, resp.Status, strings.TrimSpace(string(data)))
+	}
+	if raw, ok := out.(*[]byte); ok {
+		*raw = data
+		return nil
 	}
 	if out != nil {
 		if err := json.Unmarshal(data, out); err != nil {
@@ -192,5 +197,40 @@ func clockCmd(ctx context.Context, args []string, getenv func(string) string, st
 		state = "frozen"
 	}
 	fmt.Fprintf(stdout, "%s %s, offset %s\n", st.Now, state, st.Offset)
+	return 0
+}
+
+// exportCmd writes a running Ferry's topology (queues, topics,
+// subscriptions, alarms; not messages) from GET /_ferry/export, in the
+// format ferry serve --init reads.
+func exportCmd(ctx context.Context, args []string, getenv func(string) string, stdout, stderr io.Writer) int {
+	fs := flag.NewFlagSet("ferry export", flag.ContinueOnError)
+	fs.SetOutput(stderr)
+	fs.Usage = func() {
+		fmt.Fprint(stderr, "Usage: ferry export [--endpoint URL] [--format yaml|json] [--account ID] [--region NAME]\n\n"+
+			"Writes the queues, topics, subscriptions and alarms of a running Ferry (not their messages)\n"+
+			"to standard output, as a file that ferry serve --init applies.\n\n")
+		fs.PrintDefaults()
+	}
+	c := adminFlags(fs, getenv)
+	format := fs.String("format", "yaml", "yaml or json")
+	account := fs.String("account", "", "the account to export (12 digits); default: the Ferry's --account")
+	region := fs.String("region", "", "the region to export; default: the Ferry's --region")
+	if code, ok := parseFlags(fs, args); !ok {
+		return code
+	}
+	q := url.Values{"format": {*format}}
+	if *account != "" {
+		q.Set("account", *account)
+	}
+	if *region != "" {
+		q.Set("region", *region)
+	}
+	var body []byte
+	if err := c.call(ctx, http.MethodGet, "/_ferry/export", q, nil, &body); err != nil {
+		fmt.Fprintf(stderr, "ferry export: %v\n", err)
+		return 1
+	}
+	stdout.Write(body)
 	return 0
 }

@@ -6,6 +6,8 @@ import (
 	"encoding/json"
 	"net/http"
 	"net/url"
+	"os"
+	"path/filepath"
 	"strings"
 	"testing"
 	"time"
@@ -74,6 +76,61 @@ func TestAdminTokenFromEnvironment(t *testing.T) {
 		}
 		if tc.code != 0 && !strings.Contains(errOut.String(), "401") {
 			t.Errorf("token %q: want a 401 refusal, got %q", tc.token, errOut.String())
+		}
+	}
+}
+
+// TestInitAndExport starts ferry serve with a topology file from
+// FERRY_INIT, exports it with ferry export in both formats, and starts
+// serve with files it refuses: exit code 1 and the place of the mistake.
+func TestInitAndExport(t *testing.T) {
+	dir := t.TempDir()
+	file := filepath.Join(dir, "topology.yaml")
+	text := "queues:\n  - name: dlq\n  - name: work\n    attributes:\n      VisibilityTimeout: 40\n      RedrivePolicy: {deadLetterTargetArn: dlq, maxReceiveCount: 2}\n"
+	if err := os.WriteFile(file, []byte(text), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	base, logs, stop := serveFromEnv(t, map[string]string{"FERRY_LISTEN": "127.0.0.1:0", "FERRY_MEMORY": "true", "FERRY_INIT": file})
+	defer func() {
+		if code := stop(); code != 0 {
+			t.Errorf("serve exit code %d: %s", code, logs.String())
+		}
+	}()
+	want := "account: \"000000000000\"\nregion: us-east-1\nqueues:\n  - name: dlq\n  - name: work\n    attributes:\n" +
+		"      RedrivePolicy:\n        deadLetterTargetArn: dlq\n        maxReceiveCount: 2\n      VisibilityTimeout: 40\n"
+	for _, tc := range []struct {
+		args []string
+		code int
+		out  string
+	}{
+		{[]string{"export", "--endpoint", base}, 0, want},
+		{[]string{"export", "--endpoint", base, "--format", "json"}, 0, "{\n  \"account\": \"000000000000\",\n  \"region\": \"us-east-1\",\n  \"queues\": [\n    {\n      \"name\": \"dlq\"\n    },"},
+		{[]string{"export", "--endpoint", base, "--account", "111111111111"}, 0, "account: \"111111111111\"\nregion: us-east-1\n"},
+		{[]string{"export", "--endpoint", base, "--format", "xml"}, 1, `400 Bad Request: format "xml": want yaml or json`},
+		{[]string{"export", "extra"}, 2, "unexpected argument"},
+	} {
+		var out, errOut bytes.Buffer
+		code := run(context.Background(), tc.args, func(string) string { return "" }, &out, &errOut)
+		if code != tc.code || !strings.HasPrefix(out.String(), tc.out) && !strings.Contains(errOut.String(), tc.out) {
+			t.Errorf("%v: code %d, output %q%q", tc.args, code, out.String(), errOut.String())
+		}
+	}
+
+	for _, tc := range []struct{ name, text, out string }{
+		{"bad.yaml", "queues:\n  - name: a\n    atributes: {}\n", `bad.yaml:3:5: queues[0]: unknown key "atributes"`},
+		{"refused.yaml", "queues:\n  - name: a\n    attributes:\n      DelaySeconds: 901\n", "refused.yaml:4:21: queue a: CreateQueue: InvalidAttributeValue"},
+		{"missing.yaml", "", "read topology"},
+	} {
+		path := filepath.Join(dir, tc.name)
+		if tc.text != "" {
+			if err := os.WriteFile(path, []byte(tc.text), 0o600); err != nil {
+				t.Fatal(err)
+			}
+		}
+		var out, errOut bytes.Buffer
+		code := run(context.Background(), []string{"serve", "--memory", "--listen", "127.0.0.1:0", "--init", path}, func(string) string { return "" }, &out, &errOut)
+		if code != 1 || !strings.Contains(errOut.String(), tc.out) {
+			t.Errorf("serve --init %s: code %d, output %q", tc.name, code, errOut.String())
 		}
 	}
 }

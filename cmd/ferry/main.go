@@ -24,6 +24,7 @@ import (
 	"github.com/ferrymq/ferry/internal/engine/postgres"
 	"github.com/ferrymq/ferry/internal/server"
 	"github.com/ferrymq/ferry/internal/sigv4"
+	"github.com/ferrymq/ferry/internal/topology"
 )
 
 // defaultDataDir is where ferry serve keeps its store without --data.
@@ -51,6 +52,7 @@ func commands() []command {
 		{"scale", "[flags]", "measure a fresh broker as its queues, backlog, long polls and subscriptions grow", scaleCmd},
 		{"reset", "[flags]", "clear a running Ferry's queues, topics, alarms and datapoints", resetCmd},
 		{"clock", "[status|freeze|resume|set TIME|advance DURATION] [flags]", "read or move a running Ferry's clock (ferry serve --clock-control)", clockCmd},
+		{"export", "[flags]", "write a running Ferry's queues, topics, subscriptions and alarms as a topology file", exportCmd},
 		{"version", "", "print the version", func(_ context.Context, _ []string, _ func(string) string, stdout, _ io.Writer) int {
 			fmt.Fprintln(stdout, "ferry", version)
 			return 0
@@ -212,6 +214,7 @@ func serve(ctx context.Context, args []string, getenv func(string) string, stder
 	delayDeleted := fs.Bool("sqs-delay-recently-deleted", envSwitch("FERRY_SQS_DELAY_RECENTLY_DELETED", "SQS_DELAY_RECENTLY_DELETED", true), "refuse, as AWS does, to create a queue under a name deleted less than 60 seconds ago (QueueDeletedRecently); false allows it at once (FERRY_SQS_DELAY_RECENTLY_DELETED, or LocalStack's SQS_DELAY_RECENTLY_DELETED)")
 	delayPurge := fs.Bool("sqs-delay-purge-retry", envSwitch("FERRY_SQS_DELAY_PURGE_RETRY", "SQS_DELAY_PURGE_RETRY", true), "refuse, as AWS does, a purge less than 60 seconds after the queue's last (PurgeQueueInProgress); false allows it at once (FERRY_SQS_DELAY_PURGE_RETRY, or LocalStack's SQS_DELAY_PURGE_RETRY)")
 	fs.BoolVar(&cfg.ClockControl, "clock-control", envBool("FERRY_CLOCK_CONTROL"), "let the admin API and ferry clock freeze, move forward and resume this Ferry's clock, for tests of timeouts, retention and retries (FERRY_CLOCK_CONTROL)")
+	initFile := fs.String("init", env("FERRY_INIT", ""), "topology file (YAML or JSON) of queues, topics, subscriptions and alarms to create or update at start, before Ferry answers; see ferry export (FERRY_INIT)")
 	level := fs.String("log-level", env("FERRY_LOG_LEVEL", "info"), "debug, info, warn or error (FERRY_LOG_LEVEL)")
 	format := fs.String("log-format", env("FERRY_LOG_FORMAT", "text"), "text or json (FERRY_LOG_FORMAT)")
 	grace := fs.Duration("shutdown-grace", 30*time.Second, "how long a shutdown waits for requests in flight")
@@ -276,6 +279,16 @@ func serve(ctx context.Context, args []string, getenv func(string) string, stder
 	default:
 		fmt.Fprintf(stderr, "ferry serve: bad log format %q\n", *format)
 		return 2
+	}
+
+	if *initFile != "" {
+		// A file with a mistake stops Ferry before it opens its store.
+		t, err := topology.LoadFile(*initFile)
+		if err != nil {
+			fmt.Fprintf(stderr, "ferry serve: %v\n", err)
+			return 1
+		}
+		cfg.Init = t
 	}
 
 	if pct, ok := gcPercent(getenv, serveGCPercent); ok {

@@ -345,14 +345,15 @@ func Run(ctx context.Context, cfg Config) (*Report, error) {
 		}
 		e := &env{cfg: cfg, sqs: sqsClient, sns: snsClient, traffic: tr, ceiling: ceiling, run: newRunID(),
 			res: Result{Name: name, Unit: catalogue[i].unit}}
+		e.via = clientOf(cfg, e)
 		run := catalogue[i].run
 		if ceiling && !slices.Contains(ceilingScenarios, name) {
 			run = func(context.Context, *env) error {
 				return &unsupportedError{"the ceiling", errors.New("it holds nothing, and the scenario needs messages held")}
 			}
 		}
-		if cfg.Client == ClientFast {
-			run = fastScenario(name, ceiling)
+		if err := clientRefusal(cfg, name, ceiling); err != nil {
+			run = func(context.Context, *env) error { return err }
 		}
 		res := e.execute(ctx, run)
 		rep.Results = append(rep.Results, res)
@@ -406,6 +407,8 @@ type env struct {
 	// ceiling, which holds nothing: see Ledger, arrive and receive.
 	traffic *traffic
 	ceiling bool
+	// via moves the messages of the scenarios both clients run.
+	via client
 
 	res  Result
 	turn atomic.Int64 // clients given a node so far

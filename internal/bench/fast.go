@@ -14,7 +14,6 @@ import (
 	"net/http"
 	"net/url"
 	"strconv"
-	"sync"
 	"sync/atomic"
 	"time"
 )
@@ -149,25 +148,8 @@ type fastConn struct {
 	entries []entryAnswer
 }
 
-// fastConns are n workers' connections; close them when done.
-type fastConns []*fastConn
-
-func (e *env) fastConns(n int) fastConns {
-	cs := make(fastConns, n)
-	for i := range cs {
-		cs[i] = e.fastConn()
-	}
-	return cs
-}
-
 func (e *env) fastConn() *fastConn {
 	return &fastConn{nodes: e.cfg.nodes, requests: &e.traffic.requests}
-}
-
-func (cs fastConns) close() {
-	for _, c := range cs {
-		c.close()
-	}
 }
 
 func (c *fastConn) close() {
@@ -299,25 +281,45 @@ func (c *fastConn) bodies(stamps []Stamp) [][]byte {
 	return c.msg[:len(stamps)]
 }
 
-// fastSend sends one message, checks the MD5 the broker computed of it
-// and acks it; lat, when set, gets the request's latency.
-func (e *env) fastSend(ctx context.Context, c *fastConn, q *fastQueue, l *Ledger, lat *Latencies) {
-	st := e.stamps(l, 1)[0]
-	c.body = q.appendSend(c.body[:0], c.bodies([]Stamp{st})[0])
+// fastClient is the client of --client fast.
+type fastClient struct{ e *env }
+
+func (f fastClient) queue(url string) clientQueue { return fastClientQueue{f.e, newFastQueue(url)} }
+
+// fastClientQueue is a queue of the fast client: its prebuilt requests.
+type fastClientQueue struct {
+	e *env
+	q *fastQueue
+}
+
+func (f fastClientQueue) url() string { return f.q.url }
+
+// sender gives each worker a keep-alive connection of its own.
+func (f fastClientQueue) sender() sender { return &fastSender{f.e.fastConn(), f.q} }
+
+func (f fastClientQueue) receive(c *crew, workers int, lat *Latencies, handle func([]Stamp, time.Time)) {
+	receiveWith(f.e, c, receiveLoop{workers: workers, lat: lat},
+		func() inbox[fastMsg] { return fastInbox{f.e, f.e.fastConn(), f.q} },
+		func(msgs []fastMsg, at time.Time) { handle(f.e.fastArrive(c.ledger, msgs), at) })
+}
+
+// fastSender sends on one keep-alive connection and checks the MD5 the
+// broker computed of each message against that of the body sent.
+type fastSender struct {
+	c *fastConn
+	q *fastQueue
+}
+
+func (s *fastSender) close() { s.c.close() }
+
+func (s *fastSender) send(ctx context.Context, st Stamp) error {
+	c := s.c
+	c.body = s.q.appendSend(c.body[:0], c.bodies([]Stamp{st})[0])
 	ans, err := c.call(ctx, opSend, c.body)
-	if err == nil {
-		err = checkSend(ans, c.sums[0])
-	}
 	if err != nil {
-		if ctx.Err() == nil {
-			e.fail(fmt.Errorf("SendMessage: %w", err))
-		}
-		return
+		return err
 	}
-	if lat != nil {
-		lat.Add(time.Since(st.Sent))
-	}
-	l.Ack(st.Seq)
+	return checkSend(ans, c.sums[0])
 }
 
 // checkSend checks a SendMessage answer against the MD5 of what was sent.
@@ -332,27 +334,29 @@ func checkSend(ans []byte, sent [32]byte) error {
 	return nil
 }
 
-// fastSendBatch sends stamps in one SendMessageBatch and acks each entry
-// the broker took with the MD5 of what was sent; it returns what went
-// wrong as sendBatch does.
-func (e *env) fastSendBatch(ctx context.Context, c *fastConn, q *fastQueue, l *Ledger, stamps []Stamp, lat *Latencies) (int, error) {
-	c.body = q.appendSendBatch(c.body[:0], c.bodies(stamps))
+// sendBatch sends to standard queues only: a stamp's group would need
+// FIFO entries, which the fast client does not build.
+func (s *fastSender) sendBatch(ctx context.Context, stamps []Stamp, lat *Latencies) ([]*string, []batchFailure, error) {
+	for _, st := range stamps {
+		if st.Group != "" {
+			return nil, nil, errors.New("the fast client sends no FIFO messages")
+		}
+	}
+	c := s.c
+	c.body = s.q.appendSendBatch(c.body[:0], c.bodies(stamps))
 	t0 := time.Now()
 	ans, err := c.call(ctx, opSendBatch, c.body)
 	if err == nil {
 		c.entries, err = parseBatch(ans, c.entries)
 	}
 	if err != nil {
-		if ctx.Err() != nil {
-			return 0, nil
-		}
-		return len(stamps), fmt.Errorf("SendMessageBatch: %w", err)
+		return nil, nil, err
 	}
 	if lat != nil {
 		lat.Add(time.Since(t0))
 	}
 	ok, failed := sendEntries(c.entries, c.sums[:len(stamps)])
-	return batchAnswer("SendMessageBatch", l, stamps, ok, failed)
+	return ok, failed, nil
 }
 
 // sendEntries sorts the entries of a SendMessageBatch answer into those
@@ -377,53 +381,30 @@ func sendEntries(entries []entryAnswer, sums [][32]byte) (ok []*string, failed [
 	return ok, failed
 }
 
-// fastReceiver describes workers that receive from one queue and delete
-// what they received.
-type fastReceiver struct {
-	q       *fastQueue
-	workers int
-	lat     *Latencies
-	handle  func(msgs []fastMsg, at time.Time)
+// fastInbox receives on a keep-alive connection of its own.
+type fastInbox struct {
+	e *env
+	c *fastConn
+	q *fastQueue
 }
 
-// fastReceive runs r's workers as env.receive runs an SDK receiver's.
-func (e *env) fastReceive(c *crew, r fastReceiver) {
-	var wg sync.WaitGroup
-	for range max(r.workers, 1) {
-		ctx := e.client(c.ctx)
-		wg.Go(func() {
-			conn := e.fastConn()
-			defer conn.close()
-			for ctx.Err() == nil && !c.check() {
-				t0 := time.Now()
-				ans, err := conn.call(ctx, opReceive, r.q.receive)
-				at := time.Now()
-				if err == nil {
-					conn.msgs, err = parseReceive(ans, conn.msgs)
-				}
-				if err != nil {
-					if ctx.Err() != nil {
-						return
-					}
-					e.fail(fmt.Errorf("ReceiveMessage: %w", err))
-					pause(ctx, 10*time.Millisecond) // a failing broker is not hammered
-					continue
-				}
-				e.receives.Add(1)
-				e.received.Add(int64(len(conn.msgs)))
-				if len(conn.msgs) == 0 {
-					continue
-				}
-				if r.lat != nil {
-					r.lat.Add(at.Sub(t0))
-				}
-				r.handle(conn.msgs, at)
-				e.fastDelete(ctx, conn, r.q, conn.msgs)
-			}
-		})
+// receive returns messages in the connection's buffer, valid until its
+// next call.
+func (in fastInbox) receive(ctx context.Context) ([]fastMsg, error) {
+	ans, err := in.c.call(ctx, opReceive, in.q.receive)
+	if err != nil {
+		return nil, err
 	}
-	wg.Wait()
+	if in.c.msgs, err = parseReceive(ans, in.c.msgs); err != nil {
+		return nil, err
+	}
+	return in.c.msgs, nil
 }
+
+func (in fastInbox) remove(ctx context.Context, msgs []fastMsg) {
+	in.e.fastDelete(ctx, in.c, in.q, msgs)
+}
+func (in fastInbox) close() { in.c.close() }
 
 // fastDelete deletes msgs in one DeleteMessageBatch; each failed entry,
 // and an answer that does not account for every entry once, is an error.

@@ -11,6 +11,7 @@ import (
 	"net/http/httptest"
 	"net/http/httputil"
 	"net/url"
+	"slices"
 	"strconv"
 	"strings"
 	"sync/atomic"
@@ -20,10 +21,12 @@ import (
 	"github.com/ferrymq/ferry/internal/bench"
 )
 
-// TestFastClientAgainstFerry runs the fast client's scenarios briefly
-// against a real in-memory Ferry: each must come out right with every
-// figure present, and any other scenario must read unsupported.
-func TestFastClientAgainstFerry(t *testing.T) {
+// TestClientsAgainstFerry runs the scenarios both clients run briefly
+// with each client against a real in-memory Ferry: each must come out
+// right with every figure present, and the same figures from both
+// clients, so that their reports compare. A scenario the fast client does
+// not run must read unsupported with it.
+func TestClientsAgainstFerry(t *testing.T) {
 	ctx, cancel := context.WithTimeout(context.Background(), 3*time.Minute)
 	defer cancel()
 	srv, err := startFerry(ctx, t)
@@ -32,31 +35,57 @@ func TestFastClientAgainstFerry(t *testing.T) {
 	}
 	defer srv.Shutdown(context.Background())
 
-	rep, err := bench.Run(ctx, bench.Config{Endpoint: srv.URL(), Client: bench.ClientFast,
-		Scenarios: []string{"send", "send-batch", "receive-delete", "produce-consume", "dlq-move"},
-		Duration:  300 * time.Millisecond, Concurrency: 4, Prefill: 2000})
-	if err != nil {
-		t.Fatal(err)
-	}
-	if rep.Client != bench.ClientFast {
-		t.Errorf("report names client %q", rep.Client)
-	}
-	for _, r := range rep.Results {
-		t.Log(r.Line())
-		if r.Name == "dlq-move" {
-			if r.Status != bench.StatusUnsupported || !strings.Contains(r.Note, "--client sdk") {
-				t.Errorf("dlq-move: %s, want unsupported", r.Line())
+	shared := []string{"send", "send-batch", "receive-delete", "produce-consume"}
+	// figures names the figures a result carries, for comparing clients.
+	figures := func(r bench.Result) string {
+		var have []string
+		for name, v := range map[string]*float64{"server_cpu": r.ServerCPU, "server_cpu_per_request": r.ServerCPUPerRequest,
+			"client_cpu": r.ClientCPU, "per_receive": r.PerReceive, "p50": r.P50ms, "p99": r.P99ms} {
+			if v != nil {
+				have = append(have, name)
 			}
-			continue
 		}
-		if r.Status != bench.StatusOK || r.Verified == 0 || r.Lost+r.Duplicated+r.Errors != 0 {
-			t.Errorf("%s: %s", r.Name, r.Line())
+		slices.Sort(have)
+		return r.Unit + " " + r.Latency + ": " + strings.Join(have, ",")
+	}
+	byClient := map[string]map[string]string{}
+	for _, client := range bench.Clients() {
+		rep, err := bench.Run(ctx, bench.Config{Endpoint: srv.URL(), Client: client,
+			Scenarios: append(slices.Clone(shared), "dlq-move"),
+			Duration:  300 * time.Millisecond, Concurrency: 4, Prefill: 2000})
+		if err != nil {
+			t.Fatal(err)
 		}
-		if r.ServerCPU == nil || r.ClientCPU == nil || *r.ClientCPU <= 0 || r.PerReceive == nil || *r.PerReceive <= 0 {
-			t.Errorf("%s: figures missing: %s", r.Name, r.Line())
+		if rep.Client != client {
+			t.Errorf("report names client %q, want %q", rep.Client, client)
 		}
-		if r.Latency == "" || r.P50ms == nil {
-			t.Errorf("%s: no latency: %s", r.Name, r.Line())
+		byClient[client] = map[string]string{}
+		for _, r := range rep.Results {
+			t.Logf("%s: %s", client, r.Line())
+			if r.Name == "dlq-move" {
+				if client == bench.ClientFast && (r.Status != bench.StatusUnsupported || !strings.Contains(r.Note, "--client sdk")) {
+					t.Errorf("fast dlq-move: %s, want unsupported", r.Line())
+				}
+				continue
+			}
+			byClient[client][r.Name] = figures(r)
+			if r.Status != bench.StatusOK || r.Verified == 0 || r.Lost+r.Duplicated+r.Errors != 0 {
+				t.Errorf("%s %s: %s", client, r.Name, r.Line())
+			}
+			if r.ServerCPU == nil || r.ClientCPU == nil || *r.ClientCPU <= 0 || r.PerReceive == nil || *r.PerReceive <= 0 || *r.PerReceive > 10 {
+				t.Errorf("%s %s: figures missing or wrong: %s", client, r.Name, r.Line())
+			}
+			if r.Requests == 0 {
+				t.Errorf("%s %s: no requests counted", client, r.Name)
+			}
+			if r.Latency == "" || r.P50ms == nil {
+				t.Errorf("%s %s: no latency: %s", client, r.Name, r.Line())
+			}
+		}
+	}
+	for _, name := range shared {
+		if sdk, fast := byClient[bench.ClientSDK][name], byClient[bench.ClientFast][name]; sdk != fast {
+			t.Errorf("%s: the SDK reports %q, the fast client %q", name, sdk, fast)
 		}
 	}
 	assertNoQueues(ctx, t, srv.URL())

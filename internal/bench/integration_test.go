@@ -154,6 +154,19 @@ func TestScenariosAgainstCeiling(t *testing.T) {
 	if len(rep.Results) != len(want) {
 		t.Errorf("%d results, want %d", len(rep.Results), len(want))
 	}
+
+	// The fast client checks every message: it runs nothing against the
+	// ceiling, not even the scenarios it runs elsewhere.
+	rep, err = bench.Run(ctx, bench.Config{Endpoint: srv.URL(), Client: bench.ClientFast,
+		Scenarios: []string{"send", "dlq-move"}, Duration: 200 * time.Millisecond, Concurrency: 2})
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, r := range rep.Results {
+		if r.Status != bench.StatusUnsupported || !strings.Contains(r.Note, "--client fast: checks every message") {
+			t.Errorf("fast %s against the ceiling: %s", r.Name, r.Line())
+		}
+	}
 }
 
 func assertNoQueues(ctx context.Context, t *testing.T, endpoint string) {

@@ -13,25 +13,35 @@ import (
 	"github.com/aws/aws-sdk-go-v2/service/sqs/types"
 )
 
+// scenarioQueue makes the scenario's queue (see createQueue) and prepares
+// it for the run's client.
+func (e *env) scenarioQueue(ctx context.Context) (clientQueue, error) {
+	url, err := e.createQueue(ctx, e.res.Name, nil)
+	if err != nil {
+		return nil, err
+	}
+	return e.via.queue(url), nil
+}
+
 // runSends: SendMessage of one body per request, or SendMessageBatch of
 // ten, from every worker; then the queue is drained to check that each
 // acknowledged message is there exactly once.
 func runSends(batch bool) func(context.Context, *env) error {
 	return func(ctx context.Context, e *env) error {
-		url, err := e.createQueue(ctx, e.res.Name, nil)
+		q, err := e.scenarioQueue(ctx)
 		if err != nil {
 			return err
 		}
 		l := NewLedger(1)
 		var lat Latencies
-		elapsed := e.loop(ctx, e.cfg.Concurrency, e.cfg.Duration, func(ctx context.Context, _ int) bool {
+		elapsed := e.sendLoop(ctx, q, e.cfg.Concurrency, e.cfg.Duration, func(ctx context.Context, s sender, _ int) bool {
 			switch {
 			case l.Issued() >= e.cfg.MaxMessages:
 				return false
 			case batch:
-				e.failN(e.sendBatch(ctx, url, l, e.stamps(l, 10), &lat))
+				e.failN(e.sendBatch(ctx, s, l, e.stamps(l, 10), &lat))
 			default:
-				e.send(ctx, url, l, &lat)
+				e.send(ctx, s, l, &lat)
 			}
 			return true
 		})
@@ -41,8 +51,8 @@ func runSends(batch bool) func(context.Context, *env) error {
 			what = "batch request"
 		}
 		e.latency(what, lat.Summary())
-		e.drain(ctx, url, l, nil)
-		e.settle(ctx, l, url)
+		e.drain(ctx, q, l, nil)
+		e.settle(ctx, l, q.url())
 		return nil
 	}
 }
@@ -50,17 +60,17 @@ func runSends(batch bool) func(context.Context, *env) error {
 // runReceiveDelete: a pre-filled queue drained by every worker with long
 // polls of 10 and batch deletes; the drain is what is measured.
 func runReceiveDelete(ctx context.Context, e *env) error {
-	url, err := e.createQueue(ctx, e.res.Name, nil)
+	q, err := e.scenarioQueue(ctx)
 	if err != nil {
 		return err
 	}
 	l := NewLedger(1)
-	e.prefill(ctx, url, l)
+	e.prefill(ctx, q, l)
 	var lat Latencies
-	elapsed := e.drain(ctx, url, l, &lat)
+	elapsed := e.drain(ctx, q, l, &lat)
 	e.measured(l.Tally().Received, elapsed)
 	e.latency("receive request", lat.Summary())
-	e.settle(ctx, l, url)
+	e.settle(ctx, l, q.url())
 	return nil
 }
 
@@ -83,11 +93,12 @@ func (w *window) arrive(at time.Time) {
 	}
 }
 
-// produceConsume runs producers for Duration while consumers receive from
-// url, then lets the consumers finish the backlog within the drain limit.
-// The rate is what arrived while producers ran; latencies are end to end,
-// from the start of the send to the return of the receive.
-func (e *env) produceConsume(ctx context.Context, url string, l *Ledger, producers int, produce func(ctx context.Context, worker int), onFirst func(Stamp)) {
+// produceConsume runs producers, each with a sender of its own, for
+// Duration while consumers receive from q, then lets the consumers finish
+// the backlog within the drain limit. The rate is what arrived while
+// producers ran; latencies are end to end, from the start of the send to
+// the return of the receive.
+func (e *env) produceConsume(ctx context.Context, q clientQueue, l *Ledger, producers int, produce func(ctx context.Context, s sender, worker int), onFirst func(Stamp)) {
 	var lat Latencies
 	start := time.Now()
 	win := newWindow(start, e.cfg.Duration)
@@ -95,25 +106,24 @@ func (e *env) produceConsume(ctx context.Context, url string, l *Ledger, produce
 	defer c.cancel()
 	var consumers sync.WaitGroup
 	consumers.Go(func() {
-		e.receive(c, receiver{url: url, workers: max(1, e.cfg.Concurrency/2), wait: 20,
-			handle: func(msgs []types.Message, at time.Time) {
-				for _, st := range e.arrive(l, 0, msgs) {
-					win.arrive(at)
-					if st.Sent.IsZero() {
-						continue // the ceiling's: nothing to time or order
-					}
-					if onFirst != nil {
-						onFirst(st)
-					}
-					lat.Add(at.Sub(st.Sent))
+		q.receive(c, max(1, e.cfg.Concurrency/2), nil, func(first []Stamp, at time.Time) {
+			for _, st := range first {
+				win.arrive(at)
+				if st.Sent.IsZero() {
+					continue // the ceiling's: nothing to time or order
 				}
-			}})
+				if onFirst != nil {
+					onFirst(st)
+				}
+				lat.Add(at.Sub(st.Sent))
+			}
+		})
 	})
-	sendElapsed := e.loop(ctx, producers, e.cfg.Duration, func(ctx context.Context, w int) bool {
+	sendElapsed := e.sendLoop(ctx, q, producers, e.cfg.Duration, func(ctx context.Context, s sender, w int) bool {
 		if l.Issued() >= e.cfg.MaxMessages {
 			return false
 		}
-		produce(ctx, w)
+		produce(ctx, s, w)
 		return true
 	})
 	win.end.Store(min(win.end.Load(), start.Add(sendElapsed).UnixNano()))
@@ -123,7 +133,7 @@ func (e *env) produceConsume(ctx context.Context, url string, l *Ledger, produce
 	e.measured(win.arrived.Load(), min(sendElapsed, e.cfg.Duration))
 	e.latency("end-to-end", lat.Summary())
 	e.note("sent %s msgs/s", Thousands(Rate(int64(l.Tally().Acked), sendElapsed)))
-	e.settle(ctx, l, url)
+	e.settle(ctx, l, q.url())
 }
 
 // runProduceConsume: single sends, or SendMessageBatch of ten, from half
@@ -131,16 +141,16 @@ func (e *env) produceConsume(ctx context.Context, url string, l *Ledger, produce
 // at once.
 func runProduceConsume(batch bool) func(context.Context, *env) error {
 	return func(ctx context.Context, e *env) error {
-		url, err := e.createQueue(ctx, e.res.Name, nil)
+		q, err := e.scenarioQueue(ctx)
 		if err != nil {
 			return err
 		}
 		l := NewLedger(1)
-		produce := func(ctx context.Context, _ int) { e.send(ctx, url, l, nil) }
+		produce := func(ctx context.Context, s sender, _ int) { e.send(ctx, s, l, nil) }
 		if batch {
-			produce = func(ctx context.Context, _ int) { e.failN(e.sendBatch(ctx, url, l, e.stamps(l, 10), nil)) }
+			produce = func(ctx context.Context, s sender, _ int) { e.failN(e.sendBatch(ctx, s, l, e.stamps(l, 10), nil)) }
 		}
-		e.produceConsume(ctx, url, l, max(1, e.cfg.Concurrency/2), produce, nil)
+		e.produceConsume(ctx, q, l, max(1, e.cfg.Concurrency/2), produce, nil)
 		return nil
 	}
 }
@@ -253,7 +263,7 @@ func runDLQMove(ctx context.Context, e *env) error {
 		return feature("CreateQueue with a RedrivePolicy", err)
 	}
 	l := NewLedger(1)
-	e.prefill(ctx, src, l)
+	e.prefill(ctx, e.sdkQueue(src), l)
 
 	var mu sync.Mutex
 	deliveries := map[uint64]int{}
@@ -327,7 +337,7 @@ func runMoveTask(ctx context.Context, e *env) error {
 		return feature("ListMessageMoveTasks", err)
 	}
 	l := NewLedger(1)
-	acked := e.prefill(ctx, dlq, l)
+	acked := e.prefill(ctx, e.sdkQueue(dlq), l)
 
 	start := time.Now()
 	if _, err := e.sqs.StartMessageMoveTask(ctx, &sqs.StartMessageMoveTaskInput{
@@ -366,7 +376,7 @@ func runMoveTask(ctx context.Context, e *env) error {
 		e.fail(fmt.Errorf("move task %s after %s (%s), %d moved of %d", status, elapsed.Round(time.Millisecond),
 			aws.ToString(last.FailureReason), last.ApproximateNumberOfMessagesMoved, acked))
 	}
-	e.drain(ctx, src, l, nil)
+	e.drain(ctx, e.sdkQueue(src), l, nil)
 	e.settle(ctx, l, src)
 	return nil
 }
@@ -386,7 +396,7 @@ func runFIFO(groups int) func(context.Context, *env) error {
 		producers := min(groups, max(1, e.cfg.Concurrency/2))
 		next := make([]uint64, groups) // each index touched by its owner only
 		turns := make([]int, producers)
-		produce := func(ctx context.Context, w int) {
+		produce := func(ctx context.Context, s sender, w int) {
 			owned := (groups - w + producers - 1) / producers // groups w, w+producers, ...
 			g := w + turns[w]%owned*producers
 			turns[w]++
@@ -396,9 +406,9 @@ func runFIFO(groups int) func(context.Context, *env) error {
 				stamps[i].Index = next[g]
 				next[g]++
 			}
-			e.failN(e.sendBatch(ctx, url, l, stamps, nil))
+			e.failN(e.sendBatch(ctx, s, l, stamps, nil))
 		}
-		e.produceConsume(ctx, url, l, producers, produce, func(st Stamp) { order.Observe(st.Group, st.Index) })
+		e.produceConsume(ctx, e.sdkQueue(url), l, producers, produce, func(st Stamp) { order.Observe(st.Group, st.Index) })
 		e.res.OutOfOrder += order.OutOfOrder()
 		return nil
 	}

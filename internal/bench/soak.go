@@ -342,7 +342,7 @@ func (s *soak) fillBacklog(ctx context.Context, n int) error {
 	saved := e.cfg
 	defer func() { e.cfg = saved }()
 	e.cfg.Prefill, e.cfg.MaxMessages, e.cfg.Duration = n, n, soakBacklogLimit
-	if got := e.prefill(ctx, url, NewLedger(1)); got < n {
+	if got := e.prefill(ctx, e.sdkQueue(url), NewLedger(1)); got < n {
 		return fmt.Errorf("%d of %d messages taken", got, n)
 	}
 	return nil
@@ -399,8 +399,8 @@ func (s *soak) run(ctx context.Context, cfg SoakConfig, rep *SoakReport) {
 		every := time.Duration(float64(time.Second) / max(perSecond, 0.01))
 		paced(lctx, &producers, every, workers, call)
 	}
-	pace(1, soakSingleShare, 3, func() { e.send(lctx, s.std, s.lStd, nil) })
-	pace(10, soakBatchShare, 2, func() { e.failN(e.sendBatch(lctx, s.std, s.lStd, e.stamps(s.lStd, 10), nil)) })
+	pace(1, soakSingleShare, 3, func() { e.send(lctx, e.sdkQueue(s.std), s.lStd, nil) })
+	pace(10, soakBatchShare, 2, func() { e.failN(e.sendBatch(lctx, e.sdkQueue(s.std), s.lStd, e.stamps(s.lStd, 10), nil)) })
 	// One FIFO producer: each group's order is the order of its sends.
 	next := make([]uint64, soakFIFOGroups)
 	turn := 0
@@ -413,11 +413,11 @@ func (s *soak) run(ctx context.Context, cfg SoakConfig, rep *SoakReport) {
 			stamps[i].Index = next[g]
 			next[g]++
 		}
-		e.failN(e.sendBatch(lctx, s.fifo, s.lFIFO, stamps, nil))
+		e.failN(e.sendBatch(lctx, e.sdkQueue(s.fifo), s.lFIFO, stamps, nil))
 	})
-	pace(1, soakDLQShare, 1, func() { e.send(lctx, s.src, s.lDLQ, nil) })
+	pace(1, soakDLQShare, 1, func() { e.send(lctx, e.sdkQueue(s.src), s.lDLQ, nil) })
 	pace(1, soakPublishShare, 2, func() { s.publish(lctx) })
-	paced(lctx, &producers, soakIdleEvery, 1, func() { e.send(lctx, s.idle, s.lIdle, nil) })
+	paced(lctx, &producers, soakIdleEvery, 1, func() { e.send(lctx, e.sdkQueue(s.idle), s.lIdle, nil) })
 	paced(lctx, &producers, soakChurnEvery, 1, func() { s.churn(lctx) })
 
 	var prevSent, prevRecv int64

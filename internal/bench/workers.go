@@ -126,59 +126,6 @@ func (e *env) stamps(l *Ledger, n int) []Stamp {
 	return s
 }
 
-// send sends one message and acks it when the broker took it; lat, when
-// set, gets the request's latency.
-func (e *env) send(ctx context.Context, url string, l *Ledger, lat *Latencies) {
-	st := e.stamps(l, 1)[0]
-	_, err := e.sqs.SendMessage(ctx, &sqs.SendMessageInput{QueueUrl: aws.String(url), MessageBody: aws.String(st.Body())})
-	if err != nil {
-		if ctx.Err() == nil {
-			e.fail(fmt.Errorf("SendMessage: %w", err))
-		}
-		return
-	}
-	if lat != nil {
-		lat.Add(time.Since(st.Sent))
-	}
-	l.Ack(st.Seq)
-}
-
-// sendBatch sends stamps in one SendMessageBatch, those with a group as
-// FIFO messages with a deduplication id of their own, and acks each entry
-// the broker took. It returns how many entries went wrong (see batchAnswer;
-// all of them when the call failed) and the first such problem, for the
-// caller to count.
-func (e *env) sendBatch(ctx context.Context, url string, l *Ledger, stamps []Stamp, lat *Latencies) (int, error) {
-	entries := make([]types.SendMessageBatchRequestEntry, len(stamps))
-	for i, st := range stamps {
-		entries[i] = types.SendMessageBatchRequestEntry{Id: aws.String(strconv.Itoa(i)), MessageBody: aws.String(st.Body())}
-		if st.Group != "" {
-			entries[i].MessageGroupId = aws.String(st.Group)
-			entries[i].MessageDeduplicationId = aws.String(e.run + "-" + strconv.FormatUint(st.Seq, 10))
-		}
-	}
-	t0 := time.Now()
-	out, err := e.sqs.SendMessageBatch(ctx, &sqs.SendMessageBatchInput{QueueUrl: aws.String(url), Entries: entries})
-	if err != nil {
-		if ctx.Err() != nil {
-			return 0, nil
-		}
-		return len(stamps), fmt.Errorf("SendMessageBatch: %w", err)
-	}
-	if lat != nil {
-		lat.Add(time.Since(t0))
-	}
-	ok := make([]*string, len(out.Successful))
-	for i, s := range out.Successful {
-		ok[i] = s.Id
-	}
-	failed := make([]batchFailure, len(out.Failed))
-	for i, f := range out.Failed {
-		failed[i] = batchFailure{f.Id, f.Code, f.Message}
-	}
-	return batchAnswer("SendMessageBatch", l, stamps, ok, failed)
-}
-
 // publishBatchInput is a PublishBatch of stamps to topicArn, each entry's
 // Id its index.
 func publishBatchInput(topicArn string, stamps []Stamp) *sns.PublishBatchInput {
@@ -204,19 +151,28 @@ func (e *env) publishBatch(ctx context.Context, topicArn string, l *Ledger, stam
 
 // publishAnswer books the answer of a PublishBatch of stamps (see batchAnswer).
 func publishAnswer(l *Ledger, stamps []Stamp, out *sns.PublishBatchOutput) (int, error) {
-	ok := make([]*string, len(out.Successful))
-	for i, s := range out.Successful {
-		ok[i] = s.Id
-	}
-	failed := make([]batchFailure, len(out.Failed))
-	for i, f := range out.Failed {
-		failed[i] = batchFailure{f.Id, f.Code, f.Message}
-	}
+	ok, failed := entryAnswers(out.Successful, out.Failed,
+		func(s snstypes.PublishBatchResultEntry) *string { return s.Id },
+		func(f snstypes.BatchResultErrorEntry) batchFailure { return batchFailure{f.Id, f.Code, f.Message} })
 	return batchAnswer("PublishBatch", l, stamps, ok, failed)
 }
 
 // batchFailure is one failed entry of a batch answer, SQS's or SNS's.
 type batchFailure struct{ id, code, message *string }
+
+// entryAnswers puts the entries of an SDK's batch answer in batchAnswer's
+// terms: the Ids of the successful ones, and the failed ones.
+func entryAnswers[S, F any](successful []S, failures []F, id func(S) *string, failure func(F) batchFailure) ([]*string, []batchFailure) {
+	ok := make([]*string, len(successful))
+	for i, s := range successful {
+		ok[i] = id(s)
+	}
+	failed := make([]batchFailure, len(failures))
+	for i, f := range failures {
+		failed[i] = failure(f)
+	}
+	return ok, failed
+}
 
 // batchAnswer acks in l each entry of stamps (sent with its index as Id)
 // that the answer of op lists as successful. It returns how many entries
@@ -268,26 +224,29 @@ func (e *env) failN(n int, err error) {
 	e.errs.Add(int64(n - 1))
 }
 
-// prefill fills url with up to Prefill messages in batches from every
+// prefill fills q with up to Prefill messages in batches from every
 // worker, for at most Duration, and returns how many the broker took. A
 // broker whose SendMessageBatch answers wrongly (send-batch reports that)
 // is filled with single sends instead, so that what follows still runs.
-func (e *env) prefill(ctx context.Context, url string, l *Ledger) int {
+func (e *env) prefill(ctx context.Context, q clientQueue, l *Ledger) int {
 	target := min(e.cfg.Prefill, e.cfg.MaxMessages)
 	batches := true
-	if n, err := e.sendBatch(ctx, url, l, e.stamps(l, min(10, target)), nil); n > 0 {
+	probe := q.sender()
+	n, err := e.sendBatch(ctx, probe, l, e.stamps(l, min(10, target)), nil)
+	probe.close()
+	if n > 0 {
 		batches = false
 		e.note("SendMessageBatch failed (%s), so pre-filled with SendMessage", shorten(err.Error(), 200))
 	}
-	elapsed := e.loop(ctx, e.cfg.Concurrency, e.cfg.Duration, func(ctx context.Context, _ int) bool {
+	elapsed := e.sendLoop(ctx, q, e.cfg.Concurrency, e.cfg.Duration, func(ctx context.Context, s sender, _ int) bool {
 		n := min(10, target-l.Issued())
 		if n <= 0 {
 			return false
 		}
 		if batches {
-			e.failN(e.sendBatch(ctx, url, l, e.stamps(l, n), nil))
+			e.failN(e.sendBatch(ctx, s, l, e.stamps(l, n), nil))
 		} else {
-			e.send(ctx, url, l, nil)
+			e.send(ctx, s, l, nil)
 		}
 		return true
 	})
@@ -296,7 +255,8 @@ func (e *env) prefill(ctx context.Context, url string, l *Ledger) int {
 	return t.Acked
 }
 
-// receiver describes workers that receive from one queue.
+// receiver describes workers that receive from one queue with the SDK
+// (see receiveLoop).
 type receiver struct {
 	url     string
 	workers int
@@ -346,32 +306,60 @@ func (c *crew) producersDone() {
 	c.check()
 }
 
-// receive runs r's workers, each a client of its own, up to 10 messages a
-// call, each batch handed to r.handle (before it is deleted, so that a
-// FIFO group's next messages cannot be handled first), until the crew is
-// done or its time is up.
+// receive runs r's workers (see receiveLoop) with the SDK.
 func (e *env) receive(c *crew, r receiver) {
+	loop := receiveLoop{workers: r.workers, keep: r.keep, async: r.async, copy: r.copy, lat: r.lat}
+	receiveWith(e, c, loop, func() inbox[types.Message] { return sdkInbox{e, r.url, r.wait} }, r.handle)
+}
+
+// inbox is one receive worker's way to a queue, for receiveWith.
+type inbox[M any] interface {
+	// receive asks for up to 10 messages; those it returns are valid
+	// until its next call.
+	receive(ctx context.Context) ([]M, error)
+	// remove deletes msgs in one call, counting each failure as an error.
+	remove(ctx context.Context, msgs []M)
+	close()
+}
+
+// receiveLoop is how the workers of receiveWith go about a queue.
+type receiveLoop struct {
+	workers int
+	keep    bool // never delete (the message comes back)
+	// async deletes in the background, so that the receiver waits again
+	// at once; only for an inbox whose messages outlive its next receive.
+	async bool
+	copy  int // the ledger's place of this queue's copies (see Ledger)
+	lat   *Latencies
+}
+
+// receiveWith runs how's workers, each a client of its own with an inbox
+// of its own from open, up to 10 messages a call, each batch handed to
+// handle (before it is deleted, so that a FIFO group's next messages
+// cannot be handled first), until the crew is done or its time is up.
+func receiveWith[M any](e *env, c *crew, how receiveLoop, open func() inbox[M], handle func(msgs []M, at time.Time)) {
 	var workers, deletes sync.WaitGroup
-	for range max(r.workers, 1) {
+	for range max(how.workers, 1) {
 		ctx := e.client(c.ctx)
 		workers.Go(func() {
+			in := open()
+			defer in.close()
 			for ctx.Err() == nil && !c.check() {
 				// The ceiling answers every receive at once with 10 of its
 				// own messages: a receive from it first claims what a
 				// broker would have to give, and takes no more than that.
 				var claimed int
 				if e.ceiling {
-					if claimed = c.ledger.Claim(ctx, r.copy, 10); claimed == 0 {
+					if claimed = c.ledger.Claim(ctx, how.copy, 10); claimed == 0 {
 						continue
 					}
 				}
 				t0 := time.Now()
-				out, err := e.sqs.ReceiveMessage(ctx, &sqs.ReceiveMessageInput{
-					QueueUrl: aws.String(r.url), MaxNumberOfMessages: 10, WaitTimeSeconds: r.wait})
+				msgs, err := in.receive(ctx)
 				at := time.Now()
 				if err != nil {
 					if e.ceiling {
-						c.ledger.Unclaim(r.copy, claimed)
+						c.ledger.Unclaim(how.copy, claimed)
 					}
 					if ctx.Err() != nil {
 						return
@@ -381,23 +369,23 @@ func (e *env) receive(c *crew, r receiver) {
 					continue
 				}
 				if e.ceiling {
-					out.Messages = out.Messages[:min(claimed, len(out.Messages))]
+					msgs = msgs[:min(claimed, len(msgs))]
 				}
 				e.receives.Add(1)
-				e.received.Add(int64(len(out.Messages)))
-				if len(out.Messages) == 0 {
+				e.received.Add(int64(len(msgs)))
+				if len(msgs) == 0 {
 					continue
 				}
-				if r.lat != nil {
-					r.lat.Add(at.Sub(t0))
+				if how.lat != nil {
+					how.lat.Add(at.Sub(t0))
 				}
-				r.handle(out.Messages, at)
+				handle(msgs, at)
 				switch {
-				case r.keep:
-				case r.async:
-					deletes.Go(func() { e.deleteBatch(ctx, r.url, out.Messages) })
+				case how.keep:
+				case how.async:
+					deletes.Go(func() { in.remove(ctx, msgs) })
 				default:
-					e.deleteBatch(ctx, r.url, out.Messages)
+					in.remove(ctx, msgs)
 				}
 			}
 		})
@@ -405,6 +393,27 @@ func (e *env) receive(c *crew, r receiver) {
 	workers.Wait()
 	deletes.Wait()
 }
+
+// sdkInbox receives from url with the SDK, waiting wait seconds.
+type sdkInbox struct {
+	e    *env
+	url  string
+	wait int32
+}
+
+func (in sdkInbox) receive(ctx context.Context) ([]types.Message, error) {
+	out, err := in.e.sqs.ReceiveMessage(ctx, &sqs.ReceiveMessageInput{
+		QueueUrl: aws.String(in.url), MaxNumberOfMessages: 10, WaitTimeSeconds: in.wait})
+	if err != nil {
+		return nil, err
+	}
+	return out.Messages, nil
+}
+
+func (in sdkInbox) remove(ctx context.Context, msgs []types.Message) {
+	in.e.deleteBatch(ctx, in.url, msgs)
+}
+func (in sdkInbox) close() {}
 
 func pause(ctx context.Context, d time.Duration) {
 	t := time.NewTimer(d)
@@ -460,15 +469,14 @@ func (e *env) arrive(l *Ledger, c int, msgs []types.Message) []Stamp {
 	return first
 }
 
-// drain receives and deletes from url with every worker until each
+// drain receives and deletes from q with every worker until each
 // acknowledged message of l arrived or the drain's time ran out, and
 // returns how long it took; lat, when set, gets the receives' latencies.
-func (e *env) drain(ctx context.Context, url string, l *Ledger, lat *Latencies) time.Duration {
+func (e *env) drain(ctx context.Context, q clientQueue, l *Ledger, lat *Latencies) time.Duration {
 	c := newCrew(ctx, e.drainLimit(), l, false)
 	defer c.cancel()
 	start := time.Now()
-	e.receive(c, receiver{url: url, workers: e.cfg.Concurrency, wait: 20, lat: lat,
-		handle: func(msgs []types.Message, _ time.Time) { e.arrive(l, 0, msgs) }})
+	q.receive(c, e.cfg.Concurrency, lat, func([]Stamp, time.Time) {})
 	return time.Since(start)
 }
 

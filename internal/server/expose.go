@@ -70,6 +70,7 @@ func endpoints() []endpoint {
 		{"GET /_ferry/sns/delivery-logs", accessAdmin, "the latest delivery status log lines: endpoints and their answers"},
 		{"DELETE /_ferry/sns/delivery-logs", accessAdmin, "empties the delivery status log"},
 		{"POST /_ferry/sns/sms-opt-outs", accessAdmin, "opts a phone number out of SMS (changes state)"},
+		{"GET /_ferry/export", accessAdmin, "the topology of an account: queue, topic and subscription names, attributes and policies, alarms"},
 		{"POST /_ferry/reset", accessAdmin, "removes the state of every account, or of one account or service (changes state)"},
 		{"/moto-api/reset", accessAdmin, "the same for every account, at moto's path (changes state)"},
 		{"POST /_localstack/state/reset", accessAdmin, "the same, at LocalStack's path (changes state)"},

@@ -8,7 +8,6 @@ import (
 	"errors"
 	"fmt"
 	"net/http"
-	"regexp"
 	"slices"
 	"strings"
 	"time"
@@ -16,6 +15,7 @@ import (
 	"github.com/ferrymq/ferry/internal/cloudwatch"
 	"github.com/ferrymq/ferry/internal/engine"
 	"github.com/ferrymq/ferry/internal/region"
+	"github.com/ferrymq/ferry/internal/sigv4"
 	"github.com/ferrymq/ferry/internal/sns"
 	"github.com/ferrymq/ferry/internal/sns/delivery"
 )
@@ -241,16 +241,13 @@ func (n *resetNews) close() {
 	<-n.done
 }
 
-// accountID is the form of an AWS account id.
-var accountID = regexp.MustCompile(`^[0-9]{12}$`)
-
 // Handlers of the reset paths.
 
 // ferryReset is POST /_ferry/reset[?account=ID][&service=sqs|sns|cloudwatch].
 func (s *Server) ferryReset(w http.ResponseWriter, r *http.Request) {
 	q := r.URL.Query()
 	account := q.Get("account")
-	if q.Has("account") && !accountID.MatchString(account) {
+	if q.Has("account") && !sigv4.IsAccountID(account) {
 		writeJSON(w, http.StatusBadRequest, map[string]string{"error": fmt.Sprintf("account %q is not an account id (12 digits)", account)})
 		return
 	}

@@ -32,6 +32,7 @@ import (
 	"github.com/ferrymq/ferry/internal/sns"
 	"github.com/ferrymq/ferry/internal/sns/delivery"
 	"github.com/ferrymq/ferry/internal/sqs"
+	"github.com/ferrymq/ferry/internal/topology"
 )
 
 // Config is everything a Ferry server needs to start.
@@ -119,6 +120,10 @@ type Config struct {
 	// unrenewed: how soon another node carries on when the holder dies
 	// (0: metrics.DefaultSamplerLease, cloudwatch.DefaultAlarmLease).
 	SamplerLease, AlarmLease time.Duration
+
+	// Init, when set, is applied once the store is open and before the
+	// listener answers anything (topology.Apply): a refusal stops Start.
+	Init *topology.Topology
 }
 
 // Defaults for an unset Config field.
@@ -179,6 +184,7 @@ type Server struct {
 	ln      net.Listener
 	served  chan error
 	routes  *routes
+	api     *protocol.Handler
 	scheme  string // "http" or "https"
 	// admin serves Ferry's own endpoints on Config.AdminListen; nil
 	// without one.
@@ -399,14 +405,25 @@ func Start(ctx context.Context, cfg Config) (*Server, error) {
 		// reads the wall clock under it (a fake clock in tests).
 		api.Auth.Verifier = &sigv4.Verifier{Keys: cfg.Credentials, Regions: region.Valid, Clock: clock.WallOf(cfg.Clock)}
 	}
-	if err := api.Check(); err != nil {
+	// stopServices undoes what started above, when Start fails now.
+	stopServices := func() {
 		s.resets.close()
 		s.sampler.Close(ctx)
 		cwSvc.Close()
 		snsSvc.Close()
 		closeListeners()
 		eng.Close()
+	}
+	if err := api.Check(); err != nil {
+		stopServices()
 		return nil, fmt.Errorf("describe actions: %w", err)
+	}
+	s.api = api
+	// The file is applied before anything serves, so that a client that
+	// finds Ferry up (health included) finds its queues too.
+	if err := s.applyInit(ctx); err != nil {
+		stopServices()
+		return nil, err
 	}
 	g := &guard{hosts: hosts, adminToken: cfg.AdminToken, authOn: cfg.AuthVerify, api: api}
 	s.routes = &routes{api: http.NewServeMux(), guard: g, log: cfg.Logger}
@@ -422,6 +439,7 @@ func Start(ctx context.Context, cfg Config) (*Server, error) {
 	}))
 	snsSvc.Register(mux)
 	mux.HandleFunc("POST /_ferry/reset", s.ferryReset)
+	mux.HandleFunc("GET /_ferry/export", s.ferryExport)
 	mux.HandleFunc("/moto-api/reset", s.motoReset)
 	mux.HandleFunc("POST /_localstack/state/reset", s.localstackReset)
 	mux.HandleFunc("POST /_localstack/state/{service}/reset", s.localstackReset)

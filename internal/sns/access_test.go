@@ -40,7 +40,7 @@ func statements(sts ...string) string {
 func TestAuthorizeTopic(t *testing.T) {
 	t.Parallel()
 	s := accessService()
-	def := s.defaultPolicy(aclTopic)
+	def := DefaultPolicy(aclTopic)
 	other := `{"AWS":"` + otherAcct + `"}`
 	noAllow := func(acct, action string) string {
 		return "User: arn:aws:iam::" + acct + ":root is not authorized to perform: SNS:" + action + " on resource: " + aclTopic +
@@ -107,13 +107,12 @@ func TestAuthorizeTopic(t *testing.T) {
 
 func TestTopicAccessDenies(t *testing.T) {
 	t.Parallel()
-	s := accessService()
 	for _, tt := range []struct {
 		doc            string
 		parsed, denies bool
 	}{
 		{"", false, false},
-		{s.defaultPolicy(aclTopic), true, false},
+		{DefaultPolicy(aclTopic), true, false},
 		{statements(`{"Effect":"Allow","Principal":"*","Action":"sns:Publish"}`, `{"Effect":"Deny","Principal":"*","Action":"sns:Subscribe"}`), true, true},
 		{"{", false, false},
 	} {

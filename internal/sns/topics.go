@@ -181,8 +181,9 @@ func validArchivePolicy(raw string) bool {
 	return err == nil && n >= 1 && n <= 365
 }
 
-// defaultPolicy is the Policy of a new topic, byte for byte as AWS writes it.
-func (s *Service) defaultPolicy(topicARN string) string {
+// DefaultPolicy is the Policy of a new topic, byte for byte as AWS writes
+// it.
+func DefaultPolicy(topicARN string) string {
 	return `{"Version":"2008-10-17","Id":"__default_policy_ID","Statement":[{"Sid":"__default_statement_ID","Effect":"Allow","Principal":{"AWS":"*"},` +
 		`"Action":["SNS:GetTopicAttributes","SNS:SetTopicAttributes","SNS:AddPermission","SNS:RemovePermission","SNS:DeleteTopic","SNS:Subscribe","SNS:ListSubscriptionsByTopic","SNS:Publish"],` +
 		`"Resource":"` + topicARN + `","Condition":{"StringEquals":{"AWS:SourceOwner":"` + arnAccount(topicARN) + `"}}}]}`
@@ -290,7 +291,7 @@ func (s *Service) createTopicOnce(ctx context.Context, in *createTopicInput, arn
 	}
 	attrs = maps.Clone(attrs)
 	if attrs[attrPolicy] == "" {
-		attrs[attrPolicy] = s.defaultPolicy(arn)
+		attrs[attrPolicy] = DefaultPolicy(arn)
 	}
 	if fifo && attrs[attrContentBasedDeduplication] == "" {
 		attrs[attrContentBasedDeduplication] = "false"
@@ -514,7 +515,7 @@ func (s *Service) setTopicAttributes(ctx context.Context, in *setTopicAttributes
 		}
 		switch {
 		case in.AttributeName == attrPolicy && v == "":
-			c.Attrs[attrPolicy] = s.defaultPolicy(c.ARN)
+			c.Attrs[attrPolicy] = DefaultPolicy(c.ARN)
 		case in.AttributeName == attrDisplayName || v != "":
 			c.Attrs[in.AttributeName] = v
 		default:
@@ -694,7 +695,7 @@ func (s *Service) addPermission(ctx context.Context, in *addPermissionInput) (*e
 	err := s.updateTopic(ctx, in.TopicArn, "TopicArn", "add permission", "AddPermission", func(c *topic) (bool, error) {
 		doc, err := parsePolicy(c.Attrs[attrPolicy])
 		if err != nil {
-			doc, _ = parsePolicy(s.defaultPolicy(c.ARN))
+			doc, _ = parsePolicy(DefaultPolicy(c.ARN))
 		}
 		for _, st := range doc.statements {
 			if statementSid(st) == in.Label {

@@ -271,12 +271,11 @@ func TestTopicNamesAndAttributes(t *testing.T) {
 
 func TestPolicyDocument(t *testing.T) {
 	t.Parallel()
-	s := testService()
-	d, err := parsePolicy(s.defaultPolicy("arn:aws:sns:us-east-1:000000000000:t"))
+	d, err := parsePolicy(DefaultPolicy("arn:aws:sns:us-east-1:000000000000:t"))
 	if err != nil || len(d.statements) != 1 || statementSid(d.statements[0]) != "__default_statement_ID" {
 		t.Fatalf("default policy: %v %v", d, err)
 	}
-	if got := d.String(); got != s.defaultPolicy("arn:aws:sns:us-east-1:000000000000:t") {
+	if got := d.String(); got != DefaultPolicy("arn:aws:sns:us-east-1:000000000000:t") {
 		t.Errorf("round trip:\n%s", got)
 	}
 	// A single statement object and extra members survive.

@@ -11,6 +11,7 @@ import (
 	"github.com/ferrymq/ferry/internal/engine"
 	iam "github.com/ferrymq/ferry/internal/policy"
 	"github.com/ferrymq/ferry/internal/protocol"
+	"github.com/ferrymq/ferry/internal/sigv4"
 )
 
 // Who may act on a queue. A caller's key holds every permission in its
@@ -113,7 +114,7 @@ func (s *service) parseTarget(ctx context.Context, queueURL string) (queueRef, e
 	return r, nil
 }
 
-func validAccount(s string) bool { return accountIDPattern.MatchString(s) }
+func validAccount(s string) bool { return sigv4.IsAccountID(s) }
 
 // mustAuthorize tells whether a request for ref needs the queue's policy:
 // always for another account's queue, for the owner's only when the

@@ -66,6 +66,16 @@ func defaultAttributes() map[string]string {
 	}
 }
 
+// DefaultAttributes are the settable attributes of a new queue, FIFO or
+// standard, at their defaults: what GetQueueAttributes shows of a queue
+// created without them (Ferry's export leaves them out).
+func DefaultAttributes(fifo bool) map[string]string {
+	if fifo {
+		return fifoDefaultAttributes()
+	}
+	return defaultAttributes()
+}
+
 // FIFO attribute values.
 const (
 	scopeQueue              = engine.DeduplicationScopeQueue

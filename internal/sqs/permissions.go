@@ -5,12 +5,12 @@ import (
 	"context"
 	"encoding/json"
 	"maps"
-	"regexp"
 	"slices"
 	"time"
 
 	"github.com/ferrymq/ferry/internal/engine"
 	"github.com/ferrymq/ferry/internal/protocol"
+	"github.com/ferrymq/ferry/internal/sigv4"
 )
 
 // AddPermission and RemovePermission maintain the queue's Policy document,
@@ -24,8 +24,6 @@ var shareableActions = []string{
 	"*", "ChangeMessageVisibility", "DeleteMessage", "GetQueueAttributes", "GetQueueUrl",
 	"ListDeadLetterSourceQueues", "PurgeQueue", "ReceiveMessage", "SendMessage",
 }
-
-var accountIDPattern = regexp.MustCompile(`^[0-9]{12}$`)
 
 // policyDocument is a queue policy; statements stay raw so that a policy
 // set through SetQueueAttributes keeps its other statements untouched.
@@ -141,7 +139,7 @@ func (s *service) addPermission(ctx context.Context, in *AddPermissionInput) (*E
 	}
 	principals := make([]string, len(in.AWSAccountIds))
 	for i, id := range in.AWSAccountIds {
-		if !accountIDPattern.MatchString(id) {
+		if !sigv4.IsAccountID(id) {
 			return nil, invalidValue("["+id+"]", "PrincipalId", "Unable to verify.")
 		}
 		principals[i] = "arn:aws:iam::" + id + ":root"
