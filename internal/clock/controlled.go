@@ -47,6 +47,8 @@ type Controlled struct {
 	// for; idle is closed, and replaced, when it drops to zero.
 	holds int
 	idle  chan struct{}
+	// moving is set while Advance or Set steps.
+	moving bool
 	// stalls counts steps that went on without their holds (HoldLimit).
 	stalls int
 	steps  uint64
@@ -126,7 +128,16 @@ func (c *Controlled) AfterFunc(d time.Duration, f func()) Timer {
 	c.seq++
 	t := &ctlTimer{c: c, at: c.nowLocked(c.wall()).Add(d), seq: c.seq, f: f, index: -1}
 	if d <= 0 {
-		go f()
+		if c.moving {
+			// Due now, within a move: part of the step under way.
+			c.holds++
+			go func() {
+				defer c.release()
+				f()
+			}()
+		} else {
+			go f()
+		}
 		return t
 	}
 	heap.Push(&c.timers, t)
@@ -252,6 +263,12 @@ func (c *Controlled) moveTo(ctx context.Context, target func(now time.Time) time
 	c.mu.Lock()
 	running := !c.frozen
 	c.freezeLocked()
+	c.moving = true
+	defer func() {
+		c.mu.Lock()
+		c.moving = false
+		c.mu.Unlock()
+	}()
 	to := target(c.at)
 	if to.Before(c.at) {
 		if running {
