@@ -134,6 +134,77 @@ func printJSON(w io.Writer, res json.RawMessage) {
 	fmt.Fprintln(w, pretty.String())
 }
 
+// clockCmd reads or moves a running Ferry's clock through /_ferry/clock.
+// Unlike the other subcommands it takes its action as an operand: ferry
+// clock advance 14d.
+func clockCmd(ctx context.Context, args []string, getenv func(string) string, stdout, stderr io.Writer) int {
+	fs := flag.NewFlagSet("ferry clock", flag.ContinueOnError)
+	fs.SetOutput(stderr)
+	fs.Usage = func() {
+		fmt.Fprint(stderr, "Usage: ferry clock [status|freeze|resume|set TIME|advance DURATION] [--endpoint URL]\n\n"+
+			"Reads or moves the clock of a Ferry started with --clock-control. advance and set move it\n"+
+			"forward only, and every timeout, delay, retention and retry due on the way happens, in order.\n"+
+			"TIME is RFC 3339 (2026-01-02T15:04:05Z); DURATION a Go duration with days as d (14d, 1d12h, 90s).\n\n")
+		fs.PrintDefaults()
+	}
+	c := adminFlags(fs, getenv)
+	// The action and its operand come first; flags may follow them.
+	verb, operands := "status", []string(nil)
+	for len(args) > 0 && !strings.HasPrefix(args[0], "-") {
+		operands = append(operands, args[0])
+		args = args[1:]
+	}
+	if code, ok := parseFlags(fs, args); !ok {
+		return code
+	}
+	if len(operands) > 0 {
+		verb, operands = operands[0], operands[1:]
+	}
+	var (
+		method = http.MethodPost
+		path   = "/_ferry/clock/" + verb
+		body   any
+		want   = 0 // operands the verb takes
+	)
+	switch verb {
+	case "status":
+		method, path = http.MethodGet, "/_ferry/clock"
+	case "freeze", "resume":
+	case "set":
+		want = 1
+		if len(operands) == 1 {
+			body = map[string]string{"time": operands[0]}
+		}
+	case "advance":
+		want = 1
+		if len(operands) == 1 {
+			body = map[string]string{"duration": operands[0]}
+		}
+	default:
+		fmt.Fprintf(stderr, "ferry clock: unknown action %q: want status, freeze, resume, set TIME or advance DURATION\n", verb)
+		return 2
+	}
+	if len(operands) != want {
+		fmt.Fprintf(stderr, "ferry clock %s: takes %d operand(s), got %d\n", verb, want, len(operands))
+		return 2
+	}
+	var st struct {
+		Now    string `json:"now"`
+		Frozen bool   `json:"frozen"`
+		Offset string `json:"offset"`
+	}
+	if err := c.call(ctx, method, path, nil, body, &st); err != nil {
+		fmt.Fprintf(stderr, "ferry clock: %v\n", err)
+		return 1
+	}
+	state := "running"
+	if st.Frozen {
+		state = "frozen"
+	}
+	fmt.Fprintf(stdout, "%s %s, offset %s\n", st.Now, state, st.Offset)
+	return 0
+}
+
 // exportCmd writes a running Ferry's topology (queues, topics,
 // subscriptions, alarms; not messages) from GET /_ferry/export, in the
 // format ferry serve --init reads.

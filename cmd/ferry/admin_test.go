@@ -10,6 +10,7 @@ import (
 	"path/filepath"
 	"strings"
 	"testing"
+	"time"
 )
 
 // TestResetCommand resets a running Ferry through the CLI: the queue it
@@ -130,6 +131,63 @@ func TestInitAndExport(t *testing.T) {
 		code := run(context.Background(), []string{"serve", "--memory", "--listen", "127.0.0.1:0", "--init", path}, func(string) string { return "" }, &out, &errOut)
 		if code != 1 || !strings.Contains(errOut.String(), tc.out) {
 			t.Errorf("serve --init %s: code %d, output %q", tc.name, code, errOut.String())
+		}
+	}
+}
+
+// TestClockCommand drives a Ferry's clock through the CLI: off without
+// --clock-control, then status, freeze, advance, set and resume, with the
+// server's refusals as the command's error.
+func TestClockCommand(t *testing.T) {
+	run1 := func(args ...string) (int, string) {
+		var out, errOut bytes.Buffer
+		code := run(context.Background(), args, func(string) string { return "" }, &out, &errOut)
+		return code, out.String() + errOut.String()
+	}
+
+	offBase, offLogs, stopOff := serveFromEnv(t, map[string]string{"FERRY_LISTEN": "127.0.0.1:0", "FERRY_MEMORY": "true"})
+	if code, out := run1("clock", "--endpoint", offBase); code != 1 || !strings.Contains(out, "404 Not Found: clock control is off; start Ferry with --clock-control (FERRY_CLOCK_CONTROL)") {
+		t.Errorf("clock without the flag: code %d, %q", code, out)
+	}
+	if code := stopOff(); code != 0 {
+		t.Errorf("serve exit code %d: %s", code, offLogs.String())
+	}
+
+	base, logs, stop := serveFromEnv(t, map[string]string{"FERRY_LISTEN": "127.0.0.1:0", "FERRY_MEMORY": "true", "FERRY_CLOCK_CONTROL": "true"})
+	defer func() {
+		if code := stop(); code != 0 {
+			t.Errorf("serve exit code %d: %s", code, logs.String())
+		}
+	}()
+	code, out := run1("clock", "freeze", "--endpoint", base)
+	if code != 0 || !strings.Contains(out, " frozen, offset ") {
+		t.Fatalf("freeze: code %d, %q", code, out)
+	}
+	frozen, err := time.Parse(time.RFC3339Nano, strings.Fields(out)[0])
+	if err != nil {
+		t.Fatalf("freeze printed %q: %v", out, err)
+	}
+	later := frozen.Add(36 * time.Hour).UTC().Format(time.RFC3339Nano)
+	cases := []struct {
+		args []string
+		code int
+		out  string
+	}{
+		{[]string{"clock", "--endpoint", base}, 0, frozen.UTC().Format(time.RFC3339Nano) + " frozen"},
+		{[]string{"clock", "status", "--endpoint", base}, 0, frozen.UTC().Format(time.RFC3339Nano) + " frozen"},
+		{[]string{"clock", "advance", "1d12h", "--endpoint", base}, 0, later + " frozen"},
+		{[]string{"clock", "set", frozen.UTC().Format(time.RFC3339), "--endpoint", base}, 1, "409 Conflict: set to"},
+		{[]string{"clock", "advance", "soon", "--endpoint", base}, 1, `400 Bad Request: duration "soon"`},
+		{[]string{"clock", "set", frozen.Add(48 * time.Hour).UTC().Format(time.RFC3339Nano), "--endpoint", base}, 0,
+			frozen.Add(48*time.Hour).UTC().Format(time.RFC3339Nano) + " frozen"},
+		{[]string{"clock", "resume", "--endpoint", base}, 0, " running, offset "},
+		{[]string{"clock", "advance", "--endpoint", base}, 2, "takes 1 operand(s), got 0"},
+		{[]string{"clock", "freeze", "now", "--endpoint", base}, 2, "takes 0 operand(s), got 1"},
+		{[]string{"clock", "rewind"}, 2, `unknown action "rewind"`},
+	}
+	for _, tc := range cases {
+		if code, out := run1(tc.args...); code != tc.code || !strings.Contains(out, tc.out) {
+			t.Errorf("%v: code %d, output %q; want %d with %q", tc.args, code, out, tc.code, tc.out)
 		}
 	}
 }

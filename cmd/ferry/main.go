@@ -18,6 +18,7 @@ import (
 	"text/tabwriter"
 	"time"
 
+	"github.com/ferrymq/ferry/internal/clock"
 	"github.com/ferrymq/ferry/internal/engine"
 	"github.com/ferrymq/ferry/internal/engine/embedded"
 	"github.com/ferrymq/ferry/internal/engine/postgres"
@@ -51,6 +52,7 @@ func commands() []command {
 		{"scale", "[flags]", "measure a fresh broker as its queues, backlog, long polls and subscriptions grow", scaleCmd},
 		{"reset", "[flags]", "clear a running Ferry's queues, topics, alarms and datapoints", resetCmd},
 		{"fault", "add|list|clear [flags]", "make a running Ferry's SQS actions or SNS deliveries fail on purpose (--fault-injection)", faultCmd},
+		{"clock", "[status|freeze|resume|set TIME|advance DURATION] [flags]", "read or move a running Ferry's clock (ferry serve --clock-control)", clockCmd},
 		{"export", "[flags]", "write a running Ferry's queues, topics, subscriptions and alarms as a topology file", exportCmd},
 		{"version", "", "print the version", func(_ context.Context, _ []string, _ func(string) string, stdout, _ io.Writer) int {
 			fmt.Fprintln(stdout, "ferry", version)
@@ -215,6 +217,7 @@ func serve(ctx context.Context, args []string, getenv func(string) string, stder
 	delayPurge := fs.Bool("sqs-delay-purge-retry", envSwitch("FERRY_SQS_DELAY_PURGE_RETRY", "SQS_DELAY_PURGE_RETRY", true), "refuse, as AWS does, a purge less than 60 seconds after the queue's last (PurgeQueueInProgress); false allows it at once (FERRY_SQS_DELAY_PURGE_RETRY, or LocalStack's SQS_DELAY_PURGE_RETRY)")
 	fs.BoolVar(&cfg.FaultInjection, "fault-injection", envBool("FERRY_FAULT_INJECTION"), "serve /_ferry/faults: rules that make SQS actions and SNS deliveries fail on purpose, for tests (FERRY_FAULT_INJECTION)")
 	faultSeed := fs.String("fault-seed", env("FERRY_FAULT_SEED", ""), "seed of the fault rules' decisions (a number from 0 to 2^64-1), so that a failing test can be replayed; default: random, shown by ferry fault list (FERRY_FAULT_SEED)")
+	fs.BoolVar(&cfg.ClockControl, "clock-control", envBool("FERRY_CLOCK_CONTROL"), "let the admin API and ferry clock freeze, move forward and resume this Ferry's clock, for tests of timeouts, retention and retries (FERRY_CLOCK_CONTROL)")
 	initFile := fs.String("init", env("FERRY_INIT", ""), "topology file (YAML or JSON) of queues, topics, subscriptions and alarms to create or update at start, before Ferry answers; see ferry export (FERRY_INIT)")
 	level := fs.String("log-level", env("FERRY_LOG_LEVEL", "info"), "debug, info, warn or error (FERRY_LOG_LEVEL)")
 	format := fs.String("log-format", env("FERRY_LOG_FORMAT", "text"), "text or json (FERRY_LOG_FORMAT)")
@@ -258,6 +261,9 @@ func serve(ctx context.Context, args []string, getenv func(string) string, stder
 			return 2
 		}
 		cfg.FaultSeed = &seed
+	}
+	if cfg.ClockControl {
+		cfg.Clock = clock.NewControlled()
 	}
 	waits := engine.Waits{NoRecreateDelay: !*delayDeleted, NoPurgeInterval: !*delayPurge}
 	cfg.NoFailureHistory = !*failureHistory

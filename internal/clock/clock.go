@@ -211,19 +211,3 @@ func (c *Fake) WaitPending(ctx context.Context, n int) error {
 		}
 	}
 }
-
-// Sleep waits d on c; false if ctx ended first.
-func Sleep(ctx context.Context, c Clock, d time.Duration) bool {
-	if d <= 0 {
-		return ctx.Err() == nil
-	}
-	ch := make(chan struct{})
-	t := c.AfterFunc(d, func() { close(ch) })
-	defer t.Stop()
-	select {
-	case <-ch:
-		return true
-	case <-ctx.Done():
-		return false
-	}
-}

@@ -119,7 +119,7 @@ func (s *Service) follow() {
 			select {
 			case <-s.ctx.Done():
 				return
-			case <-time.After(newsRetry):
+			case <-time.After(newsRetry): // the wall clock: a retry of I/O
 			}
 		}
 	}

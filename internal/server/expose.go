@@ -80,6 +80,11 @@ func endpoints() []endpoint {
 		{"/moto-api/reset", accessAdmin, "the same for every account, at moto's path (changes state)"},
 		{"POST /_localstack/state/reset", accessAdmin, "the same, at LocalStack's path (changes state)"},
 		{"POST /_localstack/state/*/reset", accessAdmin, "one service's state, at LocalStack's path (changes state)"},
+		{"GET /_ferry/clock", accessAdmin, "the time of this Ferry's clock, whether it is frozen, its offset from the wall clock"},
+		{"POST /_ferry/clock/freeze", accessAdmin, "freezes the clock (changes state)"},
+		{"POST /_ferry/clock/resume", accessAdmin, "lets the clock run on (changes state)"},
+		{"POST /_ferry/clock/set", accessAdmin, "moves the clock forward to a time: every timed thing comes due on the way (changes state)"},
+		{"POST /_ferry/clock/advance", accessAdmin, "moves the clock forward by a duration: every timed thing comes due on the way (changes state)"},
 	}
 }
 

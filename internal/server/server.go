@@ -64,8 +64,13 @@ type Config struct {
 	// CABundle is a PEM file of extra roots that SNS trusts when it
 	// delivers to https endpoints.
 	CABundle string
-	Clock    clock.Clock
-	Logger   *slog.Logger
+	// Clock is the time of every service and of the store (which must be
+	// opened on the same clock): clock.Real when nil.
+	Clock  clock.Clock
+	Logger *slog.Logger
+	// ClockControl serves /_ferry/clock, which freezes, moves and resumes
+	// Clock; it needs Clock to be a *clock.Controlled (clock.go).
+	ClockControl bool
 
 	// ReadTimeout bounds how long a request's headers and body may take to
 	// arrive (0: DefaultReadTimeout; negative: no bound). A long poll's wait
@@ -220,7 +225,11 @@ func Start(ctx context.Context, cfg Config) (*Server, error) {
 		cfg.Store.Close()
 		return nil, errors.New("server: verifying signatures needs credentials (--credentials)")
 	}
-	began := time.Now()
+	if _, ok := cfg.Clock.(*clock.Controlled); cfg.ClockControl && !ok {
+		cfg.Store.Close()
+		return nil, errors.New("server: clock control needs the store and the server on a *clock.Controlled")
+	}
+	began := time.Now() // the wall clock: how long the start took
 	eng := cfg.Store
 	datapoints := metrics.New(metrics.Options{Clock: cfg.Clock, Account: cfg.Account})
 	sqsCfg := sqs.Config{
@@ -375,6 +384,7 @@ func Start(ctx context.Context, cfg Config) (*Server, error) {
 		// (go_*, process_*): what a soak or an operator watches for growth.
 		collectors.NewGoCollector(),
 		collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}),
+		s.clockCollector(),
 	} {
 		if c == nil {
 			continue
@@ -420,7 +430,10 @@ func Start(ctx context.Context, cfg Config) (*Server, error) {
 		Auth:     protocol.Auth{Verify: cfg.AuthVerify, DefaultAccount: cfg.Account, DefaultRegion: cfg.Region},
 	}
 	if cfg.Credentials != nil {
-		api.Auth.Verifier = &sigv4.Verifier{Keys: cfg.Credentials, Regions: region.Valid, Clock: cfg.Clock}
+		// Clients sign with the wall clock: a controlled clock moved by days
+		// would refuse every signature as skewed, so the check of the skew
+		// reads the wall clock under it (a fake clock in tests).
+		api.Auth.Verifier = &sigv4.Verifier{Keys: cfg.Credentials, Regions: region.Valid, Clock: clock.WallOf(cfg.Clock)}
 	}
 	// stopServices undoes what started above, when Start fails now.
 	stopServices := func() {
@@ -465,6 +478,7 @@ func Start(ctx context.Context, cfg Config) (*Server, error) {
 	mux.HandleFunc("/moto-api/reset", s.motoReset)
 	mux.HandleFunc("POST /_localstack/state/reset", s.localstackReset)
 	mux.HandleFunc("POST /_localstack/state/{service}/reset", s.localstackReset)
+	s.registerClock(mux)
 	mux.Handle("/", api)
 
 	s.http = &http.Server{

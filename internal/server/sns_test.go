@@ -725,7 +725,12 @@ type endpoint struct {
 }
 
 func newEndpoint(t testing.TB, f *ferry, answer func(n int) int) *endpoint {
-	e := &endpoint{t: t, clk: f.clk, answer: answer, release: make(chan struct{})}
+	return newEndpointOn(t, f.clk, answer)
+}
+
+// newEndpointOn is newEndpoint whose hits are timed on clk.
+func newEndpointOn(t testing.TB, clk interface{ Now() time.Time }, answer func(n int) int) *endpoint {
+	e := &endpoint{t: t, clk: clk, answer: answer, release: make(chan struct{})}
 	e.srv = httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		b, _ := io.ReadAll(r.Body)
 		e.mu.Lock()

@@ -91,7 +91,7 @@ func (s *Service) applyNews(ctx context.Context) {
 			select {
 			case <-ctx.Done():
 				return
-			case <-time.After(newsRetry):
+			case <-time.After(newsRetry): // the wall clock: a retry of I/O
 			}
 		}
 	}

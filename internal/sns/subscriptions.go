@@ -396,7 +396,7 @@ func (s *Service) subscribe(ctx context.Context, in *subscribeInput) (*subscript
 		select {
 		case <-ctx.Done():
 			return nil, ctx.Err()
-		case <-time.After(min(2*time.Millisecond<<attempt, 100*time.Millisecond)):
+		case <-time.After(min(2*time.Millisecond<<attempt, 100*time.Millisecond)): // the wall clock: waits for another call
 		}
 	}
 }

@@ -129,7 +129,9 @@ func (g *spaceGuard) stop() {
 func (g *spaceGuard) run() {
 	defer close(g.done)
 	for {
-		t := g.clock.AfterFunc(diskCheckInterval, g.trigger)
+		// The volume's free space is the machine's, not broker time: the
+		// wall clock under a controlled clock (clock.WallOf).
+		t := clock.WallOf(g.clock).AfterFunc(diskCheckInterval, g.trigger)
 		select {
 		case <-g.kick:
 		case <-g.quit:

@@ -13,6 +13,7 @@ import (
 	"github.com/cockroachdb/pebble/v2"
 	"github.com/google/uuid"
 
+	"github.com/ferrymq/ferry/internal/clock"
 	"github.com/ferrymq/ferry/internal/engine"
 )
 
@@ -247,6 +248,10 @@ func (e *Engine) runTask(tk *task) {
 	const second = int64(time.Second)
 	slot := e.now()
 	used := 0
+	// holds keep a controlled clock's step from moving on before the step
+	// this wake-up is for has moved its slot's messages.
+	var holds clock.Holds
+	defer holds.Release()
 	for {
 		select {
 		case <-e.quit:
@@ -272,6 +277,7 @@ func (e *Engine) runTask(tk *task) {
 		if e.writable() != nil {
 			// A step is a durable write: wait for the disk to have room
 			// (the task stays RUNNING, as across a restart).
+			holds.Release()
 			select {
 			case <-e.space.resumedChan():
 			case <-e.quit:
@@ -286,7 +292,7 @@ func (e *Engine) runTask(tk *task) {
 		used += n
 		switch {
 		case until > 0:
-			if !e.waitTask(tk, until) {
+			if !e.waitTask(tk, until, &holds) {
 				return
 			}
 		case rate == 0:
@@ -299,18 +305,27 @@ func (e *Engine) runTask(tk *task) {
 // or until the task is kicked; it reports false if the engine is closing.
 // The wait is measured from now, not from when the slot was found full:
 // the step in between takes time, and the clock may have moved meanwhile.
-func (e *Engine) waitTask(tk *task, until int64) bool {
+// It releases holds once its timer is armed and keeps there the hold of
+// the clock's step that woke it.
+func (e *Engine) waitTask(tk *task, until int64, holds *clock.Holds) bool {
 	d := time.Duration(until - e.now())
 	if d <= 0 {
 		return true
 	}
-	due := make(chan struct{}, 1)
-	t := e.clock.AfterFunc(d, func() { due <- struct{}{} })
-	defer t.Stop()
+	due := make(chan func(), 1)
+	t := e.clock.AfterFunc(d, func() { due <- clock.Hold(e.clock) })
+	holds.Release()
 	select {
-	case <-due:
+	case rel := <-due:
+		holds.Add(rel)
 	case <-tk.kick:
+		if !t.Stop() {
+			holds.Add(<-due)
+		}
 	case <-e.quit:
+		if !t.Stop() {
+			(<-due)()
+		}
 		return false
 	}
 	return true

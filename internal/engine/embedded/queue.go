@@ -577,6 +577,9 @@ func (q *queue) serveSentLocked(now int64, sent *sentRecords) {
 				}
 			}
 			w.got, w.job = append(w.got, got...), job
+			if len(got) > 0 {
+				clock.Handoff(w.ctx, q.e.clock)
+			}
 			if w.more != nil && job == nil && len(got) > 0 && len(w.got) < w.max {
 				select {
 				case w.more <- struct{}{}:

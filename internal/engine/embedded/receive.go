@@ -91,8 +91,12 @@ func (e *Engine) Receive(ctx context.Context, account, name string, req engine.R
 			if expired == nil {
 				expired = make(chan struct{})
 				ch := expired
-				waitTimer = e.clock.AfterFunc(req.Wait, func() { close(ch) })
+				// Its end is work of the step that reaches it: a caller
+				// holding the clock's steps (clock.Holds) polls again
+				// before the next step.
+				waitTimer = e.clock.AfterFunc(req.Wait, func() { clock.Handoff(ctx, e.clock); close(ch) })
 			}
+			clock.ReleaseHolds(ctx) // waiting: the step that called may end
 			select {
 			case <-w.done:
 			case <-ctx.Done():
@@ -183,14 +187,17 @@ func (e *Engine) gatherMore(ctx context.Context, q *queue, got []taken, maxMsgs 
 		q.mu.Unlock()
 		return got, true
 	}
-	deadline := e.now() + int64(gatherWindows*e.gather)
+	// Windows pace answers, not broker time: they pass on the wall clock
+	// even while an operator holds Ferry's time.
+	wall := clock.WallOf(e.clock)
+	deadline := wall.Now().UnixNano() + int64(gatherWindows*e.gather)
 	w := &waiter{ctx: ctx, max: maxMsgs - len(got), vis: vis, consumer: c, done: make(chan struct{}), more: make(chan struct{}, 1)}
 	w.elem = q.waiters.PushFront(w)
 	q.mu.Unlock()
 	e.leave()
-	for window := e.gather; window > 0 && !isClosed(expired); window = min(e.gather, time.Duration(deadline-e.now())) {
+	for window := e.gather; window > 0 && !isClosed(expired); window = min(e.gather, time.Duration(deadline-wall.Now().UnixNano())) {
 		quiet := make(chan struct{})
-		t := e.clock.AfterFunc(window, func() { close(quiet) })
+		t := wall.AfterFunc(window, func() { close(quiet) })
 		goOn := false
 		select {
 		case <-w.more:

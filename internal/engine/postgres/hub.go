@@ -139,7 +139,7 @@ func (h *hub) run(ctx context.Context, conn *pgx.Conn, cc *pgx.ConnConfig, chann
 			select {
 			case <-ctx.Done():
 				return
-			case <-time.After(reconnectDelay):
+			case <-time.After(reconnectDelay): // the wall clock: a retry of I/O
 			}
 			// Bounded, so that a database that does not answer at all is
 			// tried again rather than waited on until TCP gives up.

@@ -37,6 +37,10 @@ func (s *Store) leased(ctx context.Context, name string, every time.Duration, wo
 		select {
 		case <-ctx.Done():
 			return
+		// The wall clock, on purpose: the sweeps cut at the store's clock
+		// (a controlled clock moved by days is swept within a minute),
+		// while stepping a moved clock through each minute would cost a
+		// lease and a transaction per minute moved.
 		case <-time.After(every):
 		}
 		held, err := s.takeLease(ctx, name, 2*every)

@@ -12,6 +12,7 @@ import (
 
 	"github.com/jackc/pgx/v5"
 
+	"github.com/ferrymq/ferry/internal/clock"
 	"github.com/ferrymq/ferry/internal/engine"
 	"github.com/ferrymq/ferry/internal/uuidv4"
 )
@@ -217,6 +218,11 @@ func (r *runner) run(t runTask) {
 	const second = int64(time.Second)
 	slot := r.s.now()
 	used := 0
+	// holds keep a controlled clock's step from moving on before the step
+	// this wake-up is for has moved its slot's messages.
+	var holds clock.Holds
+	defer holds.Release()
+	ctx := clock.WithHolds(r.ctx, &holds)
 	for r.ctx.Err() == nil {
 		limit := moveBatch
 		var until int64 // the end of a full slot: wait for it after the step
@@ -245,7 +251,7 @@ func (r *runner) run(t runTask) {
 			select {
 			case <-r.ctx.Done():
 				return
-			case <-time.After(stepRetry):
+			case <-time.After(stepRetry): // the wall clock: a retry of I/O
 			}
 			continue
 		}
@@ -253,27 +259,16 @@ func (r *runner) run(t runTask) {
 			return
 		}
 		used += n
-		if until > 0 && !r.waitUntil(until) {
+		if until > 0 && !r.waitUntil(ctx, until) {
 			return
 		}
 	}
 }
 
 // waitUntil waits until the store's clock reads until; false if closing.
-func (r *runner) waitUntil(until int64) bool {
-	d := time.Duration(until - r.s.now())
-	if d <= 0 {
-		return true
-	}
-	due := make(chan struct{}, 1)
-	tm := r.s.clock.AfterFunc(d, func() { due <- struct{}{} })
-	defer tm.Stop()
-	select {
-	case <-due:
-		return true
-	case <-r.ctx.Done():
-		return false
-	}
+// The holds ctx carries are released while it waits (clock.Sleep).
+func (r *runner) waitUntil(ctx context.Context, until int64) bool {
+	return clock.Sleep(ctx, r.s.clock, time.Duration(until-r.s.now()))
 }
 
 // moved is one message a step moved, for OnMovedByTask.

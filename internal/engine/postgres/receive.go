@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"sync"
 	"time"
 
 	"github.com/jackc/pgx/v5"
@@ -283,10 +284,17 @@ func (s *Store) Receive(ctx context.Context, account, name string, req engine.Re
 	}
 
 	deadline := start.Add(req.Wait).UnixNano()
+	// A visibility timer fired by a step of a controlled clock holds the
+	// step (clock.Hold) until this poll has taken what it made visible and
+	// handed the hold on to the caller (clock.Pass), or found nothing and
+	// armed its next timer: the step's work includes this receive.
 	var (
 		visTimer clock.Timer
 		visAt    int64
-		visFired = make(chan struct{}, 1)
+		visFired = make(chan func(), 1)
+		visMu    sync.Mutex // gone, and sends on visFired
+		gone     bool       // the poll returned: drop what fires
+		held     func()     // the hold of the step that woke this take
 	)
 	// arm sets the visibility timer for at, if it is sooner than the one set
 	// and within the wait.
@@ -299,19 +307,40 @@ func (s *Store) Receive(ctx context.Context, account, name string, req engine.Re
 		}
 		visAt = at
 		visTimer = s.clock.AfterFunc(time.Duration(at-s.now()), func() {
+			visMu.Lock()
+			defer visMu.Unlock()
+			if gone {
+				return
+			}
+			rel := clock.Hold(s.clock)
 			select {
-			case visFired <- struct{}{}:
+			case visFired <- rel:
 			default:
+				rel()
 			}
 		})
 	}
 	arm(t.next)
 	expired := make(chan struct{})
-	waitTimer := s.clock.AfterFunc(time.Duration(deadline-s.now()), func() { close(expired) })
+	// Its end is work of the step that reaches it: a caller holding the
+	// clock's steps (clock.Holds) polls again before the next step.
+	waitTimer := s.clock.AfterFunc(time.Duration(deadline-s.now()), func() { clock.Handoff(ctx, s.clock); close(expired) })
+	clock.ReleaseHolds(ctx) // waiting: the step that called may end
 	defer func() {
 		waitTimer.Stop()
 		if visTimer != nil {
 			visTimer.Stop()
+		}
+		visMu.Lock()
+		gone = true
+		select {
+		case rel := <-visFired:
+			rel()
+		default:
+		}
+		visMu.Unlock()
+		if held != nil {
+			held()
 		}
 	}()
 	for {
@@ -322,8 +351,12 @@ func (s *Store) Receive(ctx context.Context, account, name string, req engine.Re
 			return nil, nil
 		case <-expired:
 			return nil, nil
-		case <-visFired:
+		case rel := <-visFired:
 			visTimer, visAt = nil, 0
+			if held != nil {
+				held()
+			}
+			held = rel
 		case <-w.signal:
 			at, ok := w.take()
 			if !ok {
@@ -343,9 +376,17 @@ func (s *Store) Receive(ctx context.Context, account, name string, req engine.Re
 			return nil, nil // deleted while waited on
 		}
 		if err != nil || len(t.msgs) > 0 {
+			if held != nil && len(t.msgs) > 0 {
+				clock.Pass(ctx, held)
+				held = nil
+			}
 			return t.msgs, receiveErr(name, err)
 		}
 		arm(t.next)
+		if held != nil {
+			held()
+			held = nil
+		}
 	}
 }
 

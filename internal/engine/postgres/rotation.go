@@ -189,7 +189,7 @@ func (s *Store) sampleVacuum(ctx context.Context) (vacuumState, error) {
 	if err != nil {
 		return v, fmt.Errorf("sample vacuum: %w", err)
 	}
-	v.at = time.Now()
+	v.at = time.Now() // the wall clock, as the database's vacuum
 	v.heldFor, v.sinceRotation = seconds(held), seconds(since)
 	v.slot = int(slot)
 	return v, nil
@@ -225,7 +225,7 @@ func (s *Store) rotator(ctx context.Context) {
 		select {
 		case <-ctx.Done():
 			return
-		case <-time.After(wait):
+		case <-time.After(wait): // the wall clock: the database's housekeeping, not broker time
 		}
 		err := s.rotateIfDue(ctx, o)
 		// An unreachable database is logged once, by the outage.
@@ -294,7 +294,7 @@ func (s *Store) rotate(ctx context.Context, batch int) (rotated, error) {
 		select {
 		case <-ctx.Done():
 			return r, ctx.Err()
-		case <-time.After(truncateRetry):
+		case <-time.After(truncateRetry): // the wall clock: a retry of I/O
 		}
 	}
 }

@@ -11,6 +11,7 @@ import (
 
 	"github.com/google/uuid"
 
+	"github.com/ferrymq/ferry/internal/clock"
 	"github.com/ferrymq/ferry/internal/engine"
 )
 
@@ -88,7 +89,9 @@ const answerKept = 1 << 10
 func (d *Service) post(ctx context.Context, endpoint string, hdr http.Header, body []byte) attemptResult {
 	ctx, cancel := context.WithCancelCause(ctx)
 	defer cancel(nil)
-	timer := d.clock.AfterFunc(httpTimeout, func() { cancel(errHTTPTimeout) })
+	// An I/O timeout: it runs on the wall clock under a controlled clock,
+	// whose steps wait for the attempt (clock.WallOf).
+	timer := clock.WallOf(d.clock).AfterFunc(httpTimeout, func() { cancel(errHTTPTimeout) })
 	defer timer.Stop()
 	req, err := http.NewRequestWithContext(ctx, http.MethodPost, endpoint, bytes.NewReader(body))
 	if err != nil {

@@ -123,7 +123,7 @@ func (d *Service) sendMail(ctx context.Context, to string, e email) error {
 	if err != nil {
 		return fmt.Errorf("smtp dial: %w", err)
 	}
-	_ = conn.SetDeadline(time.Now().Add(smtpTimeout))
+	_ = conn.SetDeadline(time.Now().Add(smtpTimeout)) // an I/O timeout: the wall clock
 	host, _, _ := net.SplitHostPort(d.mail.addr)
 	c, err := smtp.NewClient(conn, host)
 	if err != nil {

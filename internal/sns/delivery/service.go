@@ -413,7 +413,9 @@ func (d *Service) Register(mux Mux) {
 }
 
 // sleep waits on the service's clock; false if ctx ended first. The wait
-// of delivery wk, if any, is recorded once its timer is set.
+// of delivery wk, if any, is recorded once its timer is set. As
+// clock.Sleep, it releases the holds ctx carries while it waits and keeps
+// there the hold of the step that woke it.
 func (d *Service) sleep(ctx context.Context, wait time.Duration, wk *waitKey) bool {
 	if wait <= 0 {
 		return ctx.Err() == nil
@@ -423,16 +425,22 @@ func (d *Service) sleep(ctx context.Context, wait time.Duration, wk *waitKey) bo
 		hold = d.waits.hold(*wk)
 	}
 	at := d.clock.Now().Add(wait)
-	ch := make(chan struct{})
-	t := d.clock.AfterFunc(wait, func() { close(ch) })
-	defer t.Stop()
+	due := make(chan func(), 1)
+	t := d.clock.AfterFunc(wait, func() { due <- clock.Hold(d.clock) })
 	if wk != nil {
 		d.waits.until(*wk, hold, at)
 	}
+	if h := clock.HoldsOf(ctx); h != nil {
+		h.Release()
+	}
 	select {
-	case <-ch:
+	case rel := <-due:
+		clock.Pass(ctx, rel)
 		return true
 	case <-ctx.Done():
+		if !t.Stop() {
+			(<-due)() // fired: its callback sends
+		}
 		return false
 	}
 }

@@ -7,6 +7,7 @@ import (
 	"sync"
 	"time"
 
+	"github.com/ferrymq/ferry/internal/clock"
 	"github.com/ferrymq/ferry/internal/engine"
 )
 
@@ -95,11 +96,23 @@ func (d *Service) runWorker(ctx context.Context, subARN, queue string) {
 	slots := make(chan struct{}, workerBatch)
 	var inflight sync.WaitGroup
 	defer inflight.Wait()
-	for {
+	// A retry that a step of a controlled clock made visible holds the
+	// step until its attempt is over and the next retry scheduled: the
+	// receive hands the hold over in holds (as does the end of a long
+	// poll, until the next poll waits), each delivery keeps one.
+	var holds clock.Holds
+	defer holds.Release()
+	rctx := clock.WithHolds(ctx, &holds)
+	for ctx.Err() == nil {
 		select {
 		case slots <- struct{}{}:
-		case <-ctx.Done():
-			return
+		default:
+			holds.Release() // deliveries in flight: they hold the step
+			select {
+			case slots <- struct{}{}:
+			case <-ctx.Done():
+				return
+			}
 		}
 		n := 1
 	more:
@@ -111,7 +124,7 @@ func (d *Service) runWorker(ctx context.Context, subARN, queue string) {
 				break more
 			}
 		}
-		msgs, err := d.backend.Receive(ctx, QueueAccount, queue, engine.ReceiveRequest{Max: n, Wait: workerPoll, Visibility: &vis, History: d.history})
+		msgs, err := d.backend.Receive(rctx, QueueAccount, queue, engine.ReceiveRequest{Max: n, Wait: workerPoll, Visibility: &vis, History: d.history})
 		for range n - len(msgs) {
 			<-slots
 		}
@@ -134,15 +147,20 @@ func (d *Service) runWorker(ctx context.Context, subARN, queue string) {
 			if !engine.Temporary(err) {
 				d.log.Warn("sns: receive deliveries", "subscription", subARN, "err", err)
 			}
-			d.sleep(ctx, workerErrorWait, nil)
+			d.sleep(rctx, workerErrorWait, nil)
 			continue
 		}
 		for i := range msgs {
 			inflight.Add(1)
+			mh := &clock.Holds{}
+			mh.Add(clock.Hold(d.clock))
 			go func() {
-				defer func() { <-slots; inflight.Done() }()
-				d.handle(ctx, subARN, queue, &msgs[i], th)
+				defer func() { mh.Release(); <-slots; inflight.Done() }()
+				d.handle(clock.WithHolds(ctx, mh), subARN, queue, &msgs[i], th)
 			}()
+		}
+		if len(msgs) > 0 {
+			holds.Release() // each delivery holds the step
 		}
 	}
 }
