@@ -23,7 +23,6 @@ import (
 	"fmt"
 	"io"
 	"log/slog"
-	"os"
 	"testing"
 	"time"
 
@@ -89,11 +88,7 @@ func WithLogger(l *slog.Logger) Option {
 // a topology file (the format of ferry serve --init) before Start returns.
 func WithTopologyFile(path string) Option {
 	return func(o *options) error {
-		data, err := os.ReadFile(path)
-		if err != nil {
-			return err
-		}
-		t, err := topology.Load(path, data)
+		t, err := topology.LoadFile(path)
 		if err != nil {
 			return err
 		}

@@ -26,6 +26,7 @@ import (
 	"github.com/prometheus/client_golang/prometheus"
 
 	"github.com/ferrymq/ferry/internal/arn"
+	"github.com/ferrymq/ferry/internal/clock"
 	"github.com/ferrymq/ferry/internal/sigv4"
 )
 
@@ -508,7 +509,7 @@ func (s *Set) compileSQS(in *rule) error {
 		return fmt.Errorf("error %q is not an SQS error code (for throttling: RequestThrottled)", r.Error)
 	}
 	if r.Delay != "" {
-		d, err := ParseDuration(r.Delay)
+		d, err := clock.ParseDuration(r.Delay)
 		if err != nil {
 			return fmt.Errorf("delay: %w", err)
 		}
@@ -571,26 +572,4 @@ func (s *Set) compileSNS(in *rule) error {
 		in.chosen = map[string]bool{}
 	}
 	return nil
-}
-
-// ParseDuration reads a Go duration that may start with a number of days:
-// "90s", "36h", "1d12h", "14d".
-func ParseDuration(s string) (time.Duration, error) {
-	var days time.Duration
-	rest := s
-	if i := strings.IndexByte(s, 'd'); i > 0 {
-		n, err := strconv.Atoi(s[:i])
-		if err != nil || n < 0 {
-			return 0, fmt.Errorf("%q is not a duration (90s, 36h, 1d12h)", s)
-		}
-		days, rest = time.Duration(n)*24*time.Hour, s[i+1:]
-		if rest == "" {
-			return days, nil
-		}
-	}
-	d, err := time.ParseDuration(rest)
-	if err != nil {
-		return 0, fmt.Errorf("%q is not a duration (90s, 36h, 1d12h)", s)
-	}
-	return days + d, nil
 }
