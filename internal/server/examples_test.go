@@ -105,7 +105,9 @@ func TestDeadLetterExamplePython(t *testing.T) {
 // boto3 has StartMessageMoveTask; t skips without one.
 func pythonWithMoveTasks(t *testing.T) string {
 	t.Helper()
-	out, err := exec.Command("python3", "-c",
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	out, err := exec.CommandContext(ctx, "python3", "-c",
 		"import sys, boto3; assert hasattr(boto3.client('sqs', region_name='us-east-1'), 'start_message_move_task'); print(sys.executable)").Output()
 	if err != nil {
 		t.Skipf("the python3 on PATH has no boto3 with move tasks (June 2023 on): %v", err)
