@@ -33,6 +33,7 @@ type message struct {
 	touched    bool
 	moved      bool     // a redrive moved it here: see queue.movedIn (stats.go)
 	history    bool     // it has a history record (history.go)
+	pending    bool     // its state record holds its latest receive's story event (history.go)
 	timerSlot  int32    // index in the timer heap, -1 when absent
 	ageSlot    int32    // index in the age heap, -1 when absent
 	oldSlot    int32    // index in the oldest heap, -1 when absent (stats.go)
