@@ -1,6 +1,6 @@
 // Package embedded is the default queue engine: memory decides, Pebble
 // remembers. Each queue keeps an in-memory index (ready list, timer heap,
-// age heap, seq map) that answers every call; every change is written to
+// age order, seq map) that answers every call; every change is written to
 // Pebble as one batch per call, and startup rebuilds the indexes from it.
 // FIFO queues add groups, deduplication and receive attempts (fifo.go).
 //
@@ -86,6 +86,15 @@ const DefaultGather = 500 * time.Microsecond
 // answer waits at most that long for the others.
 const gatherWindows = 4
 
+// The store's memory: memTableSize is room for large message batches
+// without a flush each; blockCacheSize holds the blocks receives read
+// (the bodies at a backlog's head and the index blocks that find them),
+// on top of the memtables Pebble charges to the same cache.
+const (
+	memTableSize   = 64 << 20
+	blockCacheSize = 32 << 20
+)
+
 // Ids (queue ids, message seqs, receive generations) are epoch<<epochShift
 // plus a counter, the epoch being bumped durably at every open: ids are
 // never reused across restarts without writing a counter per operation.
@@ -160,6 +169,8 @@ type Engine struct {
 	// the syncs Pebble made (ferry_store_wal_syncs_total) it is how many
 	// requests each fsync covered.
 	syncedCommits atomic.Uint64
+	// heldBytes is the size of the records queues hold (held.go).
+	heldBytes atomic.Int64
 }
 
 type qname struct{ account, name string }
@@ -191,8 +202,13 @@ func Open(ctx context.Context, opts Options) (*Engine, error) {
 	po := &pebble.Options{
 		Logger:             newPebbleLogger(e.log, e.clock),
 		FormatMajorVersion: pebble.FormatNewest,
-		// Room for large message batches without forcing a flush each.
-		MemTableSize: 64 << 20,
+		MemTableSize:       memTableSize,
+		// Pebble charges its memtables (up to two of them, and large
+		// batches) to the block cache: with its default 8 MiB, two 64 MiB
+		// memtables left no room for a single block, and every body a
+		// receive read cost a file read and a decompression, the index
+		// blocks' included.
+		CacheSize: 2*memTableSize + blockCacheSize,
 		// Named, though it is Pebble's default, because a store records
 		// its merger and must be opened with the same one: message
 		// histories are appended to by merges (history.go).

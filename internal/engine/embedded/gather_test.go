@@ -116,73 +116,132 @@ func TestGather(t *testing.T) {
 
 func us(n int) time.Duration { return time.Duration(n) * time.Microsecond }
 
+// heldSendFixture is an in-memory engine with gather window win on a fake
+// clock, a queue "q", and a long poll on it (ch): sendHeld starts a send
+// to q whose batch is held before its commit (a send being written, as in
+// a durable store while its WAL sync runs) until free; armedAt waits for
+// the poll's gather window to end at the given time from the start, and
+// fails if the poll has answered.
+type heldSendFixture struct {
+	t     *testing.T
+	c     *checked
+	h     *enginetest.H
+	clk   *clock.Fake
+	ch    <-chan enginetest.Result
+	free  func()
+	sent  chan error
+	hold  atomic.Bool
+	enter chan struct{}
+}
+
+func newHeldSendFixture(t *testing.T, win time.Duration, warm bool) *heldSendFixture {
+	f := &heldSendFixture{t: t, clk: clock.NewFake(enginetest.Start), sent: make(chan error, 1), enter: make(chan struct{})}
+	f.c = openChecked(t, Options{InMemory: true, Clock: f.clk, Gather: win})
+	release := make(chan struct{})
+	f.c.beforeSendCommit = func() {
+		if f.hold.Load() {
+			close(f.enter)
+			<-release
+		}
+	}
+	f.h = &enginetest.H{T: t, Clk: f.clk, Ctx: context.Background(), B: f.c}
+	t.Cleanup(func() { _ = f.h.B.Close() })
+	// Before Close (cleanups run last first): a failed test must not leave
+	// the send held, which Close would wait for.
+	var releaseOnce sync.Once
+	f.free = func() { releaseOnce.Do(func() { close(release) }) }
+	t.Cleanup(f.free)
+	f.h.Create("q", nil)
+	if warm {
+		f.h.SendBodies("q", "warm")
+		if got := f.h.Receive("q", engine.ReceiveRequest{}); len(got) != 1 {
+			t.Fatalf("warm-up receive answered %d messages, want 1", len(got))
+		}
+	}
+	f.ch = f.h.StartWait(f.h.Ctx, "q", engine.ReceiveRequest{Max: 10, Wait: 20 * time.Second})
+	return f
+}
+
+// sendHeld starts the held send of body and returns once it is held.
+func (f *heldSendFixture) sendHeld(body string) {
+	f.hold.Store(true)
+	go func() {
+		_, err := f.c.Send(f.h.Ctx, acct, "q", []engine.NewMessage{enginetest.Plain(body)})
+		f.sent <- err
+	}()
+	<-f.enter
+	f.hold.Store(false)
+}
+
+// arrive lets the held send go at the given time and waits for it.
+func (f *heldSendFixture) arrive(at time.Duration) {
+	f.t.Helper()
+	f.clk.Set(enginetest.Start.Add(at))
+	f.free()
+	if err := <-f.sent; err != nil {
+		f.t.Fatalf("Send: %v", err)
+	}
+}
+
+func (f *heldSendFixture) armedAt(at time.Duration) {
+	f.t.Helper()
+	want := enginetest.Start.Add(at)
+	testwait.Eventually(f.t, "a gather window to end at "+at.String(), func() bool {
+		next, ok := f.clk.Next()
+		return ok && next.Equal(want)
+	})
+	select {
+	case r := <-f.ch:
+		f.t.Fatalf("answered with %d messages while a send was being written", len(r.Msgs))
+	default:
+	}
+}
+
+// answer ends the last window at the given time and expects want messages.
+func (f *heldSendFixture) answer(at time.Duration, want int) {
+	f.t.Helper()
+	f.clk.Set(enginetest.Start.Add(at))
+	r := f.h.Await(f.ch)
+	if r.Err != nil || len(r.Msgs) != want {
+		f.t.Fatalf("Receive answered %d messages (%v), want %d", len(r.Msgs), r.Err, want)
+	}
+}
+
 // TestGatherWaitsForSendsBeingWritten: a quiet window does not end a gather
 // while a send to the queue is being written (in a durable store, while
 // its WAL sync runs): the poll waits for it, within the gather's bound.
 func TestGatherWaitsForSendsBeingWritten(t *testing.T) {
-	const win = 200 * time.Microsecond
-	clk := clock.NewFake(enginetest.Start)
-	c := openChecked(t, Options{InMemory: true, Clock: clk, Gather: win})
-	entered, release := make(chan struct{}), make(chan struct{})
-	var hold atomic.Bool
-	c.beforeSendCommit = func() {
-		if hold.Load() {
-			close(entered)
-			<-release
-		}
-	}
-	h := &enginetest.H{T: t, Clk: clk, Ctx: context.Background(), B: c}
-	t.Cleanup(func() { _ = h.B.Close() })
-	// Before Close (cleanups run last first): a failed test must not leave
-	// the send held, which Close would wait for.
-	var releaseOnce sync.Once
-	free := func() { releaseOnce.Do(func() { close(release) }) }
-	t.Cleanup(free)
-	h.Create("q", nil)
-	h.SendBodies("q", "warm")
-	if got := h.Receive("q", engine.ReceiveRequest{}); len(got) != 1 {
-		t.Fatalf("warm-up receive answered %d messages, want 1", len(got))
-	}
-	ch := h.StartWait(h.Ctx, "q", engine.ReceiveRequest{Max: 10, Wait: 20 * time.Second})
-	armedAt := func(at time.Duration) {
-		t.Helper()
-		want := enginetest.Start.Add(at)
-		testwait.Eventually(t, "a gather window to end at "+at.String(), func() bool {
-			next, ok := clk.Next()
-			return ok && next.Equal(want)
-		})
-		select {
-		case r := <-ch:
-			t.Fatalf("answered with %d messages while a send was being written", len(r.Msgs))
-		default:
-		}
-	}
-	clk.Set(enginetest.Start.Add(us(100)))
-	h.SendBodies("q", "first") // flowing: the poll gathers until 300µs
-	armedAt(us(300))
+	f := newHeldSendFixture(t, 200*time.Microsecond, true)
+	f.clk.Set(enginetest.Start.Add(us(100)))
+	f.h.SendBodies("q", "first") // flowing: the poll gathers until 300µs
+	f.armedAt(us(300))
 
-	hold.Store(true)
-	sent := make(chan error, 1)
-	go func() {
-		_, err := c.Send(h.Ctx, acct, "q", []engine.NewMessage{enginetest.Plain("second")})
-		sent <- err
-	}()
-	<-entered
-	hold.Store(false)
+	f.sendHeld("second")
 	// The window passes with the send still being written: the poll waits
 	// another window instead of answering.
-	clk.Set(enginetest.Start.Add(us(300)))
-	armedAt(us(500))
+	f.clk.Set(enginetest.Start.Add(us(300)))
+	f.armedAt(us(500))
 	// It arrives at 350µs: a window from then.
-	clk.Set(enginetest.Start.Add(us(350)))
-	free()
-	if err := <-sent; err != nil {
-		t.Fatalf("Send: %v", err)
-	}
-	armedAt(us(550))
-	clk.Set(enginetest.Start.Add(us(550)))
-	r := h.Await(ch)
-	if r.Err != nil || len(r.Msgs) != 2 {
-		t.Fatalf("Receive answered %d messages (%v), want 2", len(r.Msgs), r.Err)
-	}
+	f.arrive(us(350))
+	f.armedAt(us(550))
+	f.answer(us(550), 2)
+}
+
+// TestGatherAtAWakeUpWhileASendIsBeingWritten: a poll woken by a message
+// that does not flow (nothing arrived just before it) still gathers when
+// another send to the queue is being written at that moment (in a durable
+// store, one WAL sync behind), and answers with both.
+func TestGatherAtAWakeUpWhileASendIsBeingWritten(t *testing.T) {
+	f := newHeldSendFixture(t, 200*time.Microsecond, false)
+	awaitWaiter(t, f.c.Engine, "q")
+	f.sendHeld("second")
+	// The first message wakes the poll, which gathers for the second
+	// instead of answering with one.
+	f.clk.Set(enginetest.Start.Add(us(1000)))
+	f.h.SendBodies("q", "first")
+	f.armedAt(us(1200))
+	// Its arrival at 1.1ms opens a window; a quiet one ends the gather.
+	f.arrive(us(1100))
+	f.armedAt(us(1300))
+	f.answer(us(1300), 2)
 }

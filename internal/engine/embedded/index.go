@@ -11,7 +11,7 @@ const (
 	statusReady                     // visible; in the ready list
 	statusInflight                  // received, hidden; in the timer heap
 	// statusDeleting (FIFO): deleted, the delete not yet durable; still in
-	// its group, blocking it, counted in flight, in no heap but the age heap.
+	// its group, blocking it, counted in flight, in no heap; in the age order.
 	statusDeleting
 )
 
@@ -35,8 +35,8 @@ type message struct {
 	history    bool     // it has a history record (history.go)
 	pending    bool     // its state record holds its latest receive's story event (history.go)
 	timerSlot  int32    // index in the timer heap, -1 when absent
-	ageSlot    int32    // index in the age heap, -1 when absent
-	oldSlot    int32    // index in the oldest heap, -1 when absent (stats.go)
+	ageSlot    int32    // place in the age order, -1 when absent (order.go)
+	oldSlot    int32    // place in the oldest order, -1 when absent (stats.go)
 	prev, next *message // ready list, or the group's list on a FIFO queue
 	grp        *group   // FIFO: the message's group (kept while taken out)
 }
@@ -112,6 +112,7 @@ type msgHeap struct {
 	items []*message
 	less  func(a, b *message) bool
 	slot  func(m *message) *int32
+	moves int // swaps made so far (see orderedSet.moves)
 }
 
 func newTimerHeap() msgHeap {
@@ -123,20 +124,6 @@ func newTimerHeap() msgHeap {
 			return a.seq < b.seq
 		},
 		slot: func(m *message) *int32 { return &m.timerSlot },
-	}
-}
-
-// newAgeHeap orders by send time: retention is queue-wide, so this is also
-// expiry order.
-func newAgeHeap() msgHeap {
-	return msgHeap{
-		less: func(a, b *message) bool {
-			if a.sentAt != b.sentAt {
-				return a.sentAt < b.sentAt
-			}
-			return a.seq < b.seq
-		},
-		slot: func(m *message) *int32 { return &m.ageSlot },
 	}
 }
 
@@ -186,6 +173,7 @@ func (h *msgHeap) fix(m *message) {
 }
 
 func (h *msgHeap) swap(i, j int) {
+	h.moves++
 	h.items[i], h.items[j] = h.items[j], h.items[i]
 	*h.slot(h.items[i]) = int32(i)
 	*h.slot(h.items[j]) = int32(j)

@@ -1,6 +1,7 @@
 package embedded
 
 import (
+	"bytes"
 	"context"
 	"errors"
 	"fmt"
@@ -103,7 +104,7 @@ func (q *queue) checkIndex(now int64) error {
 		if m.seq != seq {
 			return fmt.Errorf("message %d filed under %d", m.seq, seq)
 		}
-		inOldest := m.oldSlot >= 0 && int(m.oldSlot) < q.oldest.len() && q.oldest.items[m.oldSlot] == m
+		inOldest := q.oldest.holds(m)
 		if inOldest != q.countsForOldest(m) {
 			return fmt.Errorf("message %d (count %d, moved %v, status %d): in the oldest heap %v",
 				seq, m.receiveCount, m.moved, m.status, inOldest)
@@ -114,8 +115,8 @@ func (q *queue) checkIndex(now int64) error {
 		if _, ok := q.movedIn[seq]; ok != m.moved {
 			return fmt.Errorf("message %d: moved %v, entry %v", seq, m.moved, ok)
 		}
-		if m.ageSlot < 0 || int(m.ageSlot) >= q.ages.len() || q.ages.items[m.ageSlot] != m {
-			return fmt.Errorf("message %d not in the age heap", seq)
+		if !q.ages.holds(m) {
+			return fmt.Errorf("message %d not in the age order", seq)
 		}
 		inTimers := m.timerSlot >= 0 && int(m.timerSlot) < q.timers.len() && q.timers.items[m.timerSlot] == m
 		switch m.status {
@@ -147,6 +148,9 @@ func (q *queue) checkIndex(now int64) error {
 	}
 	if oldest != q.oldest.len() {
 		return fmt.Errorf("oldest heap holds %d, %d count", q.oldest.len(), oldest)
+	}
+	if err := q.checkHeld(); err != nil {
+		return err
 	}
 	if len(q.movedIn) > len(q.msgs) {
 		return fmt.Errorf("%d moved entries for %d messages", len(q.movedIn), len(q.msgs))
@@ -197,20 +201,51 @@ func (q *queue) checkIndex(now int64) error {
 	if q.timers.len() != inflight-deleting+delayed || q.ages.len() != len(q.msgs) {
 		return fmt.Errorf("heap sizes %d, %d", q.timers.len(), q.ages.len())
 	}
-	for _, h := range []*msgHeap{&q.timers, &q.ages} {
-		for i, m := range h.items {
-			if int(*h.slot(m)) != i {
-				return fmt.Errorf("message %d thinks it is at %d, is at %d", m.seq, *h.slot(m), i)
-			}
-			if i > 0 && h.less(m, h.items[(i-1)/2]) {
-				return fmt.Errorf("heap order broken at %d", i)
-			}
+	for i, m := range q.timers.items {
+		if int(m.timerSlot) != i {
+			return fmt.Errorf("message %d thinks it is at %d, is at %d", m.seq, m.timerSlot, i)
+		}
+		if i > 0 && q.timers.less(m, q.timers.items[(i-1)/2]) {
+			return fmt.Errorf("heap order broken at %d", i)
+		}
+	}
+	for _, s := range []*orderedSet{&q.ages, &q.oldest} {
+		if err := s.check(); err != nil {
+			return err
 		}
 	}
 	if ret := q.desc.Settings.Retention; ret > 0 {
 		if m := q.ages.min(); m != nil && after(m.sentAt, ret) <= now {
 			return fmt.Errorf("message %d outlived retention", m.seq)
 		}
+	}
+	return nil
+}
+
+// checkHeld verifies the held records (held.go): only of messages in the
+// index that no receive has had, each the message's stored record, and
+// counted in heldBytes.
+func (q *queue) checkHeld() error {
+	var n int64
+	for seq, rec := range q.held {
+		m := q.msgs[seq]
+		if m == nil || m.receiveCount != 0 || (m.status != statusReady && m.status != statusDelayed) {
+			return fmt.Errorf("held record of message %d, which is %+v", seq, m)
+		}
+		k := makeMsgKey(q.id, seq, kindBody)
+		stored, closer, err := q.e.db.Get(k[:])
+		if err != nil {
+			return fmt.Errorf("held message %d: %w", seq, err)
+		}
+		same := bytes.Equal(stored, rec)
+		closer.Close()
+		if !same {
+			return fmt.Errorf("held record of message %d differs from the stored one", seq)
+		}
+		n += int64(len(rec))
+	}
+	if n != q.heldBytes {
+		return fmt.Errorf("held records take %d bytes, counted %d", n, q.heldBytes)
 	}
 	return nil
 }

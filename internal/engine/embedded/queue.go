@@ -30,8 +30,8 @@ type queue struct {
 	ready    readyList           // standard queues only
 	groups   groupIndex          // FIFO queues only
 	timers   msgHeap             // delayed and in-flight, by deadline
-	ages     msgHeap             // every message, by send time
-	oldest   msgHeap             // the messages that count for the oldest age (stats.go)
+	ages     orderedSet          // every message, by send time
+	oldest   orderedSet          // the messages that count for the oldest age (stats.go)
 	movedIn  map[uint64]msgEntry // the messages a redrive moved in (stats.go)
 	inflight int
 	delayed  int
@@ -41,6 +41,13 @@ type queue struct {
 	// purgeFloor is the first seq a purge left alone; a send whose seqs lie
 	// below it was purged while it was being written.
 	purgeFloor uint64
+
+	// held are the records of messages not yet handed out, by seq, and
+	// heldBytes their size; polled is when a receive last polled the
+	// queue (unix nanoseconds): only then does it hold (held.go).
+	held      map[uint64][]byte
+	heldBytes int64
+	polled    int64
 
 	waiters list.List // of *waiter, oldest first
 	// arrived and prevArrived are when the last two sends entered the
@@ -92,7 +99,8 @@ type taken struct {
 	receiveCount   uint64
 	firstReceiveAt int64
 	// rec is the message's stored record when the send that wrote it
-	// handed it over (sentRecords); nil otherwise, and fetch reads it.
+	// handed it over (sentRecords) or the queue held it (held.go); nil
+	// otherwise, and fetch reads it.
 	rec []byte
 	// history: the message has a history record; pending: its state
 	// record holds this receive's story event (history.go).
@@ -109,11 +117,12 @@ func newQueue(e *Engine, id uint64, desc engine.Queue, firstID uint64) *queue {
 }
 
 func (q *queue) resetIndexLocked() {
+	q.unholdAllLocked()
 	q.msgs = make(map[uint64]*message)
 	q.ready = readyList{}
 	q.timers = newTimerHeap()
-	q.ages = newAgeHeap()
-	q.oldest = newOldestHeap()
+	q.ages = newAgeOrder()
+	q.oldest = newOldestOrder()
 	q.movedIn = nil
 	q.inflight, q.delayed = 0, 0
 	if q.fifo {
@@ -129,7 +138,8 @@ func (q *queue) growIndexLocked(n int) {
 		return
 	}
 	q.msgs = make(map[uint64]*message, n)
-	q.ages.items = make([]*message, 0, n)
+	q.ages.grow(n)
+	q.oldest.grow(n)
 }
 
 // visibleLocked counts the visible messages; on a FIFO queue this includes
@@ -563,7 +573,9 @@ func (q *queue) serveSentLocked(now int64, sent *sentRecords) {
 				q.e.log.Error("record receive", "queue", q.desc.Name, "err", err)
 			}
 			for i := range got {
-				got[i].rec = sent.record(got[i].seq)
+				if rec := sent.record(got[i].seq); rec != nil {
+					got[i].rec = rec
+				}
 			}
 			w.got, w.job = append(w.got, got...), job
 			if w.more != nil && job == nil && len(got) > 0 && len(w.got) < w.max {
@@ -617,5 +629,6 @@ func (q *queue) handOutLocked(m *message, now int64, v time.Duration, b *pebble.
 	q.timers.push(m)
 	q.trackOldestLocked(m)
 	q.putStateLocked(b, m, buf, c)
-	return taken{seq: m.seq, gen: m.gen, receiveCount: uint64(m.receiveCount), firstReceiveAt: m.firstReceiveAt, history: m.history, pending: m.pending}
+	return taken{seq: m.seq, gen: m.gen, receiveCount: uint64(m.receiveCount), firstReceiveAt: m.firstReceiveAt, history: m.history,
+		pending: m.pending, rec: q.unholdLocked(m.seq)}
 }

@@ -64,6 +64,7 @@ func (e *Engine) Receive(ctx context.Context, account, name string, req engine.R
 			return nil, nil
 		}
 		now := e.now()
+		q.polled = now
 		q.advanceLocked(now)
 		if round == 0 && attemptID != "" {
 			if got := q.retryAttemptLocked(attemptID, now, vis); got != nil {
@@ -161,6 +162,11 @@ func (e *Engine) Receive(ctx context.Context, account, name string, req engine.R
 // and without sends on their way into the queue (see arriving), Max is
 // reached, the whole gather has taken gatherWindows windows (bounding what
 // the first message waits) or the request's wait is over.
+// A poll also gathers when, at its wake-up, another send to the queue is
+// already on its way (see arriving): in a durable store sends arrive one
+// WAL sync apart, more than a window, so that a flow of them never looked
+// like one and each of its receives carried a message or two (an SNS
+// fan-out's copies, one per publish in every subscribed queue, arrive so).
 // A lone message is answered at once: the timer a window takes fires late
 // on an idle machine (a millisecond or more), and no second message would
 // come. Nor does a receive that found messages at once linger: it was not
@@ -173,7 +179,7 @@ func (e *Engine) Receive(ctx context.Context, account, name string, req engine.R
 // taken stays in the store as it was, as for a closed wait).
 func (e *Engine) gatherMore(ctx context.Context, q *queue, got []taken, maxMsgs int, vis *time.Duration, c *engine.Consumer, expired chan struct{}) ([]taken, bool) {
 	q.mu.Lock()
-	if q.deleted || !q.flowingLocked(e.gather) {
+	if q.deleted || !q.flowingLocked(e.gather) && !q.arrivingLocked() {
 		q.mu.Unlock()
 		return got, true
 	}

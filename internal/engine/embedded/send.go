@@ -177,9 +177,9 @@ func (e *Engine) writeSend(q *queue, msgs []engine.NewMessage, b *pebble.Batch, 
 	q.nextSeq += uint64(len(msgs))
 	q.writing++
 	queueDelay := q.desc.Settings.Delay
-	// The records are kept after the write only for receives waiting now;
-	// one that starts waiting later reads them back.
-	keep := q.waiters.Len() > 0
+	// The records are kept after the write for receives waiting now, and
+	// for the queue to hold for later ones (held.go) while it has room.
+	keep := q.waiters.Len() > 0 || q.mayHoldLocked(sentAt)
 	q.mu.Unlock()
 
 	n := len(msgs)
@@ -273,6 +273,15 @@ func (e *Engine) enterSent(p *pendingSend) ([]engine.SendResult, error) {
 	}
 	q.arriveLocked(now)
 	q.serveSentLocked(now, &p.sent)
+	if p.sent.buf != nil {
+		for i := range ms {
+			if m := &ms[i]; m.status == statusReady || m.status == statusDelayed {
+				if !q.holdLocked(m.seq, p.sent.record(m.seq)) {
+					break
+				}
+			}
+		}
+	}
 	q.rearmLocked(now)
 	return p.res, nil
 }

@@ -9,14 +9,14 @@ import (
 // What the queue statistics need beyond the counts: the oldest message for
 // ApproximateAgeOfOldestMessage and, on FIFO queues, the groups in flight.
 //
-// The oldest heap holds the messages that count, by seq: a message counts
+// The oldest order holds the messages that count, by seq: a message counts
 // until it has been received engine.OldestMaxReceives times in this queue,
 // and stops counting once a delete has claimed it. A message enters its
 // queue when sent, or, moved there by a redrive policy, at the move; seqs
 // are handed out in that order (up to the moment between a seq's
-// reservation and its write), so the heap's minimum is the oldest, and new
-// messages, the highest seqs, join it without sifting. A sample reads the
-// minimum.
+// reservation and its write), so the order's first is the oldest, and new
+// messages, the highest seqs, join it at its end (order.go). A sample
+// reads the first.
 //
 // What a moved message brings (when it was moved, its receive count then)
 // lives in queue.movedIn, not in every index entry: moves are rare next to
@@ -45,11 +45,9 @@ func (q *queue) countsForOldest(m *message) bool {
 	return n < engine.OldestMaxReceives
 }
 
-func newOldestHeap() msgHeap {
-	return msgHeap{
-		less: func(a, b *message) bool { return a.seq < b.seq },
-		slot: func(m *message) *int32 { return &m.oldSlot },
-	}
+func newOldestOrder() orderedSet {
+	return newOrderedSet(func(m *message) orderKey { return orderKey{seq: m.seq} },
+		func(m *message) *int32 { return &m.oldSlot })
 }
 
 // setMovedLocked records that a redrive moved m into q (before m enters
@@ -65,10 +63,10 @@ func (q *queue) setMovedLocked(m *message, in msgEntry) {
 	m.moved = true
 }
 
-// trackOldestLocked files m in the oldest heap, or takes it out, after m
+// trackOldestLocked files m in the oldest order, or takes it out, after m
 // entered the index or its receive count or status changed.
 func (q *queue) trackOldestLocked(m *message) {
-	in := m.oldSlot >= 0
+	in := q.oldest.has(m)
 	switch want := q.countsForOldest(m); {
 	case want && !in:
 		q.oldest.push(m)
@@ -77,15 +75,16 @@ func (q *queue) trackOldestLocked(m *message) {
 	}
 }
 
-// untrackOldestLocked takes m out of the oldest heap, if there.
+// untrackOldestLocked takes m out of the oldest order, if there.
 func (q *queue) untrackOldestLocked(m *message) {
-	if m.oldSlot >= 0 {
+	if q.oldest.has(m) {
 		q.oldest.remove(m)
 	}
 }
 
 // forgetLocked drops what q keeps about m beyond the index, as m leaves it.
 func (q *queue) forgetLocked(m *message) {
+	q.unholdLocked(m.seq)
 	q.untrackOldestLocked(m)
 	if m.moved {
 		delete(q.movedIn, m.seq)
