@@ -20,7 +20,9 @@ import (
 //	0x01 's' name                   secret (cluster.go)
 //	0x02 qid                        queue record
 //	0x03 qid seq 0x01               message record: written once, deleted once
-//	0x03 qid seq 0x02               message state: rewritten on receive/visibility change
+//	0x03 qid seq 0x02               message state: rewritten on receive/visibility change; ends
+//	                                with the latest receive's story event while it is the only
+//	                                one the history record lacks (history.go)
 //	0x03 qid seq 0x03               message history: appended to by merges (history.go)
 //	0x04 qid seq                    move task of source queue qid (seq from the queue's seq space)
 //	0x05 kind 0x00 key              generic record (records.go)
@@ -631,6 +633,9 @@ type msgState struct {
 	firstReceiveAt int64
 	receivedAt     int64
 	visibleAt      int64
+	// pending: the record ends with the latest receive's story event
+	// (appendStateReceive), not yet in the message's history record.
+	pending bool
 }
 
 func encodeState(b []byte, s msgState) []byte {
@@ -642,18 +647,68 @@ func encodeState(b []byte, s msgState) []byte {
 	return binary.AppendVarint(b, s.visibleAt)
 }
 
-func decodeState(v []byte) (msgState, error) {
+// appendStateReceive ends a state record with the receive it records:
+// the visibility the receive set (a visibility change moves the state's
+// own) and its consumer. The receive's time and count are the state's.
+func appendStateReceive(b []byte, visibleAt int64, c *engine.Consumer) []byte {
+	b = binary.AppendVarint(b, visibleAt)
+	b = appendString(b, c.SourceIP)
+	b = appendString(b, c.UserAgent)
+	return appendString(b, c.AccessKey)
+}
+
+// stateReceiveTail is the part of state record v that appendStateReceive
+// wrote; nil when it has none.
+func stateReceiveTail(v []byte) ([]byte, error) {
 	r := newReader(v, false)
+	readStateHead(&r)
+	if r.bad {
+		return nil, errCorrupt
+	}
+	return v[r.off:], nil
+}
+
+func readStateHead(r *reader) msgState {
 	var s msgState
 	if r.byte() != recordVersion {
-		return s, errCorrupt
+		r.bad = true
+		return s
 	}
 	s.receiveCount = r.uvarint()
 	s.gen = r.uvarint()
 	s.firstReceiveAt = r.varint()
 	s.receivedAt = r.varint()
 	s.visibleAt = r.varint()
+	return s
+}
+
+func decodeState(v []byte) (msgState, error) {
+	r := newReader(v, false)
+	s := readStateHead(&r)
+	if !r.bad && r.off < len(r.b) {
+		s.pending = true
+		r.varint()
+		r.span()
+		r.span()
+		r.span()
+	}
 	return s, r.done()
+}
+
+// decodeStateReceive reads the receive a state record ends with, as a
+// story event; ok is false when it ends with none.
+func decodeStateReceive(v []byte) (ev engine.HistoryEvent, ok bool, err error) {
+	r := newReader(v, true)
+	s := readStateHead(&r)
+	if r.bad || r.off == len(r.b) {
+		return ev, false, r.done()
+	}
+	ev = engine.HistoryEvent{
+		Kind: engine.HistoryReceive, At: fromNanos(s.receivedAt),
+		ReceiveCount: int(min(s.receiveCount, math.MaxUint32)), VisibleAt: fromNanos(r.varint()),
+	}
+	ev.SourceIP, ev.UserAgent, ev.AccessKey = r.str(), r.str(), r.str()
+	return ev, true, r.done()
 }
 
 // encodeTask writes a move task record; it is rewritten with every batch

@@ -536,7 +536,7 @@ func (q *queue) takeFIFOLocked(now int64, max int, vis *time.Duration, c *engine
 	got := make([]taken, 0, min(max, x.visible))
 	b := q.e.db.NewBatch()
 	defer b.Close()
-	var buf [64]byte
+	var buf [256]byte // a state record with a receive's consumer
 	for len(got) < max {
 		g := x.ready.min()
 		if g == nil {
@@ -633,13 +633,13 @@ func (q *queue) retryAttemptLocked(id string, now int64, vis *time.Duration) []t
 	v = max0(v)
 	b := q.e.db.NewBatch()
 	defer b.Close()
-	var buf [64]byte
+	var buf [256]byte // a state record with a receive's consumer
 	for _, t := range a.got {
 		m := q.msgs[t.seq]
 		m.receivedAt = now
 		q.hideLocked(m, after(now, v))
-		k := makeMsgKey(q.id, m.seq, kindState)
-		_ = b.Set(k[:], encodeState(buf[:0], m.state()), nil)
+		// The repeated attempt is no receive of its own in the story.
+		q.putStateLocked(b, m, buf[:0], nil)
 	}
 	if q.e.keepsReceives() {
 		if err := q.e.db.Apply(b, pebble.NoSync); err != nil {

@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"context"
 	"encoding/binary"
+	"errors"
 	"fmt"
 	"strconv"
 	"time"
@@ -27,10 +28,17 @@ import (
 //	  3 delivery: receive count uvarint, endpoint, status uvarint, error,
 //	              latency varint (nanoseconds), phase, fault (strings)
 //
-// A receive appends its event with a Pebble merge (the store's merger
-// concatenates) in the batch that writes the message's state anyway:
-// no read, no write of its own. Past engine.HistoryCap receives, every
-// HistoryCap-th receive reads the record and rewrites it with the latest
+// A receive's event first rides in the state record the receive writes
+// anyway (appendStateReceive), and the message is marked pending: a
+// message received once and deleted, the common case, costs no history
+// record and no tombstone for one. The event moves to the history record
+// (a Pebble merge, the store's merger concatenating) only when the
+// message's story goes on: at its next receive, before another event
+// (an SNS delivery attempt), or when it moves. A reader merges the
+// history record with the pending receive.
+//
+// Past engine.HistoryCap receives, every HistoryCap-th receive moving to
+// the history record reads the record and rewrites it with the latest
 // HistoryCap events and the count of the others; a move, which copies
 // the record anyway, trims it too. The record thus stays within twice
 // the cap, and a read shows the latest HistoryCap events.
@@ -185,17 +193,29 @@ func trimmedHistory(v []byte, ev *engine.HistoryEvent) []byte {
 	return encodeHistory(&h)
 }
 
-// recordReceiveLocked appends m's receive by c, at now, to its history in
-// b (see kindHistory). The caller holds q.mu and has counted the receive.
-func (q *queue) recordReceiveLocked(b *pebble.Batch, m *message, now int64, c *engine.Consumer) {
-	ev := engine.HistoryEvent{
-		Kind: engine.HistoryReceive, At: fromNanos(now), ReceiveCount: int(m.receiveCount),
-		VisibleAt: fromNanos(m.deadline), Consumer: *c,
+// settleReceiveLocked moves m's pending receive from its state record to
+// its history record in b, before m's story goes on. The caller holds q.mu
+// and writes m's state record again in b (without the receive); as the
+// receive's own batch is applied under q.mu, the records read are current.
+// A receive that cannot be read is left out of the story rather than
+// stopping what goes on.
+func (q *queue) settleReceiveLocked(b *pebble.Batch, m *message) {
+	if !m.pending {
+		return
 	}
-	k := makeMsgKey(q.id, m.seq, kindHistory)
-	if m.history && m.receiveCount > engine.HistoryCap && m.receiveCount%engine.HistoryCap == 0 {
-		// Under q.mu, so no other receive of m writes in between; the
-		// receives before this one have been applied.
+	m.pending = false
+	k := makeMsgKey(q.id, m.seq, kindState)
+	v, err := q.e.get(k[:])
+	if err != nil {
+		q.e.log.Error("read pending receive", "queue", q.desc.Name, "seq", m.seq, "err", err)
+		return
+	}
+	ev, ok, err := decodeStateReceive(v)
+	if err != nil || !ok {
+		return
+	}
+	k[17] = kindHistory
+	if m.history && ev.ReceiveCount > engine.HistoryCap && ev.ReceiveCount%engine.HistoryCap == 0 {
 		if old, err := q.e.get(k[:]); err == nil {
 			_ = b.Set(k[:], trimmedHistory(old, &ev), nil)
 			return
@@ -204,16 +224,104 @@ func (q *queue) recordReceiveLocked(b *pebble.Batch, m *message, now int64, c *e
 	q.appendHistoryLocked(b, m, &ev)
 }
 
-// movedHistory reads the history of the message seq of src and returns it
-// with the move ev appended, for the message's new place; nil when it has
-// none (a message received while the history was off moves without one).
-func (e *Engine) movedHistory(src *queue, seq uint64, ev *engine.HistoryEvent) ([]byte, error) {
-	k := makeMsgKey(src.id, seq, kindHistory)
-	old, err := e.get(k[:])
-	if err != nil || old == nil {
-		return nil, err
+// putStateLocked writes m's state record in b; with c, m's receive by c
+// rides in it, pending. A state rewritten while a receive is pending
+// (a visibility change) keeps it, read from the record.
+func (q *queue) putStateLocked(b *pebble.Batch, m *message, buf []byte, c *engine.Consumer) {
+	k := makeMsgKey(q.id, m.seq, kindState)
+	v := encodeState(buf, m.state())
+	switch {
+	case c != nil:
+		v = appendStateReceive(v, m.deadline, c)
+		m.pending = true
+	case m.pending:
+		old, err := q.e.get(k[:])
+		var tail []byte
+		if err == nil && old != nil {
+			tail, err = stateReceiveTail(old)
+		}
+		if err != nil {
+			q.e.log.Error("read pending receive", "queue", q.desc.Name, "seq", m.seq, "err", err)
+		}
+		if len(tail) == 0 {
+			m.pending = false
+		}
+		v = append(v, tail...)
 	}
-	return trimmedHistory(old, ev), nil
+	_ = b.Set(k[:], v, nil)
+}
+
+// story reads the story of the message seq of queue qid: its history
+// record (when history) merged with its pending receive (when pending);
+// ok is false when it has none.
+func (e *Engine) story(qid, seq uint64, history, pending bool) (h engine.MessageHistory, ok bool, err error) {
+	var hist, state []byte
+	k := makeMsgKey(qid, seq, kindHistory)
+	if history {
+		if hist, err = e.get(k[:]); err != nil {
+			return h, false, err
+		}
+	}
+	if pending {
+		k[17] = kindState
+		if state, err = e.get(k[:]); err != nil {
+			return h, false, err
+		}
+	}
+	return mergeStory(hist, state)
+}
+
+// mergeStory is the story told by a history record and a state record
+// (either may be nil), keeping the latest HistoryCap events.
+func mergeStory(hist, state []byte) (h engine.MessageHistory, ok bool, err error) {
+	if hist != nil {
+		if h, err = decodeHistory(hist); err != nil {
+			return h, false, err
+		}
+		ok = true
+	}
+	if state != nil {
+		ev, has, err := decodeStateReceive(state)
+		if err != nil {
+			return h, false, err
+		}
+		if has {
+			h.Events = append(h.Events, ev)
+			if n := len(h.Events) - engine.HistoryCap; n > 0 {
+				h.Dropped += n
+				h.Events = h.Events[n:]
+			}
+			ok = true
+		}
+	}
+	return h, ok, nil
+}
+
+// movedHistory returns the story of src's message m with the move ev
+// appended, as a history record for the message's new place; nil when it
+// has none (a message received while the history was off moves without
+// one).
+func (e *Engine) movedHistory(src *queue, m *message, ev *engine.HistoryEvent) ([]byte, error) {
+	if !m.history && !m.pending {
+		return nil, nil
+	}
+	h, ok, err := e.story(src.id, m.seq, m.history, m.pending)
+	switch {
+	case errors.Is(err, errCorrupt):
+		// Started afresh rather than stopping the move, as
+		// trimmedHistory does.
+		h = engine.MessageHistory{}
+	case err != nil:
+		return nil, err
+	case !ok:
+		return nil, nil
+	}
+	h.Events = append(h.Events, *ev)
+	if n := len(h.Events) - engine.HistoryCap; n > 0 {
+		h.Dropped += n
+		h.Events = h.Events[n:]
+	}
+	return encodeHistory(&h), nil
 }
 
 // MessageHistory implements engine.HistoryReader. It scans the queue's
@@ -222,14 +330,14 @@ func (e *Engine) movedHistory(src *queue, seq uint64, ev *engine.HistoryEvent) (
 func (e *Engine) MessageHistory(ctx context.Context, account, name, messageID string) (engine.MessageHistory, bool, error) {
 	var out engine.MessageHistory
 	found := false
-	err := e.walkHistories(account, name, 0, func(_ uint64, id string, v []byte) (bool, error) {
+	err := e.walkHistories(account, name, 0, func(_ uint64, id string, hist, state []byte) (bool, error) {
 		if ctx.Err() != nil {
 			return false, ctx.Err()
 		}
 		if id != messageID {
 			return true, nil
 		}
-		h, err := decodeHistory(v)
+		h, _, err := mergeStory(hist, state)
 		if err != nil {
 			return false, err
 		}
@@ -256,7 +364,7 @@ func (e *Engine) MessageHistories(ctx context.Context, account, name, cursor str
 		last uint64
 		more bool
 	)
-	err := e.walkHistories(account, name, before, func(seq uint64, id string, v []byte) (bool, error) {
+	err := e.walkHistories(account, name, before, func(seq uint64, id string, hist, state []byte) (bool, error) {
 		if ctx.Err() != nil {
 			return false, ctx.Err()
 		}
@@ -264,7 +372,7 @@ func (e *Engine) MessageHistories(ctx context.Context, account, name, cursor str
 			more = true
 			return false, nil
 		}
-		h, err := decodeHistory(v)
+		h, _, err := mergeStory(hist, state)
 		if err != nil {
 			return false, err
 		}
@@ -279,10 +387,11 @@ func (e *Engine) MessageHistories(ctx context.Context, account, name, cursor str
 	return out, strconv.FormatUint(last, 10), nil
 }
 
-// walkHistories calls fn with the id and history record of each message
-// of the queue that has one, newest first, from seq before down (0: from
-// the newest), until fn returns false.
-func (e *Engine) walkHistories(account, name string, before uint64, fn func(seq uint64, id string, v []byte) (bool, error)) error {
+// walkHistories calls fn with the id, history record and state record of
+// each message of the queue that has a story (either may be nil, see
+// mergeStory), newest first, from seq before down (0: from the newest),
+// until fn returns false.
+func (e *Engine) walkHistories(account, name string, before uint64, fn func(seq uint64, id string, hist, state []byte) (bool, error)) error {
 	if err := e.enter(); err != nil {
 		return err
 	}
@@ -302,22 +411,38 @@ func (e *Engine) walkHistories(account, name string, before uint64, fn func(seq 
 	defer it.Close()
 	// Backwards, a message's history comes before its state and body.
 	var (
-		hist    []byte
-		histSeq uint64
+		hist, state []byte
+		storySeq    uint64
 	)
 	for valid := it.Last(); valid; valid = it.Prev() {
 		_, seq, kind, ok := parseMsgKey(it.Key())
 		if !ok {
 			continue
 		}
-		switch {
-		case kind == kindHistory:
+		if seq != storySeq {
+			hist, state, storySeq = nil, nil, seq
+		}
+		switch kind {
+		case kindHistory, kindState:
 			v, err := it.ValueAndErr()
 			if err != nil {
 				return fmt.Errorf("embedded: read history: %w", err)
 			}
-			hist, histSeq = bytes.Clone(v), seq
-		case kind == kindBody && hist != nil && histSeq == seq:
+			if kind == kindHistory {
+				hist = bytes.Clone(v)
+				continue
+			}
+			s, err := decodeState(v)
+			if err != nil {
+				return fmt.Errorf("embedded: message %d of queue %d: %w", seq, q.id, err)
+			}
+			if s.pending {
+				state = bytes.Clone(v)
+			}
+		case kindBody:
+			if hist == nil && state == nil {
+				continue
+			}
 			v, err := it.ValueAndErr()
 			if err != nil {
 				return fmt.Errorf("embedded: read message: %w", err)
@@ -326,14 +451,14 @@ func (e *Engine) walkHistories(account, name string, before uint64, fn func(seq 
 			if err != nil {
 				return fmt.Errorf("embedded: message %d of queue %d: %w", seq, q.id, err)
 			}
-			goOn, err := fn(seq, id, hist)
+			goOn, err := fn(seq, id, hist, state)
 			if err != nil {
 				return err
 			}
 			if !goOn {
 				return it.Error()
 			}
-			hist = nil
+			hist, state = nil, nil
 		}
 	}
 	return it.Error()

@@ -121,3 +121,103 @@ func TestHistoryRecordStaysBounded(t *testing.T) {
 		t.Fatalf("%d events from receive %d, %d dropped", len(h.Events), h.Events[0].ReceiveCount, h.Dropped)
 	}
 }
+
+// A receive's event rides in the state record until the story goes on: a
+// message received once writes no history record (and its delete no
+// tombstone for one), yet its story tells of the receive, across a
+// visibility change and a restart; the next receive or an event moves it
+// to the history record, in order.
+func TestHistoryPendingReceive(t *testing.T) {
+	dir := t.TempDir()
+	clk := clock.NewFake(time.Unix(1_700_000_000, 0))
+	e := openTest(t, Options{Dir: dir, Clock: clk})
+	ctx := context.Background()
+	mustCreate(t, e, engine.Queue{Name: "q", ARN: arn("q"), Settings: settings()})
+	sendBodies(t, e, "q", 2)
+	vis := 30 * time.Second
+	c1 := &engine.Consumer{SourceIP: "127.0.0.1", UserAgent: "first", AccessKey: "AKID1"}
+	c2 := &engine.Consumer{SourceIP: "127.0.0.2", UserAgent: "second", AccessKey: "AKID2"}
+	got := mustReceive(t, e, "q", engine.ReceiveRequest{Max: 10, Visibility: &vis, Consumer: c1})
+	if len(got) != 2 {
+		t.Fatalf("received %d of 2", len(got))
+	}
+	firstAt := clk.Now().UTC()
+	receives := func(id string) []engine.HistoryEvent {
+		t.Helper()
+		h, ok, err := e.MessageHistory(ctx, acct, "q", id)
+		if err != nil || !ok {
+			t.Fatalf("MessageHistory(%s) = %v %v", id, ok, err)
+		}
+		return h.Events
+	}
+	wantReceive := func(ev engine.HistoryEvent, count int, c *engine.Consumer, at time.Time) {
+		t.Helper()
+		if ev.Kind != engine.HistoryReceive || ev.ReceiveCount != count || ev.Consumer != *c ||
+			!ev.At.Equal(at) || !ev.VisibleAt.Equal(at.Add(vis)) {
+			t.Fatalf("event = %+v, want receive %d by %+v at %v", ev, count, *c, at)
+		}
+	}
+	noRecords := func(when string) {
+		t.Helper()
+		if n, _ := historyRecords(t, e, "q"); n != 0 {
+			t.Fatalf("%s: %d history records", when, n)
+		}
+	}
+	noRecords("after one receive")
+	q, err := e.lookup(acct, "q")
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, m := range q.msgs {
+		if m.history || !m.pending {
+			t.Fatalf("message %d: history %v, pending %v", m.seq, m.history, m.pending)
+		}
+	}
+	a, b := got[0], got[1]
+	// A visibility change keeps the receive, with the visibility it set.
+	if errs, err := e.ChangeVisibility(ctx, acct, "q", []engine.VisibilityChange{{ReceiptHandle: a.ReceiptHandle, Timeout: time.Minute}}); err != nil || errs[0] != nil {
+		t.Fatalf("ChangeVisibility: %v %v", errs, err)
+	}
+	for _, m := range got {
+		evs := receives(m.MessageID)
+		if len(evs) != 1 {
+			t.Fatalf("story of %s = %+v", m.MessageID, evs)
+		}
+		wantReceive(evs[0], 1, c1, firstAt)
+	}
+
+	e = reopen(t, e, dir, clk)
+	if hs, _, err := e.MessageHistories(ctx, acct, "q", "", 10); err != nil || len(hs) != 2 {
+		t.Fatalf("after restart: %d stories (%v)", len(hs), err)
+	}
+	if errs, err := e.Delete(ctx, acct, "q", []string{b.ReceiptHandle}); err != nil || errs[0] != nil {
+		t.Fatalf("Delete: %v %v", errs, err)
+	}
+	if hs, _, err := e.MessageHistories(ctx, acct, "q", "", 10); err != nil || len(hs) != 1 || hs[0].MessageID != a.MessageID {
+		t.Fatalf("after the delete: %+v (%v)", hs, err)
+	}
+
+	clk.Advance(time.Minute + time.Second)
+	secondAt := clk.Now().UTC()
+	again := mustReceive(t, e, "q", engine.ReceiveRequest{Max: 10, Visibility: &vis, Consumer: c2})
+	if len(again) != 1 || again[0].MessageID != a.MessageID {
+		t.Fatalf("received again %+v", again)
+	}
+	if n, _ := historyRecords(t, e, "q"); n != 1 {
+		t.Fatalf("%d history records after the second receive, want 1", n)
+	}
+	delivery := &engine.HistoryEvent{Kind: engine.HistoryDelivery, At: secondAt, ReceiveCount: 2, Endpoint: "http://127.0.0.1:1/", Status: 500}
+	if errs, err := e.ChangeVisibility(ctx, acct, "q", []engine.VisibilityChange{{ReceiptHandle: again[0].ReceiptHandle, Timeout: time.Second, Event: delivery}}); err != nil || errs[0] != nil {
+		t.Fatalf("ChangeVisibility: %v %v", errs, err)
+	}
+	evs := receives(a.MessageID)
+	if len(evs) != 3 || evs[2].Kind != engine.HistoryDelivery {
+		t.Fatalf("story = %+v, want two receives and a delivery", evs)
+	}
+	wantReceive(evs[0], 1, c1, firstAt)
+	wantReceive(evs[1], 2, c2, secondAt)
+	if errs, err := e.Delete(ctx, acct, "q", []string{again[0].ReceiptHandle}); err != nil || errs[0] != nil {
+		t.Fatalf("Delete: %v %v", errs, err)
+	}
+	noRecords("after the deletes")
+}

@@ -33,6 +33,7 @@ type message struct {
 	touched    bool
 	moved      bool     // a redrive moved it here: see queue.movedIn (stats.go)
 	history    bool     // it has a history record (history.go)
+	pending    bool     // its state record holds its latest receive's story event (history.go)
 	timerSlot  int32    // index in the timer heap, -1 when absent
 	ageSlot    int32    // place in the age order, -1 when absent (order.go)
 	oldSlot    int32    // place in the oldest order, -1 when absent (stats.go)

@@ -119,6 +119,7 @@ func (e *Engine) load(ctx context.Context) error {
 			last.firstReceiveAt = s.firstReceiveAt
 			last.receivedAt = s.receivedAt
 			last.deadline = s.visibleAt
+			last.pending = s.pending
 		default:
 			return false, fmt.Errorf("embedded: message key %x: %w", it.Key(), errCorrupt)
 		}

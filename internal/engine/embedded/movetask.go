@@ -501,8 +501,8 @@ func (e *Engine) moveOut(tk *task, ms []*message) (int, bool) {
 		buf = encodeMessage(buf[:0], id.String(), now, nm.deadline, &it.sm.msg, "")
 		k := makeMsgKey(d.q.id, nm.seq, kindBody)
 		_ = b.Set(k[:], buf, nil)
-		if it.m.history {
-			hv, err := e.movedHistory(src, it.m.seq, &engine.HistoryEvent{
+		if it.m.history || it.m.pending {
+			hv, err := e.movedHistory(src, it.m, &engine.HistoryEvent{
 				Kind: engine.HistoryMove, At: fromNanos(now), ReceiveCount: int(it.m.receiveCount),
 				From: tk.t.SourceARN, To: d.arn, Cause: engine.MoveByTask, PreviousID: it.sm.id,
 			})

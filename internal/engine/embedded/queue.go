@@ -102,8 +102,9 @@ type taken struct {
 	// handed it over (sentRecords) or the queue held it (held.go); nil
 	// otherwise, and fetch reads it.
 	rec []byte
-	// history: the message has a history record.
-	history bool
+	// history: the message has a history record; pending: its state
+	// record holds this receive's story event (history.go).
+	history, pending bool
 }
 
 func newQueue(e *Engine, id uint64, desc engine.Queue, firstID uint64) *queue {
@@ -482,7 +483,7 @@ func (q *queue) takeLocked(now int64, max int, vis *time.Duration, c *engine.Con
 	got := make([]taken, 0, n)
 	b := q.e.db.NewBatch()
 	defer b.Close()
-	var buf [64]byte
+	var buf [256]byte // a state record with a receive's consumer
 	for len(got) < max && q.ready.n > 0 {
 		m := q.ready.popFront()
 		if limit > 0 && uint64(m.receiveCount) >= limit {
@@ -606,12 +607,15 @@ func (q *queue) wakeAllLocked() {
 // handOutLocked makes m in flight for a receive at now with visibility v:
 // a new receipt generation, the receive count and first receive time, the
 // timer, and its state record in b (written without a sync, as all receive
-// bookkeeping), with the receive by c in its history when c is set. Both
+// bookkeeping), with the receive by c in its story when c is set. Both
 // the standard and the FIFO receive use it. The caller holds q.mu and has
 // taken m out of its ready structure.
 func (q *queue) handOutLocked(m *message, now int64, v time.Duration, b *pebble.Batch, buf []byte, c *engine.Consumer) taken {
 	// Four billion receives of one message within its retention would take
 	// thousands a second for two weeks; past that the count stays put.
+	// The previous receive's event leaves the state record this one
+	// rewrites.
+	q.settleReceiveLocked(b, m)
 	if m.receiveCount < math.MaxUint32 {
 		m.receiveCount++
 	}
@@ -627,11 +631,7 @@ func (q *queue) handOutLocked(m *message, now int64, v time.Duration, b *pebble.
 	q.inflight++
 	q.timers.push(m)
 	q.trackOldestLocked(m)
-	k := makeMsgKey(q.id, m.seq, kindState)
-	_ = b.Set(k[:], encodeState(buf, m.state()), nil)
-	if c != nil {
-		q.recordReceiveLocked(b, m, now, c)
-	}
+	q.putStateLocked(b, m, buf, c)
 	return taken{seq: m.seq, gen: m.gen, receiveCount: uint64(m.receiveCount), firstReceiveAt: m.firstReceiveAt, history: m.history,
-		rec: q.unholdLocked(m.seq)}
+		pending: m.pending, rec: q.unholdLocked(m.seq)}
 }

@@ -354,17 +354,12 @@ func (e *Engine) fetch(q *queue, got []taken, withHistory bool) ([]engine.Messag
 		}
 		m.ReceiveCount = int(t.receiveCount)
 		m.FirstReceiveAt = fromNanos(t.firstReceiveAt)
-		if withHistory && t.history {
-			k := makeMsgKey(q.id, t.seq, kindHistory)
-			v, err := e.get(k[:])
+		if withHistory && (t.history || t.pending) {
+			h, ok, err := e.story(q.id, t.seq, t.history, t.pending)
 			if err != nil {
 				return nil, fmt.Errorf("embedded: history of message %d of queue %d: %w", t.seq, q.id, err)
 			}
-			if v != nil {
-				h, err := decodeHistory(v)
-				if err != nil {
-					return nil, fmt.Errorf("embedded: history of message %d of queue %d: %w", t.seq, q.id, err)
-				}
+			if ok {
 				h.MessageID = m.MessageID
 				m.History = &h
 			}

@@ -131,9 +131,9 @@ func (e *Engine) redrive(job *redriveJob) int {
 		_ = b.Set(k[:], buf, nil)
 		k[17] = kindState
 		_ = b.Set(k[:], encodeState(sbuf[:0], nm.state()), nil)
-		if m.history {
+		if m.history || m.pending {
 			// The story moves with the message, and tells of the move.
-			hv, err := e.movedHistory(src, m.seq, &engine.HistoryEvent{
+			hv, err := e.movedHistory(src, m, &engine.HistoryEvent{
 				Kind: engine.HistoryMove, At: fromNanos(now), ReceiveCount: int(m.receiveCount),
 				From: job.srcARN, To: targetARN, Cause: engine.MoveByRedrive,
 			})

@@ -16,7 +16,7 @@ func (e *Engine) ChangeVisibility(ctx context.Context, account, name string, cha
 	rs, errs := e.parseHandles(len(changes), func(i int) string { return changes[i].ReceiptHandle })
 	err := e.withQueue(ctx, account, name, opWrite, func(q *queue) (commit, error) {
 		var b *pebble.Batch
-		var buf [64]byte
+		var buf [256]byte // a state record with a receive's consumer
 		now := e.now()
 		q.advanceLocked(now)
 		revealed := false
@@ -56,9 +56,13 @@ func (e *Engine) ChangeVisibility(ctx context.Context, account, name string, cha
 			if b == nil {
 				b = e.db.NewBatch()
 			}
-			k := makeMsgKey(q.id, m.seq, kindState)
-			_ = b.Set(k[:], encodeState(buf[:0], m.state()), nil)
-			if ev := changes[i].Event; ev != nil {
+			ev := changes[i].Event
+			if ev != nil {
+				// The receive comes first in the story.
+				q.settleReceiveLocked(b, m)
+			}
+			q.putStateLocked(b, m, buf[:0], nil)
+			if ev != nil {
 				// Bounded without trimming: a delivery policy retries at
 				// most 100 times, and reads keep the latest HistoryCap.
 				q.appendHistoryLocked(b, m, ev)
