@@ -22,7 +22,7 @@ import (
 // their own transaction, so PostgreSQL delivers it after commit, to every
 // node; the hub hands it to this node's waiters on that queue. A waiter
 // told of a time still to come arms a timer on the clock instead. The
-// statements answer the notes they sent too, and the call that ran one
+// statements answer their notes too, and the call that ran one
 // tells this node's waiters itself once it has committed (Store.tell),
 // before it returns: a notification arrives when it will, and a step of a
 // controlled clock that made a message visible later must not end before
@@ -239,8 +239,9 @@ func note(qid, at int64) string {
 }
 
 // notesSQL answers the notes of a statement's CTE n, whose rows (qid, at)
-// are the notes it sends (notify_waiters): two arrays, in the order of the
-// queues, that notes.dst scans.
+// are the notes it gives notify_waiters (which sends each only while some
+// node waits on the queue): two arrays, in the order of the queues, that
+// notes.dst scans.
 const notesSQL = `coalesce((SELECT array_agg(n.qid ORDER BY n.qid) FROM n), '{}'),
 	coalesce((SELECT array_agg(n.at ORDER BY n.qid) FROM n), '{}')`
 
