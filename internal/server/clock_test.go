@@ -357,11 +357,6 @@ func TestClockMoveTaskVelocity(t *testing.T) {
 // instants while one advance crosses them all.
 func TestClockSNSRetries(t *testing.T) {
 	t.Parallel()
-	// On PostgreSQL a retry's new visibility reaches the worker's waiting
-	// poll through LISTEN/NOTIFY, after the attempt's hold on the step is
-	// released: a move can pass the retry's instant before the poll arms
-	// its timer, and the retry comes one poll late.
-	embeddedOnly(t, "the notification of a retry's visibility does not hold the clock's step")
 	f, c := startControlled(t)
 	topic := f.createTopic(t, "clock-flaky", nil)
 	e := newEndpointOn(t, c, func(n int) int {

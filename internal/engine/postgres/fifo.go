@@ -37,7 +37,7 @@ import (
 // It answers the queue id (no row: no such queue), whether the queue is
 // FIFO (if not, it wrote nothing: sendSQL's turn) and, in the batch's
 // order, each message's id and sequence number, its key's holder's for a
-// duplicate, and whether it is one.
+// duplicate, and whether it is one; then its notes.
 var fifoSendSQL = `
 WITH q AS (
 	SELECT id, delay_ns, fifo, dedup_scope FROM queues WHERE account = $1 AND name = $2 AND deleted_ns IS NULL
@@ -81,7 +81,7 @@ WITH q AS (
 			AND x.key <> ALL (ARRAY(SELECT key FROM m))
 		FOR UPDATE SKIP LOCKED))
 ), n AS (
-	SELECT notify_waiters($14, q.id, min(st.visible_ns)) FROM q, st
+	SELECT q.id AS qid, min(st.visible_ns) AS at, notify_waiters($14, q.id, min(st.visible_ns)) FROM q, st
 	WHERE (SELECT count(*) FROM g) > 0
 	GROUP BY q.id HAVING min(st.visible_ns) < $13 + $15
 ), r AS (
@@ -91,7 +91,7 @@ SELECT q.id, q.fifo,
 	coalesce((SELECT array_agg(r.message_id ORDER BY r.ord) FROM r), '{}'),
 	coalesce((SELECT array_agg(r.seq ORDER BY r.ord) FROM r), '{}'),
 	coalesce((SELECT array_agg(r.dup ORDER BY r.ord) FROM r), '{}'),
-	(SELECT count(*) FROM n)
+	` + notesSQL + `
 FROM q`
 
 // fifoReadAhead bounds how many messages of each locked group a receive
@@ -138,8 +138,8 @@ lg AS (
 // (its consumer; NULL records nothing) to their history, and remembers
 // them under the receive attempt id $6, if any. Each row is one message handed out,
 // after the queue id, whether the queue is FIFO (if not, it did nothing:
-// the view that sent the receive here was stale) and the number moved; a
-// queue with nothing to hand out answers one row of those.
+// the view that sent the receive here was stale), the number moved and its
+// notes; a queue with nothing to hand out answers one row of those.
 var fifoTakeSQL = `
 WITH q AS (
 	SELECT q.id, q.arn, q.fifo, coalesce($5::int8, q.visibility_ns) AS vis, q.retention_ns, q.redrive_max,
@@ -180,10 +180,10 @@ WITH q AS (
 		SET created_ns = excluded.created_ns, seqs = excluded.seqs, gens = excluded.gens
 	RETURNING 1
 ), n AS (
-	SELECT notify_waiters($7, q.dlq_id, $3) FROM q
+	SELECT q.dlq_id AS qid, $3::int8 AS at, notify_waiters($7, q.dlq_id, $3) FROM q
 	WHERE EXISTS (SELECT 1 FROM moved_in) AND (SELECT count(*) FROM dg) >= 0
 )
-SELECT q.id, q.fifo, (SELECT count(*) FROM moved_in), (SELECT count(*) FROM n) + (SELECT count(*) FROM att),
+SELECT q.id, q.fifo, (SELECT count(*) FROM moved_in), ` + notesSQL + `, (SELECT count(*) FROM att),
 	` + messageColumns + `, ` + askedHistory + `
 FROM q LEFT JOIN (got g JOIN c ON c.seq = g.seq JOIN message_bodies b ON b.id = g.body_id) ON true
 ORDER BY c.g_head, c.group_id, c.seq`
@@ -244,8 +244,8 @@ func (s *Store) takeFIFO(ctx context.Context, account, name string, n int, vis *
 	b.Queue(fifoTakeSQL, account, name, now, n, vis, attemptID, s.channel, ev, withHistory)
 	b.Queue(refreshSQL, s.refreshArgs(account, name, now)...)
 	return s.runTake(ctx, b, func(rows pgx.Rows, t *take) (engine.Message, bool, error) {
-		var noted int64
-		return s.scanMessage(rows, &t.qid, true, &t.qid, &t.fifo, &t.moved, &noted)
+		var attempts int64
+		return s.scanMessage(rows, &t.qid, true, &t.qid, &t.fifo, &t.moved, &t.told.qids, &t.told.ats, &attempts)
 	})
 }
 
@@ -295,14 +295,19 @@ func (s *Store) runTake(ctx context.Context, b *pgx.Batch, scan func(pgx.Rows, *
 		if !found {
 			return engine.ErrQueueNotFound
 		}
-		t.next, err = refreshed(br.QueryRow())
+		var told notes
+		t.next, told, err = refreshed(br.QueryRow())
 		if err != nil {
 			return fmt.Errorf("refresh groups: %w", err)
 		}
+		t.told.add(told)
 		return nil
 	}()
 	if cerr := br.Close(); err == nil {
 		err = cerr
+	}
+	if err == nil {
+		s.tell(t.told) // one batch, one transaction: committed
 	}
 	return t, err
 }

@@ -78,9 +78,9 @@ var lockAllSQL = keepLocked(`
 // refreshSQL sets the locked groups' rows from their messages, drops the
 // rows of those left empty, and tells the waiters of the queue when one of
 // the groups it changed is ready within the longest long poll ($3 channel,
-// $4 now, $5 maxLongPoll). It answers whether it notified and the next
-// time a message of the queue becomes visible (0: none known), for a long
-// poll's timer: a group's ready time is one of its messages' visible time.
+// $4 now, $5 maxLongPoll). It answers its notes and the next time a
+// message of the queue becomes visible (0: none known), for a long poll's
+// timer: a group's ready time is one of its messages' visible time.
 var refreshSQL = `
 WITH q AS (
 	SELECT id FROM queues WHERE account = $1 AND name = $2 AND deleted_ns IS NULL
@@ -104,10 +104,10 @@ WITH q AS (
 	DELETE FROM fifo_groups f USING s
 	WHERE f.queue_id = s.qid AND f.group_id = s.group_id AND s.head IS NULL
 ), n AS (
-	SELECT notify_waiters($3, q.id, min(u.ready_ns)) FROM q, u
+	SELECT q.id AS qid, min(u.ready_ns) AS at, notify_waiters($3, q.id, min(u.ready_ns)) FROM q, u
 	GROUP BY q.id HAVING min(u.ready_ns) < $4::int8 + $5::int8
 )
-SELECT (SELECT count(*) FROM n),
+SELECT ` + notesSQL + `,
 	coalesce((SELECT (SELECT min(m.visible_ns) FROM messages m WHERE m.queue_id = q.id AND m.visible_ns > $4) FROM q), 0)`
 
 // upsertGroups gives the FIFO messages a statement inserted, the rows of
@@ -128,44 +128,42 @@ func (s *Store) refreshArgs(account, name string, now int64) []any {
 	return []any{account, name, s.channel, now, int64(maxLongPoll)}
 }
 
-// refreshed reads refreshSQL's answer: the next time a group is ready.
-func refreshed(row pgx.Row) (int64, error) {
-	var noted, next int64
-	err := row.Scan(&noted, &next)
-	return next, err
-}
-
-// inGroupLock runs fn in a transaction after lock (lockAllSQL or another
-// statement of its kind, with args), then refreshes the locked groups.
-func (s *Store) inGroupLock(ctx context.Context, db querier, account, name, lock string, args []any,
-	fn func(tx pgx.Tx) error) error {
-	return pgx.BeginFunc(ctx, db, func(tx pgx.Tx) error {
-		if _, err := tx.Exec(ctx, lock, args...); err != nil {
-			return err
-		}
-		if err := fn(tx); err != nil {
-			return err
-		}
-		_, err := refreshed(tx.QueryRow(ctx, refreshSQL, s.refreshArgs(account, name, s.now())...))
-		return err
-	})
+// refreshed reads refreshSQL's answer: the next time a group is ready,
+// and the notes.
+func refreshed(row pgx.Row) (int64, notes, error) {
+	var (
+		next int64
+		told notes
+	)
+	err := row.Scan(append(told.dst(), &next)...)
+	return next, told, err
 }
 
 // withGroups runs sql (args), whose one row it scans into dst, between
 // lock (lockArgs) and refreshSQL, in one batch; a queue the node's view
-// says is standard has no groups, and sql goes alone. A batch that raced
-// a rotation's move runs again.
+// says is standard has no groups, and sql goes alone. When noted, sql's
+// row ends with notesSQL's columns, which it tells this node's waiters once
+// committed, with the refresh's. A batch that raced a rotation's move runs
+// again.
 func (s *Store) withGroups(ctx context.Context, account, name, lock string, lockArgs []any, now int64,
-	sql string, args []any, dst ...any) error {
+	sql string, args []any, noted bool, dst ...any) error {
 	return retryMoved(ctx, func() error {
-		return s.withGroupsOnce(ctx, account, name, lock, lockArgs, now, sql, args, dst...)
+		return s.withGroupsOnce(ctx, account, name, lock, lockArgs, now, sql, args, noted, dst...)
 	})
 }
 
 func (s *Store) withGroupsOnce(ctx context.Context, account, name, lock string, lockArgs []any, now int64,
-	sql string, args []any, dst ...any) error {
+	sql string, args []any, noted bool, dst ...any) error {
+	var told notes
+	if noted {
+		dst = append(dst[:len(dst):len(dst)], told.dst()...)
+	}
 	if q, _, ok := s.views.get(viewKey(account, name)); ok && !q.Settings.FIFO {
-		return s.pool.QueryRow(ctx, sql, args...).Scan(dst...)
+		err := s.pool.QueryRow(ctx, sql, args...).Scan(dst...)
+		if err == nil {
+			s.tell(told)
+		}
+		return err
 	}
 	b := &pgx.Batch{}
 	b.Queue(lock, lockArgs...)
@@ -176,11 +174,16 @@ func (s *Store) withGroupsOnce(ctx context.Context, account, name, lock string, 
 	if err == nil {
 		err = br.QueryRow().Scan(dst...)
 	}
+	var refreshTold notes
 	if err == nil {
-		_, err = refreshed(br.QueryRow())
+		_, refreshTold, err = refreshed(br.QueryRow())
 	}
 	if cerr := br.Close(); err == nil {
 		err = cerr
+	}
+	if err == nil {
+		told.add(refreshTold)
+		s.tell(told)
 	}
 	return err
 }

@@ -13,13 +13,21 @@ import (
 	"time"
 
 	"github.com/jackc/pgx/v5"
+
+	"github.com/ferrymq/ferry/internal/clock"
 )
 
 // The hub is the node's one listening connection. Statements that make a
 // message visible, or visible soon, send pg_notify(channel, "qid:at") in
 // their own transaction, so PostgreSQL delivers it after commit, to every
 // node; the hub hands it to this node's waiters on that queue. A waiter
-// told of a time still to come arms a timer on the clock instead. A
+// told of a time still to come arms a timer on the clock instead. The
+// statements answer their notes too, and the call that ran one
+// tells this node's waiters itself once it has committed (Store.tell),
+// before it returns: a notification arrives when it will, and a step of a
+// controlled clock that made a message visible later must not end before
+// the waiting poll has armed its timer for it. The notification comes to
+// this node as well, later: a waiter told twice looks once more. A
 // change to a queue sends "view:" + its key, which drops the node's view
 // of it (views.go); a change to a record sends a "rec:" note (recordNote), which
 // the hub passes on to the services of the other nodes (cluster.go).
@@ -27,8 +35,9 @@ import (
 // hub fans notifications out to the waiters of each queue.
 type hub struct {
 	log     *slog.Logger
-	node    string // this node: its own record notes are not passed on
-	views   *views // the queue views notifications drop
+	clock   clock.Clock // whose steps wait for the waiters this node tells
+	node    string      // this node: its own record notes are not passed on
+	views   *views      // the queue views notifications drop
 	records atomic.Pointer[func(kind, key string)]
 	cancel  context.CancelFunc
 	stopped chan struct{}
@@ -39,7 +48,9 @@ type hub struct {
 }
 
 // waiter is one long poll's mailbox: the earliest time it was told of
-// since it last looked, and a signal.
+// since it last looked, the holds of the steps that told it, and a
+// signal. Being told again, of the same time or another, only moves the
+// earliest time, so a note told twice costs at most one more look.
 type waiter struct {
 	qid    int64
 	signal chan struct{}
@@ -47,15 +58,20 @@ type waiter struct {
 	mu     sync.Mutex
 	told   bool
 	soonst int64
+	holds  []func()
 }
 
-// tell records that a message of the queue is visible from at (ns) on.
-func (w *waiter) tell(at int64) {
+// tell records that a message of the queue is visible from at (ns) on;
+// hold, if not nil, is released once the poll has looked (take).
+func (w *waiter) tell(at int64, hold func()) {
 	w.mu.Lock()
 	if !w.told || at < w.soonst {
 		w.soonst = at
 	}
 	w.told = true
+	if hold != nil {
+		w.holds = append(w.holds, hold)
+	}
 	w.mu.Unlock()
 	select {
 	case w.signal <- struct{}{}:
@@ -63,13 +79,33 @@ func (w *waiter) tell(at int64) {
 	}
 }
 
-// take returns the earliest time told since the last take.
-func (w *waiter) take() (int64, bool) {
+// take returns the earliest time told since the last take, and the
+// release of the holds that came with it (nil without any): the poll
+// calls it once it has acted on the time, armed its timer or looked.
+func (w *waiter) take() (int64, func(), bool) {
 	w.mu.Lock()
 	defer w.mu.Unlock()
-	at, ok := w.soonst, w.told
-	w.told = false
-	return at, ok
+	at, ok, holds := w.soonst, w.told, w.holds
+	w.told, w.holds = false, nil
+	if len(holds) == 0 {
+		return at, nil, ok
+	}
+	return at, func() { releaseAll(holds) }, ok
+}
+
+// drop releases the holds of tells the poll will not look at.
+func (w *waiter) drop() {
+	w.mu.Lock()
+	holds := w.holds
+	w.holds = nil
+	w.mu.Unlock()
+	releaseAll(holds)
+}
+
+func releaseAll(holds []func()) {
+	for _, rel := range holds {
+		rel()
+	}
 }
 
 // reconnectDelay paces reconnection attempts of the listening connection
@@ -80,13 +116,13 @@ const (
 )
 
 // startHub connects the listening connection and returns once it listens.
-func startHub(ctx context.Context, cc *pgx.ConnConfig, channel, node string, views *views, log *slog.Logger) (*hub, error) {
+func startHub(ctx context.Context, cc *pgx.ConnConfig, channel, node string, views *views, clk clock.Clock, log *slog.Logger) (*hub, error) {
 	conn, err := listen(ctx, cc, channel)
 	if err != nil {
 		return nil, err
 	}
 	runCtx, cancel := context.WithCancel(context.Background())
-	h := &hub{log: log, node: node, views: views, cancel: cancel, stopped: make(chan struct{}), waiters: map[int64]map[*waiter]struct{}{}}
+	h := &hub{log: log, clock: clk, node: node, views: views, cancel: cancel, stopped: make(chan struct{}), waiters: map[int64]map[*waiter]struct{}{}}
 	go h.run(runCtx, conn, cc, channel)
 	return h, nil
 }
@@ -202,6 +238,34 @@ func note(qid, at int64) string {
 	return strconv.FormatInt(qid, 10) + ":" + strconv.FormatInt(at, 10)
 }
 
+// notesSQL answers the notes of a statement's CTE n, whose rows (qid, at)
+// are the notes it gives notify_waiters (which sends each only while some
+// node waits on the queue): two arrays, in the order of the queues, that
+// notes.dst scans.
+const notesSQL = `coalesce((SELECT array_agg(n.qid ORDER BY n.qid) FROM n), '{}'),
+	coalesce((SELECT array_agg(n.at ORDER BY n.qid) FROM n), '{}')`
+
+// notes are the notes of statements: a message of queue qids[i] is visible
+// from ats[i] on.
+type notes struct{ qids, ats []int64 }
+
+// dst are the destinations of notesSQL's columns.
+func (n *notes) dst() []any { return []any{&n.qids, &n.ats} }
+
+func (n *notes) add(m notes) {
+	n.qids = append(n.qids, m.qids...)
+	n.ats = append(n.ats, m.ats...)
+}
+
+// tell hands the notes of statements this node has committed to its own
+// waiters (hub.tellOwn). Call it after the commit, before the call that
+// made the change returns.
+func (s *Store) tell(n notes) {
+	for i, qid := range n.qids {
+		s.hub.tellOwn(qid, n.ats[i])
+	}
+}
+
 func parseNote(p string) (qid, at int64, ok bool) {
 	a, b, found := strings.Cut(p, ":")
 	if !found {
@@ -225,21 +289,36 @@ func (h *hub) subscribe(qid int64) *waiter {
 	return w
 }
 
+// unsubscribe ends w's wait; no tell reaches it afterwards.
 func (h *hub) unsubscribe(w *waiter) {
 	h.mu.Lock()
-	defer h.mu.Unlock()
 	ws := h.waiters[w.qid]
 	delete(ws, w)
 	if len(ws) == 0 {
 		delete(h.waiters, w.qid)
 	}
+	h.mu.Unlock()
+	w.drop()
 }
 
+// deliver hands a notification to the waiters of queue qid.
 func (h *hub) deliver(qid, at int64) {
 	h.mu.Lock()
 	defer h.mu.Unlock()
 	for w := range h.waiters[qid] {
-		w.tell(at)
+		w.tell(at, nil)
+	}
+}
+
+// tellOwn hands the note of a change this node committed to its waiters
+// of queue qid, each with a hold of a controlled clock's step (clock.Hold),
+// released once that poll has looked: the step that made the change waits
+// for the polls to take what it made visible or arm their timers.
+func (h *hub) tellOwn(qid, at int64) {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	for w := range h.waiters[qid] {
+		w.tell(at, clock.Hold(h.clock))
 	}
 }
 
@@ -248,7 +327,7 @@ func (h *hub) wakeAll() {
 	defer h.mu.Unlock()
 	for _, ws := range h.waiters {
 		for w := range ws {
-			w.tell(math.MinInt64)
+			w.tell(math.MinInt64, nil)
 		}
 	}
 }

@@ -58,7 +58,7 @@ func (s *Store) Delete(ctx context.Context, account, name string, handles []stri
 	)
 	now := s.now()
 	err := s.withGroups(ctx, account, name, lockHandledSQL, []any{account, name, hb.qids, hb.seqs}, now,
-		deleteSQL, []any{account, name, hb.qids, hb.seqs, hb.gens, now}, &qid, &expired, &deleted)
+		deleteSQL, []any{account, name, hb.qids, hb.seqs, hb.gens, now}, false, &qid, &expired, &deleted)
 	if isNoRows(err) {
 		return nil, engine.ErrQueueNotFound
 	}
@@ -75,7 +75,7 @@ func (s *Store) Delete(ctx context.Context, account, name string, handles []stri
 // changeSQL sets the visibility of the messages named by the handles, each
 // to its own timeout from now, within MaxVisibility of their receive, and
 // tells the waiters when one becomes visible soon. It answers each handle's
-// outcome.
+// outcome, and its notes.
 const changeSQL = `
 WITH q AS (
 	SELECT id, fifo, retention_ns FROM queues WHERE account = $1 AND name = $2 AND deleted_ns IS NULL
@@ -97,7 +97,7 @@ WITH q AS (
 	WHERE a.queue_id = (SELECT id FROM q WHERE fifo) AND a.seqs && (SELECT array_agg(u.seq) FROM u)
 ), n AS (
 	-- A FIFO queue's groups tell their waiters (refreshSQL).
-	SELECT notify_waiters($9, q.id, min(u.visible_ns)) FROM q, u WHERE NOT q.fifo
+	SELECT q.id AS qid, min(u.visible_ns) AS at, notify_waiters($9, q.id, min(u.visible_ns)) FROM q, u WHERE NOT q.fifo
 	GROUP BY q.id HAVING min(u.visible_ns) < $7 + $10
 )
 SELECT q.id, coalesce((SELECT array_agg(h.i ORDER BY h.i) FROM h), '{}'), coalesce((SELECT array_agg(
@@ -109,7 +109,7 @@ SELECT q.id, coalesce((SELECT array_agg(h.i ORDER BY h.i) FROM h), '{}'), coales
 		WHEN $7 + h.timeout_ns > m.received_ns + $8 THEN 2
 		ELSE 1
 	END ORDER BY h.i)
-	FROM h LEFT JOIN messages m ON m.queue_id = q.id AND m.seq = h.seq), '{}'), (SELECT count(*) FROM n)
+	FROM h LEFT JOIN messages m ON m.queue_id = q.id AND m.seq = h.seq), '{}'), ` + notesSQL + `
 FROM q`
 
 // ChangeVisibility implements engine.Backend.
@@ -136,12 +136,11 @@ func (s *Store) ChangeVisibility(ctx context.Context, account, name string, chan
 		qid      int64
 		idx      []int64
 		outcomes []int32
-		noted    int64
 	)
 	now := s.now()
 	err := s.withGroups(ctx, account, name, lockHandledSQL, []any{account, name, hb.qids, hb.seqs}, now,
 		changeSQL, []any{account, name, hb.qids, hb.seqs, hb.gens, timeouts, now, int64(engine.MaxVisibility), s.channel, int64(maxLongPoll), events},
-		&qid, &idx, &outcomes, &noted)
+		true, &qid, &idx, &outcomes)
 	if isNoRows(err) {
 		return nil, engine.ErrQueueNotFound
 	}
@@ -191,7 +190,7 @@ func (s *Store) Purge(ctx context.Context, account, name string) error {
 		)
 		SELECT q.id, (SELECT count(*) FROM p), (SELECT count(*) FROM n) FROM q`,
 		[]any{account, name, now, int64(s.waits.PurgeInterval()), s.channel, viewNote(viewKey(account, name))},
-		&qid, &purged, &noted)
+		false, &qid, &purged, &noted)
 	s.views.drop(viewKey(account, name))
 	if isNoRows(err) {
 		return engine.ErrQueueNotFound

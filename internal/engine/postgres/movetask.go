@@ -279,7 +279,8 @@ type moved struct {
 
 // stepMoveSQL moves the messages $2 of source $1 to the queues $3 (as new
 // messages $4, in order, $5 being now), adds them to task $6's Moved, and
-// tells the destinations' waiters. It answers what it moved.
+// tells the destinations' waiters. It answers what it moved, each row with
+// the notes.
 var stepMoveSQL = `
 WITH k AS (
 	SELECT * FROM unnest($2::int8[], $3::int8[], $4::text[]) WITH ORDINALITY AS k(seq, dest, new_id, i)
@@ -300,14 +301,14 @@ WITH k AS (
 	RETURNING queue_id, group_id, seq, visible_ns
 ), g AS (` + upsertGroups("ins") + `
 ), n AS (
-	SELECT notify_waiters($7, queue_id, min(visible_ns)) FROM ins
+	SELECT queue_id AS qid, min(visible_ns) AS at, notify_waiters($7, queue_id, min(visible_ns)) FROM ins
 	WHERE (SELECT count(*) FROM g) >= 0
 	GROUP BY queue_id HAVING min(visible_ns) < $5::int8 + $8::int8
 ), t AS (
 	UPDATE move_tasks SET moved = moved + (SELECT count(*) FROM mv) WHERE id = $6
 )
 SELECT mv.i, mv.dedup_id, b.body, b.attributes, b.trace_header, b.group_id, b.sender_id,
-	b.md5_body, b.md5_attrs, b.md5_sys, (SELECT count(*) FROM n)
+	b.md5_body, b.md5_attrs, b.md5_sys, ` + notesSQL + `
 FROM mv JOIN message_bodies b ON b.id = mv.body_id ORDER BY mv.i`
 
 // step is one transaction of a task: it ends the task, or moves up to
@@ -322,10 +323,11 @@ func (r *runner) step(t runTask, limit int) (int, bool, error) {
 	var (
 		done bool
 		out  []moved
+		told notes
 	)
 	// A step that raced a rotation's move runs again.
 	step := func(tx pgx.Tx) error {
-		done, out = false, nil
+		done, out, told = false, nil, notes{}
 		var (
 			status, owner  string
 			toMove, nMoved int64
@@ -427,10 +429,9 @@ func (r *runner) step(t runTask, limit int) (int, bool, error) {
 				dedup string
 				body  []byte
 				attrs []byte
-				noted int64
 			)
 			if err := rows.Scan(&i, &dedup, &body, &attrs, &m.TraceHeader, &m.MessageGroupID, &m.SenderID,
-				&m.MD5OfBody, &m.MD5OfAttrs, &m.MD5OfSysAttrs, &noted); err != nil {
+				&m.MD5OfBody, &m.MD5OfAttrs, &m.MD5OfSysAttrs, &told.qids, &told.ats); err != nil {
 				return err
 			}
 			m.Body, m.DeduplicationID = string(body), dedup
@@ -446,13 +447,15 @@ func (r *runner) step(t runTask, limit int) (int, bool, error) {
 		if err := rows.Err(); err != nil || !fifo {
 			return err
 		}
-		_, err = refreshed(tx.QueryRow(ctx, refreshSQL, r.s.refreshArgs(t.SourceAccount, t.SourceName, now)...))
+		_, refreshTold, err := refreshed(tx.QueryRow(ctx, refreshSQL, r.s.refreshArgs(t.SourceAccount, t.SourceName, now)...))
+		told.add(refreshTold)
 		return err
 	}
 	err := retryMoved(ctx, func() error { return pgx.BeginFunc(ctx, r.s.pool, step) })
 	if err != nil {
 		return 0, false, err
 	}
+	r.s.tell(told)
 	r.mu.Lock()
 	fn := r.onMoved
 	r.mu.Unlock()

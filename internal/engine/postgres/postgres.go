@@ -176,7 +176,7 @@ func (s *Store) open(ctx context.Context, ms []migration, cc *pgx.ConnConfig) er
 	if err := s.pool.QueryRow(ctx, "SHOW synchronous_commit").Scan(&commit); err == nil && commit == "off" {
 		s.log.Warn("postgres: synchronous_commit is off: a crash of the database loses the sends and deletes acknowledged last")
 	}
-	s.hub, err = startHub(ctx, cc, s.channel, s.node, s.views, s.log)
+	s.hub, err = startHub(ctx, cc, s.channel, s.node, s.views, s.clock, s.log)
 	return err
 }
 

@@ -225,7 +225,10 @@ func (s *Store) UpdateQueue(ctx context.Context, account, name string, fn func(*
 		return err
 	}
 	defer s.leave()
-	var fnErr error
+	var (
+		fnErr error
+		told  notes // of the groups a retroactive delay changed
+	)
 	// An update that raced a rotation's move runs again.
 	update := func(tx pgx.Tx) error {
 		// A FIFO queue's groups are locked before its row, as a delete of
@@ -269,7 +272,7 @@ func (s *Store) UpdateQueue(ctx context.Context, account, name string, fn func(*
 			if err != nil {
 				return err
 			}
-			if _, err := refreshed(tx.QueryRow(ctx, refreshSQL, s.refreshArgs(account, name, now)...)); err != nil {
+			if _, told, err = refreshed(tx.QueryRow(ctx, refreshSQL, s.refreshArgs(account, name, now)...)); err != nil {
 				return err
 			}
 		}
@@ -282,7 +285,10 @@ func (s *Store) UpdateQueue(ctx context.Context, account, name string, fn func(*
 			WHERE id = $1`, append([]any{id}, args...)...)
 		return err
 	}
-	err := retryMoved(ctx, func() error { return pgx.BeginFunc(ctx, s.pool, update) })
+	err := retryMoved(ctx, func() error { told = notes{}; return pgx.BeginFunc(ctx, s.pool, update) })
+	if err == nil {
+		s.tell(told)
+	}
 	switch {
 	case fnErr != nil:
 		return fnErr
@@ -318,11 +324,12 @@ func (s *Store) DeleteQueue(ctx context.Context, account, name string) error {
 		), attempts AS (
 			DELETE FROM fifo_attempts a USING q WHERE a.queue_id = q.id
 		), n AS (
-			SELECT notify_waiters($4, q.id, $3) FROM q
+			SELECT q.id AS qid, $3::int8 AS at, notify_waiters($4, q.id, $3) FROM q
 		), v AS (
 			SELECT pg_notify($4, $5) FROM q
 		)
-		SELECT q.id FROM q, (SELECT count(*) FROM n) n, (SELECT count(*) FROM v) v`, []any{account, name, now, s.channel, viewNote(viewKey(account, name))}, &id)
+		SELECT q.id, `+notesSQL+` FROM q, (SELECT count(*) FROM v) v`,
+		[]any{account, name, now, s.channel, viewNote(viewKey(account, name))}, true, &id)
 	s.views.drop(viewKey(account, name))
 	if errors.Is(err, pgx.ErrNoRows) {
 		return engine.ErrQueueNotFound

@@ -57,9 +57,9 @@ const askedHistory = `CASE WHEN $9::bool THEN g.history END`
 // records nothing) to their history.
 // Each row is one message taken, in the order of the queue, after the
 // queue id, whether it is FIFO (then it took nothing: takeFIFO's turn),
-// the number moved, and the next time a message of the queue becomes
-// visible (for a long poll's timer); a queue with nothing to take answers
-// one row of those.
+// the number moved, its notes, and the next time a message of the queue
+// becomes visible (for a long poll's timer); a queue with nothing to take
+// answers one row of those.
 const receiveSQL = `
 WITH q AS (
 	SELECT q.id, q.arn, q.visibility_ns, q.retention_ns, q.fifo, d.id AS dlq_id, d.fifo AS dlq_fifo, d.arn AS dlq_arn,
@@ -102,26 +102,27 @@ WITH q AS (
 	FROM q, c WHERE NOT c.poison AND m.queue_id = q.id AND m.seq = c.seq AND m.slot = c.slot
 	RETURNING m.*
 ), n AS (
-	SELECT notify_waiters($6, q.dlq_id, $3) FROM q WHERE EXISTS (SELECT 1 FROM moved_in)
+	SELECT q.dlq_id AS qid, $3::int8 AS at, notify_waiters($6, q.dlq_id, $3) FROM q WHERE EXISTS (SELECT 1 FROM moved_in)
 	UNION ALL
-	SELECT notify_waiters($6, q.id, min(got.visible_ns)) FROM q, got
+	SELECT q.id, min(got.visible_ns), notify_waiters($6, q.id, min(got.visible_ns)) FROM q, got
 	GROUP BY q.id HAVING min(got.visible_ns) < $3 + $7
 )
-SELECT q.id, q.fifo, (SELECT count(*) FROM moved_in), (SELECT count(*) FROM n),
+SELECT q.id, q.fifo, (SELECT count(*) FROM moved_in), ` + notesSQL + `,
 	(SELECT min(m.visible_ns) FROM messages m WHERE m.queue_id = q.id AND m.visible_ns > $3),
 	` + messageColumns + `, ` + askedHistory + `
 FROM q LEFT JOIN (got g JOIN c ON c.seq = g.seq JOIN message_bodies b ON b.id = g.body_id) ON true
 ORDER BY c.visible_ns, c.seq`
 
 // take is what a receive took: the messages, how many it moved to the
-// dead-letter queue, and when the queue's next message becomes visible
-// (0: none known).
+// dead-letter queue, when the queue's next message becomes visible (0:
+// none known), and the notes its statements sent.
 type take struct {
 	qid   int64
 	fifo  bool
 	msgs  []engine.Message
 	moved int64
 	next  int64
+	told  notes
 }
 
 // scanMessage reads messageColumns after the n columns in dst, which it
@@ -182,11 +183,8 @@ func (s *Store) takeOnce(ctx context.Context, account, name string, n int, vis *
 	found := false
 	for rows.Next() {
 		found = true
-		var (
-			noted int64
-			next  *int64
-		)
-		m, ok, err := s.scanMessage(rows, &t.qid, false, &t.qid, &t.fifo, &t.moved, &noted, &next)
+		var next *int64
+		m, ok, err := s.scanMessage(rows, &t.qid, false, &t.qid, &t.fifo, &t.moved, &t.told.qids, &t.told.ats, &next)
 		if err != nil {
 			return t, err
 		}
@@ -203,6 +201,7 @@ func (s *Store) takeOnce(ctx context.Context, account, name string, n int, vis *
 	if !found {
 		return t, engine.ErrQueueNotFound
 	}
+	s.tell(t.told) // the rows are read: the statement has committed
 	return t, nil
 }
 
@@ -287,7 +286,8 @@ func (s *Store) Receive(ctx context.Context, account, name string, req engine.Re
 	// A visibility timer fired by a step of a controlled clock holds the
 	// step (clock.Hold) until this poll has taken what it made visible and
 	// handed the hold on to the caller (clock.Pass), or found nothing and
-	// armed its next timer: the step's work includes this receive.
+	// armed its next timer: the step's work includes this receive. So does
+	// a change this node made in a step (hub.tellOwn).
 	var (
 		visTimer clock.Timer
 		visAt    int64
@@ -358,14 +358,18 @@ func (s *Store) Receive(ctx context.Context, account, name string, req engine.Re
 			}
 			held = rel
 		case <-w.signal:
-			at, ok := w.take()
+			at, rel, ok := w.take()
 			if !ok {
 				continue
 			}
 			if at > s.now() {
 				arm(at)
+				if rel != nil {
+					rel() // armed: the step that told may end
+				}
 				continue
 			}
+			held = rel
 		}
 		if err := s.enter(); err != nil {
 			return nil, nil

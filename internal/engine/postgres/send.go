@@ -24,8 +24,8 @@ const sendColumnNames = `message_id, body, attributes, trace_header, group_id, s
 // numbers the messages from message_seq in their order, writes their
 // bodies and states, and tells the waiters of the queue when the first of
 // them is visible soon. It answers the queue id (no row: no such queue),
-// whether the queue is FIFO (then it wrote nothing: fifoSendSQL's turn)
-// and the seqs.
+// whether the queue is FIFO (then it wrote nothing: fifoSendSQL's turn),
+// the seqs and its notes.
 const sendSQL = `
 WITH q AS (
 	SELECT id, delay_ns, fifo FROM queues WHERE account = $1 AND name = $2 AND deleted_ns IS NULL
@@ -43,11 +43,11 @@ WITH q AS (
 	FROM q, m
 	RETURNING visible_ns
 ), n AS (
-	SELECT notify_waiters($14, q.id, min(st.visible_ns)) FROM q, st
+	SELECT q.id AS qid, min(st.visible_ns) AS at, notify_waiters($14, q.id, min(st.visible_ns)) FROM q, st
 	GROUP BY q.id HAVING min(st.visible_ns) < $13 + $15
 )
 SELECT q.id, q.fifo, coalesce((SELECT array_agg(seq ORDER BY ord) FROM m), '{}'),
-	(SELECT count(*) FROM n)
+	` + notesSQL + `
 FROM q`
 
 // sendArgs are sendSQL's arguments for msgs, with fresh message ids; the
@@ -133,19 +133,17 @@ type sendHead struct {
 	// duplicate, whose id and seq are its key's holder's.
 	ids  []string
 	dups []bool
+	told notes
 	err  error // engine.ErrQueueNotFound when there is no such queue
 }
 
 // scanSendHead reads sendSQL's answer, or fifoSendSQL's when fifo.
 func scanSendHead(row pgx.Row, fifo bool) sendHead {
-	var (
-		h     sendHead
-		noted int64
-	)
+	var h sendHead
 	if fifo {
-		h.err = row.Scan(&h.qid, &h.fifo, &h.ids, &h.seqs, &h.dups, &noted)
+		h.err = row.Scan(append([]any{&h.qid, &h.fifo, &h.ids, &h.seqs, &h.dups}, h.told.dst()...)...)
 	} else {
-		h.err = row.Scan(&h.qid, &h.fifo, &h.seqs, &noted)
+		h.err = row.Scan(append([]any{&h.qid, &h.fifo, &h.seqs}, h.told.dst()...)...)
 	}
 	if errors.Is(h.err, pgx.ErrNoRows) {
 		h.err = engine.ErrQueueNotFound
@@ -204,7 +202,9 @@ func (s *Store) Send(ctx context.Context, account, name string, msgs []engine.Ne
 	p, err := s.prepareSend(account, name, msgs, s.now())
 	var res []engine.SendResult
 	if err == nil {
-		res, err = p.results(s.send(ctx, s.pool, p, s.viewsFIFO(account, name)))
+		h := s.send(ctx, s.pool, p, s.viewsFIFO(account, name))
+		s.tell(h.told) // one statement: committed
+		res, err = p.results(h)
 	}
 	switch {
 	case errors.Is(err, engine.ErrQueueNotFound):
@@ -241,6 +241,7 @@ func (s *Store) SendMany(ctx context.Context, sends []engine.QueueSend) ([]engin
 		sql, args := ps[i].statement(kinds[i])
 		b.Queue(sql, args...)
 	}
+	var told notes
 	err := pgx.BeginFunc(ctx, s.pool, func(tx pgx.Tx) error {
 		br := tx.SendBatch(ctx, b)
 		heads := make([]sendHead, len(sends))
@@ -260,11 +261,13 @@ func (s *Store) SendMany(ctx context.Context, sends []engine.QueueSend) ([]engin
 				return fmt.Errorf("send to %s: %w", qs.Name, err)
 			}
 			out[i] = engine.SendOutcome{Results: res, Err: err}
+			told.add(h.told)
 		}
 		return nil
 	})
 	if err != nil {
 		return nil, fmt.Errorf("postgres: %w", err)
 	}
+	s.tell(told)
 	return out, nil
 }

@@ -2,6 +2,7 @@ package postgres
 
 import (
 	"context"
+	"errors"
 	"strconv"
 	"strings"
 	"testing"
@@ -179,5 +180,121 @@ func TestRegisterWaitsForSendsInFlight(t *testing.T) {
 	got := testwait.Receive(t, "the long poll to find the message", ch)
 	if len(got) != 1 || got[0].Body != "in flight" {
 		t.Fatalf("long poll = %+v (queue %d)", got, qid)
+	}
+}
+
+// A change this node makes within a step of a controlled clock tells its
+// own waiting long poll before the call returns, and the step waits until
+// the poll has armed its timer for the change's instant: the same advance
+// then reaches that instant and the poll takes the message there. Told
+// only by the database's notification, which arrives after the step, the
+// poll would take it once the advance had ended.
+func TestOwnChangeArmsWaitingPoll(t *testing.T) {
+	const visibleIn = 5 * time.Second
+	delay := visibleIn
+	msg := func(group string) engine.NewMessage {
+		return engine.NewMessage{Body: "soon", MessageGroupID: group, DeduplicationID: group}
+	}
+	// inFlight sends a message and receives it for an hour: its handle.
+	inFlight := func(t *testing.T, s *Store, name, group string) string {
+		ctx := t.Context()
+		if _, err := s.Send(ctx, enginetest.Account, name, []engine.NewMessage{msg(group)}); err != nil {
+			t.Fatal(err)
+		}
+		hour := time.Hour
+		got, err := s.Receive(ctx, enginetest.Account, name, engine.ReceiveRequest{Max: 1, Visibility: &hour})
+		if err != nil || len(got) != 1 {
+			t.Fatalf("Receive: %v %v", got, err)
+		}
+		return got[0].ReceiptHandle
+	}
+	changeTo := func(ctx context.Context, s *Store, name, handle string) error {
+		errs, err := s.ChangeVisibility(ctx, enginetest.Account, name, []engine.VisibilityChange{{ReceiptHandle: handle, Timeout: visibleIn}})
+		if err == nil {
+			err = errors.Join(errs...)
+		}
+		return err
+	}
+	for _, tc := range []struct {
+		name string
+		fifo bool
+		// prepare runs before the poll waits; change, within a step, makes
+		// a message of the queue visible in visibleIn.
+		prepare func(t *testing.T, s *Store, name string) string
+		change  func(ctx context.Context, s *Store, name, handle string) error
+	}{
+		{name: "send with a delay", change: func(ctx context.Context, s *Store, name, _ string) error {
+			m := msg("")
+			m.Delay = &delay
+			_, err := s.Send(ctx, enginetest.Account, name, []engine.NewMessage{m})
+			return err
+		}},
+		{name: "send to several queues", change: func(ctx context.Context, s *Store, name, _ string) error {
+			m := msg("")
+			m.Delay = &delay
+			out, err := s.SendMany(ctx, []engine.QueueSend{{Account: enginetest.Account, Name: name, Msgs: []engine.NewMessage{m}}})
+			if err == nil {
+				err = out[0].Err
+			}
+			return err
+		}},
+		{name: "visibility change", change: changeTo,
+			prepare: func(t *testing.T, s *Store, name string) string { return inFlight(t, s, name, "") }},
+		{name: "FIFO: visibility change", fifo: true, change: changeTo,
+			prepare: func(t *testing.T, s *Store, name string) string { return inFlight(t, s, name, "g") }},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			c := clock.NewControlled()
+			c.Freeze()
+			s := freshSchema(t).open(t, c)
+			name := "q"
+			if tc.fifo {
+				name = "q.fifo"
+				createFIFOQueue(t, s, name)
+			} else {
+				createQueue(t, s, name)
+			}
+			var handle string
+			if tc.prepare != nil {
+				handle = tc.prepare(t, s, name)
+			}
+			start := c.Now()
+			// The poll's caller keeps the hold of the step that made it
+			// take a message (clock.Pass) until it has read the clock.
+			var holds clock.Holds
+			defer holds.Release()
+			pctx := clock.WithHolds(t.Context(), &holds)
+			got := make(chan []engine.Message, 1)
+			go func() {
+				msgs, err := s.Receive(pctx, enginetest.Account, name, engine.ReceiveRequest{Max: 1, Wait: 20 * time.Second})
+				if err != nil {
+					t.Error(err)
+				}
+				got <- msgs
+			}()
+			testwait.Eventually(t, "the long poll to wait", func() bool { return c.Waiting(start.Add(20*time.Second)) == 1 })
+			c.AfterFunc(time.Second, func() {
+				if err := tc.change(t.Context(), s, name, handle); err != nil {
+					t.Error(err)
+				}
+			})
+			advanced := make(chan error, 1)
+			go func() {
+				_, err := c.Advance(t.Context(), 10*time.Second)
+				advanced <- err
+			}()
+			msgs := testwait.Receive(t, "the poll's answer", got)
+			at := c.Now()
+			holds.Release()
+			if err := testwait.Receive(t, "the advance", advanced); err != nil {
+				t.Fatal(err)
+			}
+			// The change's step runs at its timer plus clock.Step; the
+			// poll's timer fires one step later at most.
+			due := start.Add(time.Second + clock.Step + visibleIn)
+			if len(msgs) != 1 || at.Before(due) || at.After(due.Add(clock.Step)) {
+				t.Fatalf("the poll took %d messages %v after the start, want 1 at %v", len(msgs), at.Sub(start), due.Sub(start))
+			}
+		})
 	}
 }

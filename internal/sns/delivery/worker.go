@@ -99,7 +99,9 @@ func (d *Service) runWorker(ctx context.Context, subARN, queue string) {
 	// A retry that a step of a controlled clock made visible holds the
 	// step until its attempt is over and the next retry scheduled: the
 	// receive hands the hold over in holds (as does the end of a long
-	// poll, until the next poll waits), each delivery keeps one.
+	// poll), each delivery keeps one, and the worker keeps holds until its
+	// next poll waits (Receive releases them): on PostgreSQL that poll arms
+	// the timer of a retry scheduled before it looked.
 	var holds clock.Holds
 	defer holds.Release()
 	rctx := clock.WithHolds(ctx, &holds)
@@ -158,9 +160,6 @@ func (d *Service) runWorker(ctx context.Context, subARN, queue string) {
 				defer func() { mh.Release(); <-slots; inflight.Done() }()
 				d.handle(clock.WithHolds(ctx, mh), subARN, queue, &msgs[i], th)
 			}()
-		}
-		if len(msgs) > 0 {
-			holds.Release() // each delivery holds the step
 		}
 	}
 }
