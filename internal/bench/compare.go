@@ -128,8 +128,10 @@ func WriteMarkdown(w io.Writer, page Page, cols []Column) error {
 		p("\n")
 	}
 	writeCosts(p, cols)
-	if page.Ratios && len(cols) > 1 {
-		writeRatios(p, cols)
+	// The ceiling's share is in the table already, and its figures are
+	// not a broker's: the ratios are of the brokers, against the first.
+	if brokers := withoutCeiling(cols); page.Ratios && len(brokers) > 1 {
+		writeRatios(p, brokers)
 	}
 	p("\n## Scenarios\n\n")
 	for _, name := range scenarioRows(cols) {
@@ -186,6 +188,17 @@ func hasCeiling(cols []Column) bool {
 		}
 	}
 	return false
+}
+
+// withoutCeiling is cols less the ceiling's columns.
+func withoutCeiling(cols []Column) []Column {
+	var out []Column
+	for _, c := range cols {
+		if !hasCeiling([]Column{c}) {
+			out = append(out, c)
+		}
+	}
+	return out
 }
 
 // ceilingOf is the ceiling's result of scenario name, if a column has one.

@@ -191,6 +191,21 @@ func TestWriteMarkdownRatios(t *testing.T) {
 	if strings.Contains(b.String(), "### Against") {
 		t.Error("ratios written though not asked for")
 	}
+	// With the ceiling first, the ratios are the brokers' against the
+	// first broker: the ceiling has its share in the table already.
+	b.Reset()
+	if err := WriteMarkdown(&b, Page{Title: "Peers", Ratios: true}, sampleColumns()); err != nil {
+		t.Fatal(err)
+	}
+	md = b.String()
+	for _, want := range []string{"### Against ferry", "| Scenario | peer &lt;x> ÷ ferry |", "| send | FAIL |", "| long-poll-wakeup | rate 0.98×, p50 480.00× |"} {
+		if !strings.Contains(md, want) {
+			t.Errorf("ratios with a ceiling lack %q:\n%s", want, md)
+		}
+	}
+	if strings.Contains(md, "÷ ceiling") || strings.Contains(md, "ceiling ÷") {
+		t.Errorf("the ceiling among the ratios:\n%s", md)
+	}
 }
 
 func TestWriteSVG(t *testing.T) {
