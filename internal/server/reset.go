@@ -8,6 +8,7 @@ import (
 	"errors"
 	"fmt"
 	"net/http"
+	"net/url"
 	"slices"
 	"strings"
 	"time"
@@ -246,9 +247,8 @@ func (n *resetNews) close() {
 // ferryReset is POST /_ferry/reset[?account=ID][&service=sqs|sns|cloudwatch].
 func (s *Server) ferryReset(w http.ResponseWriter, r *http.Request) {
 	q := r.URL.Query()
-	account := q.Get("account")
-	if q.Has("account") && !sigv4.IsAccountID(account) {
-		writeJSON(w, http.StatusBadRequest, map[string]string{"error": fmt.Sprintf("account %q is not an account id (12 digits)", account)})
+	account, ok := accountParam(w, q)
+	if !ok {
 		return
 	}
 	services := resetServices
@@ -313,6 +313,17 @@ func (s *Server) resetFailed(w http.ResponseWriter, err error) {
 		s.cfg.Logger.Error("state reset", "err", err)
 	}
 	writeJSON(w, status, map[string]string{"error": err.Error()})
+}
+
+// accountParam is an admin path's ?account=: "" without one; a value that
+// is no account id is answered 400 here, and ok is false.
+func accountParam(w http.ResponseWriter, q url.Values) (account string, ok bool) {
+	account = q.Get("account")
+	if q.Has("account") && !sigv4.IsAccountID(account) {
+		writeJSON(w, http.StatusBadRequest, map[string]string{"error": fmt.Sprintf("account %q is not an account id (12 digits)", account)})
+		return "", false
+	}
+	return account, true
 }
 
 func writeJSON(w http.ResponseWriter, status int, v any) {

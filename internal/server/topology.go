@@ -7,7 +7,6 @@ import (
 
 	"github.com/ferrymq/ferry/internal/protocol"
 	"github.com/ferrymq/ferry/internal/region"
-	"github.com/ferrymq/ferry/internal/sigv4"
 	"github.com/ferrymq/ferry/internal/topology"
 )
 
@@ -73,11 +72,11 @@ func (s *Server) applyInit(ctx context.Context) error {
 // or json.
 func (s *Server) ferryExport(w http.ResponseWriter, r *http.Request) {
 	q := r.URL.Query()
-	account, reg, format := q.Get("account"), q.Get("region"), q.Get("format")
-	if q.Has("account") && !sigv4.IsAccountID(account) {
-		writeJSON(w, http.StatusBadRequest, map[string]string{"error": fmt.Sprintf("account %q is not an account id (12 digits)", account)})
+	account, ok := accountParam(w, q)
+	if !ok {
 		return
 	}
+	reg, format := q.Get("region"), q.Get("format")
 	if q.Has("region") && !region.Valid(reg) {
 		writeJSON(w, http.StatusBadRequest, map[string]string{"error": fmt.Sprintf("region %q is not a region", reg)})
 		return
