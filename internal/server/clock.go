@@ -119,12 +119,16 @@ type badRequest struct{ error }
 
 func (b badRequest) Unwrap() error { return b.error }
 
-// decodeBody reads a JSON object of known fields.
+// decodeBody reads an admin path's body: one JSON object of known fields,
+// of at most 64 KiB.
 func decodeBody(r *http.Request, v any) error {
 	dec := json.NewDecoder(http.MaxBytesReader(nil, r.Body, 1<<16))
 	dec.DisallowUnknownFields()
 	if err := dec.Decode(v); err != nil {
 		return badRequest{fmt.Errorf("body: %w", err)}
+	}
+	if dec.More() {
+		return badRequest{errors.New("body: one JSON object per request")}
 	}
 	return nil
 }

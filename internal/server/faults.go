@@ -1,7 +1,6 @@
 package server
 
 import (
-	"encoding/json"
 	"fmt"
 	"net/http"
 
@@ -38,15 +37,9 @@ func (s *Server) addFault(w http.ResponseWriter, r *http.Request) {
 	if s.faultsOff(w) {
 		return
 	}
-	dec := json.NewDecoder(http.MaxBytesReader(w, r.Body, 1<<16))
-	dec.DisallowUnknownFields()
 	var rule faults.Rule
-	if err := dec.Decode(&rule); err != nil {
+	if err := decodeBody(r, &rule); err != nil {
 		writeJSON(w, http.StatusBadRequest, map[string]string{"error": fmt.Sprintf("a fault rule is a JSON object: %v", err)})
-		return
-	}
-	if dec.More() {
-		writeJSON(w, http.StatusBadRequest, map[string]string{"error": "one fault rule per request"})
 		return
 	}
 	if rule.ID != "" {
