@@ -95,14 +95,9 @@ func (c *adminClient) call(ctx context.Context, method, path string, query url.V
 // resetCmd clears a running Ferry's state, all of it or one account's or
 // one service's, through POST /_ferry/reset, and prints what it removed.
 func resetCmd(ctx context.Context, args []string, getenv func(string) string, stdout, stderr io.Writer) int {
-	fs := flag.NewFlagSet("ferry reset", flag.ContinueOnError)
-	fs.SetOutput(stderr)
-	fs.Usage = func() {
-		fmt.Fprint(stderr, "Usage: ferry reset [--endpoint URL] [--account ID] [--service sqs|sns|cloudwatch]\n\n"+
-			"Removes the queues and their messages, topics, subscriptions, alarms and datapoints of a\n"+
-			"running Ferry, as a test suite does between tests; secrets stay.\n\n")
-		fs.PrintDefaults()
-	}
+	fs := newFlagSet("ferry reset", "Usage: ferry reset [--endpoint URL] [--account ID] [--service sqs|sns|cloudwatch]\n\n"+
+		"Removes the queues and their messages, topics, subscriptions, alarms and datapoints of a\n"+
+		"running Ferry, as a test suite does between tests; secrets stay.\n\n", stderr)
 	c := adminFlags(fs, getenv)
 	account := fs.String("account", "", "reset only this account (12 digits); default: every account")
 	service := fs.String("service", "", "reset only this service: sqs, sns or cloudwatch; default: all three")
@@ -138,15 +133,10 @@ func printJSON(w io.Writer, res json.RawMessage) {
 // Unlike the other subcommands it takes its action as an operand: ferry
 // clock advance 14d.
 func clockCmd(ctx context.Context, args []string, getenv func(string) string, stdout, stderr io.Writer) int {
-	fs := flag.NewFlagSet("ferry clock", flag.ContinueOnError)
-	fs.SetOutput(stderr)
-	fs.Usage = func() {
-		fmt.Fprint(stderr, "Usage: ferry clock [status|freeze|resume|set TIME|advance DURATION] [--endpoint URL]\n\n"+
-			"Reads or moves the clock of a Ferry started with --clock-control. advance and set move it\n"+
-			"forward only, and every timeout, delay, retention and retry due on the way happens, in order.\n"+
-			"TIME is RFC 3339 (2026-01-02T15:04:05Z); DURATION a Go duration with days as d (14d, 1d12h, 90s).\n\n")
-		fs.PrintDefaults()
-	}
+	fs := newFlagSet("ferry clock", "Usage: ferry clock [status|freeze|resume|set TIME|advance DURATION] [--endpoint URL]\n\n"+
+		"Reads or moves the clock of a Ferry started with --clock-control. advance and set move it\n"+
+		"forward only, and every timeout, delay, retention and retry due on the way happens, in order.\n"+
+		"TIME is RFC 3339 (2026-01-02T15:04:05Z); DURATION a Go duration with days as d (14d, 1d12h, 90s).\n\n", stderr)
 	c := adminFlags(fs, getenv)
 	// The action and its operand come first; flags may follow them.
 	verb, operands := "status", []string(nil)
@@ -209,14 +199,9 @@ func clockCmd(ctx context.Context, args []string, getenv func(string) string, st
 // subscriptions, alarms; not messages) from GET /_ferry/export, in the
 // format ferry serve --init reads.
 func exportCmd(ctx context.Context, args []string, getenv func(string) string, stdout, stderr io.Writer) int {
-	fs := flag.NewFlagSet("ferry export", flag.ContinueOnError)
-	fs.SetOutput(stderr)
-	fs.Usage = func() {
-		fmt.Fprint(stderr, "Usage: ferry export [--endpoint URL] [--format yaml|json] [--account ID] [--region NAME]\n\n"+
-			"Writes the queues, topics, subscriptions and alarms of a running Ferry (not their messages)\n"+
-			"to standard output, as a file that ferry serve --init applies.\n\n")
-		fs.PrintDefaults()
-	}
+	fs := newFlagSet("ferry export", "Usage: ferry export [--endpoint URL] [--format yaml|json] [--account ID] [--region NAME]\n\n"+
+		"Writes the queues, topics, subscriptions and alarms of a running Ferry (not their messages)\n"+
+		"to standard output, as a file that ferry serve --init applies.\n\n", stderr)
 	c := adminFlags(fs, getenv)
 	format := fs.String("format", "yaml", "yaml or json")
 	account := fs.String("account", "", "the account to export (12 digits); default: the Ferry's --account")

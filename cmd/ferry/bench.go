@@ -2,7 +2,6 @@ package main
 
 import (
 	"context"
-	"flag"
 	"fmt"
 	"io"
 	"os"
@@ -19,12 +18,7 @@ import (
 // benchmark scenarios. With --json the document goes to stdout and the
 // per-scenario lines to stderr, so that the JSON can be redirected alone.
 func benchCmd(ctx context.Context, args []string, getenv func(string) string, stdout, stderr io.Writer) int {
-	fs := flag.NewFlagSet("ferry bench", flag.ContinueOnError)
-	fs.SetOutput(stderr)
-	fs.Usage = func() {
-		fmt.Fprintf(stderr, "Usage: ferry bench --endpoint URL[,URL...] [flags]\n\nScenarios: %s\n\n", strings.Join(bench.Scenarios(), ", "))
-		fs.PrintDefaults()
-	}
+	fs := newFlagSet("ferry bench", fmt.Sprintf("Usage: ferry bench --endpoint URL[,URL...] [flags]\n\nScenarios: %s\n\n", strings.Join(bench.Scenarios(), ", ")), stderr)
 	var endpoints, dbPIDs, serverPIDs listFlag
 	fs.Var(&endpoints, "endpoint", "base `URL` of the SQS/SNS endpoint, e.g. http://127.0.0.1:4566 (required); repeated or\n"+
 		"comma-separated, the nodes of one broker: each client is given the next node in turn, as a load balancer would")

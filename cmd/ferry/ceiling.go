@@ -2,7 +2,6 @@ package main
 
 import (
 	"context"
-	"flag"
 	"fmt"
 	"io"
 	"os"
@@ -18,15 +17,10 @@ import (
 // so that a broker's figures read as a fraction of what the same client
 // gets on this machine when the broker does no work at all.
 func ceilingCmd(ctx context.Context, args []string, _ func(string) string, _, stderr io.Writer) int {
-	fs := flag.NewFlagSet("ferry ceiling", flag.ContinueOnError)
-	fs.SetOutput(stderr)
-	fs.Usage = func() {
-		fmt.Fprintln(stderr, "Usage: ferry ceiling --listen HOST:PORT\n\n"+
-			"Serves a measuring fixture, not a broker: every call ferry bench makes of the scenarios that need no\n"+
-			"stored message is answered at once with a valid AWS answer, and nothing is kept. ferry bench knows it\n"+
-			"by its answers, reports its figures as \"ceiling\", unverified, and skips the other scenarios.")
-		fs.PrintDefaults()
-	}
+	fs := newFlagSet("ferry ceiling", "Usage: ferry ceiling --listen HOST:PORT\n\n"+
+		"Serves a measuring fixture, not a broker: every call ferry bench makes of the scenarios that need no\n"+
+		"stored message is answered at once with a valid AWS answer, and nothing is kept. ferry bench knows it\n"+
+		"by its answers, reports its figures as \"ceiling\", unverified, and skips the other scenarios.\n", stderr)
 	listen := fs.String("listen", "", "address to listen on, e.g. 127.0.0.1:4566 (required)")
 	if code, ok := parseFlags(fs, args); !ok {
 		return code

@@ -38,12 +38,7 @@ func faultCmd(ctx context.Context, args []string, getenv func(string) string, st
 		return 0
 	}
 	sub, args := args[0], args[1:]
-	fs := flag.NewFlagSet("ferry fault "+sub, flag.ContinueOnError)
-	fs.SetOutput(stderr)
-	fs.Usage = func() {
-		fmt.Fprint(stderr, faultUsage)
-		fs.PrintDefaults()
-	}
+	fs := newFlagSet("ferry fault "+sub, faultUsage, stderr)
 	c := adminFlags(fs, getenv)
 	var (
 		method, path = http.MethodGet, "/_ferry/faults"

@@ -127,12 +127,7 @@ func help(ctx context.Context, args []string, getenv func(string) string, stdout
 }
 
 func serve(ctx context.Context, args []string, getenv func(string) string, stderr io.Writer) int {
-	fs := flag.NewFlagSet("ferry serve", flag.ContinueOnError)
-	fs.SetOutput(stderr)
-	fs.Usage = func() {
-		fmt.Fprint(stderr, "Usage: ferry serve [flags]\n\n")
-		fs.PrintDefaults()
-	}
+	fs := newFlagSet("ferry serve", "Usage: ferry serve [flags]\n\n", stderr)
 	env := func(name, def string) string {
 		if v := getenv(name); v != "" {
 			return v
@@ -410,6 +405,18 @@ func gcPercent(getenv func(string) string, def int) (int, bool) {
 		return 0, false
 	}
 	return def, true
+}
+
+// newFlagSet is a subcommand's flag set: errors and -h go to stderr, the
+// latter as usage followed by the flags.
+func newFlagSet(name, usage string, stderr io.Writer) *flag.FlagSet {
+	fs := flag.NewFlagSet(name, flag.ContinueOnError)
+	fs.SetOutput(stderr)
+	fs.Usage = func() {
+		fmt.Fprint(stderr, usage)
+		fs.PrintDefaults()
+	}
+	return fs
 }
 
 // parseFlags parses a subcommand's arguments, which take no operands: it

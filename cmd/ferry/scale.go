@@ -3,7 +3,6 @@ package main
 import (
 	"context"
 	"encoding/json"
-	"flag"
 	"fmt"
 	"io"
 	"os"
@@ -22,15 +21,10 @@ import (
 // chart and the raw report. --render writes the page again from raw
 // reports, joining the steps of several runs.
 func scaleCmd(ctx context.Context, args []string, getenv func(string) string, stdout, stderr io.Writer) int {
-	fs := flag.NewFlagSet("ferry scale", flag.ContinueOnError)
-	fs.SetOutput(stderr)
-	fs.Usage = func() {
-		fmt.Fprintf(stderr, "Usage: ferry scale [flags]\n\n"+
-			"Starts a fresh durable Ferry on 127.0.0.1 for each step of each axis (%s), builds the\n"+
-			"step's state through the AWS SDK and measures throughput, latency, CPU, RSS and startup time.\n"+
-			"Writes NAME.md, NAME.svg and raw/NAME.json under --out.\n\n", strings.Join(bench.ScaleAxes(), ", "))
-		fs.PrintDefaults()
-	}
+	fs := newFlagSet("ferry scale", fmt.Sprintf("Usage: ferry scale [flags]\n\n"+
+		"Starts a fresh durable Ferry on 127.0.0.1 for each step of each axis (%s), builds the\n"+
+		"step's state through the AWS SDK and measures throughput, latency, CPU, RSS and startup time.\n"+
+		"Writes NAME.md, NAME.svg and raw/NAME.json under --out.\n\n", strings.Join(bench.ScaleAxes(), ", ")), stderr)
 	axes := fs.String("axes", strings.Join(bench.ScaleAxes(), ","), "comma-separated axes to run")
 	var stepFlags, notes repeated
 	var renders listFlag

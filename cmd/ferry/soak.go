@@ -2,7 +2,6 @@ package main
 
 import (
 	"context"
-	"flag"
 	"fmt"
 	"io"
 	"os"
@@ -18,17 +17,12 @@ import (
 // samples the broker's memory from its /metrics, to show whether it levels
 // off. With --json the document goes to stdout and the table to stderr.
 func soakCmd(ctx context.Context, args []string, getenv func(string) string, stdout, stderr io.Writer) int {
-	fs := flag.NewFlagSet("ferry soak", flag.ContinueOnError)
-	fs.SetOutput(stderr)
-	fs.Usage = func() {
-		fmt.Fprint(stderr, "Usage: ferry soak --endpoint URL [flags]\n\n"+
-			"A bounded-rate mix of sends, batch sends, receives and deletes, long polls, a dead-letter\n"+
-			"queue, a FIFO queue, an SNS fan-out to 4 queues and queue churn, with the broker's RSS, Go\n"+
-			"heap and goroutines sampled from GET /metrics and judged for a plateau. With --postgres,\n"+
-			"each sample also reads the broker's tables: live and dead tuples, size with indexes and\n"+
-			"TOAST, autovacuum runs, and the age of the oldest snapshot in the database.\n\n")
-		fs.PrintDefaults()
-	}
+	fs := newFlagSet("ferry soak", "Usage: ferry soak --endpoint URL [flags]\n\n"+
+		"A bounded-rate mix of sends, batch sends, receives and deletes, long polls, a dead-letter\n"+
+		"queue, a FIFO queue, an SNS fan-out to 4 queues and queue churn, with the broker's RSS, Go\n"+
+		"heap and goroutines sampled from GET /metrics and judged for a plateau. With --postgres,\n"+
+		"each sample also reads the broker's tables: live and dead tuples, size with indexes and\n"+
+		"TOAST, autovacuum runs, and the age of the oldest snapshot in the database.\n\n", stderr)
 	endpoint := fs.String("endpoint", "", "base URL of the broker, e.g. http://127.0.0.1:4566 (required)")
 	duration := fs.Duration("duration", bench.DefaultSoakDuration, "how long the load runs")
 	rate := fs.Int("rate", bench.DefaultSoakRate, "messages per second offered in total (never exceeded)")
