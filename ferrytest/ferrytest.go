@@ -133,6 +133,8 @@ func New(ctx context.Context, opts ...Option) (*Ferry, error) {
 	clk := clock.NewControlled()
 	o := options{cfg: server.Config{
 		Listen:         "127.0.0.1:0",
+		Account:        server.DefaultAccount,
+		Region:         server.DefaultRegion,
 		Clock:          clk,
 		ClockControl:   true,
 		FaultInjection: true,
@@ -174,26 +176,12 @@ func (f *Ferry) URL() string { return f.srv.URL() }
 // sqs.NewFromConfig, sns.NewFromConfig or cloudwatch.NewFromConfig.
 func (f *Ferry) Config() aws.Config {
 	return aws.Config{
-		Region:       f.region(),
+		Region:       f.cfg.Region,
 		BaseEndpoint: aws.String(f.URL()),
 		// An access key of 12 digits names the account its requests act
 		// in (Ferry does so with auth off).
-		Credentials: credentials.NewStaticCredentialsProvider(f.account(), "ferrytest", ""),
+		Credentials: credentials.NewStaticCredentialsProvider(f.cfg.Account, "ferrytest", ""),
 	}
-}
-
-func (f *Ferry) account() string {
-	if f.cfg.Account == "" {
-		return server.DefaultAccount
-	}
-	return f.cfg.Account
-}
-
-func (f *Ferry) region() string {
-	if f.cfg.Region == "" {
-		return server.DefaultRegion
-	}
-	return f.cfg.Region
 }
 
 // Now is Ferry's time.
