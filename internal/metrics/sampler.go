@@ -86,8 +86,9 @@ type Sampler struct {
 	tmu     sync.RWMutex
 	touched map[queueID]*atomic.Int64
 
-	mu      sync.Mutex // guards timer, closed
+	mu      sync.Mutex // guards timer, next, closed; ticks changes under it
 	timer   clock.Timer
+	next    time.Time // when timer fires
 	closed  bool
 	running sync.WaitGroup
 	ticks   atomic.Uint64
@@ -143,8 +144,8 @@ func (s *Sampler) armLocked() {
 		every = s.o.SaveEvery
 	}
 	now := s.o.Clock.Now()
-	next := now.Truncate(every).Add(every)
-	s.timer = s.o.Clock.AfterFunc(next.Sub(now), s.tick)
+	s.next = now.Truncate(every).Add(every)
+	s.timer = s.o.Clock.AfterFunc(s.next.Sub(now), s.tick)
 }
 
 func (s *Sampler) tick() {
@@ -170,11 +171,11 @@ func (s *Sampler) tick() {
 		}
 	}
 	s.mu.Lock()
+	s.ticks.Add(1)
 	if !s.closed {
 		s.armLocked()
 	}
 	s.mu.Unlock()
-	s.ticks.Add(1)
 }
 
 // sharedTick is a tick on a shared store: renew or take the lease, sample
@@ -206,6 +207,17 @@ func (s *Sampler) sharedTick(ctx context.Context) {
 // Ticks counts the completed ticks (samples and flushes), so that a test
 // on a fake clock knows when the tick it caused is over.
 func (s *Sampler) Ticks() uint64 { return s.ticks.Load() }
+
+// NextTick reports, together, the completed ticks and when the next one is
+// due. A due time not after the clock's now means a tick is under way: a
+// test on a fake clock waits for it to end before it moves the clock, or
+// that tick would re-arm from the new now and the one the test expects
+// would never come.
+func (s *Sampler) NextTick() (ticks uint64, due time.Time) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.ticks.Load(), s.next
+}
 
 // Samples counts the samplings of the gauges this node made.
 func (s *Sampler) Samples() uint64 { return s.samples.Load() }

@@ -29,13 +29,34 @@ func (f *ferry) tick(t testing.TB) time.Time {
 }
 
 // jump sets the clock to at, past the sampler's next tick, and waits until
-// the tick that this fires has completed, so that no tick of an earlier
-// jump is still running when the test goes on.
+// the tick that this fires has completed, so that no tick is still running
+// when the test goes on.
 func (f *ferry) jump(t testing.TB, at time.Time) {
 	t.Helper()
-	n := f.srv.Sampler().Ticks()
+	if !f.set(t, at) {
+		t.Fatalf("jump to %v fires no sampler tick", at)
+	}
+}
+
+// set moves the clock to at and, when that fires the sampler's tick (as a
+// move of seconds does on a shared store, which ticks every SaveEvery),
+// waits until the tick has completed; it reports whether it did. A tick
+// still under way from an earlier move is waited for first: moving the
+// clock under it would re-arm it past the tick this move means to fire.
+func (f *ferry) set(t testing.TB, at time.Time) bool {
+	t.Helper()
+	var n uint64
+	var due time.Time
+	testwait.Eventually(t, "the sampler between ticks", func() bool {
+		n, due = f.srv.Sampler().NextTick()
+		return due.After(f.clk.Now())
+	})
 	f.clk.Set(at)
+	if at.Before(due) {
+		return false
+	}
 	testwait.Eventually(t, "the sampler's tick", func() bool { return f.srv.Sampler().Ticks() != n })
+	return true
 }
 
 // point is the one datapoint of a series in minute at; ok is false when
@@ -349,7 +370,7 @@ func TestMetricsDurable(t *testing.T) {
 	}
 	f2.wantGauges(t, "dur", m1, map[string]*float64{metrics.MessagesVisible: num(2)})
 	// The minute saved at shutdown goes on counting.
-	f2.clk.Set(m1.Add(30 * time.Second))
+	f2.set(t, m1.Add(30*time.Second))
 	send(f2, 1)
 	if dp, ok := f2.point(t, metrics.MessagesSent, "dur", m1); !ok || dp.Sum != 2 {
 		t.Errorf("m1 after another send: %+v", dp)
