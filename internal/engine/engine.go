@@ -365,6 +365,11 @@ type MoveTask struct {
 	DestinationARN string
 	// MaxPerSecond caps the rate; 0 moves as fast as the engine safely can.
 	MaxPerSecond int
+	// Refs, when set, limits the task to these messages of the source
+	// (PeekedMessage.Ref): the console's redrive of selected messages. Of
+	// them, those visible when the task reaches them move, in the order
+	// of the queue; ToMove is len(Refs). Empty moves the whole queue.
+	Refs []string
 	Status       MoveTaskStatus
 	// ToMove is the source's visible count when the task started; Moved
 	// grows as the task runs and is exact across restarts.
