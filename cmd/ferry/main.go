@@ -199,6 +199,8 @@ func serve(ctx context.Context, args []string, getenv func(string) string, stder
 	fs.StringVar(&cfg.TLSKey, "tls-key", env("FERRY_TLS_KEY", ""), "PEM file of the certificate's private key (FERRY_TLS_KEY)")
 	allowedHosts := fs.String("allowed-hosts", env("FERRY_ALLOWED_HOSTS", ""), "comma-separated Host names accepted besides localhost, the listen addresses and this machine's name: name, *.domain, or * for any (FERRY_ALLOWED_HOSTS)")
 	fs.StringVar(&cfg.AdminToken, "admin-token", env("FERRY_ADMIN_TOKEN", ""), "bearer token Ferry's admin endpoints require; with --auth verify they are closed without one (FERRY_ADMIN_TOKEN; prefer the variable: arguments are visible to other users)")
+	consoleOn := fs.Bool("console", envSwitch("FERRY_CONSOLE", "", true), "serve the dead-letter console at /console/ (on --console-listen, else --admin-listen, else --listen); false turns it off (FERRY_CONSOLE)")
+	fs.StringVar(&cfg.ConsoleListen, "console-listen", env("FERRY_CONSOLE_LISTEN", ""), "serve the console alone on this address (FERRY_CONSOLE_LISTEN)")
 	fs.StringVar(&cfg.AdminListen, "admin-listen", env("FERRY_ADMIN_LISTEN", ""), "serve Ferry's admin endpoints on this address instead of --listen (FERRY_ADMIN_LISTEN)")
 	snsAllowed := fs.String("sns-allowed-endpoints", env("FERRY_SNS_ALLOWED_ENDPOINTS", ""), "comma-separated CIDRs, addresses or host names that SNS HTTP/S deliveries may reach although loopback, link-local or private; applies with --auth verify (FERRY_SNS_ALLOWED_ENDPOINTS)")
 	fs.DurationVar(&cfg.ReadTimeout, "read-timeout", envDuration("FERRY_READ_TIMEOUT", server.DefaultReadTimeout), "longest a request's headers and body may take to arrive, not counting a long poll's wait; negative: no bound (FERRY_READ_TIMEOUT)")
@@ -262,6 +264,8 @@ func serve(ctx context.Context, args []string, getenv func(string) string, stder
 	}
 	waits := engine.Waits{NoRecreateDelay: !*delayDeleted, NoPurgeInterval: !*delayPurge}
 	cfg.NoFailureHistory = !*failureHistory
+	cfg.NoConsole = !*consoleOn
+	cfg.Version = version
 	sopts.Waits, popts.Waits = waits, waits
 	cfg.AllowedHosts = splitList(*allowedHosts)
 	cfg.SNSAllowedEndpoints = splitList(*snsAllowed)

@@ -30,6 +30,9 @@ const (
 	// account, or changes state. It needs the admin token when one is
 	// set, and is closed when auth is on and none is.
 	accessAdmin
+	// accessConsole: the console, whose pages are public and whose API
+	// needs its own login (package console).
+	accessConsole
 )
 
 func (a access) String() string {
@@ -40,6 +43,8 @@ func (a access) String() string {
 		return "public"
 	case accessAdmin:
 		return "admin"
+	case accessConsole:
+		return "console"
 	}
 	return "unclassified"
 }
@@ -84,6 +89,7 @@ func endpoints() []endpoint {
 		{"POST /_ferry/clock/freeze", accessAdmin, "freezes the clock (changes state)"},
 		{"POST /_ferry/clock/resume", accessAdmin, "lets the clock run on (changes state)"},
 		{"POST /_ferry/clock/set", accessAdmin, "moves the clock forward to a time: every timed thing comes due on the way (changes state)"},
+		{"/console/", accessConsole, "the console: its pages, and its API behind its own login (a key's account, or every account with the admin token or auth off): queues, messages, topics, alarms; acts on them (changes state)"},
 		{"POST /_ferry/clock/advance", accessAdmin, "moves the clock forward by a duration: every timed thing comes due on the way (changes state)"},
 	}
 }
@@ -105,8 +111,11 @@ func classify(pattern string) (endpoint, bool) {
 type routes struct {
 	api   *http.ServeMux
 	admin *http.ServeMux // nil: admin paths are served with the API
-	guard *guard
-	log   *slog.Logger
+	// console serves the console alone (Config.ConsoleListen); nil: it is
+	// served with the admin paths.
+	console *http.ServeMux
+	guard   *guard
+	log     *slog.Logger
 
 	mu         sync.Mutex
 	registered []string
@@ -129,6 +138,10 @@ func (rt *routes) Handle(pattern string, h http.Handler) {
 		h = rt.guard.adminOnly(h)
 	}
 	switch {
+	case e.access == accessConsole && rt.console != nil:
+		rt.console.Handle(pattern, h)
+	case e.access == accessConsole && rt.admin != nil:
+		rt.admin.Handle(pattern, h)
 	case rt.admin == nil:
 		rt.api.Handle(pattern, h)
 	case e.access == accessAdmin:
@@ -173,7 +186,7 @@ func (g *guard) check(next http.Handler) http.Handler {
 				"Host %q is not a name this Ferry serves; add it with --allowed-hosts (FERRY_ALLOWED_HOSTS) to accept it.", r.Host))
 			return
 		}
-		if g.hosts.crossSite(r) && !snsLink(r) {
+		if g.hosts.crossSite(r) && !snsLink(r) && !consolePath(r) {
 			g.api.Refuse(w, r, errForbidden.WithMessage(
 				"Ferry does not serve requests a browser sends on behalf of another site; add the page's host with --allowed-hosts to accept them."))
 			return
@@ -195,6 +208,14 @@ func snsLink(r *http.Request) bool {
 		return true
 	}
 	return false
+}
+
+// consolePath reports a request for the console, which checks that its
+// requests come from its own pages itself (the Origin against the Host
+// asked for): a console reached by an address, which crossSite does not
+// count as Ferry's, still works.
+func consolePath(r *http.Request) bool {
+	return strings.HasPrefix(r.URL.Path, "/console/") || r.URL.Path == "/console"
 }
 
 // adminOnly lets a request reach an admin endpoint when no token is set

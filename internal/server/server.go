@@ -112,6 +112,14 @@ type Config struct {
 	// endpoints; the API's listener then serves only the APIs, health and
 	// the SNS signing certificate.
 	AdminListen string
+	// NoConsole turns the console (package console: /console/) off.
+	NoConsole bool
+	// ConsoleListen, when set, is an address serving the console alone;
+	// otherwise the console is served on AdminListen when set, else on
+	// Listen.
+	ConsoleListen string
+	// Version names Ferry's build in the console.
+	Version string
 	// SNSAllowedEndpoints admits SNS deliveries, with AuthVerify, to addresses
 	// that are not public: CIDR prefixes, addresses or host names.
 	SNSAllowedEndpoints []string
@@ -203,6 +211,11 @@ type Server struct {
 	admin       *http.Server
 	adminLn     net.Listener
 	adminServed chan error
+	// console serves the console on Config.ConsoleListen; nil without
+	// one.
+	console       *http.Server
+	consoleLn     net.Listener
+	consoleServed chan error
 	// resetMu serialises resets; resets follows other nodes' (reset.go).
 	resetMu sync.Mutex
 	resets  *resetNews
@@ -282,13 +295,28 @@ func Start(ctx context.Context, cfg Config) (*Server, error) {
 			return nil, fmt.Errorf("listen on %s: %w", cfg.AdminListen, err)
 		}
 	}
+	var consoleLn net.Listener
+	if cfg.ConsoleListen != "" && !cfg.NoConsole {
+		if consoleLn, err = net.Listen("tcp", cfg.ConsoleListen); err != nil {
+			ln.Close()
+			if adminLn != nil {
+				adminLn.Close()
+			}
+			eng.Close()
+			return nil, fmt.Errorf("listen on %s: %w", cfg.ConsoleListen, err)
+		}
+	}
 	closeListeners := func() {
 		ln.Close()
 		if adminLn != nil {
 			adminLn.Close()
 		}
+		if consoleLn != nil {
+			consoleLn.Close()
+		}
 	}
-	hosts, err := newHostSet(cfg.AllowedHosts, cfg.Listen, ln.Addr().String(), cfg.QueueURLBase, cfg.AdminListen, addrOf(adminLn))
+	hosts, err := newHostSet(cfg.AllowedHosts, cfg.Listen, ln.Addr().String(), cfg.QueueURLBase, cfg.AdminListen, addrOf(adminLn),
+		cfg.ConsoleListen, addrOf(consoleLn))
 	if err != nil {
 		closeListeners()
 		eng.Close()
@@ -296,7 +324,8 @@ func Start(ctx context.Context, cfg Config) (*Server, error) {
 	}
 	drain, stopAll := context.WithCancel(context.Background())
 	s := &Server{cfg: cfg, store: eng, sqs: queues, ln: ln, served: make(chan error, 1), drain: drain, stopAll: stopAll,
-		scheme: "http", adminLn: adminLn, adminServed: make(chan error, 1), faults: faultSet}
+		scheme: "http", adminLn: adminLn, adminServed: make(chan error, 1), faults: faultSet,
+		consoleLn: consoleLn, consoleServed: make(chan error, 1)}
 	if tlsCfg != nil {
 		s.scheme = "https"
 	}
@@ -460,6 +489,9 @@ func Start(ctx context.Context, cfg Config) (*Server, error) {
 	if adminLn != nil {
 		s.routes.admin = http.NewServeMux()
 	}
+	if consoleLn != nil {
+		s.routes.console = http.NewServeMux()
+	}
 	mux := s.routes
 	mux.HandleFunc("GET /_ferry/health", s.health)
 	// LocalStack's health path, which existing wait-for-ready scripts poll.
@@ -479,6 +511,9 @@ func Start(ctx context.Context, cfg Config) (*Server, error) {
 	mux.HandleFunc("POST /_localstack/state/reset", s.localstackReset)
 	mux.HandleFunc("POST /_localstack/state/{service}/reset", s.localstackReset)
 	s.registerClock(mux)
+	if !cfg.NoConsole {
+		mux.Handle("/console/", s.newConsole())
+	}
 	mux.Handle("/", api)
 
 	s.http = &http.Server{
@@ -514,7 +549,19 @@ func Start(ctx context.Context, cfg Config) (*Server, error) {
 		}
 		go func() { s.adminServed <- serve(s.admin, adminLn) }()
 	}
-	cfg.Logger.Info("ferry listening", "addr", ln.Addr().String(), "admin_addr", addrOf(adminLn), "tls", tlsCfg != nil, "store", cfg.StoreName,
+	if consoleLn != nil {
+		s.console = &http.Server{
+			Handler:           g.check(s.routes.console),
+			ReadHeaderTimeout: s.http.ReadHeaderTimeout,
+			ReadTimeout:       cfg.ReadTimeout,
+			IdleTimeout:       cfg.IdleTimeout,
+			BaseContext:       s.http.BaseContext, // a shutdown ends the event streams
+			TLSConfig:         tlsCfg.Clone(),
+			ErrorLog:          s.http.ErrorLog,
+		}
+		go func() { s.consoleServed <- serve(s.console, consoleLn) }()
+	}
+	cfg.Logger.Info("ferry listening", "addr", ln.Addr().String(), "admin_addr", addrOf(adminLn), "console", s.ConsoleURL(), "tls", tlsCfg != nil, "store", cfg.StoreName,
 		"account", cfg.Account, "region", cfg.Region, "read_timeout", cfg.ReadTimeout, "idle_timeout", cfg.IdleTimeout,
 		"max_connections", cfg.MaxConnections, "auth", authMode(cfg), "credentials", cfg.Credentials.Len(), "startup", time.Since(began))
 	return s, nil
@@ -542,6 +589,17 @@ func (s *Server) AdminURL() string {
 		return s.URL()
 	}
 	return s.scheme + "://" + s.adminLn.Addr().String()
+}
+
+// ConsoleURL is the console's address, "" when it is off.
+func (s *Server) ConsoleURL() string {
+	switch {
+	case s.cfg.NoConsole:
+		return ""
+	case s.consoleLn != nil:
+		return s.scheme + "://" + s.consoleLn.Addr().String() + "/console/"
+	}
+	return s.AdminURL() + "/console/"
 }
 
 // Routes lists the patterns the server has registered, for the test that
@@ -657,6 +715,16 @@ func (s *Server) Shutdown(ctx context.Context) error {
 				aerr = errors.Join(aerr, serr)
 			}
 			err = errors.Join(err, aerr)
+		}
+		if s.console != nil {
+			cerr := s.console.Shutdown(ctx)
+			if errors.Is(cerr, context.DeadlineExceeded) || errors.Is(cerr, context.Canceled) {
+				s.console.Close()
+			}
+			if serr := <-s.consoleServed; serr != nil && !errors.Is(serr, http.ErrServerClosed) {
+				cerr = errors.Join(cerr, serr)
+			}
+			err = errors.Join(err, cerr)
 		}
 		s.resets.close()
 		// Alarms publish to SNS, and SNS delivery workers use the engine:

@@ -2,10 +2,12 @@ package sigv4
 
 import (
 	"bufio"
+	"crypto/subtle"
 	"errors"
 	"fmt"
 	"io"
 	"os"
+	"slices"
 	"strings"
 	"sync/atomic"
 )
@@ -169,4 +171,34 @@ func IsAccountID(s string) bool {
 		}
 	}
 	return true
+}
+
+// Check finds the identity of an access key whose secret is secret; the
+// secret is compared in constant time.
+func (c *Credentials) Check(accessKey, secret string) (Identity, bool) {
+	if c == nil {
+		return Identity{}, false
+	}
+	k, ok := c.keys[accessKey]
+	if !ok || subtle.ConstantTimeCompare([]byte(k.secret), []byte(secret)) != 1 {
+		return Identity{}, false
+	}
+	return k.Identity, true
+}
+
+// Accounts lists the accounts of the keys, sorted, each once.
+func (c *Credentials) Accounts() []string {
+	if c == nil {
+		return nil
+	}
+	seen := map[string]bool{}
+	var out []string
+	for _, k := range c.keys {
+		if !seen[k.Account] {
+			seen[k.Account] = true
+			out = append(out, k.Account)
+		}
+	}
+	slices.Sort(out)
+	return out
 }

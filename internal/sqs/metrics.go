@@ -68,9 +68,9 @@ func (s *service) recordReceived(account, queue string, n int) {
 }
 
 // recordDeleted counts successful deletes (repeats of a valid handle too).
-func (s *service) recordDeleted(account, queue string, n int) {
-	if s.metrics == nil || n == 0 {
+func (p *Port) recordDeleted(account, queue string, n int) {
+	if p.metrics == nil || n == 0 {
 		return
 	}
-	s.recordSample(account, queue, metrics.MessagesDeleted, metrics.One(float64(n)))
+	p.recordSample(account, queue, metrics.MessagesDeleted, metrics.One(float64(n)))
 }

@@ -117,7 +117,7 @@ func (s *service) startMessageMoveTask(ctx context.Context, in *StartMessageMove
 	if len(sources) == 0 {
 		return nil, invalidParameter(notDeadLetterQueue)
 	}
-	task := engine.MoveTask{SourceAccount: src.Account, SourceName: src.Name, SourceARN: s.refOf(&src).arn()}
+	task := engine.MoveTask{SourceAccount: src.Account, SourceName: src.Name, SourceARN: s.refOf(&src).arn(), Refs: moveRefs(ctx)}
 	if in.DestinationArn != "" {
 		if _, ok := arn.Parse(in.DestinationArn); !ok {
 			return nil, invalidParameter(arnFormatMessage, "DestinationArn")

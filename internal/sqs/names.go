@@ -117,3 +117,6 @@ func hostRegion(host string) string {
 	}
 	return ""
 }
+
+// QueueARN is the ARN of account's queue called name in region.
+func QueueARN(region, account, name string) string { return queueARN(region, account, name) }
