@@ -94,6 +94,7 @@ export class Live {
   // handlers by event name.
   open(queue, handlers) {
     this.handlers = handlers;
+    this.paused = false;
     const want = queue || "";
     if (this.es && this.queue === want && this.es.readyState !== EventSource.CLOSED) return;
     this.queue = want;
@@ -133,7 +134,27 @@ export class Live {
     if (this.es) { this.es.close(); this.es = null; }
   }
 
+  // pause lets the connection go while the tab is hidden or left (kept in
+  // the back-forward cache): a browser opens only six connections to one
+  // host, and streams held by hidden tabs would starve the others.
+  pause() {
+    if (!this.es) return;
+    this.close();
+    this.paused = true;
+    this.onStatus("paused");
+  }
+
+  // resume reconnects after pause; the stream's first events bring the
+  // page up to date.
+  resume() {
+    if (!this.paused) return;
+    this.paused = false;
+    this.retry = 0;
+    this.connect();
+  }
+
   stop() {
+    this.paused = false;
     this.close();
     this.onStatus("off");
   }

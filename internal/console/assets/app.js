@@ -19,7 +19,7 @@ const live = new Live({
     const el = document.getElementById("live");
     el.dataset.state = st;
     document.getElementById("live-text").textContent =
-      { live: "live", reconnecting: "reconnecting…", connecting: "connecting…", off: "offline" }[st] || st;
+      { live: "live", reconnecting: "reconnecting…", connecting: "connecting…", paused: "paused", off: "offline" }[st] || st;
   },
 });
 
@@ -102,6 +102,9 @@ async function route() {
     if (seq !== renderSeq) { v?.dispose?.(); return; }
     current = v || {};
     clear(main).append(box);
+    // A mark per page shown: the time from navigation to a page, as the
+    // browser's performance timeline tells it.
+    performance.mark("ferry:view", { detail: r.name });
     document.title = (current.title ? current.title + " · " : "") + "Ferry console";
     if (r.name === "login") { live.stop(); return; }
     live.open(current.liveQueue || "", {
@@ -148,6 +151,9 @@ async function boot() {
     if (e.key === "g") g = true;
   });
   window.addEventListener("hashchange", route);
+  document.addEventListener("visibilitychange", () => (document.hidden ? live.pause() : live.resume()));
+  window.addEventListener("pagehide", () => live.pause());
+  window.addEventListener("pageshow", (e) => { if (e.persisted) live.resume(); });
   try {
     await loadSession();
   } catch (err) {

@@ -8,6 +8,10 @@ import { showError, showInfo, clearBanner, modal, confirmDialog } from "./ui.js"
 import { keepFocus } from "./focus.js";
 
 const PAGE = 50;
+
+// shortId is the start of a message id, enough to tell a page's apart;
+// the whole id is the link's title and on the message's page.
+const shortId = (id) => (id.length > 13 ? id.slice(0, 13) + "…" : id);
 const enc = encodeURIComponent;
 const terminal = (st) => st === "COMPLETED" || st === "CANCELLED" || st === "FAILED";
 
@@ -43,7 +47,7 @@ export async function queueView(box, route, { fail }) {
     field("Body contains", h("input", { name: "body", type: "search", placeholder: "text in the body", "data-search-focus": true })),
     field("Attribute", h("input", { name: "attribute", placeholder: "name" })),
     field("Value", h("input", { name: "value", placeholder: "value" })),
-    field("Message id", h("input", { name: "id", placeholder: "exact id", spellcheck: "false" })),
+    field("Message id", h("input", { name: "id", placeholder: "exact message id", spellcheck: "false" })),
     field("State", h("select", { name: "state" },
       h("option", { value: "" }, "any"),
       h("option", { value: "visible" }, "visible"),
@@ -99,7 +103,7 @@ export async function queueView(box, route, { fail }) {
         h("h2", null, "Redrive"),
         d.redrive
           ? h("p", null, "After ", h("b", null, String(d.redrive.maxReceiveCount)), d.redrive.maxReceiveCount === 1 ? " receive" : " receives", ", messages move to ", qlink(d.redrive.target), ".")
-          : h("p", { class: "muted" }, "No redrive policy: messages stay here however often they are received."),
+          : !d.deadLetterQueue && h("p", { class: "muted" }, "No redrive policy: messages stay here however often they are received."),
         d.deadLetterQueue && h("p", null, "Dead-letter queue of ", (d.sources || []).flatMap((s, i) => [i ? ", " : "", qlink(s)]), ".")),
       h("section", { class: "panel" },
         h("h2", null, "Move tasks"),
@@ -197,7 +201,7 @@ export async function queueView(box, route, { fail }) {
       onchange: (e) => { e.target.checked ? st.selected.add(m.ref) : st.selected.delete(m.ref); e.target.closest("tr").classList.toggle("selected", e.target.checked); paintSelection(); } });
     return h("tr", { class: st.selected.has(m.ref) && "selected", "data-ref": m.ref, "data-id": m.messageId },
       h("td", null, cb),
-      h("td", { class: "cell-id" }, h("a", { href, "data-key": "m:" + m.ref }, m.messageId)),
+      h("td", { class: "cell-id" }, h("a", { href, "data-key": "m:" + m.ref, title: m.messageId }, shortId(m.messageId))),
       h("td", null, badge(m.state === "inflight" ? "in flight" : m.state, "state-" + m.state)),
       h("td", { class: ["num", m.receiveCount > 1 && "count-warn"] }, fmtInt(m.receiveCount)),
       h("td", null, timeEl(m.sentAt)),
