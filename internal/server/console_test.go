@@ -161,6 +161,13 @@ func (f *ferry) deadLetters(t testing.TB, src, dlq string, bodies ...string) {
 	})
 }
 
+func (f *ferry) deleteMessage(t testing.TB, queue string, handle *string) {
+	t.Helper()
+	if _, err := f.json.DeleteMessage(ctxT(t), &sqs.DeleteMessageInput{QueueUrl: aws.String(queue), ReceiptHandle: handle}); err != nil {
+		t.Fatal(err)
+	}
+}
+
 // dlqPair makes "orders" and its dead-letter queue "orders-dlq".
 func (f *ferry) dlqPair(t testing.TB) (src, dlq string) {
 	t.Helper()
@@ -443,6 +450,7 @@ func TestConsoleRedrive(t *testing.T) {
 	var bodies []string
 	for _, m := range f.receiveAll(t, src, 10) {
 		bodies = append(bodies, *m.Body)
+		f.deleteMessage(t, src, m.ReceiptHandle)
 	}
 	if strings.Join(bodies, ",") != "b,d" && strings.Join(bodies, ",") != "d,b" {
 		t.Fatalf("orders received %v", bodies)
@@ -501,6 +509,7 @@ func TestConsoleResend(t *testing.T) {
 	if len(got) != 1 || *got[0].Body != "fixed" || *got[0].MessageAttributes["fix"].StringValue != "1" || *got[0].MessageId != out.MessageID {
 		t.Fatalf("orders received %+v", got)
 	}
+	f.deleteMessage(t, src, got[0].ReceiptHandle)
 	c.wantError("POST", "/console/api/queues/orders-dlq/resend", map[string]any{"ref": page.Messages[0].Ref}, 404, "NotFound")
 	f.deadLetters(t, src, "orders-dlq", "again")
 	c.call("GET", "/console/api/queues/orders-dlq/messages", nil, 200, &page)
