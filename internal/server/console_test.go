@@ -527,6 +527,11 @@ func TestConsoleTopicsAndAlarms(t *testing.T) {
 	q := f.createQueue(t, "inbox", nil)
 	topic := f.createTopic(t, "events", nil)
 	subARN := f.subscribe(t, topic, "sqs", arnPrefix+"inbox", map[string]string{"RawMessageDelivery": "true", "FilterPolicy": `{"k":["v"]}`})
+	gone := f.createQueue(t, "gone", nil)
+	goneARN := f.subscribe(t, topic, "sqs", arnPrefix+"gone", nil)
+	if _, err := f.json.DeleteQueue(ctx, &sqs.DeleteQueueInput{QueueUrl: aws.String(gone)}); err != nil {
+		t.Fatal(err)
+	}
 	if _, err := f.sns.Publish(ctx, &snssdk.PublishInput{TopicArn: aws.String(topic), Message: aws.String("hi"),
 		MessageAttributes: map[string]snstypes.MessageAttributeValue{"k": strAttr("v")}}); err != nil {
 		t.Fatal(err)
@@ -549,17 +554,32 @@ func TestConsoleTopicsAndAlarms(t *testing.T) {
 				Pending, RawDelivery    bool
 				FilterPolicy            *string
 				Delivered, Failed       int64
-				RecentFailures          []any
+				RecentFailures          []struct {
+					At, Error, Endpoint string
+					Status              int
+				}
 			}
 		}
 	}
 	c.call("GET", "/console/api/topics", nil, 200, &topics)
-	if len(topics.Topics) != 1 || topics.Topics[0].Name != "events" || len(topics.Topics[0].Subscriptions) != 1 {
+	if len(topics.Topics) != 1 || topics.Topics[0].Name != "events" || len(topics.Topics[0].Subscriptions) != 2 {
 		t.Fatalf("topics: %+v", topics)
 	}
-	s := topics.Topics[0].Subscriptions[0]
-	if s.ARN != subARN || s.Protocol != "sqs" || !s.RawDelivery || s.FilterPolicy == nil || s.Delivered != 1 || s.Failed != 0 || s.Pending {
-		t.Fatalf("subscription: %+v", s)
+	for _, s := range topics.Topics[0].Subscriptions {
+		switch s.ARN {
+		case subARN:
+			if s.Protocol != "sqs" || !s.RawDelivery || s.FilterPolicy == nil || s.Delivered != 1 || s.Failed != 0 || s.Pending ||
+				len(s.RecentFailures) != 0 {
+				t.Fatalf("subscription: %+v", s)
+			}
+		case goneARN:
+			if s.Delivered != 0 || s.Failed != 1 || len(s.RecentFailures) != 1 || s.RecentFailures[0].Status != 400 ||
+				!strings.Contains(s.RecentFailures[0].Error, "NonExistentQueue") || s.RecentFailures[0].Endpoint != arnPrefix+"gone" {
+				t.Fatalf("subscription to a deleted queue: %+v", s)
+			}
+		default:
+			t.Fatalf("subscription %s", s.ARN)
+		}
 	}
 	var alarms struct {
 		Alarms []struct {
@@ -584,7 +604,7 @@ func TestConsoleTopicsAndAlarms(t *testing.T) {
 		Alarms                map[string]int
 	}
 	c.call("GET", "/console/api/overview", nil, 200, &ov)
-	if ov.Topics != 1 || ov.Subscriptions != 1 || ov.Alarms["INSUFFICIENT_DATA"] != 1 {
+	if ov.Topics != 1 || ov.Subscriptions != 2 || ov.Alarms["INSUFFICIENT_DATA"] != 1 {
 		t.Fatalf("overview: %+v", ov)
 	}
 }
