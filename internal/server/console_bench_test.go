@@ -80,6 +80,9 @@ func BenchmarkConsole(b *testing.B) {
 		t0 := time.Now()
 		fillQueue(b, client, queue, n)
 		b.Logf("filled %d messages in %v", n, time.Since(t0))
+		if st, err := f.srv.Engine().Stats(context.Background(), "000000000000", "deep"); err != nil || st.Visible != n {
+			b.Fatalf("the queue holds %d messages (%v), want %d", st.Visible, err, n)
+		}
 		c := newConsoleClient(b, f.srv.URL())
 		// The cursor of the page 90,000 messages deep.
 		deep := ""

@@ -632,6 +632,13 @@ func TestConsoleCSRF(t *testing.T) {
 			t.Errorf("%s: %d %s", tc.name, status, body)
 		}
 	}
+	// The Host check applies to the console as to everything: a page on
+	// another site that reached Ferry by DNS rebinding gets nothing.
+	req, _ := http.NewRequest("GET", f.srv.URL()+"/console/api/session", nil)
+	req.Host = "rebound.example"
+	if r := do(t, req); r.Status != 403 || strings.Contains(r.Body, "csrfToken") {
+		t.Fatalf("a foreign Host: %d %s", r.Status, r.Body)
+	}
 	// Without a cookie: no session.
 	anon := &consoleClient{t: t, base: f.srv.URL(), hc: &http.Client{}}
 	anon.wantError("GET", "/console/api/overview", nil, 401, "LoginRequired")
