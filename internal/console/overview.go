@@ -82,9 +82,10 @@ func redriveTargetARN(q *engine.Queue) string {
 }
 
 // sparklines are the queue's sends per minute and its visible depth per
-// minute, the last sparkMinutes whole minutes, oldest first.
+// minute, the last sparkMinutes minutes (the current one last, so far),
+// oldest first.
 func (c *Console) sparklines(account, queue string, now time.Time) (sent []float64, depth []*float64) {
-	end := now.Truncate(time.Minute)
+	end := now.Truncate(time.Minute).Add(time.Minute)
 	from := end.Add(-sparkMinutes * time.Minute)
 	sent = make([]float64, sparkMinutes)
 	depth = make([]*float64, sparkMinutes)

@@ -126,5 +126,11 @@ func (b consoleBackend) SubscriptionCounters(arn string) (console.SubscriptionCo
 	if !ok {
 		return console.SubscriptionCounters{}, false
 	}
-	return console.SubscriptionCounters{Delivered: n.Delivered, Failed: n.Failed, DeadLettered: n.RedrivenToDLQ}, true
+	out := console.SubscriptionCounters{Delivered: n.Delivered, Failed: n.Failed, DeadLettered: n.RedrivenToDLQ}
+	retried, recent, _ := b.s.sns.SubscriptionFailures(arn)
+	out.Retried = retried
+	for _, f := range recent {
+		out.RecentFailures = append(out.RecentFailures, console.DeliveryFailure{At: f.At, Status: f.Status, Error: f.Error, Endpoint: f.Endpoint})
+	}
+	return out, true
 }

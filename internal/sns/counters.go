@@ -115,6 +115,47 @@ func newTopicState() *topicState { return &topicState{} }
 // subState is a subscription's runtime state.
 type subState struct {
 	counters counters
+
+	mu sync.Mutex
+	// retried counts the failed attempts of notifications that were
+	// tried again; recent holds the latest failed attempts, next is where
+	// the next goes.
+	retried int64
+	recent  [recentFailures]delivery.Failure
+	next    int
+}
+
+// recentFailures is how many failed attempts a subscription keeps.
+const recentFailures = 10
+
+// failed keeps a failed attempt.
+func (st *subState) failed(f delivery.Failure) {
+	st.mu.Lock()
+	defer st.mu.Unlock()
+	if f.Retry {
+		st.retried++
+	}
+	st.recent[st.next%recentFailures] = f
+	st.next++
+}
+
+// SubscriptionFailures returns how many failed attempts of a
+// subscription's notifications were tried again, and its latest failed
+// attempts, newest first, since the service started.
+func (s *Service) SubscriptionFailures(subscriptionARN string) (retried int64, recent []delivery.Failure, ok bool) {
+	s.mu.RLock()
+	sub := s.subs[subscriptionARN]
+	s.mu.RUnlock()
+	if sub == nil {
+		return 0, nil, false
+	}
+	st := sub.state
+	st.mu.Lock()
+	defer st.mu.Unlock()
+	for i := st.next - 1; i >= 0 && i >= st.next-recentFailures; i-- {
+		recent = append(recent, st.recent[i%recentFailures])
+	}
+	return st.retried, recent, true
 }
 
 // TopicCounters returns a topic's counters: its own and the sums over its

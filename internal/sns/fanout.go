@@ -215,6 +215,7 @@ func (s *Service) deliverTo(ctx context.Context, t *topic, sub *subscription, ms
 			}
 			if f.Refused {
 				s.count(sub, cFailed, 1)
+				sub.state.failed(delivery.Failure{At: s.clock.Now(), Status: f.Status, Error: f.Answer, Endpoint: delivery.MaskEndpoint(sub.Endpoint)})
 				if err := s.delivery.GiveUp(ctx, t.delivery, ds, &m.Message, func(c delivery.Counter, n int) { s.count(sub, deliveryCounters[c], n) }); err != nil {
 					return err
 				}
@@ -284,6 +285,9 @@ type sqsDelivery struct {
 	batch   []engine.NewMessage // to send
 	sent    []*message          // the messages of batch, when logs need them
 	refused []engine.NewMessage // refused before the send
+	// status and why tell the latest refusal (delivery.Failure).
+	status int
+	why    string
 	// Faults (internal/faults): copies lost, which SNS counts delivered,
 	// and second copies, which it does not count.
 	dropped, doubled int
@@ -384,6 +388,7 @@ func (s *Service) sqsDelivery(ctx context.Context, t *topic, d *sqsDelivery, msg
 		}
 		if perr := delivery.Refusal(err); perr != nil {
 			d.refused = append(d.refused, nm)
+			d.status, d.why = 400, perr.Error()
 			if d.logs {
 				s.logSQS(t, sub, m, d.handoff, 400, delivery.SQSRefusal(perr))
 			}
@@ -398,6 +403,7 @@ func (s *Service) sqsDelivery(ctx context.Context, t *topic, d *sqsDelivery, msg
 		}
 		if f.Refused {
 			d.refused = append(d.refused, nm)
+			d.status, d.why = f.Status, f.Answer
 			if d.logs {
 				s.logSQS(t, sub, m, d.handoff, f.Status, f.Answer)
 			}
@@ -436,6 +442,7 @@ func (s *Service) settleSQS(ctx context.Context, t *topic, d *sqsDelivery, res [
 			}
 		case perr != nil:
 			refused = append(refused, d.batch...)
+			d.status, d.why = 400, perr.Error()
 			for _, m := range d.sent {
 				s.logSQS(t, sub, m, d.handoff, 400, delivery.SQSRefusal(perr))
 			}
@@ -445,6 +452,7 @@ func (s *Service) settleSQS(ctx context.Context, t *topic, d *sqsDelivery, res [
 	}
 	if len(refused) > 0 {
 		s.count(sub, cFailed, len(refused))
+		sub.state.failed(delivery.Failure{At: s.clock.Now(), Status: d.status, Error: d.why, Endpoint: sub.Endpoint})
 		// A publish does not wait on a failing dead-letter queue.
 		s.delivery.Redrive(ctx, sub.delivery(), refused, 1, func(c delivery.Counter, n int) { s.count(sub, deliveryCounters[c], n) })
 	}

@@ -212,6 +212,17 @@ func (h *deliveryHooks) Count(arn string, c delivery.Counter, n int) {
 	}
 }
 
+// Failed keeps a failed attempt with the subscription's state.
+func (h *deliveryHooks) Failed(arn string, f delivery.Failure) {
+	s := (*Service)(h)
+	s.mu.RLock()
+	sub := s.subs[arn]
+	s.mu.RUnlock()
+	if sub != nil {
+		sub.state.failed(f)
+	}
+}
+
 // Protocol is the service's description for the protocol handler.
 func (s *Service) Protocol() *protocol.Service { return s.proto }
 

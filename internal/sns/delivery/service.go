@@ -133,6 +133,21 @@ type Subscriptions interface {
 	Stored(ctx context.Context, arn string) (sub Subscription, ok bool, err error)
 	// Count adds n to one of the subscription's counters.
 	Count(arn string, c Counter, n int)
+	// Failed tells of a notification's failed attempt.
+	Failed(arn string, f Failure)
+}
+
+// Failure is a notification's failed delivery attempt.
+type Failure struct {
+	At time.Time
+	// Status is the endpoint's HTTP status; 0 when none came.
+	Status int
+	// Error is the start of the answer's body, or why none came.
+	Error string
+	// Endpoint is the subscription's, masked (MaskEndpoint).
+	Endpoint string
+	// Retry: the message will be tried again.
+	Retry bool
 }
 
 // Counter names a count deliveries make of a subscription.

@@ -259,6 +259,10 @@ func (d *Service) handle(ctx context.Context, subARN, queue string, msg *engine.
 			count(Failed, 1)
 		}
 	}
+	if notification {
+		d.subs.Failed(subARN, Failure{At: d.clock.Now(), Status: ar.status, Error: ar.answer, Endpoint: MaskEndpoint(sub.Endpoint),
+			Retry: res == retryable && msg.ReceiveCount <= policy.Retries})
+	}
 	if res == retryable && msg.ReceiveCount <= policy.Retries {
 		wait := policy.delay(msg.ReceiveCount, d.jitter)
 		hold := d.waits.hold(wk)

@@ -27,6 +27,8 @@ type fakeSubscriptions struct {
 	// removed: another node removed the subscription, which Live does not
 	// show yet.
 	removed bool
+	// failures are the failed attempts told, oldest first.
+	failures []Failure
 }
 
 func (f *fakeSubscriptions) Live(arn string) (Subscription, *Topic, bool) {
@@ -47,6 +49,12 @@ func (f *fakeSubscriptions) Count(arn string, c Counter, n int) {
 	f.mu.Lock()
 	defer f.mu.Unlock()
 	f.counts[c] += n
+}
+
+func (f *fakeSubscriptions) Failed(_ string, fl Failure) {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	f.failures = append(f.failures, fl)
 }
 
 func (f *fakeSubscriptions) count(c Counter) int {
@@ -165,6 +173,17 @@ func TestRetryScheduleOnTheClock(t *testing.T) {
 	testwait.Never(t, "a sixth attempt", gone, func() bool { return hits() != 5 })
 	if f, dl := subs.count(Failed), subs.count(Delivered); f != 5 || dl != 0 {
 		t.Errorf("failed %d, delivered %d", f, dl)
+	}
+	// Each failed attempt is told, the last without a retry.
+	subs.mu.Lock()
+	defer subs.mu.Unlock()
+	if len(subs.failures) != 5 {
+		t.Fatalf("%d failures told, want 5", len(subs.failures))
+	}
+	for i, fl := range subs.failures {
+		if fl.Status != http.StatusBadGateway || fl.Retry != (i < 4) || fl.Endpoint == "" || fl.At.IsZero() {
+			t.Errorf("failure %d: %+v", i, fl)
+		}
 	}
 }
 
