@@ -26,9 +26,18 @@ function topic(t) {
         h("th", null, "Protocol"), h("th", null, "Endpoint"),
         h("th", { class: "num" }, "Delivered"), h("th", { class: "num" }, "Failed"), h("th", { class: "num" }, "Retried"),
         h("th", { class: "num" }, "Dead-lettered"), h("th", null, "Dead-letter queue"), h("th", null, "Recent failures"))),
-      h("tbody", null, subs.map((s) => {
+      h("tbody", null, subs.flatMap((s) => {
         const fails = s.recentFailures || [];
-        return h("tr", { class: fails.length ? "is-dlq-bad" : "", "data-subscription": s.arn },
+        const failRow = fails.length ? h("tr", { class: "fail-row", hidden: true },
+          h("td", { colspan: 8 }, h("ul", { class: "failures" }, fails.map((f) =>
+            h("li", { title: f.error || "" }, h("b", null, fmtTime(f.at)), f.status ? ` HTTP ${f.status} ` : " ", f.error || ""))))) : null;
+        const toggle = fails.length ? h("button", { type: "button", class: "linkish", "aria-expanded": "false", onclick: (e) => {
+          const open = failRow.hidden;
+          failRow.hidden = !open;
+          e.target.setAttribute("aria-expanded", String(open));
+          e.target.textContent = `${open ? "▾" : "▸"} ${fails.length} recent`;
+        } }, `▸ ${fails.length} recent`) : null;
+        return [h("tr", { class: fails.length ? "is-dlq-bad" : "", "data-subscription": s.arn },
           h("td", null, badge(s.protocol, "info"), s.rawDelivery ? " " : "", s.rawDelivery && badge("raw", ""), s.pending && " ", s.pending && badge("pending confirmation", "warn")),
           h("td", { class: "mono cell-body", title: s.endpoint }, s.endpoint,
             s.filterPolicy && h("div", { class: "faint", title: s.filterPolicy }, "filter: ", s.filterPolicy)),
@@ -37,10 +46,7 @@ function topic(t) {
           h("td", { class: ["num", s.retried ? "count-warn" : "zero"] }, fmtInt(s.retried)),
           h("td", { class: ["num", s.deadLettered ? "count-bad" : "zero"] }, fmtInt(s.deadLettered)),
           h("td", null, s.deadLetterTargetArn ? qlink(queueNameOf(s.deadLetterTargetArn)) : h("span", { class: "faint" }, "none")),
-          h("td", null, fails.length
-            ? h("details", null, h("summary", null, `${fails.length} recent`),
-              h("ul", { class: "failures" }, fails.map((f) => h("li", null, `${fmtTime(f.at)} ${f.status ? "HTTP " + f.status : ""} ${f.error || ""}`.trim()))))
-            : h("span", { class: "faint" }, "–")));
+          h("td", { class: "nowrap" }, toggle || h("span", { class: "faint" }, "–"))), failRow];
       })))
       : h("p", { class: "empty pad" }, "No subscriptions."));
 }
