@@ -15,7 +15,7 @@ import (
 
 // fillQueue sends n messages of benchBody to queue in batches of 10 from
 // 16 clients at once; every 1,000th body starts with "needle".
-func fillQueue(b *testing.B, client *sqs.Client, queue string, n int) {
+func fillQueue(b testing.TB, client *sqs.Client, queue string, n int) {
 	b.Helper()
 	batches := make(chan int)
 	var wg sync.WaitGroup

@@ -197,29 +197,41 @@ func (f *ferry) runnerWaits() bool {
 // redrive policy (maxReceiveCount 1, visibility 1 s).
 func (f *ferry) deadLetter(t testing.TB, src, dlq string, n int) {
 	t.Helper()
+	entries := make([]types.SendMessageBatchRequestEntry, n)
+	for j := range entries {
+		entries[j] = types.SendMessageBatchRequestEntry{Id: aws.String(fmt.Sprint("e", j)), MessageBody: aws.String(fmt.Sprint("m", j))}
+	}
+	f.deadLetterEntries(t, src, dlq, entries, 1)
+}
+
+// deadLetterEntries is deadLetter for the messages entries sends (each
+// with an Id unique among them), from a source whose redrive policy has
+// maxReceiveCount receives: each message is received that many times
+// before the receive that moves it.
+func (f *ferry) deadLetterEntries(t testing.TB, src, dlq string, entries []types.SendMessageBatchRequestEntry, receives int) {
+	t.Helper()
 	ctx := ctxT(t)
+	n := len(entries)
 	name := dlq[strings.LastIndex(dlq, "/")+1:]
 	before, err := f.srv.Engine().Stats(ctx, "000000000000", name)
 	if err != nil {
 		t.Fatal(err)
 	}
 	for i := 0; i < n; i += 10 {
-		var entries []types.SendMessageBatchRequestEntry
-		for j := i; j < i+10 && j < n; j++ {
-			entries = append(entries, types.SendMessageBatchRequestEntry{Id: aws.String(fmt.Sprint("e", j)), MessageBody: aws.String(fmt.Sprint("m", j))})
-		}
-		if _, err := f.json.SendMessageBatch(ctx, &sqs.SendMessageBatchInput{QueueUrl: aws.String(src), Entries: entries}); err != nil {
+		if _, err := f.json.SendMessageBatch(ctx, &sqs.SendMessageBatchInput{QueueUrl: aws.String(src), Entries: entries[i:min(i+10, n)]}); err != nil {
 			t.Fatal(err)
 		}
 	}
-	for got := 0; got < n; {
-		out, err := f.json.ReceiveMessage(ctx, &sqs.ReceiveMessageInput{QueueUrl: aws.String(src), MaxNumberOfMessages: 10, VisibilityTimeout: 1})
-		if err != nil {
-			t.Fatal(err)
+	for range receives {
+		for got := 0; got < n; {
+			out, err := f.json.ReceiveMessage(ctx, &sqs.ReceiveMessageInput{QueueUrl: aws.String(src), MaxNumberOfMessages: 10, VisibilityTimeout: 1})
+			if err != nil {
+				t.Fatal(err)
+			}
+			got += len(out.Messages)
 		}
-		got += len(out.Messages)
+		f.clk.Advance(time.Second)
 	}
-	f.clk.Advance(time.Second)
 	// Each receive now moves what it finds; the visibility timers fire in
 	// goroutines of their own, so keep asking until all have moved.
 	testwait.Eventually(t, fmt.Sprintf("%d more messages in %s", n, name), func() bool {

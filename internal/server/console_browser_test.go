@@ -1,0 +1,395 @@
+package server_test
+
+import (
+	"context"
+	"fmt"
+	"os"
+	"os/exec"
+	"slices"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/aws/aws-sdk-go-v2/aws"
+	"github.com/aws/aws-sdk-go-v2/service/sqs"
+	"github.com/aws/aws-sdk-go-v2/service/sqs/types"
+	"github.com/chromedp/chromedp"
+
+	"github.com/ferrymq/ferry/internal/testwait"
+)
+
+// debianChromium is the browser the console's tests drive: Debian's
+// chromium package.
+const debianChromium = "/usr/bin/chromium"
+
+var chromiumTool = outsideTool{
+	require: "FERRY_REQUIRE_CHROMIUM",
+	install: "install Debian's chromium (apt-get install chromium)",
+	problem: func(ctx context.Context) string { return chromiumProblem(ctx, debianChromium) },
+}
+
+// chromiumProblem says why the browser at path cannot run the tests, or ""
+// when it answers --version as Chromium does.
+func chromiumProblem(ctx context.Context, path string) string {
+	if _, err := os.Stat(path); err != nil {
+		return fmt.Sprintf("no Chromium at %s: %v", path, err)
+	}
+	out, err := exec.CommandContext(ctx, path, "--version").CombinedOutput()
+	if err != nil || !strings.Contains(string(out), "Chromium") {
+		return fmt.Sprintf("the Chromium at %s does not run: %v: %q", path, err, out)
+	}
+	return ""
+}
+
+// browser is a headless Chromium tab on a Ferry's console. The page's
+// uncaught exceptions and console errors (a CSP refusal among them) fail
+// the test.
+type browser struct {
+	t    testing.TB
+	ctx  context.Context
+	base string // the console's address: http://127.0.0.1:port/console/
+
+	mu     sync.Mutex
+	errors []string
+}
+
+// browserFlags are the flags this machine's Chromium needs headless: no
+// sandbox (tests run as root), and none of its background connections,
+// which a closed network refuses.
+func browserFlags(userDataDir string) []chromedp.ExecAllocatorOption {
+	return []chromedp.ExecAllocatorOption{
+		chromedp.ExecPath(debianChromium),
+		chromedp.Headless,
+		chromedp.NoSandbox,
+		chromedp.DisableGPU,
+		chromedp.NoFirstRun,
+		chromedp.NoDefaultBrowserCheck,
+		chromedp.Flag("disable-quic", true),
+		chromedp.Flag("disable-background-networking", true),
+		chromedp.Flag("disable-component-update", true),
+		chromedp.Flag("disable-sync", true),
+		chromedp.Flag("disable-extensions", true),
+		chromedp.Flag("disable-default-apps", true),
+		chromedp.Flag("hide-scrollbars", true),
+		chromedp.UserDataDir(userDataDir),
+		chromedp.WindowSize(1280, 800),
+	}
+}
+
+// openConsole starts a browser and loads the console of f at route (a
+// hash route, "#/"); it stops with the test.
+func openConsole(t *testing.T, f *ferry, route string) *browser {
+	t.Helper()
+	chromiumTool.need(t)
+	actx, cancelAlloc := chromedp.NewExecAllocator(context.Background(), browserFlags(t.TempDir())...)
+	ctx, cancelCtx := chromedp.NewContext(actx)
+	b := &browser{t: t, ctx: ctx, base: f.srv.URL() + "/console/"}
+	// The first action starts the browser: with no deadline, which would
+	// end the browser with it.
+	if err := chromedp.Do(ctx); err != nil {
+		cancelCtx()
+		cancelAlloc()
+		t.Fatalf("start the browser: %v", err)
+	}
+	messages := chromedp.Console(ctx)
+	done := make(chan struct{})
+	go func() {
+		defer close(done)
+		for m, err := range messages {
+			if err != nil {
+				return
+			}
+			// A refused request (the 401 a login page starts from) is the
+			// page's business; any other error is the console's bug.
+			if (m.Type == chromedp.ConsoleError && m.Source != "network") || m.IsException() {
+				b.mu.Lock()
+				b.errors = append(b.errors, fmt.Sprintf("%s %s:%d", m, m.URL, m.Line+1))
+				b.mu.Unlock()
+			}
+		}
+	}()
+	t.Cleanup(func() {
+		cancelCtx()
+		cancelAlloc()
+		<-done
+		b.mu.Lock()
+		defer b.mu.Unlock()
+		for _, e := range b.errors {
+			t.Errorf("browser: %s", e)
+		}
+	})
+	b.do("open the console", chromedp.EmulateViewport(1280, 800), chromedp.Navigate(b.base+route))
+	return b
+}
+
+// do runs steps within testwait's deadline.
+func (b *browser) do(what string, steps ...chromedp.Action[chromedp.Void]) {
+	b.t.Helper()
+	ctx, cancel := context.WithTimeout(b.ctx, testwait.Deadline)
+	defer cancel()
+	if err := chromedp.Do(ctx, steps...); err != nil {
+		b.t.Fatalf("%s: %v", what, err)
+	}
+}
+
+// visible waits until sel is shown.
+func (b *browser) visible(sel string) {
+	b.t.Helper()
+	b.do("wait for "+sel, chromedp.WaitVisible(chromedp.CSS(sel)))
+}
+
+// until waits until the page's JavaScript expression expr is true.
+func (b *browser) until(what, expr string) {
+	b.t.Helper()
+	b.do("wait for "+what, func(ctx context.Context, t *chromedp.Target) (chromedp.Void, error) {
+		_, err := chromedp.Poll[bool](expr, chromedp.WithPollingTimeout(testwait.Deadline), chromedp.WithPollingInterval(20*time.Millisecond))(ctx, t)
+		return chromedp.Void{}, err
+	})
+}
+
+// eval returns the value of the expression expr.
+func eval[T any](b *browser, expr string) T {
+	b.t.Helper()
+	ctx, cancel := context.WithTimeout(b.ctx, testwait.Deadline)
+	defer cancel()
+	v, err := chromedp.Run(ctx, chromedp.Evaluate[T](expr))
+	if err != nil {
+		b.t.Fatalf("evaluate %s: %v", expr, err)
+	}
+	return v
+}
+
+// click clicks the element sel finds once it is shown. The click is the
+// page's own (element.click()), found and made in one step: a live update
+// may replace the element between a lookup and a mouse event.
+func (b *browser) click(sel string) {
+	b.t.Helper()
+	b.visible(sel)
+	b.until("a click on "+sel, fmt.Sprintf(`(() => { const e = document.querySelector(%q); if (!e) return false; e.click(); return true })()`, sel))
+}
+
+// text is the text of the first element sel finds.
+func (b *browser) text(sel string) string {
+	b.t.Helper()
+	ctx, cancel := context.WithTimeout(b.ctx, testwait.Deadline)
+	defer cancel()
+	s, err := chromedp.Run(ctx, chromedp.TextContent(chromedp.CSS(sel)))
+	if err != nil {
+		b.t.Fatalf("read %s: %v", sel, err)
+	}
+	return strings.TrimSpace(s)
+}
+
+// typeInto replaces what the field sel holds with text.
+func (b *browser) typeInto(sel, text string) {
+	b.t.Helper()
+	b.do("type into "+sel, chromedp.WaitVisible(chromedp.CSS(sel)), chromedp.Clear(chromedp.CSS(sel)),
+		chromedp.SendKeys(chromedp.CSS(sel), text))
+}
+
+// route navigates to a hash route of the console within the page (no
+// reload).
+func (b *browser) route(route string) {
+	b.t.Helper()
+	b.do("go to "+route, chromedp.Evaluate[chromedp.Void](fmt.Sprintf("location.hash = %q", route)))
+}
+
+// bannerCode is the AWS code the error banner shows, "" when it is hidden.
+func (b *browser) bannerCode() string {
+	return eval[string](b, `(() => { const e = document.getElementById("banner"); return e.hidden ? "" : document.getElementById("banner-code").textContent })()`)
+}
+
+// peekAll is every message of queue (a test's few) by id, as the
+// console's API peeks them.
+func peekAll(c *consoleClient, queue string) map[string]consoleMessage {
+	c.t.Helper()
+	var page consolePage
+	c.call("GET", "/console/api/queues/"+queue+"/messages?limit=100", nil, 200, &page)
+	out := map[string]consoleMessage{}
+	for _, m := range page.Messages {
+		out[m.MessageID] = m
+	}
+	return out
+}
+
+// queueCounts is GetQueueAttributes' visible and in-flight counts.
+func queueCounts(t testing.TB, f *ferry, url string) (visible, inflight string) {
+	t.Helper()
+	out, err := f.json.GetQueueAttributes(ctxT(t), &sqs.GetQueueAttributesInput{QueueUrl: aws.String(url),
+		AttributeNames: []types.QueueAttributeName{types.QueueAttributeNameApproximateNumberOfMessages, types.QueueAttributeNameApproximateNumberOfMessagesNotVisible}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return out.Attributes["ApproximateNumberOfMessages"], out.Attributes["ApproximateNumberOfMessagesNotVisible"]
+}
+
+// orderEntries are n messages of JSON orders, each with a tenant attribute.
+func orderEntries(first, n int) []types.SendMessageBatchRequestEntry {
+	out := make([]types.SendMessageBatchRequestEntry, n)
+	for i := range out {
+		k := first + i
+		out[i] = types.SendMessageBatchRequestEntry{Id: aws.String(fmt.Sprint("o", k)),
+			MessageBody: aws.String(fmt.Sprintf(`{"order":%d,"sku":"sku-%d","amount":%d.50}`, k, k, 10*k)),
+			MessageAttributes: map[string]types.MessageAttributeValue{
+				"tenant": {DataType: aws.String("String"), StringValue: aws.String(fmt.Sprint("tenant-", k%2))}}}
+	}
+	return out
+}
+
+// TestConsoleBrowserDeadLetters drives the console in a browser through an
+// on-call engineer's round: see the dead letters on the overview, find
+// them in the DLQ, read one's history, redrive some, delete one, purge
+// the rest; and checks through the SDK that looking changed nothing and
+// acting did what the page said.
+func TestConsoleBrowserDeadLetters(t *testing.T) {
+	f := start(t)
+	needPeeker(t, f)
+	ctx := ctxT(t)
+	dlq := f.createQueue(t, "orders-dlq", nil)
+	orders := f.createQueue(t, "orders", map[string]string{"RedrivePolicy": redrivePolicy("orders-dlq", 1)})
+	payments := f.createQueue(t, "payments", map[string]string{"RedrivePolicy": redrivePolicy("orders-dlq", 1)})
+	plain := f.createQueue(t, "plain", nil)
+	f.deadLetterEntries(t, orders, dlq, orderEntries(0, 3), 1)
+	f.deadLetterEntries(t, payments, dlq, orderEntries(3, 1), 1)
+
+	api := newConsoleClient(t, f.srv.URL())
+	before := peekAll(api, "orders-dlq")
+	if len(before) != 4 {
+		t.Fatalf("the DLQ holds %d messages, want 4", len(before))
+	}
+
+	// The overview: the queues, their counts, the DLQ marked with its sources.
+	b := openConsole(t, f, "#/")
+	b.visible(`tr[data-queue="orders-dlq"]`)
+	if got := b.text(`tr[data-queue="orders-dlq"] td:nth-child(2)`); got != "4" {
+		t.Errorf("the DLQ's visible count reads %q, want 4", got)
+	}
+	if !eval[bool](b, `document.querySelector('tr[data-queue="orders-dlq"]').classList.contains("is-dlq-bad")`) {
+		t.Error("the DLQ with messages does not stand out")
+	}
+	sources := eval[[]string](b, `[...document.querySelectorAll('[data-dlq="orders-dlq"] [data-source]')].map(e => e.dataset.source)`)
+	if !slices.Equal(sources, []string{"orders", "payments"}) {
+		t.Errorf("the redrive graph shows the DLQ's sources as %q", sources)
+	}
+	if got := b.text(`tr[data-queue="orders"] .redrive-to`); !strings.Contains(got, "orders-dlq") {
+		t.Errorf("the source's row says %q of its DLQ", got)
+	}
+
+	// The DLQ's messages, and a search by body.
+	b.click(`tr[data-queue="orders-dlq"] td.name a`)
+	b.until("the DLQ's four messages", `document.querySelectorAll("#message-table tbody tr").length === 4`)
+	b.typeInto(`#search input[name="body"]`, `"sku-2"`)
+	b.click(`#search button[type="submit"]`)
+	b.until("the search's one message", `document.querySelectorAll("#message-table tbody tr").length === 1`)
+	if got := b.text(`#message-table tbody tr td.cell-body`); !strings.Contains(got, `"sku":"sku-2"`) {
+		t.Errorf("the search found %q", got)
+	}
+	// A message's page and its history: the receive and the move.
+	b.click(`#message-table tbody tr td.cell-id a`)
+	b.visible(`#history li[data-kind="move"]`)
+	if got := b.text(`#history li[data-kind="move"] .ev-detail`); !strings.Contains(got, "orders → orders-dlq") {
+		t.Errorf("the move reads %q", got)
+	}
+	if n := eval[int](b, `document.querySelectorAll('#history li[data-kind="receive"]').length`); n < 1 {
+		t.Errorf("the history shows %d receives", n)
+	}
+	if got := b.text(`#message-attributes dd`); got != "tenant-0" {
+		t.Errorf("the attribute reads %q", got)
+	}
+
+	// Looking changed nothing: no receive counted, nothing in flight.
+	if v, nv := queueCounts(t, f, dlq); v != "4" || nv != "0" {
+		t.Errorf("after viewing, the DLQ has %s visible and %s in flight, want 4 and 0", v, nv)
+	}
+	for id, m := range peekAll(api, "orders-dlq") {
+		if m.ReceiveCount != before[id].ReceiveCount || m.State != "visible" {
+			t.Errorf("after viewing, %s has receive count %d and state %s, want %d and visible", id, m.ReceiveCount, m.State, before[id].ReceiveCount)
+		}
+	}
+
+	// Redrive two messages of orders: the page follows the move task live.
+	b.click(`.crumbs a[href="#/queues/orders-dlq"]`)
+	b.until("the DLQ's four messages", `document.querySelectorAll("#message-table tbody tr").length === 4`)
+	picked := eval[[]string](b, `[...document.querySelectorAll("#message-table tbody tr")].filter(r => r.querySelector("td:nth-child(7)").textContent === "orders").slice(0, 2).map(r => { r.querySelector("input.select").click(); return r.dataset.id })`)
+	if len(picked) != 2 {
+		t.Fatalf("picked %d messages of orders", len(picked))
+	}
+	b.until("the selection to count two", `document.getElementById("selection").textContent === "2 selected"`)
+	b.click(`#redrive-selected`)
+	b.click(`#redrive-go`)
+	b.visible(`#move-tasks .task[data-status="COMPLETED"]`)
+	b.until("the list without the two", `document.querySelectorAll("#message-table tbody tr").length === 2`)
+	back := f.receiveAll(t, orders, 10)
+	var bodies []string
+	for _, m := range back {
+		bodies = append(bodies, aws.ToString(m.Body))
+	}
+	slices.Sort(bodies)
+	var want []string
+	for _, id := range picked {
+		want = append(want, before[id].Body)
+	}
+	slices.Sort(want)
+	if !slices.Equal(bodies, want) {
+		t.Errorf("orders got back %q, want %q", bodies, want)
+	}
+
+	// Delete one, then purge the rest, confirmed by typing the name.
+	b.click(`#message-table tbody tr input.select`)
+	b.click(`#delete-selected`)
+	b.click(`dialog[open] button[type="submit"]`)
+	b.until("one message left", `document.querySelectorAll("#message-table tbody tr").length === 1`)
+	if v, _ := queueCounts(t, f, dlq); v != "1" {
+		t.Errorf("after the delete the DLQ has %s visible, want 1", v)
+	}
+	b.click(`#purge`)
+	if !eval[bool](b, `document.querySelector('dialog[open] button[type="submit"]').disabled`) {
+		t.Error("purge can be confirmed without typing the queue's name")
+	}
+	b.typeInto(`#confirm-input`, "orders-dlq")
+	b.click(`dialog[open] button[type="submit"]`)
+	b.visible(`#no-messages`)
+	if v, nv := queueCounts(t, f, dlq); v != "0" || nv != "0" {
+		t.Errorf("after the purge the DLQ has %s visible and %s in flight", v, nv)
+	}
+
+	// A live update: a message sent now shows on the overview without a
+	// reload (the marker set on the window survives only without one).
+	b.route("#/")
+	b.visible(`tr[data-queue="plain"]`)
+	b.until("the live stream", `document.getElementById("live").dataset.state === "live"`)
+	b.do("mark the page", chromedp.Evaluate[chromedp.Void](`window.ferryTestMarker = 1`))
+	if _, err := f.json.SendMessage(ctx, &sqs.SendMessageInput{QueueUrl: aws.String(plain), MessageBody: aws.String("hello")}); err != nil {
+		t.Fatal(err)
+	}
+	b.until("plain's count to reach 1", `document.querySelector('tr[data-queue="plain"] td:nth-child(2)').textContent === "1"`)
+	if !eval[bool](b, `window.ferryTestMarker === 1`) {
+		t.Error("the page reloaded for the update")
+	}
+}
+
+// TestConsoleBrowserLogin: with signatures verified, the console asks for a key
+// and its secret, refuses a wrong secret with the banner, and shows the
+// key's account once logged in.
+func TestConsoleBrowserLogin(t *testing.T) {
+	f := start(t, verifyingHarness(t))
+	f.createQueue(t, "secured", nil)
+	b := openConsole(t, f, "#/")
+	b.visible(`#login-form`)
+	b.typeInto(`#login-key`, harnessKey)
+	b.typeInto(`#login-secret`, "not the secret")
+	b.click(`#login-submit`)
+	b.until("the refusal", `!document.getElementById("banner").hidden`)
+	if code := b.bannerCode(); code != "LoginFailed" {
+		t.Errorf("a wrong secret shows %q", code)
+	}
+	if n := eval[int](b, `document.querySelectorAll("#queue-table").length`); n != 0 {
+		t.Error("the queues show without a login")
+	}
+	b.typeInto(`#login-secret`, harnessSecret)
+	b.click(`#login-submit`)
+	b.visible(`tr[data-queue="secured"]`)
+	b.visible(`#logout`)
+	b.until("the live stream", `document.getElementById("live").dataset.state === "live"`)
+}
