@@ -6,6 +6,7 @@ import (
 	"os"
 	"os/exec"
 	"slices"
+	"strconv"
 	"strings"
 	"sync"
 	"testing"
@@ -16,6 +17,7 @@ import (
 	"github.com/aws/aws-sdk-go-v2/service/sqs/types"
 	"github.com/chromedp/chromedp"
 
+	"github.com/ferrymq/ferry/internal/server"
 	"github.com/ferrymq/ferry/internal/testwait"
 )
 
@@ -169,22 +171,19 @@ func (b *browser) click(sel string) {
 	b.until("a click on "+sel, fmt.Sprintf(`(() => { const e = document.querySelector(%q); if (!e) return false; e.click(); return true })()`, sel))
 }
 
-// text is the text of the first element sel finds.
+// text is the text of the first element sel finds, read in one step of
+// the page's own: a live update may replace the element at any time.
 func (b *browser) text(sel string) string {
 	b.t.Helper()
-	ctx, cancel := context.WithTimeout(b.ctx, testwait.Deadline)
-	defer cancel()
-	s, err := chromedp.Run(ctx, chromedp.TextContent(chromedp.CSS(sel)))
-	if err != nil {
-		b.t.Fatalf("read %s: %v", sel, err)
-	}
-	return strings.TrimSpace(s)
+	b.visible(sel)
+	return strings.TrimSpace(eval[string](b, fmt.Sprintf(`document.querySelector(%q)?.textContent ?? ""`, sel)))
 }
 
 // typeInto replaces what the field sel holds with text.
 func (b *browser) typeInto(sel, text string) {
 	b.t.Helper()
-	b.do("type into "+sel, chromedp.WaitVisible(chromedp.CSS(sel)), chromedp.Clear(chromedp.CSS(sel)),
+	b.do("type into "+sel, chromedp.WaitVisible(chromedp.CSS(sel)),
+		chromedp.Evaluate[chromedp.Void](fmt.Sprintf(`document.querySelector(%q).value = ""`, sel)),
 		chromedp.SendKeys(chromedp.CSS(sel), text))
 }
 
@@ -392,4 +391,88 @@ func TestConsoleBrowserLogin(t *testing.T) {
 	b.visible(`tr[data-queue="secured"]`)
 	b.visible(`#logout`)
 	b.until("the live stream", `document.getElementById("live").dataset.state === "live"`)
+}
+
+// TestConsoleBrowserMoveTaskAndResend: a redrive of everything at one
+// message a second shows its progress as the runner moves (through the
+// event stream alone) and is cancelled from the page; then a message is
+// edited and sent back to its source.
+func TestConsoleBrowserMoveTaskAndResend(t *testing.T) {
+	f := start(t)
+	needPeeker(t, f)
+	ctx := ctxT(t)
+	dlq := f.createQueue(t, "orders-dlq", nil)
+	orders := f.createQueue(t, "orders", map[string]string{"RedrivePolicy": redrivePolicy("orders-dlq", 1)})
+	f.deadLetterEntries(t, orders, dlq, orderEntries(0, 5), 1)
+
+	b := openConsole(t, f, "#/queues/orders-dlq")
+	b.until("the DLQ's five messages", `document.querySelectorAll("#message-table tbody tr").length === 5`)
+	b.until("the live stream", `document.getElementById("live").dataset.state === "live"`)
+	b.click(`#redrive-all`)
+	b.typeInto(`#redrive-rate`, "1")
+	b.click(`#redrive-go`)
+	b.visible(`#move-tasks .task[data-status="RUNNING"] .cancel-task`)
+	progress := `document.querySelector('#move-tasks .task[data-status="RUNNING"] progress')`
+	b.until("the task's first message", progress+`.value >= 1 && `+progress+`.max === 5`)
+	moved := eval[int](b, progress+`.value`)
+	testwait.Eventually(t, "the runner to wait for the next second", f.runnerWaits)
+	f.clk.Advance(time.Second)
+	b.until("the progress bar to move on its own", fmt.Sprintf(`%s.value > %d`, progress, moved))
+	b.click(`#move-tasks .cancel-task`)
+	b.visible(`#move-tasks .task[data-status="CANCELLED"]`)
+	tasks, err := f.json.ListMessageMoveTasks(ctx, &sqs.ListMessageMoveTasksInput{SourceArn: aws.String(arnPrefix + "orders-dlq")})
+	if err != nil || len(tasks.Results) == 0 || aws.ToString(tasks.Results[0].Status) != "CANCELLED" {
+		t.Fatalf("ListMessageMoveTasks = %+v, %v", tasks, err)
+	}
+	left := 5 - int(tasks.Results[0].ApproximateNumberOfMessagesMoved)
+	if v, _ := queueCounts(t, f, dlq); v != strconv.Itoa(left) {
+		t.Errorf("after the cancel the DLQ has %s visible, want %d", v, left)
+	}
+	b.until("the list without the moved", fmt.Sprintf(`document.querySelectorAll("#message-table tbody tr").length === %d`, left))
+	for _, m := range f.receiveAll(t, orders, 10) {
+		f.deleteMessage(t, orders, m.ReceiptHandle)
+	}
+
+	// Edit and resend: the edited body goes to the source, the original
+	// leaves the DLQ.
+	b.click(`#message-table tbody tr td.cell-id a`)
+	b.visible(`#resend`)
+	b.click(`#resend`)
+	b.visible(`#resend-body`)
+	if got := eval[string](b, `document.getElementById("resend-dest").value`); got != "orders" {
+		t.Errorf("the resend goes to %q by default, want the source orders", got)
+	}
+	b.typeInto(`#resend-body`, `{"order":1,"fixed":true}`)
+	b.click(`#resend-go`)
+	b.until("the queue page again", `location.hash === "#/queues/orders-dlq"`)
+	b.until("one message fewer", fmt.Sprintf(`document.querySelectorAll("#message-table tbody tr").length === %d`, left-1))
+	got := f.receiveAll(t, orders, 10)
+	if len(got) != 1 || aws.ToString(got[0].Body) != `{"order":1,"fixed":true}` || got[0].MessageAttributes["tenant"].StringValue == nil {
+		t.Errorf("orders received %+v after the resend", got)
+	}
+}
+
+// TestConsoleBrowserAdminAccounts: the admin token sees every account,
+// and the account picker shows another account's queues.
+func TestConsoleBrowserAdminAccounts(t *testing.T) {
+	f := start(t, verifying(t, 0), func(c *server.Config) { c.AdminToken = "admin-token-for-the-test" })
+	alice := clientsOf(f.srv.URL(), aliceKey, aliceSecret, "us-east-1")
+	if _, err := alice.json.CreateQueue(ctxT(t), &sqs.CreateQueueInput{QueueName: aws.String("alice-work")}); err != nil {
+		t.Fatal(err)
+	}
+	b := openConsole(t, f, "#/")
+	b.click(`#tab-token`)
+	b.typeInto(`#login-token`, "admin-token-for-the-test")
+	b.click(`#login-submit`)
+	b.visible(`#account-select`)
+	accounts := eval[[]string](b, `[...document.querySelectorAll("#account-select option")].map(o => o.value)`)
+	if !slices.Contains(accounts, aliceAccount) || !slices.Contains(accounts, server.DefaultAccount) {
+		t.Fatalf("the picker offers %q", accounts)
+	}
+	b.do("pick alice's account", chromedp.SetValue(chromedp.CSS(`#account-select`), aliceAccount),
+		chromedp.Evaluate[chromedp.Void](`document.getElementById("account-select").dispatchEvent(new Event("change"))`))
+	b.visible(`tr[data-queue="alice-work"]`)
+	if got := b.text(`.page-head .sub`); !strings.Contains(got, aliceAccount) {
+		t.Errorf("the overview says %q of its account", got)
+	}
 }
