@@ -168,6 +168,17 @@ func (f *ferry) deleteMessage(t testing.TB, queue string, handle *string) {
 	}
 }
 
+// deadLetterConsole starts a Ferry whose "orders-dlq" holds the dead
+// letters of "orders" with bodies, and opens its console.
+func deadLetterConsole(t *testing.T, bodies ...string) (f *ferry, src, dlq string, c *consoleClient) {
+	t.Helper()
+	f = start(t)
+	needPeeker(t, f)
+	src, dlq = f.dlqPair(t)
+	f.deadLetters(t, src, "orders-dlq", bodies...)
+	return f, src, dlq, newConsoleClient(t, f.srv.URL())
+}
+
 // dlqPair makes "orders" and its dead-letter queue "orders-dlq".
 func (f *ferry) dlqPair(t testing.TB) (src, dlq string) {
 	t.Helper()
@@ -288,11 +299,7 @@ func TestConsoleOverview(t *testing.T) {
 // followed by their cursor, leave every message as it was.
 func TestConsolePeek(t *testing.T) {
 	t.Parallel()
-	f := start(t)
-	needPeeker(t, f)
-	src, dlq := f.dlqPair(t)
-	f.deadLetters(t, src, "orders-dlq", "apple", "banana", "cherry", "apricot", strings.Repeat("x", 600))
-	c := newConsoleClient(t, f.srv.URL())
+	f, _, dlq, c := deadLetterConsole(t, "apple", "banana", "cherry", "apricot", strings.Repeat("x", 600))
 	var page consolePage
 	for range 2 {
 		c.call("GET", "/console/api/queues/orders-dlq/messages", nil, 200, &page)
@@ -391,11 +398,7 @@ func TestConsolePeek(t *testing.T) {
 // purge needs the queue's name and comes once a minute.
 func TestConsoleDeleteAndPurge(t *testing.T) {
 	t.Parallel()
-	f := start(t)
-	needPeeker(t, f)
-	src, dlq := f.dlqPair(t)
-	f.deadLetters(t, src, "orders-dlq", "a", "b", "c")
-	c := newConsoleClient(t, f.srv.URL())
+	f, _, dlq, c := deadLetterConsole(t, "a", "b", "c")
 	var page consolePage
 	c.call("GET", "/console/api/queues/orders-dlq/messages", nil, 200, &page)
 	var out struct{ Deleted int }
@@ -422,11 +425,7 @@ func TestConsoleDeleteAndPurge(t *testing.T) {
 // move task, shown with its progress; a slow one can be cancelled.
 func TestConsoleRedrive(t *testing.T) {
 	t.Parallel()
-	f := start(t)
-	needPeeker(t, f)
-	src, dlq := f.dlqPair(t)
-	f.deadLetters(t, src, "orders-dlq", "a", "b", "c", "d")
-	c := newConsoleClient(t, f.srv.URL())
+	f, src, _, c := deadLetterConsole(t, "a", "b", "c", "d")
 	var page consolePage
 	c.call("GET", "/console/api/queues/orders-dlq/messages", nil, 200, &page)
 
@@ -484,18 +483,13 @@ func TestConsoleRedrive(t *testing.T) {
 	})
 	c.wantError("POST", "/console/api/queues/orders-dlq/cancel-move", map[string]any{"taskHandle": "bad"}, 400, "InvalidParameterValue")
 	c.wantError("POST", "/console/api/queues/orders-dlq/cancel-move", map[string]any{}, 400, "BadRequest")
-	_ = dlq
 }
 
 // TestConsoleResend: an edited message goes back to the queue it came
 // from, and the original leaves the dead-letter queue.
 func TestConsoleResend(t *testing.T) {
 	t.Parallel()
-	f := start(t)
-	needPeeker(t, f)
-	src, dlq := f.dlqPair(t)
-	f.deadLetters(t, src, "orders-dlq", "broken")
-	c := newConsoleClient(t, f.srv.URL())
+	f, src, dlq, c := deadLetterConsole(t, "broken")
 	var page consolePage
 	c.call("GET", "/console/api/queues/orders-dlq/messages", nil, 200, &page)
 	var out struct{ MessageID string }

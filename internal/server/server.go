@@ -699,32 +699,12 @@ func (s *Server) health(w http.ResponseWriter, r *http.Request) {
 func (s *Server) Shutdown(ctx context.Context) error {
 	s.once.Do(func() {
 		s.stopAll()
-		err := s.http.Shutdown(ctx)
-		if errors.Is(err, context.DeadlineExceeded) || errors.Is(err, context.Canceled) {
-			s.http.Close()
-		}
-		if serr := <-s.served; serr != nil && !errors.Is(serr, http.ErrServerClosed) {
-			err = errors.Join(err, serr)
-		}
+		err := stopListener(ctx, s.http, s.served)
 		if s.admin != nil {
-			aerr := s.admin.Shutdown(ctx)
-			if errors.Is(aerr, context.DeadlineExceeded) || errors.Is(aerr, context.Canceled) {
-				s.admin.Close()
-			}
-			if serr := <-s.adminServed; serr != nil && !errors.Is(serr, http.ErrServerClosed) {
-				aerr = errors.Join(aerr, serr)
-			}
-			err = errors.Join(err, aerr)
+			err = errors.Join(err, stopListener(ctx, s.admin, s.adminServed))
 		}
 		if s.console != nil {
-			cerr := s.console.Shutdown(ctx)
-			if errors.Is(cerr, context.DeadlineExceeded) || errors.Is(cerr, context.Canceled) {
-				s.console.Close()
-			}
-			if serr := <-s.consoleServed; serr != nil && !errors.Is(serr, http.ErrServerClosed) {
-				cerr = errors.Join(cerr, serr)
-			}
-			err = errors.Join(err, cerr)
+			err = errors.Join(err, stopListener(ctx, s.console, s.consoleServed))
 		}
 		s.resets.close()
 		// Alarms publish to SNS, and SNS delivery workers use the engine:
@@ -746,6 +726,19 @@ func (s *Server) Shutdown(ctx context.Context) error {
 		s.cfg.Logger.Info("ferry stopped")
 	})
 	return s.closeErr
+}
+
+// stopListener shuts srv down, at once when ctx ends first, and waits
+// for its serve loop, whose end it reads from served.
+func stopListener(ctx context.Context, srv *http.Server, served chan error) error {
+	err := srv.Shutdown(ctx)
+	if errors.Is(err, context.DeadlineExceeded) || errors.Is(err, context.Canceled) {
+		srv.Close()
+	}
+	if serr := <-served; serr != nil && !errors.Is(serr, http.ErrServerClosed) {
+		err = errors.Join(err, serr)
+	}
+	return err
 }
 
 // Run starts a server and serves until ctx is cancelled, then shuts down
