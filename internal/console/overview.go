@@ -341,6 +341,8 @@ func (c *Console) events(w http.ResponseWriter, r *http.Request, a *access) {
 		select {
 		case <-ctx.Done():
 			return
+		case <-c.opts.Done:
+			return
 		case <-tick.C:
 			if !check() {
 				return

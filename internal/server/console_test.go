@@ -754,7 +754,22 @@ func TestConsoleListeners(t *testing.T) {
 		if f.srv.ConsoleURL() != f.srv.AdminURL()+"/console/" {
 			t.Fatalf("console at %s", f.srv.ConsoleURL())
 		}
-		newConsoleClient(t, f.srv.AdminURL()).call("GET", "/console/api/overview", nil, 200, nil)
+		c := newConsoleClient(t, f.srv.AdminURL())
+		c.call("GET", "/console/api/overview", nil, 200, nil)
+		// An open event stream does not hold a shutdown up.
+		resp, err := c.hc.Get(f.srv.AdminURL() + "/console/api/events")
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer resp.Body.Close()
+		if _, err := resp.Body.Read(make([]byte, 64)); err != nil {
+			t.Fatal(err)
+		}
+		ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+		defer cancel()
+		if err := f.srv.Shutdown(ctx); err != nil {
+			t.Fatalf("shutdown with an event stream open: %v", err)
+		}
 	})
 	t.Run("off", func(t *testing.T) {
 		t.Parallel()

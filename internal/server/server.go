@@ -6,6 +6,7 @@ package server
 
 import (
 	"context"
+	"crypto/tls"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -539,26 +540,11 @@ func Start(ctx context.Context, cfg Config) (*Server, error) {
 	s.http.TLSConfig = tlsCfg.Clone()
 	go func() { s.served <- serve(s.http, serveLn) }()
 	if adminLn != nil {
-		s.admin = &http.Server{
-			Handler:           g.check(s.routes.admin),
-			ReadHeaderTimeout: s.http.ReadHeaderTimeout,
-			ReadTimeout:       cfg.ReadTimeout,
-			IdleTimeout:       cfg.IdleTimeout,
-			TLSConfig:         tlsCfg.Clone(), // each server adds its protocols to its own
-			ErrorLog:          s.http.ErrorLog,
-		}
+		s.admin = s.besideAPI(g.check(s.routes.admin), tlsCfg)
 		go func() { s.adminServed <- serve(s.admin, adminLn) }()
 	}
 	if consoleLn != nil {
-		s.console = &http.Server{
-			Handler:           g.check(s.routes.console),
-			ReadHeaderTimeout: s.http.ReadHeaderTimeout,
-			ReadTimeout:       cfg.ReadTimeout,
-			IdleTimeout:       cfg.IdleTimeout,
-			BaseContext:       s.http.BaseContext, // a shutdown ends the event streams
-			TLSConfig:         tlsCfg.Clone(),
-			ErrorLog:          s.http.ErrorLog,
-		}
+		s.console = s.besideAPI(g.check(s.routes.console), tlsCfg)
 		go func() { s.consoleServed <- serve(s.console, consoleLn) }()
 	}
 	cfg.Logger.Info("ferry listening", "addr", ln.Addr().String(), "admin_addr", addrOf(adminLn), "console", s.ConsoleURL(), "tls", tlsCfg != nil, "store", cfg.StoreName,
@@ -726,6 +712,20 @@ func (s *Server) Shutdown(ctx context.Context) error {
 		s.cfg.Logger.Info("ferry stopped")
 	})
 	return s.closeErr
+}
+
+// besideAPI is the server of a listener beside the API's: timeouts as
+// the API's, TLS of its own (each server adds its protocols to its own
+// configuration), no cap on connections.
+func (s *Server) besideAPI(h http.Handler, tlsCfg *tls.Config) *http.Server {
+	return &http.Server{
+		Handler:           h,
+		ReadHeaderTimeout: s.http.ReadHeaderTimeout,
+		ReadTimeout:       s.cfg.ReadTimeout,
+		IdleTimeout:       s.cfg.IdleTimeout,
+		TLSConfig:         tlsCfg.Clone(),
+		ErrorLog:          s.http.ErrorLog,
+	}
 }
 
 // stopListener shuts srv down, at once when ctx ends first, and waits
