@@ -367,65 +367,23 @@ func (e *Engine) DeleteRefs(ctx context.Context, account, name string, refs []st
 	seqs := refSeqs(refs)
 	n := 0
 	err := e.withQueue(ctx, account, name, opWrite, func(q *queue) (commit, error) {
-		var b *pebble.Batch
-		var doomed []*message // FIFO: deleting, to drop once durable
-		stale := false
+		var d deletion
 		now := e.now()
 		q.advanceLocked(now)
 		for _, seq := range seqs {
-			m := q.msgs[seq]
-			if m == nil {
-				continue
+			switch m := q.msgs[seq]; {
+			case m == nil:
+			case m.status == statusDeleting:
+				d.stale = true // a delete still under way
+			default:
+				d.take(q, m)
+				n++
 			}
-			if m.status == statusDeleting {
-				stale = true // a delete still under way
-				continue
-			}
-			if q.fifo {
-				q.doomLocked(m)
-				doomed = append(doomed, m)
-			} else {
-				q.dropLocked(m)
-			}
-			if b == nil {
-				b = e.db.NewBatch()
-			}
-			deleteMsgKeys(b, q.id, m)
-			n++
 		}
-		var c commit
-		var err error
-		if b != nil {
-			c, err = e.order(b)
-		}
-		q.rearmLocked(now)
-		c.barrier = stale
-		c.deleting = doomed
-		return c, err
+		return d.commit(q, now)
 	})
 	if err != nil {
 		return 0, err
 	}
 	return n, nil
-}
-
-// doomLocked is markDeletingLocked for a FIFO message in any state: a
-// visible or delayed one counts as in flight from now on, blocking its
-// group until dropLocked, as an in-flight one being deleted does.
-func (q *queue) doomLocked(m *message) {
-	switch m.status {
-	case statusInflight:
-		q.markDeletingLocked(m)
-		return
-	case statusReady:
-		q.groups.visible--
-	case statusDelayed:
-		q.timers.remove(m)
-		q.delayed--
-	}
-	m.status = statusDeleting
-	q.inflight++
-	m.grp.inflight++
-	q.untrackOldestLocked(m)
-	q.groups.update(m.grp)
 }
