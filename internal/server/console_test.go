@@ -820,3 +820,47 @@ func TestConsoleEvents(t *testing.T) {
 	}
 	c.wantError("GET", "/console/api/events?queue=missing", nil, 404, "NotFound")
 }
+
+// TestConsoleFIFO: a FIFO dead-letter queue's messages show their group
+// and sequence number, and a resend keeps the group.
+func TestConsoleFIFO(t *testing.T) {
+	t.Parallel()
+	f := start(t)
+	needPeeker(t, f)
+	ctx := ctxT(t)
+	f.createQueue(t, "jobs-dlq.fifo", map[string]string{"FifoQueue": "true"})
+	src := f.createQueue(t, "jobs.fifo", map[string]string{"FifoQueue": "true", "RedrivePolicy": redrivePolicy("jobs-dlq.fifo", 1),
+		"VisibilityTimeout": "0"})
+	if _, err := f.json.SendMessage(ctx, &sqs.SendMessageInput{QueueUrl: aws.String(src), MessageBody: aws.String("job"),
+		MessageGroupId: aws.String("g1"), MessageDeduplicationId: aws.String("d1")}); err != nil {
+		t.Fatal(err)
+	}
+	testwait.Some(t, "the first receive", func() []types.Message { return f.receiveAll(t, src, 1) })
+	testwait.Eventually(t, "the message dead-lettered", func() bool {
+		f.receiveAll(t, src, 1)
+		st, err := f.srv.Engine().Stats(context.Background(), server.DefaultAccount, "jobs-dlq.fifo")
+		return err == nil && st.Visible == 1
+	})
+	c := newConsoleClient(t, f.srv.URL())
+	var page struct {
+		Messages []struct {
+			Ref                     string
+			GroupID, SequenceNumber *string
+		}
+	}
+	c.call("GET", "/console/api/queues/jobs-dlq.fifo/messages", nil, 200, &page)
+	if len(page.Messages) != 1 || page.Messages[0].GroupID == nil || *page.Messages[0].GroupID != "g1" || page.Messages[0].SequenceNumber == nil {
+		t.Fatalf("page: %+v", page)
+	}
+	var out struct{ MessageID string }
+	c.call("POST", "/console/api/queues/jobs-dlq.fifo/resend", map[string]any{"ref": page.Messages[0].Ref}, 200, &out)
+	got := f.receiveAll(t, src, 10)
+	if len(got) != 1 || *got[0].Body != "job" || got[0].Attributes["MessageGroupId"] != "g1" {
+		t.Fatalf("jobs.fifo received %+v", got)
+	}
+	var ov struct{ Queues []consoleQueue }
+	c.call("GET", "/console/api/overview", nil, 200, &ov)
+	if dlq := queueByName(t, ov.Queues, "jobs-dlq.fifo"); !dlq.FIFO || dlq.Visible != 0 || !dlq.DeadLetterQueue {
+		t.Fatalf("overview: %+v", dlq)
+	}
+}
