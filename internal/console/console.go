@@ -97,6 +97,9 @@ type Options struct {
 	AdminToken   string
 	// HasKeys: some access key exists to log in with.
 	HasKeys bool
+	// Done, when closed, ends the event streams: the server is shutting
+	// down.
+	Done <-chan struct{}
 	// MaxSessions bounds the sessions kept (0: DefaultMaxSessions); the
 	// least recently used goes first.
 	MaxSessions int

@@ -10,6 +10,7 @@ import (
 
 	"github.com/ferrymq/ferry/internal/engine"
 	"github.com/ferrymq/ferry/internal/metrics"
+	"github.com/ferrymq/ferry/internal/topology"
 )
 
 // sparkMinutes is how many one-minute datapoints a sparkline shows.
@@ -137,12 +138,12 @@ func (c *Console) buildOverview(ctx context.Context, account string) (*overviewV
 		}
 		out.Queues = append(out.Queues, s)
 	}
-	topics, err := c.listTopicARNs(ctx, account)
+	topics, err := topology.TopicARNs(ctx, c.call(account))
 	if err != nil {
 		return nil, err
 	}
 	out.Topics = len(topics)
-	subs, err := c.listSubscriptions(ctx, account, "")
+	subs, err := topology.Subscriptions(ctx, c.call(account), "")
 	if err != nil {
 		return nil, err
 	}
@@ -339,6 +340,8 @@ func (c *Console) events(w http.ResponseWriter, r *http.Request, a *access) {
 	for {
 		select {
 		case <-ctx.Done():
+			return
+		case <-c.opts.Done:
 			return
 		case <-tick.C:
 			if !check() {

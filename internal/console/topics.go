@@ -10,56 +10,14 @@ import (
 	"strconv"
 	"strings"
 	"time"
+
+	"github.com/ferrymq/ferry/internal/topology"
 )
 
-// listTopicARNs lists account's topics (ListTopics, every page).
-func (c *Console) listTopicARNs(ctx context.Context, account string) ([]string, error) {
-	var arns []string
-	token := ""
-	for {
-		var page struct {
-			Topics    []struct{ TopicArn string }
-			NextToken string
-		}
-		if err := c.b.Invoke(ctx, account, "sns", "ListTopics", map[string]any{"NextToken": token}, &page); err != nil {
-			return nil, fmt.Errorf("ListTopics: %w", err)
-		}
-		for _, t := range page.Topics {
-			arns = append(arns, t.TopicArn)
-		}
-		if token = page.NextToken; token == "" {
-			return arns, nil
-		}
-	}
-}
-
-type subscriptionEntry struct {
-	SubscriptionArn, Protocol, Endpoint, TopicArn string
-}
-
-// listSubscriptions lists account's subscriptions, of one topic when
-// topicARN is set (ListSubscriptions or ListSubscriptionsByTopic, every
-// page).
-func (c *Console) listSubscriptions(ctx context.Context, account, topicARN string) ([]subscriptionEntry, error) {
-	action, in := "ListSubscriptions", map[string]any{}
-	if topicARN != "" {
-		action, in = "ListSubscriptionsByTopic", map[string]any{"TopicArn": topicARN}
-	}
-	var all []subscriptionEntry
-	token := ""
-	for {
-		in["NextToken"] = token
-		var page struct {
-			Subscriptions []subscriptionEntry
-			NextToken     string
-		}
-		if err := c.b.Invoke(ctx, account, "sns", action, in, &page); err != nil {
-			return nil, fmt.Errorf("%s: %w", action, err)
-		}
-		all = append(all, page.Subscriptions...)
-		if token = page.NextToken; token == "" {
-			return all, nil
-		}
+// call runs actions as account (topology.CallFunc).
+func (c *Console) call(account string) topology.CallFunc {
+	return func(ctx context.Context, service, action string, in, out any) error {
+		return c.b.Invoke(ctx, account, service, action, in, out)
 	}
 }
 
@@ -95,7 +53,7 @@ type topicView struct {
 
 func (c *Console) topics(w http.ResponseWriter, r *http.Request, a *access) {
 	ctx := r.Context()
-	arns, err := c.listTopicARNs(ctx, a.account)
+	arns, err := topology.TopicARNs(ctx, c.call(a.account))
 	if err != nil {
 		c.fail(w, r, err)
 		return
@@ -113,7 +71,7 @@ func (c *Console) topics(w http.ResponseWriter, r *http.Request, a *access) {
 		name := topicARN[strings.LastIndexByte(topicARN, ':')+1:]
 		t := topicView{ARN: topicARN, Name: name, FIFO: strings.HasSuffix(name, ".fifo"), Attributes: attrs.Attributes,
 			Subscriptions: []subscriptionView{}}
-		subs, err := c.listSubscriptions(ctx, a.account, topicARN)
+		subs, err := topology.Subscriptions(ctx, c.call(a.account), topicARN)
 		if err != nil {
 			c.fail(w, r, err)
 			return
@@ -133,7 +91,7 @@ func (c *Console) topics(w http.ResponseWriter, r *http.Request, a *access) {
 
 // subscription is e with its attributes and delivery counts; a pending
 // one has neither (its ARN is "PendingConfirmation").
-func (c *Console) subscription(ctx context.Context, account string, e subscriptionEntry) (subscriptionView, error) {
+func (c *Console) subscription(ctx context.Context, account string, e topology.SubscriptionEntry) (subscriptionView, error) {
 	sv := subscriptionView{ARN: e.SubscriptionArn, Protocol: e.Protocol, Endpoint: e.Endpoint, RecentFailures: []failureView{}}
 	if !strings.HasPrefix(e.SubscriptionArn, "arn:") {
 		sv.Pending = true

@@ -34,6 +34,7 @@ func (s *Server) newConsole() *console.Console {
 		AuthRequired: s.cfg.AuthVerify,
 		AdminToken:   s.cfg.AdminToken,
 		HasKeys:      s.cfg.Credentials.Len() > 0,
+		Done:         s.drain.Done(),
 	})
 }
 

@@ -168,6 +168,17 @@ func (f *ferry) deleteMessage(t testing.TB, queue string, handle *string) {
 	}
 }
 
+// deadLetterConsole starts a Ferry whose "orders-dlq" holds the dead
+// letters of "orders" with bodies, and opens its console.
+func deadLetterConsole(t *testing.T, bodies ...string) (f *ferry, src, dlq string, c *consoleClient) {
+	t.Helper()
+	f = start(t)
+	needPeeker(t, f)
+	src, dlq = f.dlqPair(t)
+	f.deadLetters(t, src, "orders-dlq", bodies...)
+	return f, src, dlq, newConsoleClient(t, f.srv.URL())
+}
+
 // dlqPair makes "orders" and its dead-letter queue "orders-dlq".
 func (f *ferry) dlqPair(t testing.TB) (src, dlq string) {
 	t.Helper()
@@ -288,11 +299,7 @@ func TestConsoleOverview(t *testing.T) {
 // followed by their cursor, leave every message as it was.
 func TestConsolePeek(t *testing.T) {
 	t.Parallel()
-	f := start(t)
-	needPeeker(t, f)
-	src, dlq := f.dlqPair(t)
-	f.deadLetters(t, src, "orders-dlq", "apple", "banana", "cherry", "apricot", strings.Repeat("x", 600))
-	c := newConsoleClient(t, f.srv.URL())
+	f, _, dlq, c := deadLetterConsole(t, "apple", "banana", "cherry", "apricot", strings.Repeat("x", 600))
 	var page consolePage
 	for range 2 {
 		c.call("GET", "/console/api/queues/orders-dlq/messages", nil, 200, &page)
@@ -391,11 +398,7 @@ func TestConsolePeek(t *testing.T) {
 // purge needs the queue's name and comes once a minute.
 func TestConsoleDeleteAndPurge(t *testing.T) {
 	t.Parallel()
-	f := start(t)
-	needPeeker(t, f)
-	src, dlq := f.dlqPair(t)
-	f.deadLetters(t, src, "orders-dlq", "a", "b", "c")
-	c := newConsoleClient(t, f.srv.URL())
+	f, _, dlq, c := deadLetterConsole(t, "a", "b", "c")
 	var page consolePage
 	c.call("GET", "/console/api/queues/orders-dlq/messages", nil, 200, &page)
 	var out struct{ Deleted int }
@@ -422,11 +425,7 @@ func TestConsoleDeleteAndPurge(t *testing.T) {
 // move task, shown with its progress; a slow one can be cancelled.
 func TestConsoleRedrive(t *testing.T) {
 	t.Parallel()
-	f := start(t)
-	needPeeker(t, f)
-	src, dlq := f.dlqPair(t)
-	f.deadLetters(t, src, "orders-dlq", "a", "b", "c", "d")
-	c := newConsoleClient(t, f.srv.URL())
+	f, src, _, c := deadLetterConsole(t, "a", "b", "c", "d")
 	var page consolePage
 	c.call("GET", "/console/api/queues/orders-dlq/messages", nil, 200, &page)
 
@@ -484,18 +483,13 @@ func TestConsoleRedrive(t *testing.T) {
 	})
 	c.wantError("POST", "/console/api/queues/orders-dlq/cancel-move", map[string]any{"taskHandle": "bad"}, 400, "InvalidParameterValue")
 	c.wantError("POST", "/console/api/queues/orders-dlq/cancel-move", map[string]any{}, 400, "BadRequest")
-	_ = dlq
 }
 
 // TestConsoleResend: an edited message goes back to the queue it came
 // from, and the original leaves the dead-letter queue.
 func TestConsoleResend(t *testing.T) {
 	t.Parallel()
-	f := start(t)
-	needPeeker(t, f)
-	src, dlq := f.dlqPair(t)
-	f.deadLetters(t, src, "orders-dlq", "broken")
-	c := newConsoleClient(t, f.srv.URL())
+	f, src, dlq, c := deadLetterConsole(t, "broken")
 	var page consolePage
 	c.call("GET", "/console/api/queues/orders-dlq/messages", nil, 200, &page)
 	var out struct{ MessageID string }
@@ -760,7 +754,22 @@ func TestConsoleListeners(t *testing.T) {
 		if f.srv.ConsoleURL() != f.srv.AdminURL()+"/console/" {
 			t.Fatalf("console at %s", f.srv.ConsoleURL())
 		}
-		newConsoleClient(t, f.srv.AdminURL()).call("GET", "/console/api/overview", nil, 200, nil)
+		c := newConsoleClient(t, f.srv.AdminURL())
+		c.call("GET", "/console/api/overview", nil, 200, nil)
+		// An open event stream does not hold a shutdown up.
+		resp, err := c.hc.Get(f.srv.AdminURL() + "/console/api/events")
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer resp.Body.Close()
+		if _, err := resp.Body.Read(make([]byte, 64)); err != nil {
+			t.Fatal(err)
+		}
+		ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+		defer cancel()
+		if err := f.srv.Shutdown(ctx); err != nil {
+			t.Fatalf("shutdown with an event stream open: %v", err)
+		}
 	})
 	t.Run("off", func(t *testing.T) {
 		t.Parallel()
@@ -810,4 +819,48 @@ func TestConsoleEvents(t *testing.T) {
 		t.Fatalf("events: %q", buf)
 	}
 	c.wantError("GET", "/console/api/events?queue=missing", nil, 404, "NotFound")
+}
+
+// TestConsoleFIFO: a FIFO dead-letter queue's messages show their group
+// and sequence number, and a resend keeps the group.
+func TestConsoleFIFO(t *testing.T) {
+	t.Parallel()
+	f := start(t)
+	needPeeker(t, f)
+	ctx := ctxT(t)
+	f.createQueue(t, "jobs-dlq.fifo", map[string]string{"FifoQueue": "true"})
+	src := f.createQueue(t, "jobs.fifo", map[string]string{"FifoQueue": "true", "RedrivePolicy": redrivePolicy("jobs-dlq.fifo", 1),
+		"VisibilityTimeout": "0"})
+	if _, err := f.json.SendMessage(ctx, &sqs.SendMessageInput{QueueUrl: aws.String(src), MessageBody: aws.String("job"),
+		MessageGroupId: aws.String("g1"), MessageDeduplicationId: aws.String("d1")}); err != nil {
+		t.Fatal(err)
+	}
+	testwait.Some(t, "the first receive", func() []types.Message { return f.receiveAll(t, src, 1) })
+	testwait.Eventually(t, "the message dead-lettered", func() bool {
+		f.receiveAll(t, src, 1)
+		st, err := f.srv.Engine().Stats(context.Background(), server.DefaultAccount, "jobs-dlq.fifo")
+		return err == nil && st.Visible == 1
+	})
+	c := newConsoleClient(t, f.srv.URL())
+	var page struct {
+		Messages []struct {
+			Ref                     string
+			GroupID, SequenceNumber *string
+		}
+	}
+	c.call("GET", "/console/api/queues/jobs-dlq.fifo/messages", nil, 200, &page)
+	if len(page.Messages) != 1 || page.Messages[0].GroupID == nil || *page.Messages[0].GroupID != "g1" || page.Messages[0].SequenceNumber == nil {
+		t.Fatalf("page: %+v", page)
+	}
+	var out struct{ MessageID string }
+	c.call("POST", "/console/api/queues/jobs-dlq.fifo/resend", map[string]any{"ref": page.Messages[0].Ref}, 200, &out)
+	got := f.receiveAll(t, src, 10)
+	if len(got) != 1 || *got[0].Body != "job" || got[0].Attributes["MessageGroupId"] != "g1" {
+		t.Fatalf("jobs.fifo received %+v", got)
+	}
+	var ov struct{ Queues []consoleQueue }
+	c.call("GET", "/console/api/overview", nil, 200, &ov)
+	if dlq := queueByName(t, ov.Queues, "jobs-dlq.fifo"); !dlq.FIFO || dlq.Visible != 0 || !dlq.DeadLetterQueue {
+		t.Fatalf("overview: %+v", dlq)
+	}
 }

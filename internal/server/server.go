@@ -6,6 +6,7 @@ package server
 
 import (
 	"context"
+	"crypto/tls"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -539,26 +540,11 @@ func Start(ctx context.Context, cfg Config) (*Server, error) {
 	s.http.TLSConfig = tlsCfg.Clone()
 	go func() { s.served <- serve(s.http, serveLn) }()
 	if adminLn != nil {
-		s.admin = &http.Server{
-			Handler:           g.check(s.routes.admin),
-			ReadHeaderTimeout: s.http.ReadHeaderTimeout,
-			ReadTimeout:       cfg.ReadTimeout,
-			IdleTimeout:       cfg.IdleTimeout,
-			TLSConfig:         tlsCfg.Clone(), // each server adds its protocols to its own
-			ErrorLog:          s.http.ErrorLog,
-		}
+		s.admin = s.besideAPI(g.check(s.routes.admin), tlsCfg)
 		go func() { s.adminServed <- serve(s.admin, adminLn) }()
 	}
 	if consoleLn != nil {
-		s.console = &http.Server{
-			Handler:           g.check(s.routes.console),
-			ReadHeaderTimeout: s.http.ReadHeaderTimeout,
-			ReadTimeout:       cfg.ReadTimeout,
-			IdleTimeout:       cfg.IdleTimeout,
-			BaseContext:       s.http.BaseContext, // a shutdown ends the event streams
-			TLSConfig:         tlsCfg.Clone(),
-			ErrorLog:          s.http.ErrorLog,
-		}
+		s.console = s.besideAPI(g.check(s.routes.console), tlsCfg)
 		go func() { s.consoleServed <- serve(s.console, consoleLn) }()
 	}
 	cfg.Logger.Info("ferry listening", "addr", ln.Addr().String(), "admin_addr", addrOf(adminLn), "console", s.ConsoleURL(), "tls", tlsCfg != nil, "store", cfg.StoreName,
@@ -699,32 +685,12 @@ func (s *Server) health(w http.ResponseWriter, r *http.Request) {
 func (s *Server) Shutdown(ctx context.Context) error {
 	s.once.Do(func() {
 		s.stopAll()
-		err := s.http.Shutdown(ctx)
-		if errors.Is(err, context.DeadlineExceeded) || errors.Is(err, context.Canceled) {
-			s.http.Close()
-		}
-		if serr := <-s.served; serr != nil && !errors.Is(serr, http.ErrServerClosed) {
-			err = errors.Join(err, serr)
-		}
+		err := stopListener(ctx, s.http, s.served)
 		if s.admin != nil {
-			aerr := s.admin.Shutdown(ctx)
-			if errors.Is(aerr, context.DeadlineExceeded) || errors.Is(aerr, context.Canceled) {
-				s.admin.Close()
-			}
-			if serr := <-s.adminServed; serr != nil && !errors.Is(serr, http.ErrServerClosed) {
-				aerr = errors.Join(aerr, serr)
-			}
-			err = errors.Join(err, aerr)
+			err = errors.Join(err, stopListener(ctx, s.admin, s.adminServed))
 		}
 		if s.console != nil {
-			cerr := s.console.Shutdown(ctx)
-			if errors.Is(cerr, context.DeadlineExceeded) || errors.Is(cerr, context.Canceled) {
-				s.console.Close()
-			}
-			if serr := <-s.consoleServed; serr != nil && !errors.Is(serr, http.ErrServerClosed) {
-				cerr = errors.Join(cerr, serr)
-			}
-			err = errors.Join(err, cerr)
+			err = errors.Join(err, stopListener(ctx, s.console, s.consoleServed))
 		}
 		s.resets.close()
 		// Alarms publish to SNS, and SNS delivery workers use the engine:
@@ -746,6 +712,33 @@ func (s *Server) Shutdown(ctx context.Context) error {
 		s.cfg.Logger.Info("ferry stopped")
 	})
 	return s.closeErr
+}
+
+// besideAPI is the server of a listener beside the API's: timeouts as
+// the API's, TLS of its own (each server adds its protocols to its own
+// configuration), no cap on connections.
+func (s *Server) besideAPI(h http.Handler, tlsCfg *tls.Config) *http.Server {
+	return &http.Server{
+		Handler:           h,
+		ReadHeaderTimeout: s.http.ReadHeaderTimeout,
+		ReadTimeout:       s.cfg.ReadTimeout,
+		IdleTimeout:       s.cfg.IdleTimeout,
+		TLSConfig:         tlsCfg.Clone(),
+		ErrorLog:          s.http.ErrorLog,
+	}
+}
+
+// stopListener shuts srv down, at once when ctx ends first, and waits
+// for its serve loop, whose end it reads from served.
+func stopListener(ctx context.Context, srv *http.Server, served chan error) error {
+	err := srv.Shutdown(ctx)
+	if errors.Is(err, context.DeadlineExceeded) || errors.Is(err, context.Canceled) {
+		srv.Close()
+	}
+	if serr := <-served; serr != nil && !errors.Is(serr, http.ErrServerClosed) {
+		err = errors.Join(err, serr)
+	}
+	return err
 }
 
 // Run starts a server and serves until ctx is cancelled, then shuts down

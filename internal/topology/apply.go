@@ -391,7 +391,7 @@ func (a *applier) topic(ctx context.Context, t *Topic) error {
 	if len(t.Subscriptions) == 0 {
 		return nil
 	}
-	existing, err := a.subscriptions(ctx, topicARN)
+	existing, err := Subscriptions(ctx, a.call, topicARN)
 	if err != nil {
 		return fail(t.Pos, nil, what+": ListSubscriptionsByTopic", err)
 	}
@@ -403,22 +403,52 @@ func (a *applier) topic(ctx context.Context, t *Topic) error {
 	return nil
 }
 
-// subscriptionEntry is a subscription as ListSubscriptionsByTopic lists
+// SubscriptionEntry is a subscription as ListSubscriptionsByTopic lists
 // it.
-type subscriptionEntry struct {
+type SubscriptionEntry struct {
 	SubscriptionArn, Protocol, Endpoint string
 }
 
-// subscriptions lists a topic's subscriptions, every page.
-func (a *applier) subscriptions(ctx context.Context, topicARN string) ([]subscriptionEntry, error) {
-	var all []subscriptionEntry
+// CallFunc runs one action in a place fixed beforehand (Caller.Call).
+type CallFunc func(ctx context.Context, service, action string, in, out any) error
+
+// TopicARNs lists the topics (ListTopics, every page).
+func TopicARNs(ctx context.Context, call CallFunc) ([]string, error) {
+	var arns []string
 	token := ""
 	for {
 		var page struct {
-			Subscriptions []subscriptionEntry
+			Topics    []struct{ TopicArn string }
+			NextToken string
+		}
+		if err := call(ctx, "sns", "ListTopics", map[string]any{"NextToken": token}, &page); err != nil {
+			return nil, fmt.Errorf("ListTopics: %w", err)
+		}
+		for _, t := range page.Topics {
+			arns = append(arns, t.TopicArn)
+		}
+		if token = page.NextToken; token == "" {
+			return arns, nil
+		}
+	}
+}
+
+// Subscriptions lists a topic's subscriptions (ListSubscriptionsByTopic),
+// or every one when topicARN is "" (ListSubscriptions), every page.
+func Subscriptions(ctx context.Context, call CallFunc, topicARN string) ([]SubscriptionEntry, error) {
+	action, in := "ListSubscriptions", map[string]any{}
+	if topicARN != "" {
+		action, in = "ListSubscriptionsByTopic", map[string]any{"TopicArn": topicARN}
+	}
+	var all []SubscriptionEntry
+	token := ""
+	for {
+		in["NextToken"] = token
+		var page struct {
+			Subscriptions []SubscriptionEntry
 			NextToken     string
 		}
-		if err := a.call(ctx, "sns", "ListSubscriptionsByTopic", map[string]any{"TopicArn": topicARN, "NextToken": token}, &page); err != nil {
+		if err := call(ctx, "sns", action, in, &page); err != nil {
 			return nil, err
 		}
 		all = append(all, page.Subscriptions...)
@@ -428,7 +458,7 @@ func (a *applier) subscriptions(ctx context.Context, topicARN string) ([]subscri
 	}
 }
 
-func (a *applier) subscription(ctx context.Context, t *Topic, s *Subscription, existing []subscriptionEntry) error {
+func (a *applier) subscription(ctx context.Context, t *Topic, s *Subscription, existing []SubscriptionEntry) error {
 	what := fmt.Sprintf("topic %s: subscription %s %s", t.Name, s.Protocol, s.Endpoint)
 	endpoint := s.Endpoint
 	if s.Protocol == "sqs" {

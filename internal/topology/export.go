@@ -151,22 +151,9 @@ func (a *applier) exportQueues(ctx context.Context) ([]Queue, error) {
 }
 
 func (a *applier) exportTopics(ctx context.Context, local func(string) string) ([]Topic, error) {
-	var arns []string
-	token := ""
-	for {
-		var page struct {
-			Topics    []struct{ TopicArn string }
-			NextToken string
-		}
-		if err := a.call(ctx, "sns", "ListTopics", map[string]any{"NextToken": token}, &page); err != nil {
-			return nil, fmt.Errorf("ListTopics: %w", err)
-		}
-		for _, t := range page.Topics {
-			arns = append(arns, t.TopicArn)
-		}
-		if token = page.NextToken; token == "" {
-			break
-		}
+	arns, err := TopicARNs(ctx, a.call)
+	if err != nil {
+		return nil, err
 	}
 	topics := make([]Topic, 0, len(arns))
 	for _, topicARN := range arns {
@@ -188,7 +175,7 @@ func (a *applier) exportTopics(ctx context.Context, local func(string) string) (
 		if len(tags.Tags) > 0 {
 			t.Tags = tagMap(tags.Tags)
 		}
-		subs, err := a.subscriptions(ctx, topicARN)
+		subs, err := Subscriptions(ctx, a.call, topicARN)
 		if err != nil {
 			return nil, fmt.Errorf("topic %s: ListSubscriptionsByTopic: %w", name, err)
 		}

@@ -115,31 +115,53 @@ func decodePeeked(q *queue, seq uint64, rec string, pm *peekMeta, out *engine.Pe
 	return nil
 }
 
-// peekMatches reports whether m passes every field of f that is set.
-func peekMatches(f *engine.PeekFilter, m *engine.PeekedMessage) bool {
-	if f.MessageID != "" && m.MessageID != f.MessageID {
-		return false
+// recordMatches reports whether message record v passes the fields of f
+// that are about its content (id, body, attributes), reading it in place:
+// a filtered peek copies only the records that pass.
+func recordMatches(f *engine.PeekFilter, v []byte) (bool, error) {
+	if f.MessageID == "" && f.BodyContains == "" && f.AttributeName == "" {
+		return true, nil
 	}
-	if f.State != "" && m.State != f.State {
-		return false
+	r := newReader(v, false)
+	r.messageHead()
+	id := r.str0()
+	body := r.str0()
+	for range 6 { // trace header, group, sender and the three digests
+		r.span()
 	}
-	if f.BodyContains != "" && !strings.Contains(m.Body, f.BodyContains) {
-		return false
+	n := r.uvarint()
+	if r.bad {
+		return false, errCorrupt
+	}
+	if (f.MessageID != "" && id != f.MessageID) || (f.BodyContains != "" && !strings.Contains(body, f.BodyContains)) {
+		return false, nil
 	}
 	if f.AttributeName == "" {
-		return true
+		return true, nil
 	}
-	for _, a := range m.Attributes {
-		if a.Name != f.AttributeName {
+	for range n {
+		name, typ, val := r.str0(), r.str0(), r.str0()
+		r.span() // binary value
+		if r.bad {
+			return false, errCorrupt
+		}
+		if name != f.AttributeName {
 			continue
 		}
 		if f.AttributeValue == "" {
-			return true
+			return true, nil
 		}
-		base, _, _ := strings.Cut(a.DataType, ".")
-		return (base == "String" || base == "Number") && strings.Contains(a.StringValue, f.AttributeValue)
+		base, _, _ := strings.Cut(typ, ".")
+		return (base == "String" || base == "Number") && strings.Contains(val, f.AttributeValue), nil
 	}
-	return false
+	return false, nil
+}
+
+// str0 is str without a copy: a view into the record, valid as long as
+// the record is.
+func (r *reader) str0() string {
+	i, j := r.span()
+	return unsafe.String(unsafe.SliceData(r.b[i:j]), j-i)
 }
 
 // checkPeek refuses a request out of range and returns the seq a page
@@ -218,8 +240,16 @@ func (e *Engine) Peek(ctx context.Context, account, name string, req engine.Peek
 			if err != nil {
 				return engine.PeekPage{}, fmt.Errorf("embedded: peek: %w", err)
 			}
+			ok, err := recordMatches(&req.Filter, v)
+			if err != nil {
+				return engine.PeekPage{}, fmt.Errorf("embedded: message %d of queue %d: %w", seq, q.id, err)
+			}
 			seqs = append(seqs, seq)
-			recs = append(recs, string(v))
+			if ok {
+				recs = append(recs, string(v))
+			} else {
+				recs = append(recs, "") // a record is never empty
+			}
 		}
 		if err := e.peekMetas(q, seqs, metas[:len(seqs)]); err != nil {
 			return engine.PeekPage{}, err
@@ -236,13 +266,14 @@ func (e *Engine) Peek(ctx context.Context, account, name string, req engine.Peek
 			}
 			page.Scanned++
 			last = seq
+			if recs[i] == "" || (req.Filter.State != "" && pm.state != req.Filter.State) {
+				continue
+			}
 			var m engine.PeekedMessage
 			if err := decodePeeked(q, seq, recs[i], pm, &m); err != nil {
 				return engine.PeekPage{}, err
 			}
-			if peekMatches(&req.Filter, &m) {
-				page.Messages = append(page.Messages, m)
-			}
+			page.Messages = append(page.Messages, m)
 		}
 	}
 	if err := it.Error(); err != nil {
@@ -336,65 +367,23 @@ func (e *Engine) DeleteRefs(ctx context.Context, account, name string, refs []st
 	seqs := refSeqs(refs)
 	n := 0
 	err := e.withQueue(ctx, account, name, opWrite, func(q *queue) (commit, error) {
-		var b *pebble.Batch
-		var doomed []*message // FIFO: deleting, to drop once durable
-		stale := false
+		var d deletion
 		now := e.now()
 		q.advanceLocked(now)
 		for _, seq := range seqs {
-			m := q.msgs[seq]
-			if m == nil {
-				continue
+			switch m := q.msgs[seq]; {
+			case m == nil:
+			case m.status == statusDeleting:
+				d.stale = true // a delete still under way
+			default:
+				d.take(q, m)
+				n++
 			}
-			if m.status == statusDeleting {
-				stale = true // a delete still under way
-				continue
-			}
-			if q.fifo {
-				q.doomLocked(m)
-				doomed = append(doomed, m)
-			} else {
-				q.dropLocked(m)
-			}
-			if b == nil {
-				b = e.db.NewBatch()
-			}
-			deleteMsgKeys(b, q.id, m)
-			n++
 		}
-		var c commit
-		var err error
-		if b != nil {
-			c, err = e.order(b)
-		}
-		q.rearmLocked(now)
-		c.barrier = stale
-		c.deleting = doomed
-		return c, err
+		return d.commit(q, now)
 	})
 	if err != nil {
 		return 0, err
 	}
 	return n, nil
-}
-
-// doomLocked is markDeletingLocked for a FIFO message in any state: a
-// visible or delayed one counts as in flight from now on, blocking its
-// group until dropLocked, as an in-flight one being deleted does.
-func (q *queue) doomLocked(m *message) {
-	switch m.status {
-	case statusInflight:
-		q.markDeletingLocked(m)
-		return
-	case statusReady:
-		q.groups.visible--
-	case statusDelayed:
-		q.timers.remove(m)
-		q.delayed--
-	}
-	m.status = statusDeleting
-	q.inflight++
-	m.grp.inflight++
-	q.untrackOldestLocked(m)
-	q.groups.update(m.grp)
 }
