@@ -18,6 +18,9 @@ const terminal = (st) => st === "COMPLETED" || st === "CANCELLED" || st === "FAI
 export async function queueView(box, route, { fail }) {
   const name = route.queue;
   const base = `/queues/${enc(name)}`;
+  // The queue and its first page are asked for at once.
+  const firstPage = get(`${base}/messages?limit=${PAGE}`);
+  firstPage.catch(() => {}); // its error is shown by loadPage
   let detail = await get(base);
 
   const st = {
@@ -137,7 +140,7 @@ export async function queueView(box, route, { fail }) {
     });
   }
 
-  async function loadPage(i) {
+  async function loadPage(i, prefetched) {
     const cursor = st.cursors[i] ?? "";
     const q = new URLSearchParams({ limit: String(PAGE) });
     if (cursor) q.set("after", cursor);
@@ -145,7 +148,7 @@ export async function queueView(box, route, { fail }) {
     st.loading = true;
     tableBox.setAttribute("aria-busy", "true");
     try {
-      const page = await get(`${base}/messages?${q}`);
+      const page = await (prefetched || get(`${base}/messages?${q}`));
       st.page = page;
       st.cursors.length = i + 1;
       if (page.next) st.cursors.push(page.next);
@@ -324,7 +327,7 @@ export async function queueView(box, route, { fail }) {
   paintHead();
   paintCounts();
   paintSide();
-  await loadPage(0);
+  await loadPage(0, firstPage);
 
   box.append(head,
     h("div", { class: "queue-grid" },
