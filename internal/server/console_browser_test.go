@@ -278,6 +278,11 @@ func TestConsoleBrowserDeadLetters(t *testing.T) {
 	// The DLQ's messages, and a search by body.
 	b.click(`tr[data-queue="orders-dlq"] td.name a`)
 	b.until("the DLQ's four messages", `document.querySelectorAll("#message-table tbody tr").length === 4`)
+	// "/" takes the keyboard to the search.
+	b.do("press /", chromedp.KeyEvent("/"))
+	if got := eval[string](b, `document.activeElement.name`); got != "body" {
+		t.Errorf("after / the focus is on %q, want the body search", got)
+	}
 	b.typeInto(`#search input[name="body"]`, `"sku-2"`)
 	b.click(`#search button[type="submit"]`)
 	b.until("the search's one message", `document.querySelectorAll("#message-table tbody tr").length === 1`)
@@ -351,6 +356,15 @@ func TestConsoleBrowserDeadLetters(t *testing.T) {
 	b.visible(`#no-messages`)
 	if v, nv := queueCounts(t, f, dlq); v != "0" || nv != "0" {
 		t.Errorf("after the purge the DLQ has %s visible and %s in flight", v, nv)
+	}
+	// A second purge within the minute: AWS's refusal, with its code, in
+	// the banner.
+	b.click(`#purge`)
+	b.typeInto(`#confirm-input`, "orders-dlq")
+	b.click(`dialog[open] button[type="submit"]`)
+	b.until("the refusal", `document.getElementById("banner").dataset.kind === "error" && !document.getElementById("banner").hidden`)
+	if code := b.bannerCode(); code != "AWS.SimpleQueueService.PurgeQueueInProgress" {
+		t.Errorf("a second purge shows %q", code)
 	}
 
 	// A live update: a message sent now shows on the overview without a
