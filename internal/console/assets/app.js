@@ -41,6 +41,7 @@ const views = { overview: overviewView, queue: queueView, message: messageView, 
 
 // toLogin remembers where the page was and shows the login form.
 export function toLogin() {
+  if (state.session) state.session.loggedIn = false;
   const back = location.hash && !location.hash.startsWith("#/login") ? location.hash : "#/";
   sessionStorage.setItem("ferry.back", back);
   live.stop();

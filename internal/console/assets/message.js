@@ -22,7 +22,9 @@ export async function messageView(box, route, { fail }) {
     const dest = source || name;
     const res = await modal((close) => {
       const text = h("textarea", { id: "resend-body", name: "body", spellcheck: "false", autofocus: true });
-      text.value = body.json ? JSON.stringify(JSON.parse(m.body), null, 2) : m.body;
+      // The body as it was sent, byte for byte: pretty-printing it here
+      // would change what is resent even when nothing is edited.
+      text.value = m.body;
       const rows = h("div", { class: "attr-rows", id: "resend-attrs" });
       const addRow = (k = "", a = { dataType: "String", stringValue: "" }) => {
         const binary = a.binaryValue !== undefined;
