@@ -598,15 +598,9 @@ func decodeStoredMessage(v []byte) (storedMessage, error) {
 	if err := decodeMessage(v, &m); err != nil {
 		return sm, err
 	}
-	// The system attributes' digest is not part of engine.Message.
-	r := newReader(v, false)
-	r.messageHead()
-	for range 7 {
-		r.span()
-	}
-	sysMD5 := r.str()
-	if r.bad {
-		return sm, errCorrupt
+	sysMD5, err := decodeSysMD5(v)
+	if err != nil {
+		return sm, err
 	}
 	sm.id = m.MessageID
 	sm.sentAt = m.SentAt.UnixNano()
@@ -623,6 +617,21 @@ func decodeStoredMessage(v []byte) (storedMessage, error) {
 		MD5OfSysAttrs:   sysMD5,
 	}
 	return sm, nil
+}
+
+// decodeSysMD5 reads a message record's digest of the system attributes,
+// which engine.Message has no field for, skipping the fields before it.
+func decodeSysMD5(v []byte) (string, error) {
+	r := newReader(v, false)
+	r.messageHead()
+	for range 7 {
+		r.span()
+	}
+	sysMD5 := r.str()
+	if r.bad {
+		return "", errCorrupt
+	}
+	return sysMD5, nil
 }
 
 // msgState is the mutable part of a message, rewritten on every receive and
@@ -712,9 +721,14 @@ func decodeStateReceive(v []byte) (ev engine.HistoryEvent, ok bool, err error) {
 }
 
 // encodeTask writes a move task record; it is rewritten with every batch
-// the task moves, in that batch.
+// the task moves, in that batch. A task limited to refs writes a version 2
+// record, which ends with them; one without stays version 1.
 func encodeTask(b []byte, t *engine.MoveTask) []byte {
-	b = append(b, recordVersion)
+	ver := recordVersion
+	if len(t.Refs) > 0 {
+		ver = recordVersion2
+	}
+	b = append(b, ver)
 	b = appendString(b, t.ID)
 	b = appendString(b, t.SourceAccount)
 	b = appendString(b, t.SourceName)
@@ -725,7 +739,15 @@ func encodeTask(b []byte, t *engine.MoveTask) []byte {
 	b = binary.AppendVarint(b, t.ToMove)
 	b = binary.AppendVarint(b, t.Moved)
 	b = appendTime(b, t.Started)
-	return appendString(b, string(t.FailureReason))
+	b = appendString(b, string(t.FailureReason))
+	if ver == recordVersion {
+		return b
+	}
+	b = binary.AppendUvarint(b, uint64(len(t.Refs)))
+	for _, ref := range t.Refs {
+		b = appendString(b, ref)
+	}
+	return b
 }
 
 // legacyFailures are the failure reasons as stores written before the
@@ -746,7 +768,8 @@ func decodeFailure(s string) engine.MoveTaskFailure {
 func decodeTask(v []byte) (engine.MoveTask, error) {
 	r := newReader(v, true)
 	var t engine.MoveTask
-	if r.byte() != recordVersion {
+	ver := r.byte()
+	if ver != recordVersion && ver != recordVersion2 {
 		return t, errCorrupt
 	}
 	t.ID = r.str()
@@ -760,6 +783,16 @@ func decodeTask(v []byte) (engine.MoveTask, error) {
 	t.Moved = r.varint()
 	t.Started = r.time()
 	t.FailureReason = decodeFailure(r.str())
+	if ver == recordVersion2 {
+		n := r.uvarint()
+		if r.bad || n == 0 || n > uint64(len(v)) {
+			return t, errCorrupt
+		}
+		t.Refs = make([]string, n)
+		for i := range t.Refs {
+			t.Refs[i] = r.str()
+		}
+	}
 	if err := r.done(); err != nil {
 		return t, err
 	}

@@ -214,11 +214,22 @@ func TestTaskRecordRoundTrip(t *testing.T) {
 			MaxPerSecond: 500, Status: engine.MoveTaskFailed, ToMove: 1 << 40, Moved: 7,
 			Started: time.Date(2030, 1, 2, 3, 4, 5, 6, time.UTC), FailureReason: engine.MoveTaskFailureNonExistentQueue,
 		},
+		{ID: "refs", Status: engine.MoveTaskRunning, ToMove: 3, Refs: []string{"12", "7", "not a ref"}},
 	}
 	for _, mt := range tests {
 		got, err := decodeTask(encodeTask(nil, &mt))
 		if err != nil || !reflect.DeepEqual(got, mt) {
 			t.Errorf("round trip:\n got %+v, %v\nwant %+v", got, err, mt)
+		}
+	}
+	// A task without refs keeps the record a store without them reads.
+	if v := encodeTask(nil, &tests[0]); v[0] != recordVersion {
+		t.Errorf("a task without refs is written as version %d", v[0])
+	}
+	withRefs := encodeTask(nil, &tests[2])
+	for n := range len(withRefs) {
+		if _, err := decodeTask(withRefs[:n]); err == nil {
+			t.Errorf("a task record cut to %d bytes decoded", n)
 		}
 	}
 	bad := engine.MoveTask{ID: "x", Status: "SLEEPING"}

@@ -18,9 +18,7 @@ import (
 func (e *Engine) Delete(ctx context.Context, account, name string, handles []string) ([]error, error) {
 	rs, errs := e.parseHandles(len(handles), func(i int) string { return handles[i] })
 	err := e.withQueue(ctx, account, name, opWrite, func(q *queue) (commit, error) {
-		var b *pebble.Batch
-		var doomed []*message // FIFO: deleting, to drop once durable
-		stale := false
+		var d deletion
 		now := e.now()
 		q.advanceLocked(now)
 		for i, r := range rs {
@@ -29,7 +27,7 @@ func (e *Engine) Delete(ctx context.Context, account, name string, handles []str
 			}
 			m := q.msgs[r.Seq]
 			if m != nil && m.status == statusDeleting && m.gen == r.Gen {
-				stale = true // a retry of a delete still under way
+				d.stale = true // a retry of a delete still under way
 				continue
 			}
 			if q.fifo && m != nil && (m.gen != r.Gen || m.status != statusInflight) {
@@ -37,35 +35,56 @@ func (e *Engine) Delete(ctx context.Context, account, name string, handles []str
 				continue
 			}
 			if m == nil || m.gen != r.Gen {
-				stale = true
+				d.stale = true
 				continue
 			}
-			if q.fifo {
-				q.markDeletingLocked(m)
-				doomed = append(doomed, m)
-			} else {
-				q.dropLocked(m)
-			}
-			if b == nil {
-				b = e.db.NewBatch()
-			}
-			deleteMsgKeys(b, q.id, m)
+			d.take(q, m)
 		}
-		var c commit
-		var err error
-		if b != nil {
-			c, err = e.order(b)
-		}
-		q.rearmLocked(now)
-		// The message may have been deleted by a call still waiting for
-		// its sync (a retried delete): do not acknowledge before that one is.
-		c.barrier = stale
-		c.deleting = doomed
-		c.beforeSync = e.beforeDeleteSync
-		return c, err
+		return d.commit(q, now)
 	})
 	if err != nil {
 		return nil, err
 	}
 	return errs, nil
+}
+
+// deletion is what a delete (by handles, or by refs) does under the
+// queue lock: the batch that deletes the messages' records, the FIFO
+// messages being deleted, and whether it relies on deletes other calls
+// have ordered.
+type deletion struct {
+	b      *pebble.Batch
+	doomed []*message // FIFO: deleting, to drop once durable
+	// stale: a message was being deleted by a call still waiting for its
+	// sync: the answer waits until that one is durable.
+	stale bool
+}
+
+// take deletes m from q's index (on a FIFO queue, marks it deleting) and
+// its records in the batch.
+func (d *deletion) take(q *queue, m *message) {
+	if q.fifo {
+		q.markDeletingLocked(m)
+		d.doomed = append(d.doomed, m)
+	} else {
+		q.dropLocked(m)
+	}
+	if d.b == nil {
+		d.b = q.e.db.NewBatch()
+	}
+	deleteMsgKeys(d.b, q.id, m)
+}
+
+// commit orders the batch and hands withQueue what to wait for.
+func (d *deletion) commit(q *queue, now int64) (commit, error) {
+	var c commit
+	var err error
+	if d.b != nil {
+		c, err = q.e.order(d.b)
+	}
+	q.rearmLocked(now)
+	c.barrier = d.stale
+	c.deleting = d.doomed
+	c.beforeSync = q.e.beforeDeleteSync
+	return c, err
 }

@@ -60,13 +60,26 @@ type task struct {
 	seq  uint64
 	src  *queue
 	kick chan struct{} // cancel or source delete: stop waiting for the rate
+	// byRef: the task moves only the messages its Refs name, whose seqs
+	// are refs, in seq order (the queue's); refAt is how far the runner
+	// has gone through them. Only the runner reads refAt, and a restart
+	// starts it again at 0: what has moved is no longer there.
+	byRef bool
+	refs  []uint64
+	refAt int
 
 	mu sync.Mutex
 	t  engine.MoveTask
 }
 
 func newTask(seq uint64, src *queue, t engine.MoveTask) *task {
-	return &task{seq: seq, src: src, kick: make(chan struct{}, 1), t: t}
+	tk := &task{seq: seq, src: src, kick: make(chan struct{}, 1), t: t}
+	if len(t.Refs) > 0 {
+		tk.byRef = true
+		tk.refs = refSeqs(t.Refs)
+		slices.Sort(tk.refs)
+	}
+	return tk
 }
 
 func (tk *task) wake() {
@@ -79,7 +92,9 @@ func (tk *task) wake() {
 func (tk *task) snapshot() engine.MoveTask {
 	tk.mu.Lock()
 	defer tk.mu.Unlock()
-	return tk.t
+	t := tk.t
+	t.Refs = slices.Clone(t.Refs)
+	return t
 }
 
 // StartMoveTask implements engine.Backend. The task record is durable
@@ -106,6 +121,10 @@ func (e *Engine) StartMoveTask(ctx context.Context, t engine.MoveTask) (engine.M
 		t.MaxPerSecond = max(t.MaxPerSecond, 0)
 		t.Status = engine.MoveTaskRunning
 		t.ToMove, t.Moved = int64(q.visibleLocked()), 0
+		if len(t.Refs) > 0 {
+			t.Refs = slices.Clone(t.Refs)
+			t.ToMove = int64(len(t.Refs))
+		}
 		t.Started = fromNanos(now)
 		t.FailureReason = ""
 		if err := e.admitTask(t.SourceAccount); err != nil {
@@ -362,7 +381,7 @@ func (e *Engine) moveStep(tk *task, limit int) (int, bool) {
 		return 0, true
 	case now-started.UnixNano() >= int64(engine.MoveTaskMaxDuration):
 		end, reason = engine.MoveTaskFailed, engine.MoveTaskFailureTimedOut
-	case left <= 0 || !src.takeableLocked():
+	case left <= 0 || (tk.byRef && tk.refAt == len(tk.refs)) || (!tk.byRef && !src.takeableLocked()):
 		end = engine.MoveTaskCompleted
 	}
 	if end != "" {
@@ -375,9 +394,12 @@ func (e *Engine) moveStep(tk *task, limit int) (int, bool) {
 		return 0, false
 	}
 	var ms []*message
-	if src.fifo {
+	switch {
+	case tk.byRef:
+		ms = src.takeRefsLocked(tk, limit)
+	case src.fifo:
 		ms = src.takeOutRunLocked(int(min(int64(limit), left)))
-	} else {
+	default:
 		n := min(int64(limit), left, int64(src.ready.n))
 		ms = make([]*message, 0, n)
 		for range n {
@@ -388,6 +410,30 @@ func (e *Engine) moveStep(tk *task, limit int) (int, bool) {
 	}
 	src.mu.Unlock()
 	return e.moveOut(tk, ms)
+}
+
+// takeRefsLocked takes out of q's index, for a move, up to n of the
+// messages tk's refs name that are visible, from where the runner stands
+// in them on, in seq order. A ref it passes is done with: a message in
+// flight, delayed or gone when the task reaches it stays where it is.
+func (q *queue) takeRefsLocked(tk *task, n int) []*message {
+	var ms []*message
+	for tk.refAt < len(tk.refs) && len(ms) < n {
+		m := q.msgs[tk.refs[tk.refAt]]
+		tk.refAt++
+		if m == nil || m.status != statusReady {
+			continue
+		}
+		if !q.fifo {
+			q.ready.remove(m)
+		}
+		q.takeOutLocked(m)
+		if q.fifo {
+			q.groups.update(m.grp)
+		}
+		ms = append(ms, m)
+	}
+	return ms
 }
 
 // moveDest is one destination of a step: its seqs and new index entries.

@@ -284,13 +284,28 @@ func (q *queue) dropLocked(m *message) {
 	}
 }
 
-// markDeletingLocked turns an in-flight FIFO message into one being
-// deleted: it never becomes visible again and keeps its group blocked
-// until dropLocked.
+// markDeletingLocked turns a FIFO message into one being deleted: it
+// never becomes visible again and, counted in flight, keeps its group
+// blocked until dropLocked. A delete by handle marks an in-flight message;
+// a delete by ref (peek.go) one in any state.
 func (q *queue) markDeletingLocked(m *message) {
-	q.timers.remove(m)
+	switch m.status {
+	case statusInflight:
+		q.timers.remove(m)
+		m.status = statusDeleting
+		q.untrackOldestLocked(m)
+		return
+	case statusReady:
+		q.groups.visible--
+	case statusDelayed:
+		q.timers.remove(m)
+		q.delayed--
+	}
 	m.status = statusDeleting
+	q.inflight++
+	m.grp.inflight++
 	q.untrackOldestLocked(m)
+	q.groups.update(m.grp)
 }
 
 // revealLocked makes a delayed or in-flight message visible: at the back
