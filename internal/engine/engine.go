@@ -369,8 +369,8 @@ type MoveTask struct {
 	// (PeekedMessage.Ref): the console's redrive of selected messages. Of
 	// them, those visible when the task reaches them move, in the order
 	// of the queue; ToMove is len(Refs). Empty moves the whole queue.
-	Refs []string
-	Status       MoveTaskStatus
+	Refs   []string
+	Status MoveTaskStatus
 	// ToMove is the source's visible count when the task started; Moved
 	// grows as the task runs and is exact across restarts.
 	ToMove, Moved int64

@@ -61,7 +61,7 @@ type test struct {
 }
 
 // tests is the suite, in the order it runs.
-var tests = slices.Concat(queueTests, messageTests, deadLetterTests, fifoTests, storeTests, conditionalTests, clusterTests, restartTests, resetTests)
+var tests = slices.Concat(queueTests, messageTests, deadLetterTests, fifoTests, storeTests, conditionalTests, clusterTests, restartTests, resetTests, peekTests)
 
 var queueTests = []test{
 	{"CreateQueueIdempotent", testCreateIdempotent},
