@@ -618,8 +618,8 @@ func testPeekRefs(h *H) {
 	zero := time.Duration(0)
 	h.ReceiveOne("q", engine.ReceiveRequest{Max: 1, Visibility: &zero, Consumer: &engine.Consumer{SourceIP: "192.0.2.8"}})
 	h.Clk.Advance(time.Second)
-	if got := h.Receive("q", engine.ReceiveRequest{Max: 1, Visibility: &hour}); len(got) != 1 || got[0].Body != "c" {
-		h.Fatalf("received %q, want c after b moved", Bodies(got))
+	if got := Bodies(h.Receive("q", engine.ReceiveRequest{Max: 10, Visibility: &hour})); !slices.Equal(slices.Sorted(slices.Values(got)), []string{"c", "d"}) {
+		h.Fatalf("received %q, want c and d, b moved", got)
 	}
 	dl, _ := h.PeekAll("dlq", engine.PeekRequest{Limit: 10})
 	got, err = h.Peeker().PeekRefs(h.Ctx, Account, "dlq", refsOf(h, dl, "b"))
@@ -701,8 +701,10 @@ func testDeleteRefs(h *H) {
 		check("after a restart")
 	}
 	h.Clk.Advance(delay)
-	if got := h.Receive("q", engine.ReceiveRequest{Max: 10}); !slices.Equal(Bodies(got), []string{"v2", "keep"}) {
-		h.Fatalf("received %q at the end", Bodies(got))
+	// v2 was received before: where it stands among the visible is the
+	// store's own.
+	if got := Bodies(h.Receive("q", engine.ReceiveRequest{Max: 10})); !slices.Equal(slices.Sorted(slices.Values(got)), []string{"keep", "v2"}) {
+		h.Fatalf("received %q at the end", got)
 	}
 }
 
