@@ -3,6 +3,7 @@ package postgres
 import (
 	"context"
 	"fmt"
+	"slices"
 	"strconv"
 
 	"github.com/jackc/pgx/v5"
@@ -134,6 +135,14 @@ func refSeqs(refs []string) []int64 {
 		seen[n] = true
 		seqs = append(seqs, n)
 	}
+	return seqs
+}
+
+// queueOrder are the seqs refs name, each once, in the order of the
+// queue.
+func queueOrder(refs []string) []int64 {
+	seqs := refSeqs(refs)
+	slices.Sort(seqs)
 	return seqs
 }
 

@@ -446,6 +446,7 @@ func TestPeekPlans(t *testing.T) {
 		{"a page filtered by attribute", peekSQL, peekArgs(s, "q", 0, engine.PeekDefaultScan, 50,
 			engine.PeekFilter{AttributeName: "n", AttributeValue: "77"})},
 		{"peek refs", peekRefsSQL, []any{acct, "q", s.now(), refs}},
+		{"move task: the refs to move", refCandidatesSQL, []any{queueID(t, s, "q"), refs, s.now(), int64(4 * 24 * time.Hour)}},
 		{"delete refs", deleteRefsSQL, []any{acct, "q", refs, s.now()}},
 		{"FIFO: lock the refs' groups", lockRefsSQL, []any{acct, "q.fifo", fifoRefs}},
 		{"FIFO: delete refs", deleteRefsSQL, []any{acct, "q.fifo", fifoRefs, s.now()}},
