@@ -52,13 +52,15 @@ WITH q AS (
 		ORDER BY m.seq LIMIT $5) m
 ), h AS (
 	SELECT * FROM (
-		SELECT w.n, w.seq, w.last, w.pass AND ($9::bytea IS NULL OR position($9::bytea IN b.body) > 0)
-			AND ($10::text IS NULL OR EXISTS (
-				SELECT 1 FROM jsonb_array_elements(convert_from(b.attributes, 'UTF8')::jsonb) a
-				WHERE a->>'Name' = $10 AND ($11::text IS NULL OR
-					(split_part(a->>'DataType', '.', 1) IN ('String', 'Number') AND strpos(a->>'StringValue', $11) > 0)))) AS hit
-		-- The bodies only for a filter of their content.
-		FROM w LEFT JOIN message_bodies b ON ($9::bytea IS NOT NULL OR $10::text IS NOT NULL) AND b.id = w.body_id) x
+		-- The body only for a filter of its content.
+		SELECT w.n, w.seq, w.last, w.pass AND (($9::bytea IS NULL AND $10::text IS NULL) OR EXISTS (
+			SELECT 1 FROM message_bodies b
+			WHERE b.id = w.body_id AND ($9::bytea IS NULL OR position($9::bytea IN b.body) > 0)
+				AND ($10::text IS NULL OR EXISTS (
+					SELECT 1 FROM jsonb_array_elements(convert_from(b.attributes, 'UTF8')::jsonb) a
+					WHERE a->>'Name' = $10 AND ($11::text IS NULL OR
+						(split_part(a->>'DataType', '.', 1) IN ('String', 'Number') AND strpos(a->>'StringValue', $11) > 0)))))) AS hit
+		FROM w) x
 	WHERE x.last OR x.hit
 	ORDER BY x.seq LIMIT $6
 )
