@@ -123,6 +123,7 @@ type Console struct {
 	clock    clock.Clock
 	log      *slog.Logger
 	sessions *sessions
+	logins   *loginGuard
 	mux      *http.ServeMux
 	// cursorKey signs the message cursors handed out, so that only those
 	// reach the store.
@@ -141,7 +142,8 @@ func New(o Options) *Console {
 		o.MaxSessions = DefaultMaxSessions
 	}
 	c := &Console{opts: o, b: o.Backend, clock: o.Clock, log: o.Logger,
-		sessions: newSessions(o.Clock, o.MaxSessions, SessionIdle), mux: http.NewServeMux(), cursorKey: randomBytes(32)}
+		sessions: newSessions(o.Clock, o.MaxSessions, SessionIdle), logins: newLoginGuard(o.Clock), mux: http.NewServeMux(),
+		cursorKey: randomBytes(32)}
 	c.routes()
 	return c
 }

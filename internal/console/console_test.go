@@ -419,3 +419,37 @@ func TestSummaryBody(t *testing.T) {
 		}
 	}
 }
+
+func TestLoginThrottle(t *testing.T) {
+	br, _, clk := newTest(t, Options{AuthRequired: true, HasKeys: true})
+	br.do("GET", "/console/api/session", "", nil)
+	wrong := `{"accessKeyId":"AKID","secretAccessKey":"nope"}`
+	for i := range maxLoginFailures {
+		if w := br.do("POST", "/console/api/login", wrong, nil); w.Code != 401 {
+			t.Fatalf("failure %d: %d %s", i+1, w.Code, w.Body)
+		}
+	}
+	right := `{"accessKeyId":"AKID","secretAccessKey":"s3cret"}`
+	if w := br.do("POST", "/console/api/login", right, nil); w.Code != 429 || code(w) != "TooManyRequests" {
+		t.Fatalf("after %d failures: %d %s", maxLoginFailures, w.Code, w.Body)
+	}
+	clk.Advance(loginWindow)
+	if w := br.do("POST", "/console/api/login", right, nil); w.Code != 200 {
+		t.Fatalf("a window later: %d %s", w.Code, w.Body)
+	}
+}
+
+func TestLoginGuardBound(t *testing.T) {
+	clk := clock.NewFake(time.Unix(0, 0))
+	g := newLoginGuard(clk)
+	for i := range maxTrackedAddrs + 5 {
+		g.failed(fmt.Sprint("10.0.", i/256, ".", i%256))
+		clk.Advance(time.Millisecond)
+	}
+	if n := len(g.byAddr); n > maxTrackedAddrs {
+		t.Fatalf("%d addresses kept", n)
+	}
+	if _, ok := g.byAddr["10.0.0.0"]; ok {
+		t.Error("the oldest address was kept")
+	}
+}

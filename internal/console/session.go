@@ -199,6 +199,15 @@ func (c *Console) login(w http.ResponseWriter, r *http.Request) {
 		c.fail(w, r, err)
 		return
 	}
+	addr := clientAddr(r)
+	if !c.logins.allowed(addr) {
+		writeError(w, http.StatusTooManyRequests, "TooManyRequests", "too many failed logins from this address: try again in a minute")
+		return
+	}
+	refuse := func(why string) {
+		c.logins.failed(addr)
+		writeError(w, http.StatusUnauthorized, "LoginFailed", why)
+	}
 	var next session
 	switch {
 	case !c.opts.AuthRequired:
@@ -209,14 +218,14 @@ func (c *Console) login(w http.ResponseWriter, r *http.Request) {
 		return
 	case in.AdminToken != "":
 		if c.opts.AdminToken == "" || subtle.ConstantTimeCompare([]byte(in.AdminToken), []byte(c.opts.AdminToken)) != 1 {
-			writeError(w, http.StatusUnauthorized, "LoginFailed", "wrong admin token")
+			refuse("wrong admin token")
 			return
 		}
 		next = session{account: c.opts.Account, allAccounts: true, admin: true, in: true}
 	case in.AccessKeyID != "":
 		account, ok := c.b.CheckKey(in.AccessKeyID, in.SecretAccessKey)
 		if !ok {
-			writeError(w, http.StatusUnauthorized, "LoginFailed", "unknown access key, or wrong secret")
+			refuse("unknown access key, or wrong secret")
 			return
 		}
 		next = session{account: account, in: true}
@@ -224,6 +233,7 @@ func (c *Console) login(w http.ResponseWriter, r *http.Request) {
 		writeError(w, http.StatusBadRequest, "BadRequest", "log in with accessKeyId and secretAccessKey, or adminToken")
 		return
 	}
+	c.logins.succeeded(addr)
 	c.sessions.remove(old)
 	s := c.sessions.add(next)
 	setCookie(w, r, s)

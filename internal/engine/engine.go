@@ -616,6 +616,7 @@ type Store interface {
 	Monitor
 	Cluster
 	HistoryReader
+	Peeker
 
 	// OnMovedByTask sets fn to be told of every message a move task has
 	// written into its destination (a new message there, as a send makes),

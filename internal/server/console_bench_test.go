@@ -71,7 +71,6 @@ func timeConsole(b *testing.B, c *consoleClient, path string) {
 func BenchmarkConsole(b *testing.B) {
 	b.Run("deep-queue", func(b *testing.B) {
 		f := start(b, onDisk(b.TempDir()), realClock)
-		needPeeker(b, f)
 		queue := f.createQueue(b, "deep", nil)
 		client := sqs.New(sqs.Options{Region: "us-east-1", BaseEndpoint: aws.String(f.srv.URL()),
 			Credentials: credentials.NewStaticCredentialsProvider(harnessKey, harnessSecret, ""), RetryMaxAttempts: 1,

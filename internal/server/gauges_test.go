@@ -234,7 +234,7 @@ func TestMetricsDeadLetterAge(t *testing.T) {
 	if out, err := f.json.ReceiveMessage(ctx, &sqs.ReceiveMessageInput{QueueUrl: aws.String(src)}); err != nil || len(out.Messages) != 1 {
 		t.Fatalf("receive = %v, %v", out, err)
 	}
-	f.clk.Advance(time.Hour)
+	f.set(t, f.clk.Now().Add(time.Hour)) // fires the sampler's tick: wait it out
 	movedAt := f.clk.Now()
 	if out, err := f.json.ReceiveMessage(ctx, &sqs.ReceiveMessageInput{QueueUrl: aws.String(src)}); err != nil || len(out.Messages) != 0 {
 		t.Fatalf("receive = %v, %v", out, err)

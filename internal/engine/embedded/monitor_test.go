@@ -43,8 +43,11 @@ func TestSyncCounters(t *testing.T) {
 				}
 				return
 			}
-			// One caller: each send waits for its own sync.
-			if commits != sends || syncs < 1 || syncs > commits {
+			// One caller: each send waits for its own sync. Pebble counts a
+			// sync when it records its latency, after it has released the
+			// commits it covered: the queue's creation's sync may be
+			// counted only after before was read, hence the one extra.
+			if commits != sends || syncs < 1 || syncs > commits+1 {
 				t.Fatalf("%v synced commits over %v syncs for %d sends", commits, syncs, sends)
 			}
 		})

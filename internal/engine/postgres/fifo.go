@@ -245,7 +245,7 @@ func (s *Store) takeFIFO(ctx context.Context, account, name string, n int, vis *
 	b.Queue(refreshSQL, s.refreshArgs(account, name, now)...)
 	return s.runTake(ctx, b, func(rows pgx.Rows, t *take) (engine.Message, bool, error) {
 		var attempts int64
-		return s.scanMessage(rows, &t.qid, true, &t.qid, &t.fifo, &t.moved, &t.told.qids, &t.told.ats, &attempts)
+		return s.scanMessage(rows, &t.qid, &t.fifo, &t.qid, &t.fifo, &t.moved, &t.told.qids, &t.told.ats, &attempts)
 	})
 }
 
@@ -259,7 +259,7 @@ func (s *Store) retryAttempt(ctx context.Context, account, name, attempt string,
 	b.Queue(refreshSQL, s.refreshArgs(account, name, now)...)
 	return s.runTake(ctx, b, func(rows pgx.Rows, t *take) (engine.Message, bool, error) {
 		t.fifo = true
-		return s.scanMessage(rows, &t.qid, true, &t.qid)
+		return s.scanMessage(rows, &t.qid, &t.fifo, &t.qid)
 	})
 }
 

@@ -46,7 +46,7 @@ const (
 )
 
 const taskColumns = `id, source_queue_id, source_account, source_name, source_arn, destination_arn,
-	max_per_second, status, to_move, moved, started_ns, failure`
+	max_per_second, status, to_move, moved, started_ns, failure, refs`
 
 // runTask is a task as its runner knows it.
 type runTask struct {
@@ -62,7 +62,7 @@ func scanTask(row pgx.Row) (runTask, error) {
 		started int64
 	)
 	err := row.Scan(&t.ID, &t.sourceID, &t.SourceAccount, &t.SourceName, &t.SourceARN, &t.DestinationARN,
-		&t.MaxPerSecond, &status, &t.ToMove, &t.Moved, &started, &failure)
+		&t.MaxPerSecond, &status, &t.ToMove, &t.Moved, &started, &failure, &t.Refs)
 	t.Status, t.FailureReason, t.Started = engine.MoveTaskStatus(status), engine.MoveTaskFailure(failure), fromNS(started)
 	return t, err
 }
@@ -331,9 +331,16 @@ func (r *runner) step(t runTask, limit int) (int, bool, error) {
 		var (
 			status, owner  string
 			toMove, nMoved int64
+			// A task limited to refs: the refs' seqs it reaches in this
+			// step, and how many it has yet to reach.
+			refs     bool
+			reach    []int64
+			refsLeft int64
 		)
-		err := tx.QueryRow(ctx, `SELECT status, lease_owner, to_move, moved FROM move_tasks WHERE id = $1 FOR UPDATE`, t.ID).
-			Scan(&status, &owner, &toMove, &nMoved)
+		err := tx.QueryRow(ctx, `SELECT status, lease_owner, to_move, moved, ref_seqs IS NOT NULL,
+				coalesce(ref_seqs[refs_reached + 1 : refs_reached + $2], '{}'), coalesce(cardinality(ref_seqs) - refs_reached, 0)
+			FROM move_tasks WHERE id = $1 FOR UPDATE`, t.ID, max(limit, 0)).
+			Scan(&status, &owner, &toMove, &nMoved, &refs, &reach, &refsLeft)
 		if errors.Is(err, pgx.ErrNoRows) || (err == nil && (status != string(engine.MoveTaskRunning) || owner != r.node)) {
 			done = true // ended, pruned, or another node's now
 			return nil
@@ -364,23 +371,41 @@ func (r *runner) step(t runTask, limit int) (int, bool, error) {
 			return err
 		}
 		left := toMove - nMoved
-		if left <= 0 {
+		if left <= 0 || (refs && refsLeft <= 0) {
 			return end(engine.MoveTaskCompleted, "")
 		}
 		if limit <= 0 {
 			return nil
 		}
-		seqs, arns, err := moveCandidates(ctx, tx, t.sourceID, t.SourceAccount, t.SourceName, fifo, now, retention, int(min(int64(limit), left)))
-		if err != nil {
-			return err
+		var (
+			seqs []int64
+			arns []string
+		)
+		if refs {
+			// The refs reached are passed, moved or not: the task goes
+			// on after them.
+			if _, err := tx.Exec(ctx, `UPDATE move_tasks SET refs_reached = refs_reached + $2 WHERE id = $1`, t.ID, len(reach)); err != nil {
+				return err
+			}
+			if seqs, arns, err = refCandidates(ctx, tx, t.sourceID, t.SourceAccount, t.SourceName, fifo, now, retention, reach); err != nil {
+				return err
+			}
+			if len(seqs) == 0 {
+				return nil // none of them to move: the next step reaches the next
+			}
+		} else {
+			seqs, arns, err = moveCandidates(ctx, tx, t.sourceID, t.SourceAccount, t.SourceName, fifo, now, retention, int(min(int64(limit), left)))
+			if err != nil {
+				return err
+			}
+			if len(seqs) == 0 {
+				return end(engine.MoveTaskCompleted, "")
+			}
 		}
 		if t.DestinationARN != "" {
 			for i := range arns {
 				arns[i] = t.DestinationARN
 			}
-		}
-		if len(seqs) == 0 {
-			return end(engine.MoveTaskCompleted, "")
 		}
 		type dest struct {
 			id            int64
@@ -499,7 +524,12 @@ func moveCandidates(ctx context.Context, tx pgx.Tx, source int64, account, name 
 			return nil, nil, err
 		}
 	}
-	rows, err := tx.Query(ctx, moveCandidatesSQL, source, fifo, now, retention, seqs, n)
+	return candidates(tx.Query(ctx, moveCandidatesSQL, source, fifo, now, retention, seqs, n))
+}
+
+// candidates reads the rows of a candidates statement: the messages' seqs
+// and the queues they came from.
+func candidates(rows pgx.Rows, err error) ([]int64, []string, error) {
 	if err != nil {
 		return nil, nil, err
 	}
@@ -514,6 +544,27 @@ func moveCandidates(ctx context.Context, tx pgx.Tx, source int64, account, name 
 		return nil
 	})
 	return out, arns, err
+}
+
+// refCandidatesSQL locks the messages of source $1 of seqs $2 that are
+// visible at $3 within the retention $4, in the order of the queue,
+// passing over those another transaction holds (a receive taking them).
+const refCandidatesSQL = `SELECT m.seq, m.dlq_source_arn FROM messages m
+	WHERE m.queue_id = $1 AND m.seq = ANY($2::int8[]) AND m.visible_ns <= $3 AND m.sent_ns > $3::int8 - $4::int8
+	ORDER BY m.seq FOR UPDATE OF m SKIP LOCKED`
+
+// refCandidates chooses, of the messages of source that seqs name, those
+// visible now, in the order of the queue, with the queue each came from.
+// On a FIFO source it locks their groups first, as a delete does, so
+// that no receive takes from them until the step has set their rows
+// again.
+func refCandidates(ctx context.Context, tx pgx.Tx, source int64, account, name string, fifo bool, now, retention int64, seqs []int64) ([]int64, []string, error) {
+	if fifo {
+		if _, err := tx.Exec(ctx, lockRefsSQL, account, name, seqs); err != nil {
+			return nil, nil, fmt.Errorf("lock groups: %w", err)
+		}
+	}
+	return candidates(tx.Query(ctx, refCandidatesSQL, source, seqs, now, retention))
 }
 
 // StartMoveTask implements engine.Backend. The checks and the insert are
@@ -532,6 +583,15 @@ func (s *Store) StartMoveTask(ctx context.Context, t engine.MoveTask) (engine.Mo
 	uuidv4.Encode(&text, id)
 	now := s.now()
 	t.ID, t.Status, t.Moved, t.Started, t.FailureReason = string(text[:]), engine.MoveTaskRunning, 0, fromNS(now), ""
+	// A task limited to refs keeps them as given, and the seqs they name
+	// in the order of the queue, which its steps walk; NULL otherwise.
+	var (
+		refs    []string
+		inOrder []int64
+	)
+	if len(t.Refs) > 0 {
+		refs, inOrder = t.Refs, queueOrder(t.Refs)
+	}
 	var started runTask
 	err := pgx.BeginFunc(ctx, s.pool, func(tx pgx.Tx) error {
 		if _, err := tx.Exec(ctx, "SELECT pg_advisory_xact_lock(hashtextextended($1, 0))", "ferry move tasks "+t.SourceAccount); err != nil {
@@ -564,17 +624,21 @@ func (s *Store) StartMoveTask(ctx context.Context, t engine.MoveTask) (engine.Mo
 		case inAccount >= engine.MaxActiveMoveTasks:
 			return engine.ErrMoveTaskLimit
 		}
-		err = tx.QueryRow(ctx, `SELECT count(*) FROM messages WHERE queue_id = $1 AND visible_ns <= $2 AND sent_ns > $2::int8 - $3::int8`,
-			qid, now, retention).Scan(&t.ToMove)
-		if err != nil {
-			return err
+		if len(t.Refs) > 0 {
+			t.ToMove = int64(len(t.Refs))
+		} else {
+			err = tx.QueryRow(ctx, `SELECT count(*) FROM messages WHERE queue_id = $1 AND visible_ns <= $2 AND sent_ns > $2::int8 - $3::int8`,
+				qid, now, retention).Scan(&t.ToMove)
+			if err != nil {
+				return err
+			}
 		}
 		started, err = scanTask(tx.QueryRow(ctx, `INSERT INTO move_tasks (id, source_queue_id, source_account, source_name,
-				source_arn, destination_arn, max_per_second, status, to_move, started_ns, lease_owner, lease_until)
-			VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, clock_timestamp() + $12)
+				source_arn, destination_arn, max_per_second, status, to_move, started_ns, lease_owner, lease_until, refs, ref_seqs)
+			VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, clock_timestamp() + $12, $13, $14)
 			RETURNING `+taskColumns,
 			t.ID, qid, t.SourceAccount, t.SourceName, t.SourceARN, t.DestinationARN, t.MaxPerSecond,
-			string(t.Status), t.ToMove, now, s.tasks.node, s.tasks.leases.hold))
+			string(t.Status), t.ToMove, now, s.tasks.node, s.tasks.leases.hold, refs, inOrder))
 		if err != nil {
 			return err
 		}

@@ -150,10 +150,11 @@ type planStep struct {
 
 // checkPlans runs each step under EXPLAIN ANALYZE in one transaction that
 // it rolls back, logs the plans, and fails the test for a plan that scans
-// one of tables whole.
-func checkPlans(t *testing.T, s *Store, steps []planStep, tables ...string) {
+// one of tables whole. It returns the plans, in the order of the steps.
+func checkPlans(t *testing.T, s *Store, steps []planStep, tables ...string) []string {
 	t.Helper()
 	ctx := context.Background()
+	var plans []string
 	err := pgx.BeginFunc(ctx, s.pool, func(tx pgx.Tx) error {
 		for _, st := range steps {
 			rows, err := tx.Query(ctx, "EXPLAIN (ANALYZE, COSTS OFF, TIMING OFF, SUMMARY OFF) "+st.sql, st.args...)
@@ -165,6 +166,7 @@ func checkPlans(t *testing.T, s *Store, steps []planStep, tables ...string) {
 				t.Fatalf("%s: %v", st.what, err)
 			}
 			plan := strings.Join(lines, "\n")
+			plans = append(plans, plan)
 			t.Logf("%s:\n%s", st.what, plan)
 			for _, table := range tables {
 				if strings.Contains(plan, "Seq Scan on "+table) {
@@ -177,6 +179,7 @@ func checkPlans(t *testing.T, s *Store, steps []planStep, tables ...string) {
 	if err != errRollback {
 		t.Fatal(err)
 	}
+	return plans
 }
 
 // A receive on a queue whose messages retention has expired deletes their

@@ -312,8 +312,9 @@ func TestListenerReconnects(t *testing.T) {
 // run out when it stops without a word. Every message moves exactly once,
 // and the hook of the node that moved it hears of it.
 func TestMoveTaskTakeover(t *testing.T) {
-	for _, crash := range []bool{false, true} {
-		t.Run(fmt.Sprint("crash=", crash), func(t *testing.T) {
+	for _, tc := range []struct{ crash, refs bool }{{false, false}, {true, false}, {false, true}, {true, true}} {
+		crash := tc.crash
+		t.Run(fmt.Sprintf("crash=%v,refs=%v", tc.crash, tc.refs), func(t *testing.T) {
 			ts := freshSchema(t)
 			clk := clock.NewFake(enginetest.Start)
 			short := leaseTimes{hold: 300 * time.Millisecond, renew: 20 * time.Millisecond}
@@ -339,8 +340,24 @@ func TestMoveTaskTakeover(t *testing.T) {
 					t.Fatal(err)
 				}
 			}
+			// A task limited to refs moves the even ones, which b must
+			// know of when it takes the task over.
+			want := []string{"0", "1", "2", "3", "4"}
+			var refs []string
+			if tc.refs {
+				page, err := a.Peek(ctx, enginetest.Account, "dlq", engine.PeekRequest{Limit: 10})
+				if err != nil {
+					t.Fatal(err)
+				}
+				for _, m := range page.Messages {
+					if m.Body == "0" || m.Body == "2" || m.Body == "4" {
+						refs = append(refs, m.Ref)
+					}
+				}
+				want = []string{"0", "2", "4"}
+			}
 			task, err := a.StartMoveTask(ctx, engine.MoveTask{SourceAccount: enginetest.Account, SourceName: "dlq",
-				DestinationARN: enginetest.ARN("dst"), MaxPerSecond: 1})
+				DestinationARN: enginetest.ARN("dst"), MaxPerSecond: 1, Refs: refs})
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -362,7 +379,7 @@ func TestMoveTaskTakeover(t *testing.T) {
 				clk.Advance(time.Second)
 				return state().Status == engine.MoveTaskCompleted
 			})
-			if got := state(); got.ID != task.ID || got.Moved != n {
+			if got := state(); got.ID != task.ID || got.Moved != int64(len(want)) || !slices.Equal(got.Refs, refs) {
 				t.Fatalf("task ended %+v", got)
 			}
 			msgs, err := b.Receive(ctx, enginetest.Account, "dst", engine.ReceiveRequest{Max: 10})
@@ -374,7 +391,7 @@ func TestMoveTaskTakeover(t *testing.T) {
 				bodies = append(bodies, m.Body)
 			}
 			slices.Sort(bodies)
-			if want := []string{"0", "1", "2", "3", "4"}; !slices.Equal(bodies, want) {
+			if !slices.Equal(bodies, want) {
 				t.Fatalf("dst holds %v, want %v once each", bodies, want)
 			}
 			mu.Lock()

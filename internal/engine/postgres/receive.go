@@ -127,7 +127,9 @@ type take struct {
 
 // scanMessage reads messageColumns after the n columns in dst, which it
 // fills too; ok is false when the row has no message (a LEFT JOIN's nulls).
-func (s *Store) scanMessage(row pgx.Row, qid *int64, fifo bool, dst ...any) (m engine.Message, ok bool, err error) {
+// The message gets a receipt handle of queue *qid unless qid is nil, and
+// its FIFO fields when *fifo, both read once the row is.
+func (s *Store) scanMessage(row pgx.Row, qid *int64, fifo *bool, dst ...any) (m engine.Message, ok bool, err error) {
 	var (
 		seq, sent, first     *int64
 		gen, count           *int32
@@ -143,7 +145,6 @@ func (s *Store) scanMessage(row pgx.Row, qid *int64, fifo bool, dst ...any) (m e
 	}
 	m = engine.Message{
 		MessageID:           *id,
-		ReceiptHandle:       s.signer.Sign(handle.Receipt{Queue: uint64(*qid), Seq: uint64(*seq), Gen: uint64(*gen)}),
 		Body:                string(body),
 		TraceHeader:         *trace,
 		MessageGroupID:      *group,
@@ -155,7 +156,10 @@ func (s *Store) scanMessage(row pgx.Row, qid *int64, fifo bool, dst ...any) (m e
 		ReceiveCount:        int(*count),
 		DeadLetterSourceARN: *dlqARN,
 	}
-	if fifo {
+	if qid != nil {
+		m.ReceiptHandle = s.signer.Sign(handle.Receipt{Queue: uint64(*qid), Seq: uint64(*seq), Gen: uint64(*gen)})
+	}
+	if *fifo {
 		m.SequenceNumber, m.DeduplicationID = engine.FormatSequenceNumber(uint64(*seq)), *dedup
 	}
 	if hist != nil {
@@ -184,7 +188,7 @@ func (s *Store) takeOnce(ctx context.Context, account, name string, n int, vis *
 	for rows.Next() {
 		found = true
 		var next *int64
-		m, ok, err := s.scanMessage(rows, &t.qid, false, &t.qid, &t.fifo, &t.moved, &t.told.qids, &t.told.ats, &next)
+		m, ok, err := s.scanMessage(rows, &t.qid, &t.fifo, &t.qid, &t.fifo, &t.moved, &t.told.qids, &t.told.ats, &next)
 		if err != nil {
 			return t, err
 		}
