@@ -255,7 +255,6 @@ func orderEntries(first, n int) []types.SendMessageBatchRequestEntry {
 // acting did what the page said.
 func TestConsoleBrowserDeadLetters(t *testing.T) {
 	f := start(t)
-	needPeeker(t, f)
 	ctx := ctxT(t)
 	dlq := f.createQueue(t, "orders-dlq", nil)
 	orders := f.createQueue(t, "orders", map[string]string{"RedrivePolicy": redrivePolicy("orders-dlq", 1)})
@@ -425,7 +424,6 @@ func TestConsoleBrowserLogin(t *testing.T) {
 // edited and sent back to its source.
 func TestConsoleBrowserMoveTaskAndResend(t *testing.T) {
 	f := start(t)
-	needPeeker(t, f)
 	ctx := ctxT(t)
 	dlq := f.createQueue(t, "orders-dlq", nil)
 	orders := f.createQueue(t, "orders", map[string]string{"RedrivePolicy": redrivePolicy("orders-dlq", 1)})

@@ -147,7 +147,6 @@ func consoleFixture(t *testing.T, f *ferry) {
 // -update-screenshots writes each to docs/console at 1280x800.
 func TestConsoleBrowserScreens(t *testing.T) {
 	f := start(t)
-	needPeeker(t, f)
 	consoleFixture(t, f)
 	b := openConsole(t, f, "#/")
 	shot := func(name string) {
