@@ -28,7 +28,6 @@ export async function queueView(box, route, { fail }) {
     cursors: [""], // the cursor of each page so far: [0] is the first page's
     page: null,
     selected: new Set(),
-    loading: false,
   };
 
   const head = h("div");
@@ -145,7 +144,6 @@ export async function queueView(box, route, { fail }) {
     const q = new URLSearchParams({ limit: String(PAGE) });
     if (cursor) q.set("after", cursor);
     for (const [k, v] of Object.entries(st.filter)) if (v) q.set(k, v);
-    st.loading = true;
     tableBox.setAttribute("aria-busy", "true");
     try {
       const page = await (prefetched || get(`${base}/messages?${q}`));
@@ -158,7 +156,6 @@ export async function queueView(box, route, { fail }) {
     } catch (err) {
       fail(err);
     } finally {
-      st.loading = false;
       tableBox.removeAttribute("aria-busy");
     }
   }
