@@ -103,6 +103,14 @@ type Options struct {
 	// MaxSessions bounds the sessions kept (0: DefaultMaxSessions); the
 	// least recently used goes first.
 	MaxSessions int
+	// Changes, when set, is told of every API request once answered
+	// (the server calls its Changed): the event streams then show a
+	// change at once. The console's own changes tell it too. Without it,
+	// changes made through the API wait for EventCheck.
+	Changes *Changes
+	// EventCheck is how often an event stream looks for changes no
+	// action announces (0: DefaultEventCheck).
+	EventCheck time.Duration
 }
 
 // Limits of sessions.
@@ -140,6 +148,12 @@ func New(o Options) *Console {
 	}
 	if o.MaxSessions <= 0 {
 		o.MaxSessions = DefaultMaxSessions
+	}
+	if o.Changes == nil {
+		o.Changes = NewChanges()
+	}
+	if o.EventCheck <= 0 {
+		o.EventCheck = DefaultEventCheck
 	}
 	c := &Console{opts: o, b: o.Backend, clock: o.Clock, log: o.Logger,
 		sessions: newSessions(o.Clock, o.MaxSessions, SessionIdle), logins: newLoginGuard(o.Clock), mux: http.NewServeMux(),
@@ -245,6 +259,9 @@ func (c *Console) authed(h func(http.ResponseWriter, *http.Request, *access)) ht
 			}
 		}
 		h(w, r, &access{s: s, account: account})
+		if r.Method != http.MethodGet && r.Method != http.MethodHead {
+			c.opts.Changes.Changed() // other pages show what this one did
+		}
 	})
 }
 

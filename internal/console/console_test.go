@@ -9,6 +9,7 @@ import (
 	"net/http"
 	"net/http/httptest"
 	"strings"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -25,16 +26,19 @@ type fakeBackend struct {
 	invoke  func(account, action string, in any) (any, error)
 	peeker  engine.Peeker
 	deleted []string
+	visible atomic.Int64 // what Stats reports of every queue
 }
 
 const testAccount = "000000000000"
 
 func newFakeBackend() *fakeBackend {
-	return &fakeBackend{queues: map[string][]engine.Queue{testAccount: {
+	b := &fakeBackend{queues: map[string][]engine.Queue{testAccount: {
 		{Account: testAccount, Name: "work", Settings: engine.QueueSettings{Redrive: &engine.Redrive{TargetAccount: testAccount, TargetName: "work-dlq", MaxReceiveCount: 3}},
 			Attributes: map[string]string{"RedrivePolicy": `{"deadLetterTargetArn":"arn:aws:sqs:us-east-1:000000000000:work-dlq","maxReceiveCount":3}`}},
 		{Account: testAccount, Name: "work-dlq"},
 	}}}
+	b.visible.Store(2)
+	return b
 }
 
 func (b *fakeBackend) Invoke(_ context.Context, account, _, action string, in, out any) error {
@@ -69,7 +73,7 @@ func (b *fakeBackend) Queues(_ context.Context, account string) ([]engine.Queue,
 }
 
 func (b *fakeBackend) Stats(context.Context, string, string) (engine.Stats, error) {
-	return engine.Stats{Visible: 2}, nil
+	return engine.Stats{Visible: b.visible.Load()}, nil
 }
 
 func (b *fakeBackend) QueueURL(account, name string) string {

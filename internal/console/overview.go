@@ -266,13 +266,20 @@ func (c *Console) queueDetail(w http.ResponseWriter, r *http.Request, a *access)
 
 // Event stream cadence.
 const (
-	eventCheck = time.Second
-	eventPing  = 15 * time.Second
+	// DefaultEventCheck is how often a stream looks for changes no action
+	// announces (a visibility timeout running out, a move task's
+	// progress, SNS deliveries), by the wall clock: the browser's time,
+	// whatever the server's clock does.
+	DefaultEventCheck = time.Second
+	// eventGap is the least time between two builds of one stream, so
+	// that a stream follows busy queues at a bounded cost.
+	eventGap  = 100 * time.Millisecond
+	eventPing = 15 * time.Second
 )
 
 // events streams the overview, and with ?queue= that queue's page, each
-// when it changes, checked every eventCheck of the wall clock (the
-// browser's time, whatever the server's clock does).
+// when it changes: at once after an action names a queue (changes), at
+// most every eventGap, and otherwise every EventCheck.
 func (c *Console) events(w http.ResponseWriter, r *http.Request, a *access) {
 	queue := r.URL.Query().Get("queue")
 	if queue != "" {
@@ -330,28 +337,45 @@ func (c *Console) events(w http.ResponseWriter, r *http.Request, a *access) {
 		flusher.Flush()
 		return true
 	}
+	// A stream waits for the change after the one it last looked at: it
+	// takes the wait before it looks, so that a change made while it
+	// builds or pauses (eventGap) wakes it at once afterwards.
+	changed := c.opts.Changes.wait()
 	if !check() {
 		return
 	}
-	tick := time.NewTicker(eventCheck)
+	tick := time.NewTicker(c.opts.EventCheck)
 	defer tick.Stop()
 	ping := time.NewTicker(eventPing)
 	defer ping.Stop()
+	gap := time.NewTimer(eventGap)
+	defer gap.Stop()
 	for {
 		select {
 		case <-ctx.Done():
 			return
 		case <-c.opts.Done:
 			return
+		case <-changed:
 		case <-tick.C:
-			if !check() {
-				return
-			}
 		case <-ping.C:
 			if _, err := fmt.Fprint(w, ": ping\n\n"); err != nil {
 				return
 			}
 			flusher.Flush()
+			continue
+		}
+		changed = c.opts.Changes.wait()
+		if !check() {
+			return
+		}
+		gap.Reset(eventGap)
+		select {
+		case <-ctx.Done():
+			return
+		case <-c.opts.Done:
+			return
+		case <-gap.C:
 		}
 	}
 }

@@ -35,6 +35,7 @@ func (s *Server) newConsole() *console.Console {
 		AdminToken:   s.cfg.AdminToken,
 		HasKeys:      s.cfg.Credentials.Len() > 0,
 		Done:         s.drain.Done(),
+		Changes:      s.changes,
 	})
 }
 

@@ -24,6 +24,7 @@ import (
 
 	"github.com/ferrymq/ferry/internal/clock"
 	"github.com/ferrymq/ferry/internal/cloudwatch"
+	"github.com/ferrymq/ferry/internal/console"
 	"github.com/ferrymq/ferry/internal/egress"
 	"github.com/ferrymq/ferry/internal/engine"
 	"github.com/ferrymq/ferry/internal/faults"
@@ -201,6 +202,7 @@ type Server struct {
 	cw      *cloudwatch.Service
 	metrics *metrics.Store
 	sampler *metrics.Sampler
+	changes *console.Changes // nil with the console off
 	http    *http.Server
 	ln      net.Listener
 	served  chan error
@@ -453,9 +455,19 @@ func Start(ctx context.Context, cfg Config) (*Server, error) {
 
 	sqsCfg.Activity = s.sampler
 	sqsSvc = sqs.NewService(sqsCfg)
+	observe := requests.Observe
+	if !cfg.NoConsole {
+		// The console's event streams look again once a request is
+		// answered, rather than at their next periodic check.
+		s.changes = console.NewChanges()
+		observe = func(service, action string, status int, took time.Duration) {
+			requests.Observe(service, action, status, took)
+			s.changes.Changed()
+		}
+	}
 	api := &protocol.Handler{
 		Logger:   cfg.Logger,
-		Observe:  requests.Observe,
+		Observe:  observe,
 		Services: []*protocol.Service{sqsSvc, snsSvc.Protocol(), cwSvc.Protocol()},
 		Auth:     protocol.Auth{Verify: cfg.AuthVerify, DefaultAccount: cfg.Account, DefaultRegion: cfg.Region},
 	}
