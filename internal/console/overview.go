@@ -272,7 +272,8 @@ const (
 	// whatever the server's clock does.
 	DefaultEventCheck = time.Second
 	// eventGap is the least time between two builds of one stream, so
-	// that a stream follows busy queues at a bounded cost.
+	// that a stream follows busy queues at a bounded cost; nine times the
+	// build's time when that is longer.
 	eventGap  = 100 * time.Millisecond
 	eventPing = 15 * time.Second
 )
@@ -366,10 +367,13 @@ func (c *Console) events(w http.ResponseWriter, r *http.Request, a *access) {
 			continue
 		}
 		changed = c.opts.Changes.wait()
+		began := time.Now()
 		if !check() {
 			return
 		}
-		gap.Reset(eventGap)
+		// However busy the server, a stream spends at most about a tenth
+		// of its time building: an account of many queues waits longer.
+		gap.Reset(max(eventGap, 9*time.Since(began)))
 		select {
 		case <-ctx.Done():
 			return
