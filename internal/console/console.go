@@ -83,8 +83,15 @@ type DeliveryFailure struct {
 // Options configure the console.
 type Options struct {
 	Backend Backend
-	Clock   clock.Clock
-	Logger  *slog.Logger
+	// Clock is the services' time (the overview's now, its sparklines),
+	// which --clock-control may move.
+	Clock clock.Clock
+	// WallClock times sessions' idle expiry and the login throttle: a
+	// browser's and an attacker's time, which moving Ferry's clock 14
+	// days on must not log everyone out for or let anyone wait out
+	// (nil: clock.Real).
+	WallClock clock.Clock
+	Logger    *slog.Logger
 	// Account is the server's own, the default of sessions that may see
 	// every account.
 	Account string
@@ -143,6 +150,9 @@ func New(o Options) *Console {
 	if o.Clock == nil {
 		o.Clock = clock.Real{}
 	}
+	if o.WallClock == nil {
+		o.WallClock = clock.Real{}
+	}
 	if o.Logger == nil {
 		o.Logger = slog.New(slog.NewTextHandler(io.Discard, nil))
 	}
@@ -156,7 +166,7 @@ func New(o Options) *Console {
 		o.EventCheck = DefaultEventCheck
 	}
 	c := &Console{opts: o, b: o.Backend, clock: o.Clock, log: o.Logger,
-		sessions: newSessions(o.Clock, o.MaxSessions, SessionIdle), logins: newLoginGuard(o.Clock), mux: http.NewServeMux(),
+		sessions: newSessions(o.WallClock, o.MaxSessions, SessionIdle), logins: newLoginGuard(o.WallClock), mux: http.NewServeMux(),
 		cursorKey: randomBytes(32)}
 	c.routes()
 	return c

@@ -158,7 +158,7 @@ func code(w *httptest.ResponseRecorder) string {
 func newTest(t *testing.T, o Options) (*browser, *fakeBackend, *clock.Fake) {
 	b := newFakeBackend()
 	clk := clock.NewFake(time.Date(2026, 1, 2, 3, 4, 5, 0, time.UTC))
-	o.Backend, o.Clock, o.Account, o.Region = b, clk, testAccount, "us-east-1"
+	o.Backend, o.Clock, o.WallClock, o.Account, o.Region = b, clk, clk, testAccount, "us-east-1"
 	return &browser{t: t, c: New(o)}, b, clk
 }
 

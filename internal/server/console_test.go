@@ -853,3 +853,17 @@ func TestConsoleFIFO(t *testing.T) {
 		t.Fatalf("overview: %+v", dlq)
 	}
 }
+
+// TestConsoleSessionOutlivesClockMoves: moving Ferry's clock days ahead
+// (--clock-control, ferrytest) times out no console session: sessions
+// expire by the wall clock.
+func TestConsoleSessionOutlivesClockMoves(t *testing.T) {
+	t.Parallel()
+	f := start(t)
+	f.createQueue(t, "q", nil)
+	c := newConsoleClient(t, f.srv.URL())
+	c.call("GET", "/console/api/overview", nil, 200, nil)
+	f.clk.Advance(14 * 24 * time.Hour)
+	c.call("GET", "/console/api/overview", nil, 200, nil)
+	c.call("POST", "/console/api/queues/q/delete", map[string]any{"refs": []string{"999999"}}, 200, nil)
+}
