@@ -98,7 +98,7 @@ func (b consoleBackend) QueueURL(account, name string) string {
 	if base == "" {
 		base = b.s.URL()
 	}
-	return base + "/" + account + "/" + name
+	return sqs.QueueURL(base, b.s.cfg.Region, b.s.cfg.Region, account, name)
 }
 
 func (b consoleBackend) QueueARN(account, name string) string {

@@ -142,11 +142,7 @@ func requestInfo(ctx context.Context) (host, path, accessKey string) {
 }
 
 // queueURL is the URL of ref's queue as this request should see it: on
-// the host the request came to, or the configured base. A queue of the
-// home region (--region) has the path /ACCOUNT/NAME; one of another region
-// /queue/REGION/ACCOUNT/NAME (LocalStack's path form), so that the URL
-// alone names its region whoever uses it, unless the host names the
-// region already (sqs.REGION.…).
+// the host the request came to, or the configured base (QueueURL).
 func (s *service) queueURL(ctx context.Context, ref queueRef) string {
 	base := s.urlBase
 	if base == "" {
@@ -160,10 +156,20 @@ func (s *service) queueURL(ctx context.Context, ref queueRef) string {
 		}
 		base = scheme + host
 	}
-	if ref.region != s.region && hostRegion(hostOf(base)) != ref.region {
-		return base + "/queue/" + ref.region + "/" + ref.account + "/" + ref.name
+	return QueueURL(base, s.region, ref.region, ref.account, ref.name)
+}
+
+// QueueURL is the URL under base (scheme://host[:port]) of account's
+// queue name in region, where home is the server's region (--region): a
+// queue of the home region has the path /ACCOUNT/NAME; one of another
+// region /queue/REGION/ACCOUNT/NAME (LocalStack's path form), so that the
+// URL alone names its region whoever uses it, unless the host names the
+// region already (sqs.REGION.…).
+func QueueURL(base, home, region, account, name string) string {
+	if region != home && hostRegion(hostOf(base)) != region {
+		return base + "/queue/" + region + "/" + account + "/" + name
 	}
-	return base + "/" + ref.account + "/" + ref.name
+	return base + "/" + account + "/" + name
 }
 
 // hostOf is the host of a URL base (scheme://host[:port][/path]).
