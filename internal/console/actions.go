@@ -3,6 +3,8 @@ package console
 import (
 	"net/http"
 	"strings"
+
+	"github.com/ferrymq/ferry/internal/arn"
 )
 
 // purge empties a queue with PurgeQueue, once the caller typed its name.
@@ -125,14 +127,16 @@ func (c *Console) resend(w http.ResponseWriter, r *http.Request, a *access) {
 		c.fail(w, r, err)
 		return
 	}
-	dest := in.Destination
+	destAccount, dest := a.account, in.Destination
 	if dest == "" {
 		dest = name
-		if src := m.DeadLetterSourceARN; src != "" {
-			dest = src[strings.LastIndexByte(src, ':')+1:]
+		// The source may be another account's (its redrive policy named
+		// this queue): send there as SendMessage would, by its URL.
+		if src, ok := arn.Parse(m.DeadLetterSourceARN); ok && src.Six() {
+			destAccount, dest = src.Account, src.Resource
 		}
 	}
-	send := map[string]any{"QueueUrl": c.b.QueueURL(a.account, dest), "MessageBody": m.Body}
+	send := map[string]any{"QueueUrl": c.b.QueueURL(destAccount, dest), "MessageBody": m.Body}
 	if in.Body != nil {
 		send["MessageBody"] = *in.Body
 	}
