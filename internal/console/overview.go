@@ -276,6 +276,8 @@ const (
 	// build's time when that is longer.
 	eventGap  = 100 * time.Millisecond
 	eventPing = 15 * time.Second
+	// eventWrite is how long one event may take to reach a page.
+	eventWrite = 30 * time.Second
 )
 
 // events streams the overview, and with ?queue= that queue's page, each
@@ -300,6 +302,12 @@ func (c *Console) events(w http.ResponseWriter, r *http.Request, a *access) {
 	h.Set("X-Accel-Buffering", "no")
 	w.WriteHeader(http.StatusOK)
 	ctx := r.Context()
+	// A page that stops reading (a frozen tab, a stalled network) must
+	// not hold the stream's goroutine for ever: each write has
+	// eventWrite to reach the connection, or the stream ends.
+	rc := http.NewResponseController(w)
+	writing := func() { _ = rc.SetWriteDeadline(time.Now().Add(eventWrite)) }
+	defer func() { _ = rc.SetWriteDeadline(time.Time{}) }()
 	var lastOverview, lastQueue []byte
 	// send writes v unless it is what was sent last; "now" changes every
 	// time and is no change of what is shown.
@@ -320,6 +328,7 @@ func (c *Console) events(w http.ResponseWriter, r *http.Request, a *access) {
 		return err == nil
 	}
 	check := func() bool {
+		writing()
 		ov, err := c.buildOverview(ctx, a.account)
 		if err != nil {
 			c.log.Debug("console: events: overview", "err", err)
@@ -360,6 +369,7 @@ func (c *Console) events(w http.ResponseWriter, r *http.Request, a *access) {
 		case <-changed:
 		case <-tick.C:
 		case <-ping.C:
+			writing()
 			if _, err := fmt.Fprint(w, ": ping\n\n"); err != nil {
 				return
 			}
