@@ -46,10 +46,6 @@ func (c *Console) redrive(w http.ResponseWriter, r *http.Request, a *access) {
 			c.fail(w, r, err)
 			return
 		}
-		if _, err := c.peeker(); err != nil {
-			c.fail(w, r, err)
-			return
-		}
 		refs = *in.Refs
 	}
 	name := r.PathValue("name")

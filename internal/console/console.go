@@ -52,8 +52,8 @@ type Backend interface {
 	QueueARN(account, name string) string
 	// Datapoints are an SQS metric's one-minute datapoints of a queue.
 	Datapoints(account, metric, queue string, from, to time.Time) []metrics.Datapoint
-	// Peeker is the store's, or an error when it has none.
-	Peeker() (engine.Peeker, error)
+	// Peeker is the store's read path into queues (engine.Peeker).
+	Peeker() engine.Peeker
 	// DeleteRefs deletes messages by ref, counted as DeleteMessage counts.
 	DeleteRefs(ctx context.Context, account, name string, refs []string) (int, error)
 	// SystemAttributes are a message's, as a receive of All shows them.

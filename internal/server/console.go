@@ -109,7 +109,7 @@ func (b consoleBackend) Datapoints(account, metric, queue string, from, to time.
 	return b.s.metrics.Datapoints(account, metrics.NamespaceSQS, metric, metrics.Queue(queue), from, to)
 }
 
-func (b consoleBackend) Peeker() (engine.Peeker, error) { return b.s.sqs.Peeker() }
+func (b consoleBackend) Peeker() engine.Peeker { return b.s.store }
 
 func (b consoleBackend) DeleteRefs(ctx context.Context, account, name string, refs []string) (int, error) {
 	return b.s.sqs.DeleteRefs(ctx, account, name, refs)

@@ -17,22 +17,13 @@ import (
 // ErrNoPeeker: the store cannot peek (engine.Peeker).
 var ErrNoPeeker = errors.New("this store cannot look at messages without receiving them")
 
-// Peeker is the store's engine.Peeker, or ErrNoPeeker.
-func (p *Port) Peeker() (engine.Peeker, error) {
-	pk, ok := p.backend.(engine.Peeker)
-	if !ok {
-		return nil, ErrNoPeeker
-	}
-	return pk, nil
-}
-
 // DeleteRefs deletes the messages refs name from owner's queue (the
 // store's key, region.Owner) and counts them in the queue's metrics as
 // DeleteMessage counts its deletes. It returns how many it deleted.
 func (p *Port) DeleteRefs(ctx context.Context, owner, name string, refs []string) (int, error) {
-	pk, err := p.Peeker()
-	if err != nil {
-		return 0, err
+	pk, ok := p.backend.(engine.Peeker)
+	if !ok {
+		return 0, ErrNoPeeker
 	}
 	n, err := pk.DeleteRefs(ctx, owner, name, refs)
 	if err != nil {

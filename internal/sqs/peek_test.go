@@ -56,11 +56,7 @@ func TestPortDeleteRefs(t *testing.T) {
 	if _, err := p.Send(h.ctx, queueARNOf("q"), msgs); err != nil {
 		t.Fatal(err)
 	}
-	pk, err := p.Peeker()
-	if err != nil {
-		t.Fatal(err)
-	}
-	page, err := pk.Peek(h.ctx, testAccount, "q", engine.PeekRequest{Limit: 10})
+	page, err := h.eng.Peek(h.ctx, testAccount, "q", engine.PeekRequest{Limit: 10})
 	if err != nil || len(page.Messages) != 3 {
 		t.Fatalf("peek: %v %+v", err, page)
 	}
