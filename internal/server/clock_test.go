@@ -2,6 +2,8 @@ package server_test
 
 import (
 	"context"
+	"crypto/md5"
+	"encoding/hex"
 	"encoding/json"
 	"fmt"
 	"net/http"
@@ -19,6 +21,7 @@ import (
 	"github.com/aws/aws-sdk-go-v2/service/sqs/types"
 
 	"github.com/ferrymq/ferry/internal/clock"
+	"github.com/ferrymq/ferry/internal/engine"
 	"github.com/ferrymq/ferry/internal/server"
 	"github.com/ferrymq/ferry/internal/testwait"
 )
@@ -448,5 +451,72 @@ func TestClockSigV4AfterAdvance(t *testing.T) {
 	ms, _ := strconv.ParseInt(got[0].Attributes["SentTimestamp"], 10, 64)
 	if sentAt := time.UnixMilli(ms); !sentAt.Equal(moved.Truncate(time.Millisecond)) {
 		t.Fatalf("SentTimestamp %v, want the frozen clock's %v", sentAt, moved)
+	}
+}
+
+// A move task that outlives SQS's 36 hours fails with MoveTaskTimedOut, on
+// the clock: at 1 message a second over more messages than 36 hours move,
+// it is RUNNING a second before its 36 hours are up, having moved each
+// second's message, and FAILED at them, the rest left in its source.
+func TestClockMoveTaskTimesOutAt36Hours(t *testing.T) {
+	t.Parallel()
+	// On PostgreSQL a step of this task moves one message in about 0.1 s
+	// over a source this size: 36 hours of them take hours. The
+	// conformance suite's testMoveTaskTimeout checks its limit there.
+	embeddedOnly(t, "129,600 one-message move steps take hours")
+	f, c := startControlled(t)
+	// 129,600 steps of the clock, each a move: seconds, a minute with -race.
+	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Minute)
+	defer cancel()
+	const limit = int(engine.MoveTaskMaxDuration / time.Second) // one a second
+	const total = limit + 1000
+	f.createQueue(t, "tl-dlq", nil)
+	f.createQueue(t, "tl-src", map[string]string{"RedrivePolicy": redrivePolicy("tl-dlq", 1)})
+	f.createQueue(t, "tl-dest", nil)
+	body := "outlives the task"
+	sum := md5.Sum([]byte(body))
+	batch := make([]engine.NewMessage, 1000)
+	for i := range batch {
+		batch[i] = engine.NewMessage{Body: body, MD5OfBody: hex.EncodeToString(sum[:])}
+	}
+	for n := 0; n < total; n += len(batch) {
+		if _, err := f.srv.Engine().Send(ctx, "000000000000", "tl-dlq", batch[:min(len(batch), total-n)]); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if _, err := f.json.StartMessageMoveTask(ctx, &sqs.StartMessageMoveTaskInput{SourceArn: aws.String(arnPrefix + "tl-dlq"),
+		DestinationArn: aws.String(arnPrefix + "tl-dest"), MaxNumberOfMessagesPerSecond: aws.Int32(1)}); err != nil {
+		t.Fatal(err)
+	}
+	task := func() types.ListMessageMoveTasksResultEntry {
+		out, err := f.json.ListMessageMoveTasks(ctx, &sqs.ListMessageMoveTasksInput{SourceArn: aws.String(arnPrefix + "tl-dlq")})
+		if err != nil || len(out.Results) != 1 {
+			t.Fatalf("ListMessageMoveTasks: %+v, %v", out, err)
+		}
+		return out.Results[0]
+	}
+	testwait.Eventually(t, "the first second's move and the wait for the next", func() bool {
+		return task().ApproximateNumberOfMessagesMoved == 1 && c.Waiting(c.Now().Add(time.Second)) > 0
+	})
+	advance(t, f, (engine.MoveTaskMaxDuration - time.Second).String())
+	if got := task(); aws.ToString(got.Status) != "RUNNING" || got.ApproximateNumberOfMessagesMoved != int64(limit) {
+		t.Fatalf("a second before 36 hours: %s, %d moved; want RUNNING, %d moved",
+			aws.ToString(got.Status), got.ApproximateNumberOfMessagesMoved, limit)
+	}
+	advance(t, f, "1s")
+	got := task()
+	if aws.ToString(got.Status) != "FAILED" || aws.ToString(got.FailureReason) != "AWS.SimpleQueueService.MoveTaskTimedOut" ||
+		got.ApproximateNumberOfMessagesMoved != int64(limit) {
+		t.Fatalf("at 36 hours: %s (%s), %d moved; want FAILED (AWS.SimpleQueueService.MoveTaskTimedOut), %d moved",
+			aws.ToString(got.Status), aws.ToString(got.FailureReason), got.ApproximateNumberOfMessagesMoved, limit)
+	}
+	if n := f.visible(t, f.srv.URL()+"/000000000000/tl-dest"); n != limit {
+		t.Errorf("%d messages reached the destination, want %d", n, limit)
+	}
+	if n := f.visible(t, f.srv.URL()+"/000000000000/tl-dlq"); n != total-limit {
+		t.Errorf("%d messages left in the source, want %d", n, total-limit)
+	}
+	if c.Stalls() != 0 {
+		t.Errorf("%d steps of the advance went on without their work done", c.Stalls())
 	}
 }
