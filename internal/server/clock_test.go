@@ -192,7 +192,8 @@ func TestClockOffAndGuarded(t *testing.T) {
 // SQS's timers follow the clock: a visibility timeout ends exactly when
 // the clock crosses it, a delay likewise, a long poll of 20 s answers
 // empty once the clock moved 20 s, retention removes, the FIFO
-// deduplication window and the purge interval end.
+// deduplication window, the purge interval and the wait before a deleted
+// queue's name is free end.
 func TestClockSQSTimers(t *testing.T) {
 	t.Parallel()
 	f, c := startControlled(t)
@@ -306,6 +307,18 @@ func TestClockSQSTimers(t *testing.T) {
 		if err := purge(); err != nil {
 			t.Fatalf("purge after 60 s: %v", err)
 		}
+	})
+
+	t.Run("a deleted queue's name", func(t *testing.T) {
+		url := f.createQueue(t, "clock-deleted", nil)
+		if _, err := f.json.DeleteQueue(ctx, &sqs.DeleteQueueInput{QueueUrl: aws.String(url)}); err != nil {
+			t.Fatal(err)
+		}
+		advance(t, f, "59s")
+		_, err := f.json.CreateQueue(ctx, &sqs.CreateQueueInput{QueueName: aws.String("clock-deleted")})
+		wantAPIError(t, err, "AWS.SimpleQueueService.QueueDeletedRecently", 400)
+		advance(t, f, "1s")
+		f.createQueue(t, "clock-deleted", nil)
 	})
 }
 
