@@ -486,17 +486,7 @@ func TestClockMoveTaskTimesOutAt36Hours(t *testing.T) {
 	f.createQueue(t, "tl-dlq", nil)
 	f.createQueue(t, "tl-src", map[string]string{"RedrivePolicy": redrivePolicy("tl-dlq", 1)})
 	f.createQueue(t, "tl-dest", nil)
-	body := "outlives the task"
-	sum := md5.Sum([]byte(body))
-	batch := make([]engine.NewMessage, 1000)
-	for i := range batch {
-		batch[i] = engine.NewMessage{Body: body, MD5OfBody: hex.EncodeToString(sum[:])}
-	}
-	for n := 0; n < total; n += len(batch) {
-		if _, err := f.srv.Engine().Send(ctx, "000000000000", "tl-dlq", batch[:min(len(batch), total-n)]); err != nil {
-			t.Fatal(err)
-		}
-	}
+	f.fill(ctx, t, "tl-dlq", "outlives the task", total)
 	if _, err := f.json.StartMessageMoveTask(ctx, &sqs.StartMessageMoveTaskInput{SourceArn: aws.String(arnPrefix + "tl-dlq"),
 		DestinationArn: aws.String(arnPrefix + "tl-dest"), MaxNumberOfMessagesPerSecond: aws.Int32(1)}); err != nil {
 		t.Fatal(err)
@@ -531,5 +521,22 @@ func TestClockMoveTaskTimesOutAt36Hours(t *testing.T) {
 	}
 	if c.Stalls() != 0 {
 		t.Errorf("%d steps of the advance went on without their work done", c.Stalls())
+	}
+}
+
+// fill puts n copies of body in queue name of the default account through
+// the engine, a thousand a call: a backlog far faster than the API makes
+// one.
+func (f *ferry) fill(ctx context.Context, t testing.TB, name, body string, n int) {
+	t.Helper()
+	sum := md5.Sum([]byte(body))
+	batch := make([]engine.NewMessage, 1000)
+	for i := range batch {
+		batch[i] = engine.NewMessage{Body: body, MD5OfBody: hex.EncodeToString(sum[:])}
+	}
+	for sent := 0; sent < n; sent += len(batch) {
+		if _, err := f.srv.Engine().Send(ctx, "000000000000", name, batch[:min(len(batch), n-sent)]); err != nil {
+			t.Fatal(err)
+		}
 	}
 }
