@@ -411,6 +411,7 @@ func TestClockAlarm(t *testing.T) {
 	t.Parallel()
 	f, c := startControlled(t)
 	ctx := ctxT(t)
+	began := c.Now()
 	cw := cwClient(f.srv.URL())
 	url := f.createQueue(t, "clock-backlog", nil)
 	f.send(t, &sqs.SendMessageInput{QueueUrl: aws.String(url), MessageBody: aws.String("waiting")})
@@ -439,6 +440,28 @@ func TestClockAlarm(t *testing.T) {
 	}
 	if a := desc.MetricAlarms[0]; *a.StateValue != "ALARM" {
 		t.Fatalf("state %s after five minutes of a backlog (clock at %v), want ALARM: %s", *a.StateValue, c.Now(), *a.StateReason)
+	}
+	// The datapoints behind it are the moved clock's minutes: one per
+	// minute crossed, none past the clock.
+	stats, err := cw.GetMetricStatisticsWithContext(ctx, &cwv1.GetMetricStatisticsInput{
+		Namespace:  awsv1.String("AWS/SQS"),
+		MetricName: awsv1.String("ApproximateNumberOfMessagesVisible"),
+		Dimensions: []*cwv1.Dimension{{Name: awsv1.String("QueueName"), Value: awsv1.String("clock-backlog")}},
+		StartTime:  awsv1.Time(began.Add(-time.Minute)),
+		EndTime:    awsv1.Time(c.Now().Add(time.Hour)),
+		Period:     awsv1.Int64(60),
+		Statistics: []*string{awsv1.String("Maximum")},
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(stats.Datapoints) != 5 {
+		t.Fatalf("%d datapoints over five minutes of the clock, want 5: %v", len(stats.Datapoints), stats.Datapoints)
+	}
+	for _, d := range stats.Datapoints {
+		if *d.Maximum != 1 || d.Timestamp.Before(began.Add(-time.Minute)) || d.Timestamp.After(c.Now()) {
+			t.Errorf("datapoint %v of %v at %v: want 1, between %v and %v", *d.Maximum, d.Timestamp, c.Now(), began, c.Now())
+		}
 	}
 }
 
