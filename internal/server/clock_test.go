@@ -2,6 +2,8 @@ package server_test
 
 import (
 	"context"
+	"crypto/md5"
+	"encoding/hex"
 	"encoding/json"
 	"fmt"
 	"net/http"
@@ -19,6 +21,7 @@ import (
 	"github.com/aws/aws-sdk-go-v2/service/sqs/types"
 
 	"github.com/ferrymq/ferry/internal/clock"
+	"github.com/ferrymq/ferry/internal/engine"
 	"github.com/ferrymq/ferry/internal/server"
 	"github.com/ferrymq/ferry/internal/testwait"
 )
@@ -189,7 +192,8 @@ func TestClockOffAndGuarded(t *testing.T) {
 // SQS's timers follow the clock: a visibility timeout ends exactly when
 // the clock crosses it, a delay likewise, a long poll of 20 s answers
 // empty once the clock moved 20 s, retention removes, the FIFO
-// deduplication window and the purge interval end.
+// deduplication window, the purge interval and the wait before a deleted
+// queue's name is free end.
 func TestClockSQSTimers(t *testing.T) {
 	t.Parallel()
 	f, c := startControlled(t)
@@ -304,6 +308,18 @@ func TestClockSQSTimers(t *testing.T) {
 			t.Fatalf("purge after 60 s: %v", err)
 		}
 	})
+
+	t.Run("a deleted queue's name", func(t *testing.T) {
+		url := f.createQueue(t, "clock-deleted", nil)
+		if _, err := f.json.DeleteQueue(ctx, &sqs.DeleteQueueInput{QueueUrl: aws.String(url)}); err != nil {
+			t.Fatal(err)
+		}
+		advance(t, f, "59s")
+		_, err := f.json.CreateQueue(ctx, &sqs.CreateQueueInput{QueueName: aws.String("clock-deleted")})
+		wantAPIError(t, err, "AWS.SimpleQueueService.QueueDeletedRecently", 400)
+		advance(t, f, "1s")
+		f.createQueue(t, "clock-deleted", nil)
+	})
 }
 
 // A move task's velocity follows the clock: each advanced second moves
@@ -395,6 +411,7 @@ func TestClockAlarm(t *testing.T) {
 	t.Parallel()
 	f, c := startControlled(t)
 	ctx := ctxT(t)
+	began := c.Now()
 	cw := cwClient(f.srv.URL())
 	url := f.createQueue(t, "clock-backlog", nil)
 	f.send(t, &sqs.SendMessageInput{QueueUrl: aws.String(url), MessageBody: aws.String("waiting")})
@@ -424,6 +441,28 @@ func TestClockAlarm(t *testing.T) {
 	if a := desc.MetricAlarms[0]; *a.StateValue != "ALARM" {
 		t.Fatalf("state %s after five minutes of a backlog (clock at %v), want ALARM: %s", *a.StateValue, c.Now(), *a.StateReason)
 	}
+	// The datapoints behind it are the moved clock's minutes: one per
+	// minute crossed, none past the clock.
+	stats, err := cw.GetMetricStatisticsWithContext(ctx, &cwv1.GetMetricStatisticsInput{
+		Namespace:  awsv1.String("AWS/SQS"),
+		MetricName: awsv1.String("ApproximateNumberOfMessagesVisible"),
+		Dimensions: []*cwv1.Dimension{{Name: awsv1.String("QueueName"), Value: awsv1.String("clock-backlog")}},
+		StartTime:  awsv1.Time(began.Add(-time.Minute)),
+		EndTime:    awsv1.Time(c.Now().Add(time.Hour)),
+		Period:     awsv1.Int64(60),
+		Statistics: []*string{awsv1.String("Maximum")},
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(stats.Datapoints) != 5 {
+		t.Fatalf("%d datapoints over five minutes of the clock, want 5: %v", len(stats.Datapoints), stats.Datapoints)
+	}
+	for _, d := range stats.Datapoints {
+		if *d.Maximum != 1 || d.Timestamp.Before(began.Add(-time.Minute)) || d.Timestamp.After(c.Now()) {
+			t.Errorf("datapoint %v of %v at %v: want 1, between %v and %v", *d.Maximum, d.Timestamp, c.Now(), began, c.Now())
+		}
+	}
 }
 
 // SigV4 requests, signed on the wall clock, still pass after the clock
@@ -448,5 +487,79 @@ func TestClockSigV4AfterAdvance(t *testing.T) {
 	ms, _ := strconv.ParseInt(got[0].Attributes["SentTimestamp"], 10, 64)
 	if sentAt := time.UnixMilli(ms); !sentAt.Equal(moved.Truncate(time.Millisecond)) {
 		t.Fatalf("SentTimestamp %v, want the frozen clock's %v", sentAt, moved)
+	}
+}
+
+// A move task that outlives SQS's 36 hours fails with MoveTaskTimedOut, on
+// the clock: at 1 message a second over more messages than 36 hours move,
+// it is RUNNING a second before its 36 hours are up, having moved each
+// second's message, and FAILED at them, the rest left in its source.
+func TestClockMoveTaskTimesOutAt36Hours(t *testing.T) {
+	t.Parallel()
+	// On PostgreSQL a step of this task moves one message in about 0.1 s
+	// over a source this size: 36 hours of them take hours. The
+	// conformance suite's testMoveTaskTimeout checks its limit there.
+	embeddedOnly(t, "129,600 one-message move steps take hours")
+	f, c := startControlled(t)
+	// 129,600 steps of the clock, each a move: seconds, a minute with -race.
+	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Minute)
+	defer cancel()
+	const limit = int(engine.MoveTaskMaxDuration / time.Second) // one a second
+	const total = limit + 1000
+	f.createQueue(t, "tl-dlq", nil)
+	f.createQueue(t, "tl-src", map[string]string{"RedrivePolicy": redrivePolicy("tl-dlq", 1)})
+	f.createQueue(t, "tl-dest", nil)
+	f.fill(ctx, t, "tl-dlq", "outlives the task", total)
+	if _, err := f.json.StartMessageMoveTask(ctx, &sqs.StartMessageMoveTaskInput{SourceArn: aws.String(arnPrefix + "tl-dlq"),
+		DestinationArn: aws.String(arnPrefix + "tl-dest"), MaxNumberOfMessagesPerSecond: aws.Int32(1)}); err != nil {
+		t.Fatal(err)
+	}
+	task := func() types.ListMessageMoveTasksResultEntry {
+		out, err := f.json.ListMessageMoveTasks(ctx, &sqs.ListMessageMoveTasksInput{SourceArn: aws.String(arnPrefix + "tl-dlq")})
+		if err != nil || len(out.Results) != 1 {
+			t.Fatalf("ListMessageMoveTasks: %+v, %v", out, err)
+		}
+		return out.Results[0]
+	}
+	testwait.Eventually(t, "the first second's move and the wait for the next", func() bool {
+		return task().ApproximateNumberOfMessagesMoved == 1 && c.Waiting(c.Now().Add(time.Second)) > 0
+	})
+	advance(t, f, (engine.MoveTaskMaxDuration - time.Second).String())
+	if got := task(); aws.ToString(got.Status) != "RUNNING" || got.ApproximateNumberOfMessagesMoved != int64(limit) {
+		t.Fatalf("a second before 36 hours: %s, %d moved; want RUNNING, %d moved",
+			aws.ToString(got.Status), got.ApproximateNumberOfMessagesMoved, limit)
+	}
+	advance(t, f, "1s")
+	got := task()
+	if aws.ToString(got.Status) != "FAILED" || aws.ToString(got.FailureReason) != "AWS.SimpleQueueService.MoveTaskTimedOut" ||
+		got.ApproximateNumberOfMessagesMoved != int64(limit) {
+		t.Fatalf("at 36 hours: %s (%s), %d moved; want FAILED (AWS.SimpleQueueService.MoveTaskTimedOut), %d moved",
+			aws.ToString(got.Status), aws.ToString(got.FailureReason), got.ApproximateNumberOfMessagesMoved, limit)
+	}
+	if n := f.visible(t, f.srv.URL()+"/000000000000/tl-dest"); n != limit {
+		t.Errorf("%d messages reached the destination, want %d", n, limit)
+	}
+	if n := f.visible(t, f.srv.URL()+"/000000000000/tl-dlq"); n != total-limit {
+		t.Errorf("%d messages left in the source, want %d", n, total-limit)
+	}
+	if c.Stalls() != 0 {
+		t.Errorf("%d steps of the advance went on without their work done", c.Stalls())
+	}
+}
+
+// fill puts n copies of body in queue name of the default account through
+// the engine, a thousand a call: a backlog far faster than the API makes
+// one.
+func (f *ferry) fill(ctx context.Context, t testing.TB, name, body string, n int) {
+	t.Helper()
+	sum := md5.Sum([]byte(body))
+	batch := make([]engine.NewMessage, 1000)
+	for i := range batch {
+		batch[i] = engine.NewMessage{Body: body, MD5OfBody: hex.EncodeToString(sum[:])}
+	}
+	for sent := 0; sent < n; sent += len(batch) {
+		if _, err := f.srv.Engine().Send(ctx, "000000000000", name, batch[:min(len(batch), n-sent)]); err != nil {
+			t.Fatal(err)
+		}
 	}
 }

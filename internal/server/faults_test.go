@@ -438,6 +438,9 @@ func TestFaultSNSTimeout(t *testing.T) {
 	}
 	f.advanceUntil(t, time.Minute, func() bool { return e.count() >= 2 })
 	testwait.Eventually(t, "delivered", func() bool { c, _ := f.srv.SNS().SubscriptionCounters(sub); return c.Delivered == 1 && c.Failed == 1 })
+	if body := scrape(t, f); !strings.Contains(body, `ferry_faults_injected_total{kind="timeout",service="sns"} 1`) {
+		t.Errorf("/metrics lacks the timeout:\n%s", grepLines(body, "ferry_faults"))
+	}
 }
 
 // TestFaultSNSToSQS: SNS's deliveries to queues take the faults as SNS
