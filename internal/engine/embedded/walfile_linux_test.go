@@ -5,7 +5,11 @@ package embedded
 import (
 	"context"
 	"fmt"
+	"syscall"
 	"testing"
+	"time"
+
+	dto "github.com/prometheus/client_model/go"
 
 	"github.com/ferrymq/ferry/internal/engine"
 )
@@ -51,4 +55,60 @@ func TestWALPresized(t *testing.T) {
 			t.Fatalf("acknowledged message %s lost", id)
 		}
 	}
+}
+
+// BenchmarkSendFreshWAL: 8 callers each send one message at a time into a
+// new store, whose log is fresh, with the log allocated whole (presized)
+// and growing as Pebble writes it (Pebble's own KEEP_SIZE preallocation).
+// What differs is the kernel's work per WAL sync: sys-µs/sync is the
+// process's system CPU over the syncs.
+func BenchmarkSendFreshWAL(b *testing.B) {
+	for _, grows := range []bool{true, false} {
+		b.Run(fmt.Sprint("presized=", !grows), func(b *testing.B) {
+			ctx := context.Background()
+			e := openTest(b, Options{Dir: b.TempDir(), walGrows: grows})
+			if _, _, err := e.CreateQueue(ctx, engine.Queue{Account: acct, Name: "q", Settings: settings()}); err != nil {
+				b.Fatal(err)
+			}
+			syncs0, commits0 := walSyncs(b, e), e.syncedCommits.Load()
+			sys0 := sysTime()
+			b.SetParallelism(4) // 8 callers on 2 cores
+			b.ResetTimer()
+			b.RunParallel(func(pb *testing.PB) {
+				msgs := benchBatch()[:1]
+				for pb.Next() {
+					if _, err := e.Send(ctx, acct, "q", msgs); err != nil {
+						b.Error(err)
+						return
+					}
+				}
+			})
+			b.StopTimer()
+			syncs := walSyncs(b, e) - syncs0
+			if syncs == 0 {
+				b.Fatal("no WAL sync")
+			}
+			b.ReportMetric(float64((sysTime()-sys0).Microseconds())/float64(syncs), "sys-µs/sync")
+			b.ReportMetric(float64(e.syncedCommits.Load()-commits0)/float64(syncs), "commits/sync")
+			b.ReportMetric(b.Elapsed().Seconds()*1e6/float64(syncs), "µs/sync")
+		})
+	}
+}
+
+// walSyncs is the count of WAL syncs Pebble has timed.
+func walSyncs(b *testing.B, e *Engine) uint64 {
+	var pm dto.Metric
+	if err := e.db.Metrics().LogWriter.FsyncLatency.Write(&pm); err != nil {
+		b.Fatal(err)
+	}
+	return pm.Histogram.GetSampleCount()
+}
+
+// sysTime is the process's system CPU so far.
+func sysTime() time.Duration {
+	var ru syscall.Rusage
+	if err := syscall.Getrusage(syscall.RUSAGE_SELF, &ru); err != nil {
+		return 0
+	}
+	return time.Duration(ru.Stime.Nano())
 }
