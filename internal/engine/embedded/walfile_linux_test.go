@@ -3,12 +3,16 @@
 package embedded
 
 import (
+	"bytes"
 	"context"
+	"errors"
 	"fmt"
+	"io"
 	"syscall"
 	"testing"
 	"time"
 
+	"github.com/cockroachdb/pebble/v2/vfs"
 	dto "github.com/prometheus/client_model/go"
 
 	"github.com/ferrymq/ferry/internal/engine"
@@ -111,4 +115,65 @@ func sysTime() time.Duration {
 		return 0
 	}
 	return time.Duration(ru.Stime.Nano())
+}
+
+// TestZeroAheadFile: the records land where a plain file would put them,
+// zeros cover the blocks up to a step ahead of them (never past the
+// limit), and nothing a record wrote is ever zeroed.
+func TestZeroAheadFile(t *testing.T) {
+	const step = walZeroStep
+	cases := []struct {
+		name   string
+		limit  int64
+		writes []int
+	}{
+		{"small appends", 3 * step, []int{100, 4096, 1, 30000, 512}},
+		{"across a step", 3 * step, []int{step - 10, 20, 5, step}},
+		{"one write of several steps", 3 * step, []int{10, 2*step + 7}},
+		{"past the limit", step + step/2, []int{step, step, 100}},
+		{"limit not a step", step / 3, []int{1000, step / 3, 10}},
+	}
+	for _, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) {
+			fs := vfs.NewMem()
+			raw, err := fs.Create("log", vfs.WriteCategoryUnspecified)
+			if err != nil {
+				t.Fatal(err)
+			}
+			f := &zeroAheadFile{File: raw, limit: tc.limit}
+			var want []byte
+			for i, n := range tc.writes {
+				p := bytes.Repeat([]byte{byte(i + 1)}, n)
+				want = append(want, p...) // Pebble's race builds mangle what was written
+				if w, err := f.Write(p); err != nil || w != n {
+					t.Fatalf("write %d: %d, %v", i, w, err)
+				}
+				if end := int64(len(want)); end < tc.limit && f.zeroed < end {
+					t.Fatalf("after write %d: zeroed to %d, records to %d", i, f.zeroed, end)
+				}
+				if f.zeroed > tc.limit || f.zeroed > int64(len(want))+step {
+					t.Fatalf("after write %d: zeroed to %d (records %d, limit %d)", i, f.zeroed, len(want), tc.limit)
+				}
+			}
+			got := make([]byte, max(f.zeroed, int64(len(want)))+1)
+			n, err := raw.ReadAt(got, 0)
+			if err != nil && !errors.Is(err, io.EOF) {
+				t.Fatal(err)
+			}
+			got = got[:n]
+			if int64(n) != max(f.zeroed, int64(len(want))) {
+				t.Fatalf("file is %d bytes, want %d", n, max(f.zeroed, int64(len(want))))
+			}
+			if !bytes.Equal(got[:len(want)], want) {
+				i := 0
+				for got[i] == want[i] {
+					i++
+				}
+				t.Fatalf("the records differ from offset %d of %d: %d, want %d", i, len(want), got[i], want[i])
+			}
+			if !allZero(got[len(want):]) {
+				t.Fatal("bytes past the records are not zeros")
+			}
+		})
+	}
 }
