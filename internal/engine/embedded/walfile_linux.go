@@ -10,8 +10,8 @@ import (
 // Every acknowledged write waits for an fdatasync of the write-ahead log.
 // Pebble preallocates a new log's blocks with FALLOC_FL_KEEP_SIZE, so each
 // sync still moves the file's size, and ext4 commits its journal for it:
-// on a fresh log a sync cost about half as much kernel time again as one
-// over blocks already written (docs/bench/durable.md). Pebble reuses a log
+// on a fresh log a sync cost a third more kernel time than one over
+// blocks already written (docs/bench/durable.md). Pebble reuses a log
 // only once its memtable is flushed, and never one from before an open, so
 // after every start the first two logs (up to 128 MiB of records) are
 // fresh. A fresh log is therefore allocated at its full size, which fixes
