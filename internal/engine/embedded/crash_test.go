@@ -108,6 +108,9 @@ func TestCrashRecovery(t *testing.T) {
 	sent, deleted := log.sent, log.deleted
 	for round := range 3 {
 		runCrashChild(t, dir, "TestCrashChild", 400+round*300, log)
+		if path, size := walSize(t, dir); size < walPresize {
+			t.Fatalf("round %d: the killed writer's log %s is %d bytes, want it preallocated to %d", round, path, size, walPresize)
+		}
 
 		logs := &logCapture{}
 		// A killed process leaves whole records in its log: recovery drops
@@ -196,6 +199,17 @@ func runCrashChild(t *testing.T, dir, child string, minOps int, log crashLog) {
 	if ops < minOps {
 		t.Fatalf("load generator acknowledged only %d ops: %s", ops, stderr.String())
 	}
+}
+
+// walSize returns the path and size of dir's newest log.
+func walSize(t *testing.T, dir string) (string, int64) {
+	t.Helper()
+	path, _, _ := newestWAL(t, dir)
+	st, err := os.Stat(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return path, st.Size()
 }
 
 // storedMessageIDs lists the ids of a queue's messages, checking that the

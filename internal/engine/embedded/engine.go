@@ -76,6 +76,10 @@ type Options struct {
 	// next one before it answers (see gatherMore); zero answers at once.
 	// ferry serve uses DefaultGather.
 	Gather time.Duration
+
+	// walGrows (tests) leaves a fresh write-ahead log to grow as Pebble
+	// writes it, instead of allocating it whole (walfile_linux.go).
+	walGrows bool
 }
 
 // DefaultGather keeps the wake-up of a lone message well under a

@@ -106,6 +106,9 @@ func (e *Engine) openLocked(fs vfs.FS, dir string, po *pebble.Options, pl *pebbl
 	if o.FS, err = e.openSpace(fs, dir, cmp.Or(opts.DiskReserve, DefaultDiskReserve)); err != nil {
 		return nil, err
 	}
+	if !opts.walGrows {
+		o.FS = presizeWALs(o.FS)
+	}
 	o.Lock = pl
 	// What was found to be a store must open as one, never be recreated.
 	o.ErrorIfNotExists = exists
