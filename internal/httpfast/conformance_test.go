@@ -70,6 +70,16 @@ func echo(w http.ResponseWriter, r *http.Request) {
 		status, _ = strconv.Atoi(s)
 	}
 	w.WriteHeader(status)
+	if q.Get("flush") != "" {
+		// Streamed as the console's events are: each part flushed.
+		half := b.Len() / 2
+		w.Write(b.Bytes()[:half])
+		w.(http.Flusher).Flush()
+		w.Write(b.Bytes()[half:])
+		w.(http.Flusher).Flush()
+		w.Write([]byte("end"))
+		return
+	}
 	w.Write(b.Bytes())
 }
 
@@ -99,6 +109,10 @@ var conformanceCases = []struct{ name, raw string }{
 	{"body left unread", "POST /?skip=1 HTTP/1.1\r\nHost: h\r\nContent-Length: 5\r\n\r\nabcdeGET /next HTTP/1.1\r\nHost: h\r\n\r\n"},
 	{"post without length", "POST / HTTP/1.1\r\nHost: h\r\n\r\nGET /next HTTP/1.1\r\nHost: h\r\n\r\n"},
 	{"panic", "GET /?panic=1 HTTP/1.1\r\nHost: h\r\n\r\n"},
+	{"flushed", "GET /?flush=1 HTTP/1.1\r\nHost: h\r\n\r\nGET /next HTTP/1.1\r\nHost: h\r\n\r\n"},
+	{"flushed, http/1.0", "GET /?flush=1 HTTP/1.0\r\nConnection: keep-alive\r\n\r\n"},
+	{"flushed head", "HEAD /?flush=1 HTTP/1.1\r\nHost: h\r\n\r\n"},
+	{"flushed with length", "GET /?flush=1&cl=1 HTTP/1.1\r\nHost: h\r\n\r\n"},
 	{"ipv6 host", "GET / HTTP/1.1\r\nHost: [::1]:80\r\n\r\n"},
 	// Handed to net/http.
 	{"chunked", "POST / HTTP/1.1\r\nHost: h\r\nTransfer-Encoding: chunked\r\n\r\n3\r\nabc\r\n0\r\n\r\nGET /next HTTP/1.1\r\nHost: h\r\n\r\n"},

@@ -253,6 +253,10 @@ func (c *conn) run(req *http.Request) (keep bool) {
 		panicked = false
 	}()
 	c.timer.Stop()
+	if b, ok := req.Body.(*body); ok {
+		// As net/http's: the body is the handler's no more.
+		b.closed = true
+	}
 	c.mu.Lock()
 	c.running = false
 	watching := c.watching
@@ -327,17 +331,23 @@ func (c *conn) watch() {
 
 // body reads a request's body of known length, from the buffer first.
 type body struct {
-	c          *conn
-	remaining  int64
-	err        error
-	closed     bool
-	watchAtEOF bool
+	c           *conn
+	remaining   int64
+	err         error
+	closed      bool // by the handler (closedEarly too), or once it returned
+	closedEarly bool
+	watchAtEOF  bool
 }
 
 func (b *body) Read(p []byte) (int, error) {
 	if b.closed {
 		return 0, http.ErrBodyReadAfterClose
 	}
+	return b.read(p)
+}
+
+// read is Read for the loop itself, which drops what a handler left.
+func (b *body) read(p []byte) (int, error) {
 	if b.err != nil {
 		return 0, b.err
 	}
@@ -381,6 +391,6 @@ func (b *body) Read(p []byte) (int, error) {
 }
 
 func (b *body) Close() error {
-	b.closed = true
+	b.closed, b.closedEarly = true, true
 	return nil
 }

@@ -240,7 +240,7 @@ func (w *response) head(dst, p []byte, done bool) []byte {
 	// that the connection can carry the next request.
 	if b, ok := req.Body.(*body); ok && !w.closeAfter {
 		switch {
-		case b.closed:
+		case b.closedEarly:
 			if b.remaining > 0 {
 				w.closeAfter = true
 			}
@@ -249,7 +249,7 @@ func (w *response) head(dst, p []byte, done bool) []byte {
 			header.Del("Connection")
 			setConnection = "close"
 		case b.remaining > 0 || b.err != nil:
-			if _, err := io.Copy(io.Discard, b); err != nil {
+			if _, err := io.Copy(io.Discard, readerFunc(b.read)); err != nil {
 				w.closeAfter = true
 			}
 		}
@@ -386,3 +386,7 @@ func appendFieldValue(dst []byte, v string) []byte {
 	}
 	return dst
 }
+
+type readerFunc func([]byte) (int, error)
+
+func (f readerFunc) Read(p []byte) (int, error) { return f(p) }
