@@ -75,6 +75,13 @@ func (c *conn) serve() {
 		c.s.untrack(c)
 	}()
 	srv := c.s.srv
+	hdrTimeout := srv.ReadHeaderTimeout
+	if hdrTimeout == 0 {
+		hdrTimeout = srv.ReadTimeout
+	}
+	// As net/http: a connection's first request is timed from its
+	// accepting, the next ones from their first bytes, after an idle wait.
+	first, t0 := true, time.Now()
 	for {
 		// Wait for the first bytes of a request, under the idle timeout.
 		if c.r == c.w {
@@ -83,29 +90,30 @@ func (c *conn) serve() {
 			if c.s.shutting.Load() {
 				return
 			}
-			idle := srv.IdleTimeout
-			if idle == 0 {
-				idle = srv.ReadTimeout
+			wait := srv.IdleTimeout
+			if wait == 0 {
+				wait = srv.ReadTimeout
 			}
-			if idle > 0 {
-				c.rwc.SetReadDeadline(time.Now().Add(idle))
+			if first {
+				wait = hdrTimeout
+			}
+			if wait > 0 {
+				c.rwc.SetReadDeadline(time.Now().Add(wait))
 			} else {
 				c.rwc.SetReadDeadline(time.Time{})
 			}
-			n, err := c.rwc.Read(c.buf)
+			n, _ := c.rwc.Read(c.buf)
 			if n == 0 {
-				_ = err
 				return
 			}
 			c.w = n
 		}
 		c.idle.Store(false)
-		t0 := time.Now()
-		var hdrDeadline, wholeDeadline time.Time
-		hdrTimeout := srv.ReadHeaderTimeout
-		if hdrTimeout == 0 {
-			hdrTimeout = srv.ReadTimeout
+		if !first {
+			t0 = time.Now()
 		}
+		first = false
+		var hdrDeadline, wholeDeadline time.Time
 		if hdrTimeout > 0 {
 			hdrDeadline = t0.Add(hdrTimeout)
 		}

@@ -204,3 +204,15 @@ func watchRead(s *Server) bool {
 		return false
 	}
 }
+
+// TestSilentConnectionClosed: a connection that never sends a request is
+// closed after ReadHeaderTimeout, however long IdleTimeout is, as
+// net/http closes it.
+func TestSilentConnectionClosed(t *testing.T) {
+	_, addr := serve(t, &http.Server{ReadHeaderTimeout: 100 * time.Millisecond, IdleTimeout: time.Hour,
+		Handler: http.NotFoundHandler()})
+	c := dial(t, addr)
+	if _, err := c.Read(make([]byte, 1)); err != io.EOF {
+		t.Fatalf("silent connection: %v, want it closed", err)
+	}
+}
