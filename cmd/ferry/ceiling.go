@@ -22,6 +22,7 @@ func ceilingCmd(ctx context.Context, args []string, _ func(string) string, _, st
 		"stored message is answered at once with a valid AWS answer, and nothing is kept. ferry bench knows it\n"+
 		"by its answers, reports its figures as \"ceiling\", unverified, and skips the other scenarios.\n", stderr)
 	listen := fs.String("listen", "", "address to listen on, e.g. 127.0.0.1:4566 (required)")
+	httpServer := fs.String("http-server", "net", "the HTTP server: net (Go's net/http) or fast (Ferry's lean HTTP/1.1 loop)")
 	if code, ok := parseFlags(fs, args); !ok {
 		return code
 	}
@@ -29,7 +30,11 @@ func ceilingCmd(ctx context.Context, args []string, _ func(string) string, _, st
 		fmt.Fprintln(stderr, "ferry ceiling: --listen is required")
 		return 2
 	}
-	srv, err := ceiling.Start(*listen)
+	if *httpServer != "net" && *httpServer != "fast" {
+		fmt.Fprintln(stderr, "ferry ceiling: --http-server must be net or fast")
+		return 2
+	}
+	srv, err := ceiling.StartOn(*listen, *httpServer == "fast")
 	if err != nil {
 		fmt.Fprintf(stderr, "ferry %v\n", err)
 		return 1

@@ -3,6 +3,7 @@ package bench_test
 import (
 	"bytes"
 	"context"
+	"fmt"
 	"io"
 	"net/http"
 	"net/http/httptest"
@@ -100,12 +101,19 @@ func TestScenariosAgainstFerry(t *testing.T) {
 }
 
 // TestScenariosAgainstCeiling runs scenarios briefly against the ceiling
-// in this process: those it answers read ceiling, with every figure
-// present, and those that need held messages read unsupported.
+// in this process, served by net/http and by the lean loop: those it
+// answers read ceiling, with every figure present, and those that need
+// held messages read unsupported.
 func TestScenariosAgainstCeiling(t *testing.T) {
+	for _, fast := range []bool{false, true} {
+		t.Run(fmt.Sprintf("fast=%v", fast), func(t *testing.T) { scenariosAgainstCeiling(t, fast) })
+	}
+}
+
+func scenariosAgainstCeiling(t *testing.T, fast bool) {
 	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
 	defer cancel()
-	srv, err := ceiling.Start("127.0.0.1:0")
+	srv, err := ceiling.StartOn("127.0.0.1:0", fast)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -2,7 +2,6 @@ package server
 
 import (
 	"context"
-	"crypto/tls"
 	"log/slog"
 	"net"
 	"net/http"
@@ -85,11 +84,15 @@ func (c *countedConn) CloseWrite() error {
 
 type refusedKey struct{}
 
-// connContext marks the requests of a refused connection (under TLS, of
-// the connection TLS runs on).
+// connContext marks the requests of a refused connection (under TLS, or
+// handed from httpfast's loop to net/http, of the connection underneath).
 func connContext(ctx context.Context, c net.Conn) context.Context {
-	if tc, ok := c.(*tls.Conn); ok {
-		c = tc.NetConn()
+	for {
+		nc, ok := c.(interface{ NetConn() net.Conn })
+		if !ok {
+			break
+		}
+		c = nc.NetConn()
 	}
 	if cc, ok := c.(*countedConn); ok && cc.refused {
 		return context.WithValue(ctx, refusedKey{}, true)

@@ -83,6 +83,11 @@ func withWaits(t testing.TB, w engine.Waits) option {
 	}
 }
 
+// httpServerEnv chooses what serves HTTP/1.x in every server the tests
+// start (Config.HTTPServer): unset, the default (the lean loop); "net",
+// net/http alone.
+const httpServerEnv = "FERRY_TEST_HTTP_SERVER"
+
 // serverStoreEnv chooses the store of every server the tests start: unset,
 // the embedded store; "postgres", a PostgreSQL schema of each server's own
 // on FERRY_TEST_POSTGRES_URL, as ferry serve --postgres runs.
@@ -171,7 +176,7 @@ func testLogger(t testing.TB) *slog.Logger {
 func start(t testing.TB, opts ...option) *ferry {
 	t.Helper()
 	clk := clock.NewFake(epoch)
-	cfg := server.Config{Listen: "127.0.0.1:0", Clock: clk, Logger: testLogger(t)}
+	cfg := server.Config{Listen: "127.0.0.1:0", Clock: clk, Logger: testLogger(t), HTTPServer: os.Getenv(httpServerEnv)}
 	for _, o := range opts {
 		o(&cfg)
 	}

@@ -28,6 +28,7 @@ import (
 	"github.com/ferrymq/ferry/internal/egress"
 	"github.com/ferrymq/ferry/internal/engine"
 	"github.com/ferrymq/ferry/internal/faults"
+	"github.com/ferrymq/ferry/internal/httpfast"
 	"github.com/ferrymq/ferry/internal/metrics"
 	"github.com/ferrymq/ferry/internal/protocol"
 	"github.com/ferrymq/ferry/internal/region"
@@ -85,6 +86,10 @@ type Config struct {
 	// DefaultMaxConnections; negative: no cap). Connections over the cap are
 	// answered 503 ServiceUnavailable and closed.
 	MaxConnections int
+	// HTTPServer is what serves HTTP/1.x on a plain-TCP API listener:
+	// HTTPServerFast ("" too), or HTTPServerNet for Go's net/http alone.
+	// TLS (and so HTTP/2) is always net/http's.
+	HTTPServer string
 
 	// SNSDeliveryLog receives SNS delivery status lines (topics with
 	// <P>SuccessFeedbackRoleArn and the like): a file path, or "-" for
@@ -156,6 +161,11 @@ const (
 	// link of 300 KB/s, and frees a slow client's connection within half a
 	// minute.
 	DefaultReadTimeout = 30 * time.Second
+	// HTTPServerFast is the lean HTTP/1.1 loop (package httpfast), which
+	// hands any request outside its subset to net/http.
+	HTTPServerFast = "fast"
+	// HTTPServerNet is Go's net/http alone.
+	HTTPServerNet = "net"
 	// DefaultIdleTimeout is longer than the 90 s that the Go SDK's and Go's
 	// default transports keep an idle connection (the Java SDK keeps 60 s),
 	// so that those clients close first and never send a request on a
@@ -204,11 +214,14 @@ type Server struct {
 	sampler *metrics.Sampler
 	changes *console.Changes // nil with the console off
 	http    *http.Server
-	ln      net.Listener
-	served  chan error
-	routes  *routes
-	api     *protocol.Handler
-	scheme  string // "http" or "https"
+	// fast serves the API listener with httpfast's loop, which hands the
+	// connections it does not serve to http; nil when http serves it all.
+	fast   *httpfast.Server
+	ln     net.Listener
+	served chan error
+	routes *routes
+	api    *protocol.Handler
+	scheme string // "http" or "https"
 	// admin serves Ferry's own endpoints on Config.AdminListen; nil
 	// without one.
 	admin       *http.Server
@@ -240,6 +253,10 @@ func Start(ctx context.Context, cfg Config) (*Server, error) {
 	if cfg.AuthVerify && cfg.Credentials.Len() == 0 {
 		cfg.Store.Close()
 		return nil, errors.New("server: verifying signatures needs credentials (--credentials)")
+	}
+	if cfg.HTTPServer != "" && cfg.HTTPServer != HTTPServerFast && cfg.HTTPServer != HTTPServerNet {
+		cfg.Store.Close()
+		return nil, fmt.Errorf("server: HTTP server %q: want %s or %s", cfg.HTTPServer, HTTPServerFast, HTTPServerNet)
 	}
 	if _, ok := cfg.Clock.(*clock.Controlled); cfg.ClockControl && !ok {
 		cfg.Store.Close()
@@ -550,7 +567,12 @@ func Start(ctx context.Context, cfg Config) (*Server, error) {
 		serveLn = newConnLimit(ln, cfg.MaxConnections, cfg.Logger)
 	}
 	s.http.TLSConfig = tlsCfg.Clone()
-	go func() { s.served <- serve(s.http, serveLn) }()
+	if tlsCfg == nil && cfg.HTTPServer != HTTPServerNet {
+		s.fast = httpfast.New(s.http)
+		go func() { s.served <- s.fast.Serve(serveLn) }()
+	} else {
+		go func() { s.served <- serve(s.http, serveLn) }()
+	}
 	if adminLn != nil {
 		s.admin = s.besideAPI(g.check(s.routes.admin), tlsCfg)
 		go func() { s.adminServed <- serve(s.admin, adminLn) }()
@@ -697,7 +719,11 @@ func (s *Server) health(w http.ResponseWriter, r *http.Request) {
 func (s *Server) Shutdown(ctx context.Context) error {
 	s.once.Do(func() {
 		s.stopAll()
-		err := stopListener(ctx, s.http, s.served)
+		var api stoppable = s.http
+		if s.fast != nil {
+			api = s.fast
+		}
+		err := stopListener(ctx, api, s.served)
 		if s.admin != nil {
 			err = errors.Join(err, stopListener(ctx, s.admin, s.adminServed))
 		}
@@ -740,9 +766,16 @@ func (s *Server) besideAPI(h http.Handler, tlsCfg *tls.Config) *http.Server {
 	}
 }
 
+// stoppable is a server of one listener: *http.Server or
+// *httpfast.Server.
+type stoppable interface {
+	Shutdown(context.Context) error
+	Close() error
+}
+
 // stopListener shuts srv down, at once when ctx ends first, and waits
 // for its serve loop, whose end it reads from served.
-func stopListener(ctx context.Context, srv *http.Server, served chan error) error {
+func stopListener(ctx context.Context, srv stoppable, served chan error) error {
 	err := srv.Shutdown(ctx)
 	if errors.Is(err, context.DeadlineExceeded) || errors.Is(err, context.Canceled) {
 		srv.Close()

@@ -34,6 +34,8 @@ import (
 	"strings"
 	"sync"
 	"time"
+
+	"github.com/ferrymq/ferry/internal/httpfast"
 )
 
 // Header is set to "1" on every answer of the ceiling. The fixture says
@@ -423,18 +425,29 @@ func batchIDs(form []byte, prefix string) []string {
 
 // Server is a ceiling listening on a TCP address.
 type Server struct {
-	srv *http.Server
-	url string
+	srv  *http.Server
+	fast *httpfast.Server // nil when net/http serves
+	url  string
 }
 
-// Start serves a ceiling on addr (host:port; port 0 picks one).
-func Start(addr string) (*Server, error) {
+// Start serves a ceiling on addr (host:port; port 0 picks one) with
+// net/http.
+func Start(addr string) (*Server, error) { return StartOn(addr, false) }
+
+// StartOn serves a ceiling on addr, with Ferry's lean HTTP/1.1 loop
+// (httpfast) when fast, else with net/http.
+func StartOn(addr string, fast bool) (*Server, error) {
 	ln, err := net.Listen("tcp", addr)
 	if err != nil {
 		return nil, fmt.Errorf("ceiling: %w", err)
 	}
 	// As Ferry's server is configured, less what only Ferry needs.
 	s := &Server{srv: &http.Server{Handler: New(), ReadHeaderTimeout: 30 * time.Second}, url: "http://" + ln.Addr().String()}
+	if fast {
+		s.fast = httpfast.New(s.srv)
+		go func() { _ = s.fast.Serve(ln) }()
+		return s, nil
+	}
 	go func() { _ = s.srv.Serve(ln) }()
 	return s, nil
 }
@@ -444,6 +457,13 @@ func (s *Server) URL() string { return s.url }
 
 // Shutdown stops the ceiling, waiting for calls in flight until ctx ends.
 func (s *Server) Shutdown(ctx context.Context) error {
+	if s.fast != nil {
+		if err := s.fast.Shutdown(ctx); err != nil {
+			s.fast.Close()
+			return fmt.Errorf("ceiling: %w", err)
+		}
+		return nil
+	}
 	if err := s.srv.Shutdown(ctx); err != nil {
 		s.srv.Close()
 		return fmt.Errorf("ceiling: %w", err)
