@@ -235,7 +235,10 @@ func (q *queue) putStateLocked(b *pebble.Batch, m *message, buf []byte, c *engin
 		v = appendStateReceive(v, m.deadline, c)
 		m.pending = true
 	case m.pending:
-		old, err := q.e.get(k[:])
+		// A key Pebble reads with moves to the heap: a copy of its own
+		// keeps k, written at every receive, on the stack.
+		rk := k
+		old, err := q.e.get(rk[:])
 		var tail []byte
 		if err == nil && old != nil {
 			tail, err = stateReceiveTail(old)
