@@ -45,6 +45,18 @@ func verifyStore(e *Engine) error {
 		}
 		return false, nil
 	}))
+	for qid, q := range qs {
+		q.mu.Lock()
+		q.bodies.mu.RLock()
+		for seq := range q.bodies.m {
+			if q.msgs[seq] == nil {
+				err = errors.Join(err, fmt.Errorf("queue %s: record of message %d, not indexed", q.desc.Name, seq))
+			}
+		}
+		bodies[qid] += len(q.bodies.m)
+		q.bodies.mu.RUnlock()
+		q.mu.Unlock()
+	}
 	for id, q := range qs {
 		q.mu.Lock()
 		n := len(q.msgs)
