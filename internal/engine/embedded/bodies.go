@@ -32,6 +32,55 @@ import (
 type bodyTable struct {
 	mu sync.RWMutex
 	m  map[uint64][]byte // by seq; records never change
+	// order holds every seq of m, ascending, for walks in seq order (peeks),
+	// and seqs deleted since it was last compacted. Seqs are handed out in
+	// ascending order, so a put mostly appends.
+	order []uint64
+}
+
+// put stores rec as seq's record; the caller holds mu.
+func (t *bodyTable) put(seq uint64, rec []byte) {
+	if t.m == nil {
+		t.m = make(map[uint64][]byte)
+	}
+	t.m[seq] = rec
+	if n := len(t.order); n == 0 || t.order[n-1] < seq {
+		t.order = append(t.order, seq)
+	} else if i, found := slices.BinarySearch(t.order, seq); !found {
+		t.order = slices.Insert(t.order, i, seq) // a concurrent send's, a few places back
+	}
+}
+
+// drop deletes seq's record; the caller holds mu. Once order holds more
+// deleted seqs than live ones, it is compacted: each deletion pays for
+// itself.
+func (t *bodyTable) drop(seq uint64) {
+	delete(t.m, seq)
+	if len(t.order) > 2*len(t.m)+64 {
+		t.order = slices.DeleteFunc(t.order, func(s uint64) bool { _, ok := t.m[s]; return !ok })
+	}
+}
+
+// dropBelow deletes the records of the seqs below seq; the caller holds
+// mu.
+func (t *bodyTable) dropBelow(seq uint64) {
+	i, _ := slices.BinarySearch(t.order, seq)
+	for _, s := range t.order[:i] {
+		delete(t.m, s)
+	}
+	t.order = slices.Delete(t.order, 0, i)
+}
+
+// after returns the first seq at or after from that has a record, and the
+// record; ok is false if there is none. The caller holds mu (read).
+func (t *bodyTable) after(from uint64) (seq uint64, rec []byte, ok bool) {
+	i, _ := slices.BinarySearch(t.order, from)
+	for ; i < len(t.order); i++ {
+		if rec, ok = t.m[t.order[i]]; ok {
+			return t.order[i], rec, true
+		}
+	}
+	return 0, nil, false
 }
 
 // putBody stores rec (copied) as the record of q's message seq.
@@ -43,10 +92,7 @@ func (q *queue) putBody(b *pebble.Batch, seq uint64, rec []byte) error {
 	t := &q.bodies
 	rec = bytes.Clone(rec)
 	t.mu.Lock()
-	if t.m == nil {
-		t.m = make(map[uint64][]byte)
-	}
-	t.m[seq] = rec
+	t.put(seq, rec)
 	t.mu.Unlock()
 	return nil
 }
@@ -66,7 +112,7 @@ func (q *queue) dropBody(b *pebble.Batch, seq uint64, single bool) {
 	}
 	t := &q.bodies
 	t.mu.Lock()
-	delete(t.m, seq)
+	t.drop(seq)
 	t.mu.Unlock()
 }
 
@@ -80,13 +126,9 @@ func (q *queue) dropBodiesBelow(seq uint64) {
 	t := &q.bodies
 	t.mu.Lock()
 	if seq == 0 {
-		t.m = nil
+		t.m, t.order = nil, nil
 	} else {
-		for s := range t.m {
-			if s < seq {
-				delete(t.m, s)
-			}
-		}
+		t.dropBelow(seq)
 	}
 	t.mu.Unlock()
 }
@@ -156,12 +198,11 @@ type bodyCursor struct {
 	// while valid; closed once closed is set.
 	it     *pebble.Iterator
 	closed bool
-	// In memory: the seqs the table held at the start, and where the
-	// cursor is among them.
-	q    *queue
-	seqs []uint64
-	i    int
-	rec  []byte
+	// In memory: the queue, and the record the cursor is at (nil past
+	// the last) and its seq.
+	q   *queue
+	rec []byte
+	at  uint64
 }
 
 // bodiesFrom opens a cursor at q's first record at or after seq from.
@@ -177,16 +218,8 @@ func (q *queue) bodiesFrom(from uint64) (*bodyCursor, error) {
 		c.atBody(it.First())
 		return c, nil
 	}
-	c := &bodyCursor{q: q, i: -1}
-	q.bodies.mu.RLock()
-	for s := range q.bodies.m {
-		if s >= from {
-			c.seqs = append(c.seqs, s)
-		}
-	}
-	q.bodies.mu.RUnlock()
-	slices.Sort(c.seqs)
-	c.next()
+	c := &bodyCursor{q: q}
+	c.seek(from)
 	return c, nil
 }
 
@@ -200,12 +233,26 @@ func (c *bodyCursor) atBody(valid bool) {
 	}
 }
 
+// seek moves an in-memory cursor to the first record at or after seq
+// from. Records written or deleted since the cursor opened are seen or
+// passed over: a peek checks each record it examines against the index.
+func (c *bodyCursor) seek(from uint64) {
+	t := &c.q.bodies
+	t.mu.RLock()
+	seq, rec, ok := t.after(from)
+	t.mu.RUnlock()
+	c.at, c.rec = seq, rec
+	if !ok {
+		c.rec = nil
+	}
+}
+
 // valid reports whether the cursor is at a record.
 func (c *bodyCursor) valid() bool {
 	if c.it != nil {
 		return c.it.Valid()
 	}
-	return c.i < len(c.seqs)
+	return c.rec != nil
 }
 
 // next moves the cursor to the following record; it reports valid.
@@ -214,13 +261,10 @@ func (c *bodyCursor) next() bool {
 		c.atBody(c.it.Next())
 		return c.it.Valid()
 	}
-	// Records deleted since the cursor opened are passed over.
-	for c.i++; c.i < len(c.seqs); c.i++ {
-		if c.rec, _ = c.q.body(c.seqs[c.i]); c.rec != nil {
-			return true
-		}
+	if c.rec != nil {
+		c.seek(c.at + 1)
 	}
-	return false
+	return c.rec != nil
 }
 
 // seq is the seq of the record the cursor is at.
@@ -229,7 +273,7 @@ func (c *bodyCursor) seq() uint64 {
 		_, seq, _, _ := parseMsgKey(c.it.Key())
 		return seq
 	}
-	return c.seqs[c.i]
+	return c.at
 }
 
 // value is the record the cursor is at, valid until the cursor moves.

@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"math/rand/v2"
+	"slices"
 	"testing"
 	"time"
 
@@ -54,6 +55,18 @@ func verifyStore(e *Engine) error {
 			}
 		}
 		bodies[qid] += len(q.bodies.m)
+		if !slices.IsSorted(q.bodies.order) {
+			err = errors.Join(err, fmt.Errorf("queue %s: record order out of order", q.desc.Name))
+		}
+		in := 0
+		for _, seq := range q.bodies.order {
+			if _, ok := q.bodies.m[seq]; ok {
+				in++
+			}
+		}
+		if in != len(q.bodies.m) {
+			err = errors.Join(err, fmt.Errorf("queue %s: %d of %d records in the record order", q.desc.Name, in, len(q.bodies.m)))
+		}
 		q.bodies.mu.RUnlock()
 		q.mu.Unlock()
 	}
