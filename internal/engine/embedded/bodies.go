@@ -71,16 +71,22 @@ func (t *bodyTable) dropBelow(seq uint64) {
 	t.order = slices.Delete(t.order, 0, i)
 }
 
-// after returns the first seq at or after from that has a record, and the
-// record; ok is false if there is none. The caller holds mu (read).
-func (t *bodyTable) after(from uint64) (seq uint64, rec []byte, ok bool) {
-	i, _ := slices.BinarySearch(t.order, from)
+// after returns the first seq at or after from that has a record, the
+// record, and the seq's place in order; ok is false if there is none.
+// hint is where from would be in order, if the caller knows (a walk's
+// next step), sparing the search while order has not changed. The caller
+// holds mu (read).
+func (t *bodyTable) after(from uint64, hint int) (seq uint64, rec []byte, i int, ok bool) {
+	i = hint
+	if i < 0 || i > len(t.order) || (i > 0 && t.order[i-1] >= from) || (i < len(t.order) && t.order[i] < from) {
+		i, _ = slices.BinarySearch(t.order, from)
+	}
 	for ; i < len(t.order); i++ {
 		if rec, ok = t.m[t.order[i]]; ok {
-			return t.order[i], rec, true
+			return t.order[i], rec, i, true
 		}
 	}
-	return 0, nil, false
+	return 0, nil, i, false
 }
 
 // putBody stores rec (copied) as the record of q's message seq.
@@ -199,10 +205,11 @@ type bodyCursor struct {
 	it     *pebble.Iterator
 	closed bool
 	// In memory: the queue, and the record the cursor is at (nil past
-	// the last) and its seq.
+	// the last), its seq and its place in the table's order.
 	q   *queue
 	rec []byte
 	at  uint64
+	i   int
 }
 
 // bodiesFrom opens a cursor at q's first record at or after seq from.
@@ -219,7 +226,7 @@ func (q *queue) bodiesFrom(from uint64) (*bodyCursor, error) {
 		return c, nil
 	}
 	c := &bodyCursor{q: q}
-	c.seek(from)
+	c.seek(from, -1)
 	return c, nil
 }
 
@@ -236,12 +243,12 @@ func (c *bodyCursor) atBody(valid bool) {
 // seek moves an in-memory cursor to the first record at or after seq
 // from. Records written or deleted since the cursor opened are seen or
 // passed over: a peek checks each record it examines against the index.
-func (c *bodyCursor) seek(from uint64) {
+func (c *bodyCursor) seek(from uint64, hint int) {
 	t := &c.q.bodies
 	t.mu.RLock()
-	seq, rec, ok := t.after(from)
+	seq, rec, i, ok := t.after(from, hint)
 	t.mu.RUnlock()
-	c.at, c.rec = seq, rec
+	c.at, c.rec, c.i = seq, rec, i
 	if !ok {
 		c.rec = nil
 	}
@@ -262,7 +269,7 @@ func (c *bodyCursor) next() bool {
 		return c.it.Valid()
 	}
 	if c.rec != nil {
-		c.seek(c.at + 1)
+		c.seek(c.at+1, c.i+1)
 	}
 	return c.rec != nil
 }

@@ -64,9 +64,20 @@ func TestBodyTableOrder(t *testing.T) {
 			if tc.below != 0 {
 				bt.dropBelow(tc.below)
 			}
-			var got []uint64
-			for seq, _, ok := bt.after(0); ok; seq, _, ok = bt.after(seq + 1) {
+			// Walked with hints, and with searches only.
+			var got, searched []uint64
+			for seq, _, i, ok := bt.after(0, -1); ok; seq, _, i, ok = bt.after(seq+1, i+1) {
 				got = append(got, seq)
+			}
+			for seq, _, _, ok := bt.after(0, -1); ok; seq, _, _, ok = bt.after(seq+1, -1) {
+				searched = append(searched, seq)
+			}
+			if !slices.Equal(got, searched) {
+				t.Fatalf("walked %v with hints, %v without", got, searched)
+			}
+			// A stale hint is searched past.
+			if seq, _, _, ok := bt.after(0, len(bt.order)); len(tc.want) > 0 && (!ok || seq != tc.want[0]) {
+				t.Fatalf("after a stale hint: %d, %v", seq, ok)
 			}
 			if !slices.Equal(got, tc.want) || len(bt.m) != len(tc.want) {
 				t.Fatalf("walked %v (%d records), want %v", got, len(bt.m), tc.want)
