@@ -205,12 +205,28 @@ type bodyCursor struct {
 	it     *pebble.Iterator
 	closed bool
 	// In memory: the queue, and the record the cursor is at (nil past
-	// the last), its seq and its place in the table's order.
-	q   *queue
+	// the last), its seq and its place in the table's order; ahead[ahd:]
+	// are the records after it read under the same lock, and more says
+	// the table may hold others after those.
+	q     *queue
+	rec   []byte
+	at    uint64
+	i     int
+	ahead []bodyAt
+	ahd   int
+	more  bool
+}
+
+// bodyAt is a record read ahead by a cursor, and its seq and place.
+type bodyAt struct {
+	seq uint64
 	rec []byte
-	at  uint64
 	i   int
 }
+
+// cursorBatch is how many records an in-memory cursor reads under one
+// lock: a page examines up to thousands.
+const cursorBatch = 64
 
 // bodiesFrom opens a cursor at q's first record at or after seq from.
 func (q *queue) bodiesFrom(from uint64) (*bodyCursor, error) {
@@ -245,13 +261,30 @@ func (c *bodyCursor) atBody(valid bool) {
 // passed over: a peek checks each record it examines against the index.
 func (c *bodyCursor) seek(from uint64, hint int) {
 	t := &c.q.bodies
+	c.ahead, c.ahd = c.ahead[:0], 0
 	t.mu.RLock()
-	seq, rec, i, ok := t.after(from, hint)
-	t.mu.RUnlock()
-	c.at, c.rec, c.i = seq, rec, i
-	if !ok {
-		c.rec = nil
+	for len(c.ahead) < cursorBatch {
+		seq, rec, i, ok := t.after(from, hint)
+		if !ok {
+			break
+		}
+		c.ahead = append(c.ahead, bodyAt{seq, rec, i})
+		from, hint = seq+1, i+1
 	}
+	t.mu.RUnlock()
+	c.more = len(c.ahead) == cursorBatch
+	c.step()
+}
+
+// step moves an in-memory cursor to the first record read ahead, if any.
+func (c *bodyCursor) step() {
+	if c.ahd == len(c.ahead) {
+		c.rec = nil
+		return
+	}
+	a := &c.ahead[c.ahd]
+	c.ahd++
+	c.at, c.rec, c.i = a.seq, a.rec, a.i
 }
 
 // valid reports whether the cursor is at a record.
@@ -268,7 +301,11 @@ func (c *bodyCursor) next() bool {
 		c.atBody(c.it.Next())
 		return c.it.Valid()
 	}
-	if c.rec != nil {
+	switch {
+	case c.rec == nil:
+	case c.ahd < len(c.ahead) || !c.more:
+		c.step()
+	default:
 		c.seek(c.at+1, c.i+1)
 	}
 	return c.rec != nil
