@@ -241,7 +241,7 @@ func (q *queue) bodiesFrom(from uint64) (*bodyCursor, error) {
 		c.atBody(it.First())
 		return c, nil
 	}
-	c := &bodyCursor{q: q}
+	c := &bodyCursor{q: q, ahead: make([]bodyAt, 0, cursorBatch)}
 	c.seek(from, -1)
 	return c, nil
 }
