@@ -228,8 +228,7 @@ func storedMessageIDs(t *testing.T, e *Engine, name string) map[string]bool {
 	q.mu.Unlock()
 	ids := make(map[string]bool, len(seqs))
 	for _, seq := range seqs {
-		k := makeMsgKey(q.id, seq, kindBody)
-		v, err := e.get(k[:])
+		v, err := q.body(seq)
 		if err != nil || v == nil {
 			t.Fatalf("indexed message %d has no record: %v", seq, err)
 		}
@@ -239,7 +238,7 @@ func storedMessageIDs(t *testing.T, e *Engine, name string) map[string]bool {
 		}
 		ids[m.MessageID] = true
 	}
-	bodies := 0
+	bodies := tableRecords(q)
 	lo, hi := queueMsgSpan(q.id)
 	if err := e.scan(lo, hi, func(it *pebble.Iterator) (bool, error) {
 		if it.Key()[17] == kindBody {

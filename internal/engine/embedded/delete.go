@@ -72,7 +72,7 @@ func (d *deletion) take(q *queue, m *message) {
 	if d.b == nil {
 		d.b = q.e.db.NewBatch()
 	}
-	deleteMsgKeys(d.b, q.id, m)
+	q.deleteMsgKeys(d.b, m)
 }
 
 // commit orders the batch and hands withQueue what to wait for.

@@ -2,11 +2,16 @@
 // remembers. Each queue keeps an in-memory index (ready list, timer heap,
 // age order, seq map) that answers every call; every change is written to
 // Pebble as one batch per call, and startup rebuilds the indexes from it.
+// An in-memory store keeps its message records in a Go table instead
+// (bodies.go).
 // FIFO queues add groups, deduplication and receive attempts (fifo.go).
 //
 // Lock order, outermost first:
 //
 //	Engine.closeMu (read) → Engine.adminMu → queue.mu → task.mu → Engine.mu, Engine.taskMu
+//
+// and queue.bodies.mu (bodies.go), taken last, for the record it reads or
+// writes only.
 //
 // closeMu is read-held by every call while it touches the store (never while
 // a receive waits) and write-held by Close. adminMu serialises queue create

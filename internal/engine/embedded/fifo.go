@@ -472,9 +472,8 @@ func (q *queue) flushPendingLocked(now int64) {
 			}
 			for i := range pb.msgs {
 				seq := pb.msgs[i].seq
-				k := makeMsgKey(q.id, seq, kindBody)
-				_ = cb.Delete(k[:], nil)
-				k[17] = kindState
+				q.dropBody(cb, seq, false)
+				k := makeMsgKey(q.id, seq, kindState)
 				_ = cb.Delete(k[:], nil)
 				if pb.msgs[i].history {
 					k[17] = kindHistory

@@ -28,9 +28,10 @@ const heldBudget = 16 << 20
 const heldPolled = time.Second
 
 // mayHoldLocked reports whether a send to q at now should keep its records
-// for holding.
+// for holding. An in-memory store holds nothing: its records are in
+// memory already (bodies.go).
 func (q *queue) mayHoldLocked(now int64) bool {
-	return q.polled != 0 && now-q.polled <= int64(heldPolled) && q.e.heldBytes.Load() < heldBudget
+	return !q.e.memory && q.polled != 0 && now-q.polled <= int64(heldPolled) && q.e.heldBytes.Load() < heldBudget
 }
 
 // holdLocked keeps a copy of rec, the stored record of message seq, for

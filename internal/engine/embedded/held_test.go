@@ -132,10 +132,11 @@ func TestHeldRecords(t *testing.T) {
 }
 
 // TestHeldRecordsBudget: holding stops at the budget and resumes once
-// receives have taken held records out.
+// receives have taken held records out. (An in-memory store holds
+// nothing: its records are in memory already.)
 func TestHeldRecordsBudget(t *testing.T) {
 	ctx := context.Background()
-	e := openTest(t, Options{InMemory: true})
+	e := openTest(t, Options{Dir: t.TempDir(), NoSync: true})
 	if _, _, err := e.CreateQueue(ctx, engine.Queue{Account: acct, Name: "q", Settings: settings()}); err != nil {
 		t.Fatal(err)
 	}

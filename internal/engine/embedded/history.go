@@ -235,7 +235,10 @@ func (q *queue) putStateLocked(b *pebble.Batch, m *message, buf []byte, c *engin
 		v = appendStateReceive(v, m.deadline, c)
 		m.pending = true
 	case m.pending:
-		old, err := q.e.get(k[:])
+		// A key Pebble reads with moves to the heap: a copy of its own
+		// keeps k, written at every receive, on the stack.
+		rk := k
+		old, err := q.e.get(rk[:])
 		var tail []byte
 		if err == nil && old != nil {
 			tail, err = stateReceiveTail(old)
@@ -409,17 +412,36 @@ func (e *Engine) walkHistories(account, name string, before uint64, fn func(seq 
 		return fmt.Errorf("embedded: read histories: %w", err)
 	}
 	defer it.Close()
-	// Backwards, a message's history comes before its state and body.
+	// Backwards, a message's history comes before its state (and, on
+	// disk, its body): a story is told once the walk has passed its
+	// message's records, with the id read from the message's record.
 	var (
 		hist, state []byte
 		storySeq    uint64
 	)
+	tell := func() (bool, error) {
+		if hist == nil && state == nil {
+			return true, nil
+		}
+		v, err := q.body(storySeq)
+		if err != nil || v == nil {
+			return err == nil, err // a story of no message is not told
+		}
+		id, err := decodeMessageID(v)
+		if err != nil {
+			return false, fmt.Errorf("embedded: message %d of queue %d: %w", storySeq, q.id, err)
+		}
+		return fn(storySeq, id, hist, state)
+	}
 	for valid := it.Last(); valid; valid = it.Prev() {
 		_, seq, kind, ok := parseMsgKey(it.Key())
 		if !ok {
 			continue
 		}
 		if seq != storySeq {
+			if goOn, err := tell(); err != nil || !goOn {
+				return errors.Join(err, it.Error())
+			}
 			hist, state, storySeq = nil, nil, seq
 		}
 		switch kind {
@@ -439,29 +461,13 @@ func (e *Engine) walkHistories(account, name string, before uint64, fn func(seq 
 			if s.pending {
 				state = bytes.Clone(v)
 			}
-		case kindBody:
-			if hist == nil && state == nil {
-				continue
-			}
-			v, err := it.ValueAndErr()
-			if err != nil {
-				return fmt.Errorf("embedded: read message: %w", err)
-			}
-			id, err := decodeMessageID(v)
-			if err != nil {
-				return fmt.Errorf("embedded: message %d of queue %d: %w", seq, q.id, err)
-			}
-			goOn, err := fn(seq, id, hist, state)
-			if err != nil {
-				return err
-			}
-			if !goOn {
-				return it.Error()
-			}
-			hist, state = nil, nil
 		}
 	}
-	return it.Error()
+	if err := it.Error(); err != nil {
+		return err
+	}
+	_, err = tell()
+	return err
 }
 
 // decodeMessageID reads a message record's id, skipping the rest.

@@ -43,9 +43,13 @@ func historyRecords(t *testing.T, e *Engine, name string) (n, most int) {
 }
 
 func TestHistoryRecordsFollowTheirMessages(t *testing.T) {
+	storeModes(t, testHistoryRecordsFollowTheirMessages)
+}
+
+func testHistoryRecordsFollowTheirMessages(t *testing.T, memory bool) {
 	dir := t.TempDir()
 	clk := clock.NewFake(time.Unix(1_700_000_000, 0))
-	e := openTest(t, Options{Dir: dir, Clock: clk})
+	e := openTest(t, modeOptions(memory, dir, clk))
 	ctx := context.Background()
 	mustCreate(t, e, engine.Queue{Name: "dlq", ARN: arn("dlq"), Settings: settings()})
 	mustCreate(t, e, engine.Queue{Name: "src", ARN: arn("src"), Settings: redriveTo("dlq", 2)})
@@ -62,8 +66,11 @@ func TestHistoryRecordsFollowTheirMessages(t *testing.T) {
 		t.Fatalf("%d history records in the dead-letter queue, want 3", n)
 	}
 
-	// A restart keeps them, and knows that the messages have them.
-	e = reopen(t, e, dir, clk)
+	// A restart (on disk) keeps them, and knows that the messages have
+	// them.
+	if !memory {
+		e = reopen(t, e, dir, clk)
+	}
 	hs, _, err := e.MessageHistories(ctx, acct, "dlq", "", 10)
 	if err != nil || len(hs) != 3 {
 		t.Fatalf("after restart: %d histories (%v)", len(hs), err)
@@ -71,6 +78,9 @@ func TestHistoryRecordsFollowTheirMessages(t *testing.T) {
 	for _, h := range hs {
 		if len(h.Events) != 3 || h.Events[2].Kind != engine.HistoryMove || h.Events[1].Consumer != *c {
 			t.Fatalf("story after restart = %+v", h)
+		}
+		if one, ok, err := e.MessageHistory(ctx, acct, "dlq", h.MessageID); err != nil || !ok || len(one.Events) != 3 {
+			t.Fatalf("history of %s: %v, %v, %+v", h.MessageID, ok, err, one)
 		}
 	}
 	if _, err := e.StartMoveTask(ctx, engine.MoveTask{SourceAccount: acct, SourceName: "dlq"}); err != nil {
@@ -95,6 +105,9 @@ func TestHistoryRecordsFollowTheirMessages(t *testing.T) {
 	}
 	if n, _ := historyRecords(t, e, "src"); n != 0 {
 		t.Fatalf("%d history records left after the deletes", n)
+	}
+	if memory {
+		mustVerify(t, e)
 	}
 }
 

@@ -138,7 +138,7 @@ func (e *Engine) load(ctx context.Context) error {
 			for i := range chunk {
 				m := &chunk[i]
 				if ret > 0 && after(m.sentAt, ret) <= now {
-					deleteMsgKeys(cleanup, q.id, m)
+					q.deleteMsgKeys(cleanup, m)
 					delete(q.movedIn, m.seq)
 					continue
 				}

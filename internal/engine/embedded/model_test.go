@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"math/rand/v2"
+	"slices"
 	"testing"
 	"time"
 
@@ -45,6 +46,30 @@ func verifyStore(e *Engine) error {
 		}
 		return false, nil
 	}))
+	for qid, q := range qs {
+		q.mu.Lock()
+		q.bodies.mu.RLock()
+		for seq := range q.bodies.m {
+			if q.msgs[seq] == nil {
+				err = errors.Join(err, fmt.Errorf("queue %s: record of message %d, not indexed", q.desc.Name, seq))
+			}
+		}
+		bodies[qid] += len(q.bodies.m)
+		if !slices.IsSorted(q.bodies.order) {
+			err = errors.Join(err, fmt.Errorf("queue %s: record order out of order", q.desc.Name))
+		}
+		in := 0
+		for _, seq := range q.bodies.order {
+			if _, ok := q.bodies.m[seq]; ok {
+				in++
+			}
+		}
+		if in != len(q.bodies.m) {
+			err = errors.Join(err, fmt.Errorf("queue %s: %d of %d records in the record order", q.desc.Name, in, len(q.bodies.m)))
+		}
+		q.bodies.mu.RUnlock()
+		q.mu.Unlock()
+	}
 	for id, q := range qs {
 		q.mu.Lock()
 		n := len(q.msgs)

@@ -475,8 +475,7 @@ func (e *Engine) moveOut(tk *task, ms []*message) (int, bool) {
 	}
 	items := make([]item, 0, len(ms))
 	for _, m := range ms {
-		k := makeMsgKey(src.id, m.seq, kindBody)
-		v, err := e.get(k[:])
+		v, err := src.body(m.seq)
 		if err != nil {
 			e.log.Error("move task: read message", "task", tk.t.ID, "err", err)
 			return fail(engine.MoveTaskFailureStore)
@@ -531,6 +530,9 @@ func (e *Engine) moveOut(tk *task, ms []*message) (int, bool) {
 	now := e.now()
 	b := e.db.NewBatch()
 	var buf []byte
+	// The moved messages' records and seqs, by item.
+	recs := make([][]byte, 0, len(items))
+	seqs := make([]uint64, 0, len(items))
 	for _, it := range items {
 		id, err := uuid.NewRandom()
 		if err != nil {
@@ -544,9 +546,10 @@ func (e *Engine) moveOut(tk *task, ms []*message) (int, bool) {
 		if d.pb != nil {
 			d.groups = append(d.groups, it.sm.msg.MessageGroupID)
 		}
-		buf = encodeMessage(buf[:0], id.String(), now, nm.deadline, &it.sm.msg, "")
-		k := makeMsgKey(d.q.id, nm.seq, kindBody)
-		_ = b.Set(k[:], buf, nil)
+		start := len(buf)
+		buf = encodeMessage(buf, id.String(), now, nm.deadline, &it.sm.msg, "")
+		recs = append(recs, buf[start:len(buf):len(buf)])
+		seqs = append(seqs, nm.seq)
 		if it.m.history || it.m.pending {
 			hv, err := e.movedHistory(src, it.m, &engine.HistoryEvent{
 				Kind: engine.HistoryMove, At: fromNanos(now), ReceiveCount: int(it.m.receiveCount),
@@ -558,13 +561,19 @@ func (e *Engine) moveOut(tk *task, ms []*message) (int, bool) {
 				return fail(engine.MoveTaskFailureStore)
 			}
 			if hv != nil {
-				k[17] = kindHistory
+				k := makeMsgKey(d.q.id, nm.seq, kindHistory)
 				_ = b.Set(k[:], hv, nil)
 				nm.history = true
 			}
 		}
-		deleteMsgKeys(b, src.id, it.m)
 		d.msgs = append(d.msgs, nm)
+	}
+	// The records move once nothing but the commit can fail: in memory
+	// they move at once (bodies.go), and a failed move must leave them in
+	// the source.
+	for i, it := range items {
+		_ = it.d.q.putBody(b, seqs[i], recs[i])
+		src.deleteMsgKeys(b, it.m)
 	}
 	tk.mu.Lock()
 	tk.t.Moved += int64(len(items))
@@ -607,10 +616,9 @@ func (e *Engine) deliverMoved(d *moveDest) {
 	if q.deleted || d.first < q.purgeFloor {
 		cb := e.db.NewBatch()
 		for i := range d.msgs {
-			k := makeMsgKey(q.id, d.msgs[i].seq, kindBody)
-			_ = cb.Delete(k[:], nil)
+			q.dropBody(cb, d.msgs[i].seq, false)
 			if d.msgs[i].history {
-				k[17] = kindHistory
+				k := makeMsgKey(q.id, d.msgs[i].seq, kindHistory)
 				_ = cb.Delete(k[:], nil)
 			}
 		}

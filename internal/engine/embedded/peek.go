@@ -8,8 +8,6 @@ import (
 	"strings"
 	"unsafe"
 
-	"github.com/cockroachdb/pebble/v2"
-
 	"github.com/ferrymq/ferry/internal/engine"
 )
 
@@ -212,21 +210,19 @@ func (e *Engine) Peek(ctx context.Context, account, name string, req engine.Peek
 	if err != nil {
 		return page, err
 	}
-	lo, _ := msgSpan(q.id, from, 0)
-	_, hi := queueMsgSpan(q.id)
-	it, err := e.db.NewIter(&pebble.IterOptions{LowerBound: lo, UpperBound: hi})
+	cur, err := q.bodiesFrom(from)
 	if err != nil {
 		return page, fmt.Errorf("embedded: peek: %w", err)
 	}
-	defer it.Close()
+	defer cur.close()
 
 	var (
 		seqs  = make([]uint64, 0, peekChunk)
 		recs  = make([]string, 0, peekChunk)
 		metas = make([]peekMeta, peekChunk)
 		last  uint64 // the last message examined
-		// valid: the iterator is at a message record.
-		valid = atBody(it, it.First())
+		// valid: the cursor is at a message record.
+		valid = cur.valid()
 	)
 	for valid && page.Scanned < scan && len(page.Messages) < req.Limit {
 		if err := ctx.Err(); err != nil {
@@ -234,9 +230,9 @@ func (e *Engine) Peek(ctx context.Context, account, name string, req engine.Peek
 		}
 		// A chunk: no more records than the page may still examine.
 		seqs, recs = seqs[:0], recs[:0]
-		for ; valid && len(seqs) < min(peekChunk, scan-page.Scanned); valid = atBody(it, it.Next()) {
-			_, seq, _, _ := parseMsgKey(it.Key())
-			v, err := it.ValueAndErr()
+		for ; valid && len(seqs) < min(peekChunk, scan-page.Scanned); valid = cur.next() {
+			seq := cur.seq()
+			v, err := cur.value()
 			if err != nil {
 				return engine.PeekPage{}, fmt.Errorf("embedded: peek: %w", err)
 			}
@@ -276,7 +272,7 @@ func (e *Engine) Peek(ctx context.Context, account, name string, req engine.Peek
 			page.Messages = append(page.Messages, m)
 		}
 	}
-	if err := it.Error(); err != nil {
+	if err := cur.close(); err != nil {
 		return engine.PeekPage{}, fmt.Errorf("embedded: peek: %w", err)
 	}
 	// More to come if the walk stopped before the queue's last record (a
@@ -285,17 +281,6 @@ func (e *Engine) Peek(ctx context.Context, account, name string, req engine.Peek
 		page.Next = formatRef(last)
 	}
 	return page, nil
-}
-
-// atBody moves it, which valid says is at a key, on to the first message
-// record from there (past state and history records); false if none.
-func atBody(it *pebble.Iterator, valid bool) bool {
-	for ; valid; valid = it.Next() {
-		if _, _, kind, ok := parseMsgKey(it.Key()); ok && kind == kindBody {
-			return true
-		}
-	}
-	return false
 }
 
 // refSeqs parses refs, leaving out the malformed ones and repeats.
@@ -333,8 +318,7 @@ func (e *Engine) PeekRefs(ctx context.Context, account, name string, refs []stri
 		if !pm.found {
 			continue
 		}
-		k := makeMsgKey(q.id, seq, kindBody)
-		v, err := e.get(k[:])
+		v, err := q.body(seq)
 		if err != nil {
 			return nil, err
 		}

@@ -158,12 +158,31 @@ func TestPeekRacing(t *testing.T) {
 }
 
 // BenchmarkPeekDeepQueue: one page per op of a queue of 100,000 stored
-// messages: the first page of 50, a page of 50 at the 90,000th message
+// messages, on disk and in memory: the first page of 50, a page of 50 at the 90,000th message
 // (its cursor found beforehand), and filtered pages that examine 5,000
 // messages (MaxScan) and find none, from the start and deep in the queue.
 func BenchmarkPeekDeepQueue(b *testing.B) {
+	for _, memory := range []bool{false, true} {
+		name := "disk"
+		if memory {
+			name = "memory"
+		}
+		b.Run(name, func(b *testing.B) { benchmarkPeekDeepQueue(b, memory) })
+	}
+}
+
+func benchmarkPeekDeepQueue(b *testing.B, memory bool) {
 	const n = 100_000
-	e := openTest(b, Options{Dir: filledStore(b, n)})
+	var e *Engine
+	if memory {
+		e = openTest(b, Options{InMemory: true})
+		if _, _, err := e.CreateQueue(context.Background(), engine.Queue{Account: acct, Name: "q", Settings: settings()}); err != nil {
+			b.Fatal(err)
+		}
+		fillQueue(b, e, "q", n)
+	} else {
+		e = openTest(b, Options{Dir: filledStore(b, n)})
+	}
 	ctx := context.Background()
 	// A filter nothing matches walks the queue: its Next after 90,000
 	// examined is the cursor of the page there.

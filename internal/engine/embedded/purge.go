@@ -23,6 +23,7 @@ func (e *Engine) Purge(ctx context.Context, account, name string) error {
 		if err != nil {
 			return c, err
 		}
+		q.dropBodiesBelow(q.nextSeq)
 		q.desc = d
 		q.purgeFloor = q.nextSeq
 		q.resetIndexLocked()

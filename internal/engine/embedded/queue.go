@@ -48,6 +48,8 @@ type queue struct {
 	held      map[uint64][]byte
 	heldBytes int64
 	polled    int64
+	// bodies are the message records of an in-memory store (bodies.go).
+	bodies bodyTable
 
 	waiters list.List // of *waiter, oldest first
 	// arrived and prevArrived are when the last two sends entered the
@@ -348,13 +350,11 @@ func (q *queue) hideLocked(m *message, deadline int64) {
 	q.timers.fix(m)
 }
 
-func deleteMsgKeys(b *pebble.Batch, qid uint64, m *message) {
-	k := makeMsgKey(qid, m.seq, kindBody)
-	// Written once, deleted once: a single delete lets compactions drop
-	// both as soon as they meet.
-	_ = b.SingleDelete(k[:], nil)
+func (q *queue) deleteMsgKeys(b *pebble.Batch, m *message) {
+	// Written once, deleted once.
+	q.dropBody(b, m.seq, true)
+	k := makeMsgKey(q.id, m.seq, kindState)
 	if m.receiveCount > 0 {
-		k[17] = kindState
 		_ = b.Delete(k[:], nil)
 	}
 	if m.history {
@@ -385,7 +385,7 @@ func (q *queue) advanceLocked(now int64) {
 			if b == nil {
 				b = q.e.db.NewBatch()
 			}
-			deleteMsgKeys(b, q.id, m)
+			q.deleteMsgKeys(b, m)
 		}
 	}
 	if q.fifo {

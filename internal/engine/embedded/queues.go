@@ -197,6 +197,7 @@ func (e *Engine) DeleteQueue(ctx context.Context, account, name string) error {
 		// The name stays reserved for RecreateDelay, across restarts too.
 		at := e.clock.Now()
 		_ = b.Set(deletedKey(account, name), encodeDeleted(at), nil)
+		q.dropBodiesBelow(0)
 		q.deleted = true
 		q.stopTimerLocked()
 		q.wakeAllLocked()

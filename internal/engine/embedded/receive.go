@@ -1,15 +1,12 @@
 package embedded
 
 import (
-	"bytes"
 	"cmp"
 	"context"
 	"fmt"
 	"slices"
 	"time"
 	"unsafe"
-
-	"github.com/cockroachdb/pebble/v2"
 
 	"github.com/ferrymq/ferry/internal/clock"
 	"github.com/ferrymq/ferry/internal/engine"
@@ -254,8 +251,7 @@ func isClosed(ch chan struct{}) bool {
 }
 
 // fetch reads the bodies of taken messages and makes their handles. One
-// iterator serves the whole receive: taken messages are mostly neighbours in
-// seq order, so ascending seeks reuse the blocks already loaded. The
+// bodyReader serves the whole receive, in ascending seq order. The
 // records and handles are gathered into one buffer that every message's
 // strings are cut from.
 //
@@ -277,33 +273,18 @@ func (e *Engine) fetch(q *queue, got []taken, withHistory bool) ([]engine.Messag
 	slices.SortFunc(places, func(a, b place) int { return cmp.Compare(got[a.i].seq, got[b.i].seq) })
 	var raw []byte
 	found := 0
-	var it *pebble.Iterator // opened for the first record not in hand
-	defer func() {
-		if it != nil {
-			it.Close()
-		}
-	}()
-	// One key for every seek: declared in the loop, each would escape to
-	// the heap (Pebble copies what it keeps).
-	var k msgKey
+	r := bodyReader{q: q} // for the records not in hand
+	defer r.close()
 	for j := range places {
 		p := &places[j]
 		v := got[p.i].rec
 		if v == nil {
-			if it == nil {
-				lo, hi := queueMsgSpan(q.id)
-				var err error
-				if it, err = e.db.NewIter(&pebble.IterOptions{LowerBound: lo, UpperBound: hi}); err != nil {
-					return nil, fmt.Errorf("embedded: read messages: %w", err)
-				}
-			}
-			k = makeMsgKey(q.id, got[p.i].seq, kindBody)
-			if !it.SeekGE(k[:]) || !bytes.Equal(it.Key(), k[:]) {
-				continue // purged or expired since it was taken
-			}
 			var err error
-			if v, err = it.ValueAndErr(); err != nil {
-				return nil, fmt.Errorf("embedded: read message: %w", err)
+			if v, err = r.read(got[p.i].seq); err != nil {
+				return nil, err
+			}
+			if v == nil {
+				continue // purged or expired since it was taken
 			}
 		}
 		if raw == nil {
@@ -313,11 +294,6 @@ func (e *Engine) fetch(q *queue, got []taken, withHistory bool) ([]engine.Messag
 		raw = append(raw, v...)
 		p.end = len(raw)
 		found++
-	}
-	if it != nil {
-		if err := it.Error(); err != nil {
-			return nil, fmt.Errorf("embedded: read messages: %w", err)
-		}
 	}
 	if found == 0 {
 		return nil, nil

@@ -63,8 +63,7 @@ func (e *Engine) redrive(job *redriveJob) int {
 	src, tq := job.src, job.target
 	vals := make([][]byte, len(job.msgs))
 	for i, m := range job.msgs {
-		k := makeMsgKey(src.id, m.seq, kindBody)
-		v, err := e.get(k[:])
+		v, err := src.body(m.seq)
 		if err != nil {
 			e.log.Error("dead-letter move: read message", "queue_id", src.id, "err", err)
 			return e.restore(src, job.msgs)
@@ -95,6 +94,10 @@ func (e *Engine) redrive(job *redriveJob) int {
 	defer b.Close()
 	moved := make([]message, 0, len(job.msgs))
 	entries := make([]msgEntry, 0, len(job.msgs))
+	// The moved messages' records and sources, for the step that cannot
+	// fail (below).
+	recs := make([][]byte, 0, len(job.msgs))
+	srcs := make([]*message, 0, len(job.msgs))
 	var groups []string
 	var buf []byte
 	var sbuf [64]byte
@@ -126,10 +129,10 @@ func (e *Engine) redrive(job *redriveJob) int {
 		}
 		// The age of the oldest message counts from the move.
 		in := msgEntry{movedAt: now, movedReceives: m.receiveCount}
-		buf = encodeMovedMessage(buf[:0], sm.id, sentAt, now, in, &sm.msg, job.srcARN)
-		k := makeMsgKey(tq.id, nm.seq, kindBody)
-		_ = b.Set(k[:], buf, nil)
-		k[17] = kindState
+		start := len(buf)
+		buf = encodeMovedMessage(buf, sm.id, sentAt, now, in, &sm.msg, job.srcARN)
+		recs = append(recs, buf[start:len(buf):len(buf)])
+		k := makeMsgKey(tq.id, nm.seq, kindState)
 		_ = b.Set(k[:], encodeState(sbuf[:0], nm.state()), nil)
 		if m.history || m.pending {
 			// The story moves with the message, and tells of the move.
@@ -147,9 +150,16 @@ func (e *Engine) redrive(job *redriveJob) int {
 				nm.history = true
 			}
 		}
-		deleteMsgKeys(b, src.id, m)
+		srcs = append(srcs, m)
 		moved = append(moved, nm)
 		entries = append(entries, in)
+	}
+	// The records move once nothing can fail before the commit: in memory
+	// they move at once (bodies.go), and a move given up must leave them
+	// in the source.
+	for i := range moved {
+		_ = tq.putBody(b, moved[i].seq, recs[i])
+		src.deleteMsgKeys(b, srcs[i])
 	}
 	if len(moved) == 0 {
 		if pb != nil {
@@ -176,9 +186,8 @@ func (e *Engine) redrive(job *redriveJob) int {
 	if tq.deleted || first < tq.purgeFloor {
 		cb := e.db.NewBatch()
 		for i := range moved {
-			k := makeMsgKey(tq.id, moved[i].seq, kindBody)
-			_ = cb.Delete(k[:], nil)
-			k[17] = kindState
+			tq.dropBody(cb, moved[i].seq, false)
+			k := makeMsgKey(tq.id, moved[i].seq, kindState)
 			_ = cb.Delete(k[:], nil)
 			k[17] = kindHistory
 			_ = cb.Delete(k[:], nil)

@@ -75,6 +75,9 @@ func (e *Engine) SendMany(ctx context.Context, sends []engine.QueueSend) ([]engi
 		}
 	}()
 	fifo := make([]*queue, len(sends)) // nil: not a FIFO part
+	// written: some part is in b, which in memory may still be empty (the
+	// records are in the table, bodies.go).
+	written := false
 	b := e.db.NewBatch()
 	defer b.Close()
 	for i := range sends {
@@ -95,9 +98,10 @@ func (e *Engine) SendMany(ctx context.Context, sends []engine.QueueSend) ([]engi
 			if err != nil {
 				return nil, err
 			}
+			written = true
 		}
 	}
-	if !b.Empty() {
+	if written {
 		if err := e.commitSend(b); err != nil {
 			return nil, err
 		}
@@ -213,8 +217,7 @@ func (e *Engine) writeSend(q *queue, msgs []engine.NewMessage, b *pebble.Batch, 
 			sp.scratch = encodeMessage(sp.scratch[:0], p.res[i].MessageID, sentAt, m.deadline, &msgs[i], "")
 			rec = sp.scratch
 		}
-		k := makeMsgKey(q.id, m.seq, kindBody)
-		if err := b.Set(k[:], rec, nil); err != nil {
+		if err := q.putBody(b, m.seq, rec); err != nil {
 			return fmt.Errorf("embedded: send: %w", err)
 		}
 		putArrivalHistory(b, q.id, m, &msgs[i])
@@ -250,10 +253,9 @@ func (e *Engine) enterSent(p *pendingSend) ([]engine.SendResult, error) {
 		// been ordered before this batch, so remove the records here too.
 		cb := e.db.NewBatch()
 		for i := range ms {
-			k := makeMsgKey(q.id, ms[i].seq, kindBody)
-			_ = cb.Delete(k[:], nil)
+			q.dropBody(cb, ms[i].seq, false)
 			if ms[i].history {
-				k[17] = kindHistory
+				k := makeMsgKey(q.id, ms[i].seq, kindHistory)
 				_ = cb.Delete(k[:], nil)
 			}
 		}
@@ -417,8 +419,7 @@ func (e *Engine) sendFIFO(q *queue, msgs []engine.NewMessage) ([]engine.SendResu
 		*m = message{seq: first + uint64(j), sentAt: now, deadline: after(now, delay), timerSlot: -1, ageSlot: -1}
 		groups[j] = msgs[i].MessageGroupID
 		buf = encodeMessage(buf[:0], res[i].MessageID, now, m.deadline, &msgs[i], "")
-		k := makeMsgKey(q.id, m.seq, kindBody)
-		_ = b.Set(k[:], buf, nil)
+		_ = q.putBody(b, m.seq, buf)
 		putArrivalHistory(b, q.id, m, &msgs[i])
 		if en := added[j]; en != nil {
 			buf = encodeDedup(buf[:0], &dedupRecord{sentAt: now, group: en.key.group, dedupID: en.key.id, messageID: res[i].MessageID})
