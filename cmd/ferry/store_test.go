@@ -10,6 +10,8 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/cockroachdb/pebble/v2/vfs"
+	"github.com/cockroachdb/pebble/v2/wal"
 	"github.com/ferrymq/ferry/internal/engine"
 	"github.com/ferrymq/ferry/internal/engine/embedded"
 	"github.com/ferrymq/ferry/internal/engine/enginetest"
@@ -147,12 +149,25 @@ func tornStore(t *testing.T) string {
 	}
 	slices.Sort(logs)
 	newest := filepath.Join(cut, logs[len(logs)-1])
-	fi, err := os.Stat(newest)
-	if err != nil {
-		t.Fatal(err)
-	}
-	if err := os.Truncate(newest, fi.Size()-7); err != nil {
+	if err := os.Truncate(newest, recordsEnd(t, cut)-7); err != nil {
 		t.Fatal(err)
 	}
 	return cut
+}
+
+// recordsEnd is where the records of dir's newest log end: a log file can
+// be longer (preallocated and zeroed, or recycled).
+func recordsEnd(t *testing.T, dir string) int64 {
+	t.Helper()
+	logs, err := wal.Scan(wal.Dir{FS: vfs.Default, Dirname: dir})
+	if err != nil || len(logs) == 0 {
+		t.Fatalf("logs of %s: %v", dir, err)
+	}
+	r := logs[len(logs)-1].OpenForRead()
+	defer r.Close()
+	for {
+		if _, off, err := r.NextRecord(); err != nil {
+			return off.Physical
+		}
+	}
 }
