@@ -276,10 +276,19 @@ func TestSharedSampling(t *testing.T) {
 	}
 	step := func() {
 		t.Helper()
+		// A tick still under way from the last step would re-arm from the
+		// moved clock, past the tick this step means to fire: wait for
+		// every node to be between ticks first.
 		before := make([]uint64, len(nodes))
-		for i, n := range nodes {
-			before[i] = n.sampler.Ticks()
-		}
+		testwait.Eventually(t, "every node between ticks", func() bool {
+			for i, n := range nodes {
+				var due time.Time
+				if before[i], due = n.sampler.NextTick(); !due.After(clk.Now()) {
+					return false
+				}
+			}
+			return true
+		})
 		clk.Advance(10 * time.Second)
 		testwait.Eventually(t, "every node's tick", func() bool {
 			for i, n := range nodes {
