@@ -240,7 +240,7 @@ func (r *runner) run(t runTask) {
 				limit = min(limit, rate-used)
 			}
 		}
-		n, done, err := r.step(t, limit)
+		n, done, err := r.step(ctx, t, limit)
 		if err != nil {
 			if r.ctx.Err() != nil {
 				return
@@ -276,6 +276,25 @@ type moved struct {
 	account, queue string
 	msg            engine.NewMessage
 }
+
+// stepTaskSQL locks task $1 for a step and reads it with its source queue
+// (source false when that is deleted): the refs the step reaches, up to
+// $2 of them, and how many are left. It marks them reached at once when
+// the task goes on as node $3's, since the step passes them moved or not.
+const stepTaskSQL = `
+WITH task AS (
+	SELECT t.status, t.lease_owner, t.to_move, t.moved, t.ref_seqs IS NOT NULL AS refs,
+		coalesce(t.ref_seqs[t.refs_reached + 1 : t.refs_reached + $2], '{}') AS reach,
+		coalesce(cardinality(t.ref_seqs) - t.refs_reached, 0) AS refs_left,
+		q.id IS NOT NULL AS source, coalesce(q.fifo, false) AS fifo, coalesce(q.retention_ns, 0) AS retention
+	FROM move_tasks t LEFT JOIN queues q ON q.id = t.source_queue_id AND q.deleted_ns IS NULL
+	WHERE t.id = $1 FOR UPDATE OF t
+), r AS (
+	UPDATE move_tasks SET refs_reached = refs_reached + cardinality(task.reach) FROM task
+	WHERE id = $1 AND cardinality(task.reach) > 0 AND task.status = 'RUNNING' AND task.lease_owner = $3
+		AND task.source AND task.to_move > task.moved
+)
+SELECT status, lease_owner, to_move, moved, refs, reach, refs_left, source, fifo, retention FROM task`
 
 // stepMoveSQL moves the messages $2 of source $1 to the queues $3 (as new
 // messages $4, in order, $5 being now), adds them to task $6's Moved, and
@@ -314,11 +333,11 @@ FROM mv JOIN message_bodies b ON b.id = mv.body_id ORDER BY mv.i`
 // step is one transaction of a task: it ends the task, or moves up to
 // limit messages (a limit of 0 only checks whether the task must end). It
 // reports how many moved and whether the task has ended (for this node).
-func (r *runner) step(t runTask, limit int) (int, bool, error) {
+func (r *runner) step(ctx context.Context, t runTask, limit int) (int, bool, error) {
 	// A step runs to its end even when the store closes meanwhile: a
 	// commit cut short would leave it unknown whether the moves are
 	// durable, and the hook must hear of every durable move.
-	ctx, cancel := context.WithTimeout(context.WithoutCancel(r.ctx), stepTimeout)
+	ctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), stepTimeout)
 	defer cancel()
 	var (
 		done bool
@@ -328,19 +347,26 @@ func (r *runner) step(t runTask, limit int) (int, bool, error) {
 	// A step that raced a rotation's move runs again.
 	step := func(tx pgx.Tx) error {
 		done, out, told = false, nil, notes{}
+		now := r.s.now()
+		timedOut := now-toNS(t.Started) >= int64(engine.MoveTaskMaxDuration)
+		reachFor := limit
+		if timedOut {
+			reachFor = 0 // the task ends: no ref is reached
+		}
 		var (
 			status, owner  string
 			toMove, nMoved int64
 			// A task limited to refs: the refs' seqs it reaches in this
 			// step, and how many it has yet to reach.
-			refs     bool
-			reach    []int64
-			refsLeft int64
+			refs      bool
+			reach     []int64
+			refsLeft  int64
+			source    bool // the source queue is live
+			fifo      bool
+			retention int64
 		)
-		err := tx.QueryRow(ctx, `SELECT status, lease_owner, to_move, moved, ref_seqs IS NOT NULL,
-				coalesce(ref_seqs[refs_reached + 1 : refs_reached + $2], '{}'), coalesce(cardinality(ref_seqs) - refs_reached, 0)
-			FROM move_tasks WHERE id = $1 FOR UPDATE`, t.ID, max(limit, 0)).
-			Scan(&status, &owner, &toMove, &nMoved, &refs, &reach, &refsLeft)
+		err := tx.QueryRow(ctx, stepTaskSQL, t.ID, max(reachFor, 0), r.node).
+			Scan(&status, &owner, &toMove, &nMoved, &refs, &reach, &refsLeft, &source, &fifo, &retention)
 		if errors.Is(err, pgx.ErrNoRows) || (err == nil && (status != string(engine.MoveTaskRunning) || owner != r.node)) {
 			done = true // ended, pruned, or another node's now
 			return nil
@@ -348,27 +374,17 @@ func (r *runner) step(t runTask, limit int) (int, bool, error) {
 		if err != nil {
 			return err
 		}
-		now := r.s.now()
 		end := func(st engine.MoveTaskStatus, why engine.MoveTaskFailure) error {
 			done = true
 			_, err := tx.Exec(ctx, `UPDATE move_tasks SET status = $2, failure = $3, lease_owner = '', lease_until = NULL
 				WHERE id = $1`, t.ID, string(st), string(why))
 			return err
 		}
-		if now-toNS(t.Started) >= int64(engine.MoveTaskMaxDuration) {
+		if timedOut {
 			return end(engine.MoveTaskFailed, engine.MoveTaskFailureTimedOut)
 		}
-		var (
-			fifo      bool
-			retention int64
-		)
-		err = tx.QueryRow(ctx, `SELECT fifo, retention_ns FROM queues WHERE id = $1 AND deleted_ns IS NULL`, t.sourceID).
-			Scan(&fifo, &retention)
-		if errors.Is(err, pgx.ErrNoRows) {
+		if !source {
 			return end(engine.MoveTaskFailed, engine.MoveTaskFailureNonExistentQueue)
-		}
-		if err != nil {
-			return err
 		}
 		left := toMove - nMoved
 		if left <= 0 || (refs && refsLeft <= 0) {
@@ -378,23 +394,20 @@ func (r *runner) step(t runTask, limit int) (int, bool, error) {
 			return nil
 		}
 		var (
-			seqs []int64
-			arns []string
+			seqs  []int64
+			dests []destination
 		)
 		if refs {
-			// The refs reached are passed, moved or not: the task goes
-			// on after them.
-			if _, err := tx.Exec(ctx, `UPDATE move_tasks SET refs_reached = refs_reached + $2 WHERE id = $1`, t.ID, len(reach)); err != nil {
-				return err
-			}
-			if seqs, arns, err = refCandidates(ctx, tx, t.sourceID, t.SourceAccount, t.SourceName, fifo, now, retention, reach); err != nil {
+			// The refs reached are passed, moved or not (stepTaskSQL
+			// marked them): the task goes on after them.
+			if seqs, dests, err = refCandidates(ctx, tx, t.sourceID, t.SourceAccount, t.SourceName, fifo, now, retention, reach, t.DestinationARN); err != nil {
 				return err
 			}
 			if len(seqs) == 0 {
 				return nil // none of them to move: the next step reaches the next
 			}
 		} else {
-			seqs, arns, err = moveCandidates(ctx, tx, t.sourceID, t.SourceAccount, t.SourceName, fifo, now, retention, int(min(int64(limit), left)))
+			seqs, dests, err = moveCandidates(ctx, tx, t.sourceID, t.SourceAccount, t.SourceName, fifo, now, retention, int(min(int64(limit), left)), t.DestinationARN)
 			if err != nil {
 				return err
 			}
@@ -402,39 +415,14 @@ func (r *runner) step(t runTask, limit int) (int, bool, error) {
 				return end(engine.MoveTaskCompleted, "")
 			}
 		}
-		if t.DestinationARN != "" {
-			for i := range arns {
-				arns[i] = t.DestinationARN
-			}
-		}
-		type dest struct {
-			id            int64
-			account, name string
-		}
-		dests := map[string]dest{}
-		rows, err := tx.Query(ctx, `SELECT arn, id, account, name FROM queues WHERE arn = ANY($1) AND deleted_ns IS NULL`, arns)
-		if err != nil {
-			return err
-		}
-		var (
-			d   dest
-			arn string
-		)
-		if _, err := pgx.ForEachRow(rows, []any{&arn, &d.id, &d.account, &d.name}, func() error {
-			dests[arn] = d
-			return nil
-		}); err != nil {
-			return err
-		}
 		destIDs := make([]int64, len(seqs))
 		newIDs := make([]string, len(seqs))
 		rnd := make([]byte, 16*len(seqs))
 		if _, err := rand.Read(rnd); err != nil {
 			return err
 		}
-		for i, a := range arns {
-			d, ok := dests[a]
-			if !ok {
+		for i, d := range dests {
+			if d.id == 0 {
 				// The messages of this step stay where they are.
 				return end(engine.MoveTaskFailed, engine.MoveTaskFailureNonExistentQueue)
 			}
@@ -442,7 +430,7 @@ func (r *runner) step(t runTask, limit int) (int, bool, error) {
 			uuidv4.Encode(&id, [16]byte(rnd[16*i:]))
 			destIDs[i], newIDs[i] = d.id, string(id[:])
 		}
-		rows, err = tx.Query(ctx, stepMoveSQL, t.sourceID, seqs, destIDs, newIDs, now, t.ID, r.s.channel, int64(maxLongPoll))
+		rows, err := tx.Query(ctx, stepMoveSQL, t.sourceID, seqs, destIDs, newIDs, now, t.ID, r.s.channel, int64(maxLongPoll))
 		if err != nil {
 			return err
 		}
@@ -465,7 +453,7 @@ func (r *runner) step(t runTask, limit int) (int, bool, error) {
 					return fmt.Errorf("message attributes: %w", err)
 				}
 			}
-			d := dests[arns[i-1]]
+			d := dests[i-1]
 			out = append(out, moved{account: d.account, queue: d.name, msg: m})
 		}
 		rows.Close()
@@ -492,21 +480,41 @@ func (r *runner) step(t runTask, limit int) (int, bool, error) {
 	return len(out), done, nil
 }
 
+// destination is a live queue a step moves messages to; id 0 when the
+// queue is gone.
+type destination struct {
+	id            int64
+	account, name string
+}
+
+// withDestinations makes a candidates statement, which locks messages of
+// the source and answers each one's seq and dlq_source_arn, answer each
+// one's destination instead: the task's, parameter dest, or else the queue
+// the message came from.
+func withDestinations(candidates, dest string) string {
+	return `SELECT c.seq, coalesce(d.id, 0), coalesce(d.account, ''), coalesce(d.name, '')
+	FROM (` + candidates + `) c
+	LEFT JOIN queues d ON d.arn = coalesce(nullif(` + dest + `::text, ''), c.dlq_source_arn) AND d.deleted_ns IS NULL
+	ORDER BY c.seq`
+}
+
 // moveCandidatesSQL locks up to $6 messages of source $1 for a step, the
 // oldest first: the visible ones at $3 within the retention $4, or, when
-// $2 (FIFO), the runs $5 that fifoRunCTEs chose.
-const moveCandidatesSQL = `SELECT m.seq, m.dlq_source_arn FROM messages m
+// $2 (FIFO), the runs $5 that fifoRunCTEs chose; with their destinations
+// ($7 the task's).
+var moveCandidatesSQL = withDestinations(`SELECT m.seq, m.dlq_source_arn FROM messages m
 	WHERE m.queue_id = $1 AND ($2 OR (m.visible_ns <= $3 AND m.sent_ns > $3::int8 - $4::int8))
 		AND (NOT $2 OR m.seq = ANY($5))
-	ORDER BY m.seq LIMIT $6 FOR UPDATE OF m SKIP LOCKED`
+	ORDER BY m.seq LIMIT $6 FOR UPDATE OF m SKIP LOCKED`, "$7")
 
 // moveCandidates chooses up to n visible messages of source to move,
-// oldest first, with the queue each came from (DeadLetterSourceARN). On a
-// FIFO source it takes them as a receive would: it locks the ready groups
-// first and takes each one's visible run from its head, so that a group
-// leaves in order and a receive never takes from it meanwhile; the step
-// sets the groups' rows again once they have moved.
-func moveCandidates(ctx context.Context, tx pgx.Tx, source int64, account, name string, fifo bool, now, retention int64, n int) ([]int64, []string, error) {
+// oldest first, with the queue each goes to (dest, or its
+// DeadLetterSourceARN). On a FIFO source it takes them as a receive would:
+// it locks the ready groups first and takes each one's visible run from
+// its head, so that a group leaves in order and a receive never takes
+// from it meanwhile; the step sets the groups' rows again once they have
+// moved.
+func moveCandidates(ctx context.Context, tx pgx.Tx, source int64, account, name string, fifo bool, now, retention int64, n int, dest string) ([]int64, []destination, error) {
 	var seqs []int64
 	if fifo {
 		if _, err := tx.Exec(ctx, lockReadySQL, account, name, now, n); err != nil {
@@ -524,47 +532,48 @@ func moveCandidates(ctx context.Context, tx pgx.Tx, source int64, account, name 
 			return nil, nil, err
 		}
 	}
-	return candidates(tx.Query(ctx, moveCandidatesSQL, source, fifo, now, retention, seqs, n))
+	return candidates(tx.Query(ctx, moveCandidatesSQL, source, fifo, now, retention, seqs, n, dest))
 }
 
 // candidates reads the rows of a candidates statement: the messages' seqs
-// and the queues they came from.
-func candidates(rows pgx.Rows, err error) ([]int64, []string, error) {
+// and their destinations.
+func candidates(rows pgx.Rows, err error) ([]int64, []destination, error) {
 	if err != nil {
 		return nil, nil, err
 	}
 	var (
-		out  []int64
-		arns []string
-		seq  int64
-		arn  string
+		out   []int64
+		dests []destination
+		seq   int64
+		d     destination
 	)
-	_, err = pgx.ForEachRow(rows, []any{&seq, &arn}, func() error {
-		out, arns = append(out, seq), append(arns, arn)
+	_, err = pgx.ForEachRow(rows, []any{&seq, &d.id, &d.account, &d.name}, func() error {
+		out, dests = append(out, seq), append(dests, d)
 		return nil
 	})
-	return out, arns, err
+	return out, dests, err
 }
 
 // refCandidatesSQL locks the messages of source $1 of seqs $2 that are
 // visible at $3 within the retention $4, in the order of the queue,
-// passing over those another transaction holds (a receive taking them).
-const refCandidatesSQL = `SELECT m.seq, m.dlq_source_arn FROM messages m
+// passing over those another transaction holds (a receive taking them);
+// with their destinations ($5 the task's).
+var refCandidatesSQL = withDestinations(`SELECT m.seq, m.dlq_source_arn FROM messages m
 	WHERE m.queue_id = $1 AND m.seq = ANY($2::int8[]) AND m.visible_ns <= $3 AND m.sent_ns > $3::int8 - $4::int8
-	ORDER BY m.seq FOR UPDATE OF m SKIP LOCKED`
+	ORDER BY m.seq FOR UPDATE OF m SKIP LOCKED`, "$5")
 
 // refCandidates chooses, of the messages of source that seqs name, those
-// visible now, in the order of the queue, with the queue each came from.
+// visible now, in the order of the queue, with the queue each goes to.
 // On a FIFO source it locks their groups first, as a delete does, so
 // that no receive takes from them until the step has set their rows
 // again.
-func refCandidates(ctx context.Context, tx pgx.Tx, source int64, account, name string, fifo bool, now, retention int64, seqs []int64) ([]int64, []string, error) {
+func refCandidates(ctx context.Context, tx pgx.Tx, source int64, account, name string, fifo bool, now, retention int64, seqs []int64, dest string) ([]int64, []destination, error) {
 	if fifo {
 		if _, err := tx.Exec(ctx, lockRefsSQL, account, name, seqs); err != nil {
 			return nil, nil, fmt.Errorf("lock groups: %w", err)
 		}
 	}
-	return candidates(tx.Query(ctx, refCandidatesSQL, source, seqs, now, retention))
+	return candidates(tx.Query(ctx, refCandidatesSQL, source, seqs, now, retention, dest))
 }
 
 // StartMoveTask implements engine.Backend. The checks and the insert are

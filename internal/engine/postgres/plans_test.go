@@ -396,7 +396,7 @@ func TestPlansFollowTheTablesSize(t *testing.T) {
 		{"FIFO: refresh the groups", refreshSQL, s.refreshArgs(acct, "q.fifo", now)},
 		{"FIFO: lock a delete's groups", lockHandledSQL, []any{acct, "q.fifo", fq, fs}},
 		{"FIFO: delete", deleteSQL, []any{acct, "q.fifo", fq, fs, []int32{0}, now}},
-		{"redrive: the messages to move", moveCandidatesSQL, []any{dlq, false, now, int64(4 * 24 * time.Hour), []int64(nil), 10}},
+		{"redrive: the messages to move", moveCandidatesSQL, []any{dlq, false, now, int64(4 * 24 * time.Hour), []int64(nil), 10, ""}},
 		{"redrive: move", stepMoveSQL, []any{dlq, ds, []int64{qid}, []string{"new"}, now, "no task", s.channel, int64(maxLongPoll)}},
 	}
 	for i, st := range steps {
@@ -509,9 +509,10 @@ func TestPlansFollowTheTablesSize(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
+	// The leaves' partitioned parents are analyzed, which analyzes them.
 	want := make([]string, len(hot))
 	for i, table := range hot {
-		want[i] = s.schema + "." + table
+		want[i] = s.schema + "." + strings.TrimSuffix(table, "_0")
 	}
 	if !slices.Equal(analyzed, want) {
 		t.Errorf("analyzed %v, want %v", analyzed, want)

@@ -16,6 +16,7 @@ import (
 	"context"
 	"fmt"
 	"log/slog"
+	"strings"
 	"sync"
 	"time"
 
@@ -63,6 +64,8 @@ type Options struct {
 	// statsEvery paces the look for tables grown past their statistics;
 	// zero: defaultStatsEvery, negative: never (a test looks itself).
 	statsEvery time.Duration
+	// trace sees every statement of the pool (tests count them).
+	trace pgx.QueryTracer
 }
 
 // Store is the PostgreSQL store. Its methods are safe for concurrent use.
@@ -115,10 +118,11 @@ func Open(ctx context.Context, opts Options) (*Store, error) {
 		return nil, fmt.Errorf("postgres: parse the URL: %w", err)
 	}
 	cfg.ConnConfig.RuntimeParams["search_path"] = opts.Schema
+	noJIT(cfg.ConnConfig)
 	if opts.MaxConns > 0 {
 		cfg.MaxConns = opts.MaxConns
 	}
-	acquire := configure(cfg)
+	acquire := configure(cfg, opts.trace)
 	ms, err := loadMigrations()
 	if err != nil {
 		return nil, err
@@ -178,6 +182,17 @@ func (s *Store) open(ctx context.Context, ms []migration, cc *pgx.ConnConfig) er
 	}
 	s.hub, err = startHub(ctx, cc, s.channel, s.node, s.views, s.clock, s.log)
 	return err
+}
+
+// noJIT turns JIT compilation off for the connections unless the URL sets
+// it: the store's statements are short, and a plan whose estimate crosses
+// jit_above_cost (a join over a table whose statistics are stale) would
+// compile for tens of milliseconds at every execution to save far less.
+func noJIT(cc *pgx.ConnConfig) {
+	if _, set := cc.RuntimeParams["jit"]; set || strings.Contains(cc.RuntimeParams["options"], "jit") {
+		return
+	}
+	cc.RuntimeParams["jit"] = "off"
 }
 
 // enter starts a call; every call that returns leaves.

@@ -163,7 +163,7 @@ func (o *outage) check(ctx context.Context, start uint64, err error) error {
 // configure bounds connecting (unless the URL does) and acquiring, and
 // drops a connection to a server that turned read-only, so that the pool's
 // next connection finds the new primary.
-func configure(cfg *pgxpool.Config) *acquireBound {
+func configure(cfg *pgxpool.Config, trace pgx.QueryTracer) *acquireBound {
 	cc := cfg.ConnConfig
 	if cc.ConnectTimeout == 0 {
 		cc.ConnectTimeout = defaultUnreachableAfter
@@ -175,7 +175,7 @@ func configure(cfg *pgxpool.Config) *acquireBound {
 		}
 		return onPgError == nil || onPgError(c, pe)
 	}
-	b := &acquireBound{}
+	b := &acquireBound{trace: trace}
 	b.after.Store(int64(defaultUnreachableAfter))
 	cc.Tracer = b
 	return b
@@ -185,7 +185,8 @@ func configure(cfg *pgxpool.Config) *acquireBound {
 // follows runs on the caller's context). It is the pool's tracer because
 // that is the hook pgxpool offers around an acquire.
 type acquireBound struct {
-	after atomic.Int64 // nanoseconds; tests shorten it
+	after atomic.Int64    // nanoseconds; tests shorten it
+	trace pgx.QueryTracer // tests count statements; nil otherwise
 }
 
 type acquireCancel struct{}
@@ -201,11 +202,18 @@ func (*acquireBound) TraceAcquireEnd(ctx context.Context, _ *pgxpool.Pool, _ pgx
 	}
 }
 
-func (*acquireBound) TraceQueryStart(ctx context.Context, _ *pgx.Conn, _ pgx.TraceQueryStartData) context.Context {
+func (b *acquireBound) TraceQueryStart(ctx context.Context, c *pgx.Conn, d pgx.TraceQueryStartData) context.Context {
+	if b.trace != nil {
+		return b.trace.TraceQueryStart(ctx, c, d)
+	}
 	return ctx
 }
 
-func (*acquireBound) TraceQueryEnd(context.Context, *pgx.Conn, pgx.TraceQueryEndData) {}
+func (b *acquireBound) TraceQueryEnd(ctx context.Context, c *pgx.Conn, d pgx.TraceQueryEndData) {
+	if b.trace != nil {
+		b.trace.TraceQueryEnd(ctx, c, d)
+	}
+}
 
 // db is the pool, with every outcome classified by check. Its
 // transactions, rows and batches are wrapped alike, so that an error
