@@ -476,6 +476,10 @@ func TestMigrationKeepsMessages(t *testing.T) {
 		t.Fatal(err)
 	}
 	s := ts.open(t, clk)
+	// The migration counted the messages there were.
+	if st, err := s.Stats(ctx, enginetest.Account, "old"); err != nil || st.Visible != 50 {
+		t.Fatalf("stats after the migration: %+v, %v; want 50 visible", st, err)
+	}
 	var got []engine.Message
 	for {
 		m := receive(t, s, "old", 10)
