@@ -205,3 +205,49 @@ func TestStatsManyExpired(t *testing.T) {
 	receive(t, s, "q", 1) // deletes what retention expired
 	checkStats(t, s, "expired, deleted", "q")
 }
+
+// The janitor folds each queue's count rows into one, keeping their sum,
+// and drops those of a deleted queue.
+func TestCountsFold(t *testing.T) {
+	clk := clock.NewFake(enginetest.Start)
+	s := openFresh(t, clk)
+	ctx := context.Background()
+	createQueue(t, s, "a")
+	createQueue(t, s, "b")
+	for i := 0; i < 5; i++ {
+		sendBodies(t, s, "a", bodies("a", 3, nil)...)
+		sendBodies(t, s, "b", bodies("b", 2, nil)...)
+	}
+	deleteAll(t, s, "a", receive(t, s, "a", 4))
+	rows := func() (n int) {
+		t.Helper()
+		if err := s.pool.QueryRow(ctx, `SELECT count(*) FROM message_counts`).Scan(&n); err != nil {
+			t.Fatal(err)
+		}
+		return n
+	}
+	if n := rows(); n != 11 {
+		t.Fatalf("%d count rows before the fold, want 11", n)
+	}
+	if err := s.sweep(ctx); err != nil {
+		t.Fatal(err)
+	}
+	if n := rows(); n != 2 {
+		t.Fatalf("%d count rows after the fold, want 2", n)
+	}
+	checkStats(t, s, "after the fold", "a", "b")
+	for q, want := range map[string]int64{"a": 11, "b": 10} {
+		if st, err := s.Stats(ctx, enginetest.Account, q); err != nil || st.Visible+st.NotVisible != want {
+			t.Fatalf("%s after the fold: %+v, %v; want %d", q, st, err, want)
+		}
+	}
+	if err := s.DeleteQueue(ctx, enginetest.Account, "b"); err != nil {
+		t.Fatal(err)
+	}
+	if err := s.sweep(ctx); err != nil {
+		t.Fatal(err)
+	}
+	if n := rows(); n != 1 {
+		t.Fatalf("%d count rows after b's deletion and a fold, want 1", n)
+	}
+}
