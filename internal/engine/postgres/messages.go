@@ -204,6 +204,14 @@ func (s *Store) Purge(ctx context.Context, account, name string) error {
 	return nil
 }
 
+// countInserted, followed by a CTE that inserted messages (returning their
+// queue_id) and "GROUP BY queue_id", counts them into message_counts, one
+// row per queue: every statement that inserts messages counts them itself,
+// in the same statement (a trigger costs sends more; deletes are counted
+// by one, migration 0013).
+const countInserted = `
+	INSERT INTO message_counts (queue_id, delta) SELECT queue_id, count(*) FROM `
+
 // Stats implements engine.Backend. The queue's messages are the sum of its
 // message_counts; what of them is not visible (in flight or delayed) and
 // what retention has expired but not yet deleted are counted on index
