@@ -12,6 +12,7 @@ import (
 	"github.com/ferrymq/ferry/internal/clock"
 	"github.com/ferrymq/ferry/internal/engine"
 	"github.com/ferrymq/ferry/internal/engine/enginetest"
+	"github.com/ferrymq/ferry/internal/testwait"
 )
 
 // countedStats is what Stats answers, counted over the queue's messages.
@@ -134,6 +135,33 @@ func TestStatsAgreeWithCount(t *testing.T) {
 		}
 		checkStats(t, s, "step "+strconv.Itoa(step)+" ("+what+")", queues...)
 	}
+	// A move task takes what the dead-letter queue holds back to src;
+	// peeked messages deleted by ref leave too.
+	clk.Advance(time.Hour - time.Minute)
+	sendBodies(t, s, "src", bodies("last", 20, nil)...)
+	for i := 0; i < 10; i++ {
+		receive(t, s, "src", 10)
+		clk.Advance(time.Minute)
+	}
+	page, err := s.Peek(ctx, enginetest.Account, "dlq", engine.PeekRequest{Limit: 3})
+	if err != nil || len(page.Messages) == 0 {
+		t.Fatalf("peek dlq: %+v, %v", page, err)
+	}
+	if _, err := s.DeleteRefs(ctx, enginetest.Account, "dlq", []string{page.Messages[0].Ref}); err != nil {
+		t.Fatal(err)
+	}
+	checkStats(t, s, "delete by ref", queues...)
+	if _, err := s.StartMoveTask(ctx, engine.MoveTask{SourceAccount: enginetest.Account, SourceName: "dlq"}); err != nil {
+		t.Fatal(err)
+	}
+	testwait.Eventually(t, "the move task to end", func() bool {
+		ts, err := s.ListMoveTasks(ctx, enginetest.Account, "dlq")
+		return err == nil && len(ts) == 1 && ts[0].Status == engine.MoveTaskCompleted
+	})
+	if st := countedStats(t, s, "dlq"); st.Visible != 0 {
+		t.Fatalf("dlq after the move: %+v", st)
+	}
+	checkStats(t, s, "after the move task", queues...)
 }
 
 // Senders, receivers and deleters at once leave counts that agree.
