@@ -73,6 +73,12 @@ func TestStatsAgreeWithCount(t *testing.T) {
 	queues := []string{"src", "dlq", "q.fifo"}
 	rng := rand.New(rand.NewPCG(1, 2))
 	var held []engine.Message // received from src, not deleted
+	receiveMaybeDelete := func(queue string) {
+		got := receive(t, s, queue, 1+rng.IntN(10))
+		if rng.IntN(2) == 0 {
+			deleteAll(t, s, queue, got)
+		}
+	}
 	for step := 0; step < 300; step++ {
 		var what string
 		switch op := rng.IntN(10); op {
@@ -98,10 +104,7 @@ func TestStatsAgreeWithCount(t *testing.T) {
 			held = append(held, receive(t, s, "src", 1+rng.IntN(10))...)
 		case 5:
 			what = "receive fifo"
-			got := receive(t, s, "q.fifo", 1+rng.IntN(10))
-			if rng.IntN(2) == 0 {
-				deleteAll(t, s, "q.fifo", got)
-			}
+			receiveMaybeDelete("q.fifo")
 		case 6:
 			what = "delete"
 			n := rng.IntN(len(held) + 1)
@@ -117,10 +120,7 @@ func TestStatsAgreeWithCount(t *testing.T) {
 			held = held[n:]
 		case 7:
 			what = "receive dlq"
-			got := receive(t, s, "dlq", 1+rng.IntN(10))
-			if rng.IntN(2) == 0 {
-				deleteAll(t, s, "dlq", got)
-			}
+			receiveMaybeDelete("dlq")
 		case 8:
 			what = "clock"
 			clk.Advance(time.Duration(rng.IntN(20)) * time.Minute)
