@@ -70,6 +70,7 @@ WITH q AS (
 		` + currentSlot + `, f.history::jsonb
 	FROM q, fresh f
 	RETURNING queue_id, group_id, seq, visible_ns
+), counted AS (` + countInserted + `st GROUP BY queue_id
 ), g AS (` + upsertGroups("st") + `
 ), sweep AS (
 	-- Not the keys this statement claims, nor those another send holds:
@@ -159,6 +160,7 @@ WITH q AS (
 	DELETE FROM messages m USING q, c WHERE c.poison AND m.queue_id = q.id AND m.seq = c.seq
 	RETURNING m.*
 ), moved_in AS (` + moveInsertSQL + `
+), moved_counted AS (` + countInserted + `moved_in GROUP BY queue_id
 ), dg AS (` + upsertGroups("moved_in") + `
 ), got AS (
 	UPDATE messages m SET

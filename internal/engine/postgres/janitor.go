@@ -18,7 +18,7 @@ import (
 // left of them, expired FIFO deduplication keys (of queues and of SNS
 // topics) and receive attempts, the
 // rows of FIFO groups that have no message left, and the ended move tasks
-// of deleted queues. One node at a time does it for all, holding the
+// of deleted queues; and it folds each queue's message counts. One node at a time does it for all, holding the
 // "janitor" lease (leased).
 const (
 	defaultJanitorEvery = time.Minute
@@ -122,6 +122,18 @@ var sweeps = []struct {
 		DELETE FROM fifo_groups g USING json_array_elements(current_setting('ferry.empty')::json) e
 		WHERE g.queue_id = (e->>0)::int8 AND g.group_id = e->>1
 			AND NOT EXISTS (SELECT 1 FROM messages m WHERE m.queue_id = g.queue_id AND m.group_id = g.group_id AND m.group_id <> '')`},
+	// Each queue's message counts into one row (none when they sum to
+	// zero: a deleted queue's), in one statement, so that a reader sees
+	// the rows before or after, never a part. Statements that add deltas
+	// meanwhile only insert, and the rows they add are not deleted.
+	{what: "message counts", sql: `
+		WITH f AS (
+			DELETE FROM message_counts c WHERE c.queue_id IN (
+				SELECT queue_id FROM message_counts GROUP BY queue_id HAVING count(*) > 1 LIMIT $1)
+			RETURNING c.queue_id, c.delta
+		)
+		INSERT INTO message_counts (queue_id, delta)
+		SELECT queue_id, sum(delta) FROM f GROUP BY queue_id HAVING sum(delta) <> 0`},
 	// Long-poll registrations of nodes that died (waiters.go).
 	{what: "lapsed long-poll registrations", sql: `
 		DELETE FROM waiters WHERE (queue_id, node) IN (

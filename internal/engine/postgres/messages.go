@@ -204,8 +204,20 @@ func (s *Store) Purge(ctx context.Context, account, name string) error {
 	return nil
 }
 
-// Stats implements engine.Backend. It counts the queue's messages (one
-// index scan of the queue's part of messages_next).
+// countInserted, followed by a CTE that inserted messages (returning their
+// queue_id) and "GROUP BY queue_id", counts them into message_counts, one
+// row per queue: every statement that inserts messages counts them itself,
+// in the same statement (a trigger costs sends more; deletes are counted
+// by one, migration 0013).
+const countInserted = `
+	INSERT INTO message_counts (queue_id, delta) SELECT queue_id, count(*) FROM `
+
+// Stats implements engine.Backend. The queue's messages are the sum of its
+// message_counts; what of them is not visible (in flight or delayed) and
+// what retention has expired but not yet deleted are counted on index
+// ranges (messages_next past now, messages_expiry up to the retention),
+// bounded by those messages, not by the depth of the queue. The oldest is
+// the first message of the queue's key a receive could still take.
 func (s *Store) Stats(ctx context.Context, account, name string) (engine.Stats, error) {
 	if err := s.enter(); err != nil {
 		return engine.Stats{}, err
@@ -216,15 +228,24 @@ func (s *Store) Stats(ctx context.Context, account, name string) (engine.Stats, 
 		oldest *int64
 	)
 	err := s.pool.QueryRow(ctx, `
+		WITH q AS (
+			SELECT id, $3 - retention_ns AS expired_ns FROM queues
+			WHERE account = $1 AND name = $2 AND deleted_ns IS NULL
+		), hidden AS (
+			SELECT count(*) FILTER (WHERE m.gen > 0) AS in_flight, count(*) FILTER (WHERE m.gen = 0) AS delayed,
+				count(DISTINCT m.group_id) FILTER (WHERE m.gen > 0 AND m.group_id <> '') AS groups
+			FROM q, messages m
+			WHERE m.queue_id = q.id AND m.visible_ns > $3 AND m.sent_ns > q.expired_ns
+		)
 		SELECT
-			count(m.seq) FILTER (WHERE m.visible_ns <= $3),
-			count(m.seq) FILTER (WHERE m.visible_ns > $3 AND m.gen > 0),
-			count(m.seq) FILTER (WHERE m.visible_ns > $3 AND m.gen = 0),
-			min(m.entered_ns) FILTER (WHERE m.gen < $4),
-			count(DISTINCT m.group_id) FILTER (WHERE m.visible_ns > $3 AND m.gen > 0 AND m.group_id <> '')
-		FROM queues q LEFT JOIN messages m ON m.queue_id = q.id AND m.sent_ns > $3 - q.retention_ns
-		WHERE q.account = $1 AND q.name = $2 AND q.deleted_ns IS NULL
-		GROUP BY q.id`, account, name, s.now(), engine.OldestMaxReceives).
+			(SELECT coalesce(sum(c.delta), 0) FROM message_counts c WHERE c.queue_id = q.id)
+				- (SELECT count(*) FROM messages m WHERE m.queue_id = q.id AND m.sent_ns <= q.expired_ns)
+				- h.in_flight - h.delayed,
+			h.in_flight, h.delayed,
+			(SELECT m.entered_ns FROM messages m WHERE m.queue_id = q.id AND m.sent_ns > q.expired_ns AND m.gen < $4
+				ORDER BY m.seq LIMIT 1),
+			h.groups
+		FROM q, hidden h`, account, name, s.now(), engine.OldestMaxReceives).
 		Scan(&st.Visible, &st.NotVisible, &st.Delayed, &oldest, &st.GroupsInFlight)
 	if errors.Is(err, pgx.ErrNoRows) {
 		return engine.Stats{}, engine.ErrQueueNotFound

@@ -318,6 +318,7 @@ WITH k AS (
 	FROM (SELECT mv.*, nextval('message_seq') AS new_seq FROM (SELECT * FROM mv ORDER BY i) mv) mv
 	JOIN queues d ON d.id = mv.dest
 	RETURNING queue_id, group_id, seq, visible_ns
+), counted AS (` + countInserted + `ins GROUP BY queue_id
 ), g AS (` + upsertGroups("ins") + `
 ), n AS (
 	SELECT queue_id AS qid, min(visible_ns) AS at, notify_waiters($7, queue_id, min(visible_ns)) FROM ins

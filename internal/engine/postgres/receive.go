@@ -90,6 +90,7 @@ WITH q AS (
 	DELETE FROM messages m USING q, c WHERE c.poison AND m.queue_id = q.id AND m.seq = c.seq AND m.slot = c.slot
 	RETURNING m.*
 ), moved_in AS (` + moveInsertSQL + `
+), moved_counted AS (` + countInserted + `moved_in GROUP BY queue_id
 ), got AS (
 	UPDATE messages m SET
 		visible_ns = $3 + coalesce($5, q.visibility_ns),

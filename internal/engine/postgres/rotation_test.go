@@ -476,6 +476,10 @@ func TestMigrationKeepsMessages(t *testing.T) {
 		t.Fatal(err)
 	}
 	s := ts.open(t, clk)
+	// The migration counted the messages there were.
+	if st, err := s.Stats(ctx, enginetest.Account, "old"); err != nil || st.Visible != 50 {
+		t.Fatalf("stats after the migration: %+v, %v; want 50 visible", st, err)
+	}
 	var got []engine.Message
 	for {
 		m := receive(t, s, "old", 10)
@@ -494,7 +498,14 @@ func TestMigrationKeepsMessages(t *testing.T) {
 	if r, err := s.rotate(ctx, 7); err != nil || !r.done || r.moved != 100 {
 		t.Fatalf("second rotation: %+v %v, want 100 rows moved", r, err)
 	}
+	// A rotation moves rows and counts none of them.
+	if st, err := s.Stats(ctx, enginetest.Account, "old"); err != nil || st.NotVisible != 50 || st.Visible != 0 {
+		t.Fatalf("stats after the rotations: %+v, %v; want 50 in flight", st, err)
+	}
 	deleteAll(t, s, "old", got)
+	if st, err := s.Stats(ctx, enginetest.Account, "old"); err != nil || st != (engine.Stats{}) {
+		t.Fatalf("stats after the deletes: %+v, %v; want none", st, err)
+	}
 	var left int
 	if err := s.pool.QueryRow(ctx, `SELECT (SELECT count(*) FROM messages) + (SELECT count(*) FROM message_bodies)`).Scan(&left); err != nil || left != 0 {
 		t.Fatalf("%d rows left (%v)", left, err)

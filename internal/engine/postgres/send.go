@@ -41,7 +41,8 @@ WITH q AS (
 	SELECT q.id, m.seq, m.seq, m.message_id, $13, $13, $13 + coalesce(m.delay_ns, q.delay_ns), ` + currentSlot + `,
 		m.history::jsonb
 	FROM q, m
-	RETURNING visible_ns
+	RETURNING queue_id, visible_ns
+), counted AS (` + countInserted + `st GROUP BY queue_id
 ), n AS (
 	SELECT q.id AS qid, min(st.visible_ns) AS at, notify_waiters($14, q.id, min(st.visible_ns)) FROM q, st
 	GROUP BY q.id HAVING min(st.visible_ns) < $13 + $15
