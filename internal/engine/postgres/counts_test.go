@@ -61,7 +61,7 @@ func TestStatsAgreeWithCount(t *testing.T) {
 		if mod != nil {
 			mod(&st)
 		}
-		if _, _, err := s.CreateQueue(ctx, engine.Queue{Account: enginetest.Account, Name: name, Settings: st}); err != nil {
+		if _, _, err := s.CreateQueue(ctx, engine.Queue{Account: enginetest.Account, Name: name, ARN: enginetest.ARN(name), Settings: st}); err != nil {
 			t.Fatal(err)
 		}
 	}

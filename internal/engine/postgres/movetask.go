@@ -491,11 +491,13 @@ type destination struct {
 // withDestinations makes a candidates statement, which locks messages of
 // the source and answers each one's seq and dlq_source_arn, answer each
 // one's destination instead: the task's, parameter dest, or else the queue
-// the message came from.
+// the message came from. An empty ARN names no queue, so a message with
+// no source and no destination given fails the task rather than matching
+// a queue that has no ARN.
 func withDestinations(candidates, dest string) string {
 	return `SELECT c.seq, coalesce(d.id, 0), coalesce(d.account, ''), coalesce(d.name, '')
 	FROM (` + candidates + `) c
-	LEFT JOIN queues d ON d.arn = coalesce(nullif(` + dest + `::text, ''), c.dlq_source_arn) AND d.deleted_ns IS NULL
+	LEFT JOIN queues d ON d.arn = coalesce(nullif(` + dest + `::text, ''), nullif(c.dlq_source_arn, '')) AND d.deleted_ns IS NULL
 	ORDER BY c.seq`
 }
 
