@@ -18,8 +18,8 @@ import (
 // left of them, expired FIFO deduplication keys (of queues and of SNS
 // topics) and receive attempts, the
 // rows of FIFO groups that have no message left, and the ended move tasks
-// of deleted queues; and it folds each queue's message counts. One node at a time does it for all, holding the
-// "janitor" lease (leased).
+// of deleted queues; and it folds each queue's message counts. One node
+// at a time does it for all, holding the "janitor" lease (leased).
 const (
 	defaultJanitorEvery = time.Minute
 	// janitorBatch bounds the rows one statement deletes, so that no
