@@ -213,6 +213,12 @@ func (s *Service) deliverTo(ctx context.Context, t *topic, sub *subscription, ms
 			if s.delivery.FaultsActive() {
 				f = s.delivery.Fault(ds, m.ID)
 			}
+			if f.Retry {
+				if err := s.delivery.Retry(ctx, ds, &m.Message, m.groupID, m.dedupID, f, s.clock.Now()); err != nil {
+					return err
+				}
+				continue
+			}
 			if f.Refused {
 				s.count(sub, cFailed, 1)
 				sub.state.failed(delivery.Failure{At: s.clock.Now(), Status: f.Status, Error: f.Answer, Endpoint: delivery.MaskEndpoint(sub.Endpoint)})
@@ -400,6 +406,17 @@ func (s *Service) sqsDelivery(ctx context.Context, t *topic, d *sqsDelivery, msg
 		f := delivery.Faulted{Copies: 1}
 		if faulty {
 			f = s.delivery.Fault(sub.delivery(), m.ID)
+		}
+		if f.Retry {
+			// Its retries follow the clock, from the subscription's retry
+			// queue.
+			if d.logs {
+				s.logSQS(t, sub, m, d.handoff, f.Status, f.Answer)
+			}
+			if err := s.delivery.Retry(ctx, sub.delivery(), &m.Message, m.groupID, m.dedupID, f, s.clock.Now()); err != nil {
+				return err
+			}
+			continue
 		}
 		if f.Refused {
 			d.refused = append(d.refused, nm)

@@ -225,7 +225,7 @@ func (s *Service) decodeSubscription(b []byte) (*subscription, error) {
 // delete did not finish removing it (a crash), or, on a store several
 // nodes share, the node that deleted the topic did not know of it yet.
 func (s *Service) dropOrphan(ctx context.Context, sub *subscription) error {
-	if err := s.delivery.DeleteQueue(ctx, sub.Queue); err != nil {
+	if err := s.deleteQueues(ctx, sub); err != nil {
 		return fmt.Errorf("sns: drop orphan subscription: %w", err)
 	}
 	if err := s.records.DeleteRecord(ctx, kindSubscription, sub.ARN); err != nil {

@@ -742,7 +742,7 @@ func (s *Service) unsubscribeOnce(ctx context.Context, arn string) error {
 	if err := s.releaseEndpoint(ctx, c); err != nil {
 		return s.internal(ctx, "unsubscribe", err)
 	}
-	if err := s.delivery.DeleteQueue(ctx, sub.Queue); err != nil {
+	if err := s.deleteQueues(ctx, sub); err != nil {
 		return s.internal(ctx, "unsubscribe", err)
 	}
 	s.mu.RLock()
@@ -762,7 +762,7 @@ func (s *Service) dropSubscription(ctx context.Context, sub *subscription) error
 	if err := s.removeSubscription(ctx, sub); err != nil {
 		return err
 	}
-	return s.delivery.DeleteQueue(ctx, sub.Queue)
+	return s.deleteQueues(ctx, sub)
 }
 
 // pruneTombstones forgets unsubscribed subscriptions whose restore token
@@ -782,7 +782,7 @@ func (s *Service) pruneTombstones(ctx context.Context) {
 	for _, sub := range old {
 		// Its queue is normally gone already; not if the node that
 		// unsubscribed it stopped in between.
-		err := s.delivery.DeleteQueue(ctx, sub.Queue)
+		err := s.deleteQueues(ctx, sub)
 		if err == nil {
 			err = s.removeSubscription(ctx, sub)
 		}

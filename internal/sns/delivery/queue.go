@@ -62,6 +62,11 @@ type job struct {
 	Attributes map[string]filterpolicy.Attribute `json:"attrs,omitempty"`
 	Sequence   string                            `json:"seq,omitempty"`
 	Token      string                            `json:"token,omitempty"`
+	// An at-once delivery's retry (Retry): its FIFO ids, and the attempts
+	// made before it entered the queue.
+	Group string `json:"group,omitempty"`
+	Dedup string `json:"dedup,omitempty"`
+	Tried int    `json:"tried,omitempty"`
 }
 
 // message turns a queued notification back into the message it was.

@@ -33,21 +33,31 @@ const (
 
 // Start starts the worker of a subscription with a delivery queue unless
 // it runs already.
-func (d *Service) Start(sub *Subscription) {
+func (d *Service) Start(sub *Subscription) { d.startWorker(sub.ARN, sub.Queue) }
+
+// startWorker starts the worker of queue, subARN's delivery or retry
+// queue, unless the subscription has one running.
+func (d *Service) startWorker(subARN, queue string) {
 	d.bg.mu.Lock()
-	if _, ok := d.bg.workers[sub.ARN]; ok || d.bg.ctx.Err() != nil {
+	if _, ok := d.bg.workers[subARN]; ok || d.bg.ctx.Err() != nil {
 		d.bg.mu.Unlock()
 		return
 	}
 	ctx, cancel := context.WithCancel(d.bg.ctx)
 	w := &worker{cancel: cancel, done: make(chan struct{})}
-	d.bg.workers[sub.ARN] = w
+	d.bg.workers[subARN] = w
 	d.bg.wg.Add(1)
 	d.bg.mu.Unlock()
 	go func() {
 		defer d.bg.wg.Done()
 		defer close(w.done)
-		d.runWorker(ctx, sub.ARN, sub.Queue)
+		d.runWorker(ctx, subARN, queue)
+		// A worker whose queue went leaves room for the next one.
+		d.bg.mu.Lock()
+		if d.bg.workers[subARN] == w {
+			delete(d.bg.workers, subARN)
+		}
+		d.bg.mu.Unlock()
 	}()
 }
 
@@ -221,7 +231,12 @@ func (d *Service) handle(ctx context.Context, subARN, queue string, msg *engine.
 		return
 	}
 	isHTTP := sub.Protocol == ProtoHTTP || sub.Protocol == ProtoHTTPS
+	atOnce := !NeedsQueue(sub.Protocol)
 	policy := customerManaged
+	n := msg.ReceiveCount + j.Tried // the attempt
+	if atOnce {
+		policy = atOncePolicy(sub.Protocol)
+	}
 	if isHTTP {
 		p := t.policyFor(sub.Policy)
 		policy = p.retry
@@ -230,7 +245,12 @@ func (d *Service) handle(ctx context.Context, subARN, queue string, msg *engine.
 		}
 	}
 	handoff := d.clock.Now()
-	ar := d.attemptFaulty(ctx, t, &sub, &j, msg.ReceiveCount, &wk)
+	var ar attemptResult
+	if atOnce {
+		ar = d.attemptAtOnce(ctx, t, &sub, &j, n)
+	} else {
+		ar = d.attemptFaulty(ctx, t, &sub, &j, n, &wk)
+	}
 	res := ar.outcome
 	if ctx.Err() != nil && res != delivered {
 		return // stopping: not an endpoint failure
@@ -238,11 +258,12 @@ func (d *Service) handle(ctx context.Context, subARN, queue string, msg *engine.
 	// The attempt as the message's history tells it, if it failed.
 	var ev *engine.HistoryEvent
 	if d.history && res != delivered {
-		ev = attemptEvent(&sub, policy, msg.ReceiveCount, handoff, d.clock.Now(), ar)
+		ev = attemptEvent(&sub, policy, n, handoff, d.clock.Now(), ar)
 	}
-	if notification && t.LogsFor(sub.Protocol) {
+	// A recorded protocol's delivery logs itself (RecordNotification).
+	if notification && t.LogsFor(sub.Protocol) && (!atOnce || res != delivered || sub.Protocol == ProtoSQS) {
 		d.LogAttempt(t, &sub, &Attempt{MessageID: j.MessageID, Text: j.Message, Published: j.Timestamp, Handoff: handoff,
-			Attempts: msg.ReceiveCount, Success: res == delivered, Status: ar.status, Response: ar.answer})
+			Attempts: n, Success: res == delivered, Status: ar.status, Response: ar.answer})
 	}
 	if res == delivered {
 		if notification {
@@ -261,10 +282,10 @@ func (d *Service) handle(ctx context.Context, subARN, queue string, msg *engine.
 	}
 	if notification {
 		d.subs.Failed(subARN, Failure{At: d.clock.Now(), Status: ar.status, Error: ar.answer, Endpoint: MaskEndpoint(sub.Endpoint),
-			Retry: res == retryable && msg.ReceiveCount <= policy.Retries})
+			Retry: res == retryable && n <= policy.Retries})
 	}
-	if res == retryable && msg.ReceiveCount <= policy.Retries {
-		wait := policy.delay(msg.ReceiveCount, d.jitter)
+	if res == retryable && n <= policy.Retries {
+		wait := policy.delay(n, d.jitter)
 		hold := d.waits.hold(wk)
 		at := d.clock.Now().Add(wait)
 		retrying = later(wait, ev)
