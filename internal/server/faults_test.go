@@ -464,6 +464,12 @@ func TestFaultSNSToSQS(t *testing.T) {
 	publish("refused")
 	f.addFault(t, `{"protocol":"sqs","succeedAfter":3,"count":1}`)
 	publish("retried")
+	// The retries come from the subscription's retry queue, after the
+	// publish.
+	testwait.Eventually(t, "the retried message delivered", func() bool {
+		c, _ := f.srv.SNS().SubscriptionCounters(sub)
+		return c.Delivered == 3
+	})
 
 	got := map[string]int{}
 	for _, m := range f.receiveAll(t, qURL, 10) {
