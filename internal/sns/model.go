@@ -80,7 +80,9 @@ type subscription struct {
 	Attrs map[string]string `json:"attrs,omitempty"`
 	confirmation
 	// Queue is the hidden delivery queue of a subscription whose
-	// deliveries may need retries (delivery.NeedsQueue).
+	// deliveries may need retries (delivery.NeedsQueue), or the retry
+	// queue of one SNS delivers to at once, made when a delivery first
+	// needs a retry (retryQueue).
 	Queue string `json:"queue,omitempty"`
 	tombstone
 	Created time.Time `json:"created"`
@@ -225,7 +227,7 @@ func (s *Service) decodeSubscription(b []byte) (*subscription, error) {
 // delete did not finish removing it (a crash), or, on a store several
 // nodes share, the node that deleted the topic did not know of it yet.
 func (s *Service) dropOrphan(ctx context.Context, sub *subscription) error {
-	if err := s.deleteQueues(ctx, sub); err != nil {
+	if err := s.delivery.DeleteQueue(ctx, sub.Queue); err != nil {
 		return fmt.Errorf("sns: drop orphan subscription: %w", err)
 	}
 	if err := s.records.DeleteRecord(ctx, kindSubscription, sub.ARN); err != nil {

@@ -47,7 +47,7 @@ func (s *Service) Reset(ctx context.Context, account string) (ResetCounts, error
 		}
 		// A record that no longer decodes leaves no queue to find.
 		if sub, err := s.decodeSubscription(r.Value); err == nil {
-			if err := s.deleteQueues(ctx, sub); err != nil {
+			if err := s.delivery.DeleteQueue(ctx, sub.Queue); err != nil {
 				return c, fmt.Errorf("sns: reset: %w", err)
 			}
 		}

@@ -4,10 +4,88 @@ import (
 	"context"
 	"slices"
 	"strings"
+	"time"
 
 	"github.com/ferrymq/ferry/internal/engine"
 	"github.com/ferrymq/ferry/internal/sns/delivery"
 )
+
+// retry is a delivery of a fan-out to an at-once subscription that goes to
+// its retry queue (delivery.Service.Retry): a fault's server-side failure
+// of the first attempt (f, handed off at at), or, on a FIFO topic, a
+// message behind such a one (f nil).
+type retry struct {
+	m  *message
+	f  *delivery.Faulted
+	at time.Time
+}
+
+// behindRetries reports whether sub's deliveries wait behind its retries:
+// those of a FIFO topic, once the subscription has a retry queue.
+func behindRetries(t *topic, sub *subscription) bool { return t.FIFO && sub.Queue != "" }
+
+// retry hands rs, in order, to sub's retry queue.
+func (s *Service) retry(ctx context.Context, t *topic, sub *subscription, rs []retry) error {
+	if len(rs) == 0 {
+		return nil
+	}
+	ds, err := s.retryQueue(ctx, t, sub.ARN)
+	if err != nil || ds == nil {
+		return err
+	}
+	for _, r := range rs {
+		if r.f == nil {
+			err = s.delivery.Queue(ctx, ds, &r.m.Message, r.m.groupID, r.m.dedupID)
+		} else {
+			err = s.delivery.Retry(ctx, ds, &r.m.Message, r.m.groupID, r.m.dedupID, *r.f, r.at)
+		}
+		if err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// retryQueue is the at-once subscription arn with its retry queue, which
+// it gets when a delivery first needs one: named in its record, so that
+// every node runs its worker (applySubscription) and that the name is new
+// each time. It is nil once the subscription is gone.
+func (s *Service) retryQueue(ctx context.Context, t *topic, arn string) (*delivery.Subscription, error) {
+	s.mu.RLock()
+	sub := s.subs[arn]
+	s.mu.RUnlock()
+	if sub != nil && sub.Queue != "" {
+		return sub.delivery(), nil
+	}
+	var ds *delivery.Subscription
+	err := s.retryRaces(ctx, "retry delivery", kindSubscription, arn, func() error {
+		s.mu.RLock()
+		sub := s.subs[arn]
+		s.mu.RUnlock()
+		switch {
+		case sub == nil || !sub.active():
+			return nil
+		case sub.Queue != "":
+			ds = sub.delivery()
+			return nil
+		}
+		c := sub.clone()
+		c.Queue = delivery.RetryQueueName(arn, t.FIFO)
+		if err := s.delivery.CreateQueue(ctx, c.Queue); err != nil {
+			return err
+		}
+		if err := s.saveSubscription(ctx, c); err != nil {
+			if derr := s.delivery.DeleteQueue(ctx, c.Queue); derr != nil {
+				s.log.WarnContext(ctx, "sns: drop unused retry queue", "subscription", arn, "err", derr)
+			}
+			return err
+		}
+		s.delivery.Start(c.delivery())
+		ds = c.delivery()
+		return nil
+	})
+	return ds, err
+}
 
 // Deliver delivers a retried notification of an at-once subscription
 // (delivery.Service.Retry) into its endpoint, as the publish would have:
@@ -44,28 +122,4 @@ func (h *deliveryHooks) Deliver(ctx context.Context, t *delivery.Topic, ds *deli
 	}
 	_, err = s.sqs.Send(ctx, sub.Endpoint, []engine.NewMessage{nm})
 	return err
-}
-
-// startRetries starts the workers of the at-once subscriptions that have
-// retries kept in the store.
-func (s *Service) startRetries(ctx context.Context) error {
-	names, err := s.delivery.RetryQueues(ctx)
-	if err != nil || len(names) == 0 {
-		return err
-	}
-	for _, sub := range s.subs {
-		if sub.Queue == "" && !sub.Deleted && names[delivery.RetryQueueName(sub.ARN)] {
-			s.delivery.StartRetries(sub.delivery())
-		}
-	}
-	return nil
-}
-
-// deleteQueues removes the subscription's delivery queue or, for an
-// at-once subscription, its retry queue, if it has one.
-func (s *Service) deleteQueues(ctx context.Context, sub *subscription) error {
-	if sub.Queue == "" && !delivery.NeedsQueue(sub.Protocol) {
-		return s.delivery.DeleteQueue(ctx, delivery.RetryQueueName(sub.ARN))
-	}
-	return s.delivery.DeleteQueue(ctx, sub.Queue)
 }

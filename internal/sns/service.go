@@ -177,10 +177,6 @@ func New(ctx context.Context, cfg Config) (*Service, error) {
 			d.Start(sub.delivery())
 		}
 	}
-	if err := s.startRetries(ctx); err != nil {
-		d.Close()
-		return nil, err
-	}
 	s.pruneTombstones(ctx)
 	s.startNews()
 	return s, nil

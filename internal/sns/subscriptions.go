@@ -575,7 +575,7 @@ func (s *Service) subscribeOnce(ctx context.Context, in *subscribeInput, attrs m
 // into an SQS queue (confirmQueue).
 func (s *Service) sendConfirmation(ctx context.Context, t *topic, sub *subscription) error {
 	switch {
-	case sub.Queue != "":
+	case delivery.NeedsQueue(sub.Protocol):
 		return s.delivery.Confirm(ctx, sub.delivery())
 	case sub.Protocol == delivery.ProtoSQS:
 		return s.confirmQueue(ctx, t, sub)
@@ -742,7 +742,7 @@ func (s *Service) unsubscribeOnce(ctx context.Context, arn string) error {
 	if err := s.releaseEndpoint(ctx, c); err != nil {
 		return s.internal(ctx, "unsubscribe", err)
 	}
-	if err := s.deleteQueues(ctx, sub); err != nil {
+	if err := s.delivery.DeleteQueue(ctx, sub.Queue); err != nil {
 		return s.internal(ctx, "unsubscribe", err)
 	}
 	s.mu.RLock()
@@ -762,7 +762,7 @@ func (s *Service) dropSubscription(ctx context.Context, sub *subscription) error
 	if err := s.removeSubscription(ctx, sub); err != nil {
 		return err
 	}
-	return s.deleteQueues(ctx, sub)
+	return s.delivery.DeleteQueue(ctx, sub.Queue)
 }
 
 // pruneTombstones forgets unsubscribed subscriptions whose restore token
@@ -782,7 +782,7 @@ func (s *Service) pruneTombstones(ctx context.Context) {
 	for _, sub := range old {
 		// Its queue is normally gone already; not if the node that
 		// unsubscribed it stopped in between.
-		err := s.deleteQueues(ctx, sub)
+		err := s.delivery.DeleteQueue(ctx, sub.Queue)
 		if err == nil {
 			err = s.removeSubscription(ctx, sub)
 		}

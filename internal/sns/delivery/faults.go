@@ -110,9 +110,11 @@ func (f Faulted) result() attemptResult {
 }
 
 // GiveUp puts m, which sub's endpoint failed for good, into the
-// subscription's dead-letter queue, if it has one, as Redrive does.
-func (d *Service) GiveUp(ctx context.Context, t *Topic, sub *Subscription, m *Message, count func(Counter, int)) error {
+// subscription's dead-letter queue, if it has one, as Redrive does; group
+// and dedup are its FIFO ids.
+func (d *Service) GiveUp(ctx context.Context, t *Topic, sub *Subscription, m *Message, group, dedup string, count func(Counter, int)) error {
 	j := newJob(sub, m)
+	j.Group, j.Dedup = group, dedup
 	nm, err := d.deadLetterCopy(t, sub, &j)
 	if err != nil {
 		return err

@@ -116,7 +116,8 @@ func (d *Service) sendJobs(ctx context.Context, sub *Subscription, batch []engin
 	return err
 }
 
-// CreateQueue creates a subscription's delivery queue if it is missing.
+// CreateQueue creates a subscription's delivery queue if it is missing; a
+// name with FIFO's suffix makes a FIFO queue.
 func (d *Service) CreateQueue(ctx context.Context, queue string) error {
 	now := d.clock.Now()
 	_, _, err := d.backend.CreateQueue(ctx, engine.Queue{
@@ -127,6 +128,7 @@ func (d *Service) CreateQueue(ctx context.Context, queue string) error {
 			VisibilityTimeout: queueVisibility,
 			Retention:         queueRetention,
 			MaximumSize:       queueMaxSize,
+			FIFO:              fifoQueue(queue),
 		},
 		Created:  now,
 		Modified: now,

@@ -3,7 +3,6 @@ package delivery
 import (
 	"context"
 	"encoding/json"
-	"errors"
 	"fmt"
 	"strings"
 	"time"
@@ -14,70 +13,84 @@ import (
 // SNS delivers to SQS queues, Lambda, Firehose, SMS and mobile push at
 // once, in the publish. Only a fault rule (internal/faults) fails such a
 // delivery server-side; its retries then ride on a retry queue of the
-// subscription, made when first needed, which the worker of the HTTP/S
-// delivery queues drains: each retry on the protocol's policy
-// (atOncePolicy), on the service's clock, across restarts, and given up
-// into the subscription's dead-letter queue.
+// subscription, named in the subscription's record when first needed (so
+// that every node serves it and a subscription made again gets a new
+// one), which the worker of the delivery queues drains: each retry on the
+// protocol's policy (atOncePolicy), on the service's clock, across
+// restarts, and given up into the subscription's dead-letter queue.
+//
+// A FIFO topic's retry queue is a FIFO queue grouped as the topic's
+// messages are, and once a subscription has one, every later delivery of
+// the subscription goes through it (Queue), behind what its group still
+// retries, as SNS holds a group's later messages back.
 
-// retryQueuePrefix starts the names of the retry queues.
-const retryQueuePrefix = "retries-"
+// fifoSuffix ends the names of FIFO queues.
+const fifoSuffix = ".fifo"
 
-// RetryQueueName names the retry queue of the at-once subscription subARN.
-func RetryQueueName(subARN string) string {
-	return retryQueuePrefix + subARN[strings.LastIndexByte(subARN, ':')+1:]
+// RetryQueueName names a new retry queue of the at-once subscription
+// subARN; fifo for a FIFO topic's.
+func RetryQueueName(subARN string, fifo bool) string {
+	if fifo {
+		return NewQueueName(subARN) + fifoSuffix
+	}
+	return NewQueueName(subARN)
 }
+
+// fifoQueue reports whether a delivery or retry queue is a FIFO queue.
+func fifoQueue(queue string) bool { return strings.HasSuffix(queue, fifoSuffix) }
 
 // Retry puts m, whose first attempt to the at-once subscription sub a
 // fault failed server-side (f, handed off at began), into the
-// subscription's retry queue, and starts its worker. group and dedup are
-// the message's FIFO ids.
+// subscription's retry queue, sub.Queue. group and dedup are the message's
+// FIFO ids.
 func (d *Service) Retry(ctx context.Context, sub *Subscription, m *Message, group, dedup string, f Faulted, began time.Time) error {
 	p := atOncePolicy(sub.Protocol)
-	j := newJob(sub, m)
-	j.Group, j.Dedup, j.Tried = group, dedup, 1
-	b, err := json.Marshal(j)
+	nm, err := retryJob(sub, m, group, dedup, 1)
 	if err != nil {
-		return fmt.Errorf("encode retry: %w", err)
+		return err
 	}
-	wait := p.delay(1, d.jitter)
-	nm := engine.NewMessage{Body: string(b), SenderID: SenderID, Delay: &wait}
+	if wait := p.delay(1, d.jitter); wait > 0 {
+		nm.Delay = &wait
+	}
 	if d.history {
 		nm.History = &engine.MessageHistory{Events: []engine.HistoryEvent{*attemptEvent(sub, p, 1, began, d.clock.Now(), f.result())}}
 	}
-	queue := RetryQueueName(sub.ARN)
-	batch := []engine.NewMessage{nm}
-	_, err = d.backend.Send(ctx, QueueAccount, queue, batch)
-	if errors.Is(err, engine.ErrQueueNotFound) {
-		if err = d.CreateQueue(ctx, queue); err == nil {
-			_, err = d.backend.Send(ctx, QueueAccount, queue, batch)
-		}
-	}
-	if err != nil {
+	if err := d.sendJobs(ctx, sub, []engine.NewMessage{nm}); err != nil {
 		return fmt.Errorf("schedule retry: %w", err)
 	}
 	d.subs.Failed(sub.ARN, Failure{At: d.clock.Now(), Status: f.Status, Error: f.Answer, Endpoint: MaskEndpoint(sub.Endpoint), Retry: true})
-	d.startWorker(sub.ARN, queue)
 	return nil
 }
 
-// RetryQueues are the names of the retry queues the store keeps, for
-// starting their workers (StartRetries).
-func (d *Service) RetryQueues(ctx context.Context) (map[string]bool, error) {
-	qs, err := d.backend.ListQueues(ctx, QueueAccount, retryQueuePrefix)
+// Queue puts m, not yet attempted, into the FIFO retry queue of the
+// at-once subscription sub, behind the messages of its group there.
+func (d *Service) Queue(ctx context.Context, sub *Subscription, m *Message, group, dedup string) error {
+	nm, err := retryJob(sub, m, group, dedup, 0)
 	if err != nil {
-		return nil, fmt.Errorf("list retry queues: %w", err)
+		return err
 	}
-	names := make(map[string]bool, len(qs))
-	for _, q := range qs {
-		names[q.Name] = true
+	if err := d.sendJobs(ctx, sub, []engine.NewMessage{nm}); err != nil {
+		return fmt.Errorf("queue behind retries: %w", err)
 	}
-	return names, nil
+	return nil
 }
 
-// StartRetries starts the worker of an at-once subscription's retry
-// queue unless it runs already.
-func (d *Service) StartRetries(sub *Subscription) {
-	d.startWorker(sub.ARN, RetryQueueName(sub.ARN))
+// retryJob is m to the at-once subscription sub as its retry queue keeps
+// it, tried attempts made.
+func retryJob(sub *Subscription, m *Message, group, dedup string, tried int) (engine.NewMessage, error) {
+	j := newJob(sub, m)
+	j.Group, j.Dedup, j.Tried = group, dedup, tried
+	b, err := json.Marshal(j)
+	if err != nil {
+		return engine.NewMessage{}, fmt.Errorf("encode retry: %w", err)
+	}
+	nm := engine.NewMessage{Body: string(b), SenderID: SenderID}
+	if fifoQueue(sub.Queue) {
+		// The retry queue's own ids: the group orders, the message id
+		// is unique to the publish.
+		nm.MessageGroupID, nm.DeduplicationID = group, m.ID
+	}
+	return nm, nil
 }
 
 // attemptAtOnce is attempt n of job j to the at-once subscription sub:

@@ -31,13 +31,10 @@ const (
 	redriveTries = 3
 )
 
-// Start starts the worker of a subscription with a delivery queue unless
-// it runs already.
-func (d *Service) Start(sub *Subscription) { d.startWorker(sub.ARN, sub.Queue) }
-
-// startWorker starts the worker of queue, subARN's delivery or retry
-// queue, unless the subscription has one running.
-func (d *Service) startWorker(subARN, queue string) {
+// Start starts the worker of a subscription's delivery queue (for an
+// at-once subscription its retry queue, Retry) unless it runs already.
+func (d *Service) Start(sub *Subscription) {
+	subARN, queue := sub.ARN, sub.Queue
 	d.bg.mu.Lock()
 	if _, ok := d.bg.workers[subARN]; ok || d.bg.ctx.Err() != nil {
 		d.bg.mu.Unlock()
@@ -115,6 +112,10 @@ func (d *Service) runWorker(ctx context.Context, subARN, queue string) {
 	var holds clock.Holds
 	defer holds.Release()
 	rctx := clock.WithHolds(ctx, &holds)
+	// A FIFO queue's messages are taken one a receive, as their group's
+	// next stays in the queue while one is in flight: a group's messages
+	// are delivered one after the other, in order, the groups side by side.
+	fifo := fifoQueue(queue)
 	for ctx.Err() == nil {
 		select {
 		case slots <- struct{}{}:
@@ -128,7 +129,7 @@ func (d *Service) runWorker(ctx context.Context, subARN, queue string) {
 		}
 		n := 1
 	more:
-		for n < workerBatch {
+		for n < workerBatch && !fifo {
 			select {
 			case slots <- struct{}{}:
 				n++
