@@ -34,25 +34,24 @@ const (
 // Start starts the worker of a subscription's delivery queue (for an
 // at-once subscription its retry queue, Retry) unless it runs already.
 func (d *Service) Start(sub *Subscription) {
-	subARN, queue := sub.ARN, sub.Queue
 	d.bg.mu.Lock()
-	if _, ok := d.bg.workers[subARN]; ok || d.bg.ctx.Err() != nil {
+	if _, ok := d.bg.workers[sub.ARN]; ok || d.bg.ctx.Err() != nil {
 		d.bg.mu.Unlock()
 		return
 	}
 	ctx, cancel := context.WithCancel(d.bg.ctx)
 	w := &worker{cancel: cancel, done: make(chan struct{})}
-	d.bg.workers[subARN] = w
+	d.bg.workers[sub.ARN] = w
 	d.bg.wg.Add(1)
 	d.bg.mu.Unlock()
 	go func() {
 		defer d.bg.wg.Done()
 		defer close(w.done)
-		d.runWorker(ctx, subARN, queue)
+		d.runWorker(ctx, sub.ARN, sub.Queue)
 		// A worker whose queue went leaves room for the next one.
 		d.bg.mu.Lock()
-		if d.bg.workers[subARN] == w {
-			delete(d.bg.workers, subARN)
+		if d.bg.workers[sub.ARN] == w {
+			delete(d.bg.workers, sub.ARN)
 		}
 		d.bg.mu.Unlock()
 	}()
