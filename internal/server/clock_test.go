@@ -563,3 +563,67 @@ func (f *ferry) fill(ctx context.Context, t testing.TB, name, body string, n int
 		}
 	}
 }
+
+// A fault's 5xx to the first four attempts of an SQS subscription's
+// delivery: the first is the publish's, three retries follow at once,
+// the fifth attempt one second later (AWS-managed policy, ± jitter) on
+// the controlled clock delivers the message, not before.
+func TestClockSNSRetriesToSQS(t *testing.T) {
+	t.Parallel()
+	f, c := startControlled(t, withFaults(3))
+	topic := f.createTopic(t, "clock-at-once", nil)
+	qURL := f.createQueue(t, "clock-at-once-q", nil)
+	sub := f.subscribe(t, topic, "sqs", arnPrefix+"clock-at-once-q", map[string]string{"RawMessageDelivery": "true"})
+	f.addFault(t, `{"subscription":"`+sub+`","status":500,"count":4}`)
+	f.publish(t, &snssdk.PublishInput{TopicArn: aws.String(topic), Message: aws.String("at last")})
+	testwait.Eventually(t, "four attempts to fail", func() bool { return f.faultListing(t).Rules[0].Injected == 4 })
+	if n := f.visible(t, qURL); n != 0 {
+		t.Fatalf("%d messages in the queue before the fifth attempt is due", n)
+	}
+	advance(t, f, "800ms")
+	if n := f.visible(t, qURL); n != 0 {
+		t.Fatalf("%d messages in the queue 0.8 s on, before the fifth attempt is due", n)
+	}
+	advance(t, f, "400ms")
+	testwait.Eventually(t, "the fifth attempt to deliver", func() bool { return f.visible(t, qURL) == 1 })
+	if m := f.receiveAll(t, qURL, 10); len(m) != 1 || aws.ToString(m[0].Body) != "at last" {
+		t.Fatalf("queue holds %v", m)
+	}
+	if c.Stalls() != 0 {
+		t.Errorf("%d steps of the advance went on without their work done", c.Stalls())
+	}
+}
+
+// A FIFO topic's delivery that a fault fails waits in the subscription's
+// retry queue, and the later messages of its group wait behind it, while
+// another group goes on: the FIFO queue gets the group in order once the
+// fifth attempt delivers the first.
+func TestClockSNSRetriesKeepFIFOOrder(t *testing.T) {
+	t.Parallel()
+	f, c := startControlled(t, withFaults(3))
+	topic := f.createTopic(t, "clock-order.fifo", map[string]string{"FifoTopic": "true", "ContentBasedDeduplication": "true"})
+	qURL := f.createQueue(t, "clock-order-q.fifo", map[string]string{"FifoQueue": "true"})
+	sub := f.subscribe(t, topic, "sqs", arnPrefix+"clock-order-q.fifo", map[string]string{"RawMessageDelivery": "true"})
+	f.addFault(t, `{"subscription":"`+sub+`","status":500,"count":4}`)
+	publish := func(group, body string) {
+		f.publish(t, &snssdk.PublishInput{TopicArn: aws.String(topic), Message: aws.String(body), MessageGroupId: aws.String(group)})
+	}
+	publish("g", "g1")
+	testwait.Eventually(t, "four attempts to fail", func() bool { return f.faultListing(t).Rules[0].Injected == 4 })
+	publish("g", "g2")
+	publish("h", "h1")
+	publish("g", "g3")
+	testwait.Eventually(t, "the other group's message delivered", func() bool { return f.visible(t, qURL) == 1 })
+	if m := f.receiveAll(t, qURL, 10); bodies(m) != "h1" {
+		t.Fatalf("before the retry, the queue holds %q, want h1 alone", bodies(m))
+	}
+	advance(t, f, "1200ms")
+	testwait.Eventually(t, "the group delivered", func() bool { return f.visible(t, qURL) == 3 })
+	// One receive hands out a FIFO group's messages in order.
+	if got := bodies(f.receiveAll(t, qURL, 10)); got != "g1,g2,g3" {
+		t.Errorf("the group arrived as %q, want g1,g2,g3", got)
+	}
+	if c.Stalls() != 0 {
+		t.Errorf("%d steps of the advance went on without their work done", c.Stalls())
+	}
+}

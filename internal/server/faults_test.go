@@ -20,6 +20,7 @@ import (
 	"github.com/aws/aws-sdk-go/aws/awserr"
 	sqsv1 "github.com/aws/aws-sdk-go/service/sqs"
 
+	"github.com/ferrymq/ferry/internal/engine/embedded"
 	"github.com/ferrymq/ferry/internal/faults"
 	"github.com/ferrymq/ferry/internal/server"
 	"github.com/ferrymq/ferry/internal/testwait"
@@ -464,6 +465,12 @@ func TestFaultSNSToSQS(t *testing.T) {
 	publish("refused")
 	f.addFault(t, `{"protocol":"sqs","succeedAfter":3,"count":1}`)
 	publish("retried")
+	// The retries come from the subscription's retry queue, after the
+	// publish.
+	testwait.Eventually(t, "the retried message delivered", func() bool {
+		c, _ := f.srv.SNS().SubscriptionCounters(sub)
+		return c.Delivered == 3
+	})
 
 	got := map[string]int{}
 	for _, m := range f.receiveAll(t, qURL, 10) {
@@ -479,5 +486,54 @@ func TestFaultSNSToSQS(t *testing.T) {
 	// The drop counts as delivered, the duplicate once.
 	if c.Delivered != 3 || c.Failed != 1 || c.RedrivenToDLQ != 1 {
 		t.Errorf("counters %+v", c)
+	}
+}
+
+// TestFaultSNSRetriesSurviveRestart: an at-once delivery's retries are
+// in the store, and the restarted server's worker makes the fifth attempt
+// on its clock.
+func TestFaultSNSRetriesSurviveRestart(t *testing.T) {
+	t.Parallel()
+	dir := t.TempDir()
+	f := start(t, onDisk(dir), withFaults(5))
+	topic := f.createTopic(t, "kept-retries", nil)
+	qURL := f.createQueue(t, "kept-retries-q", nil)
+	sub := f.subscribe(t, topic, "sqs", arnPrefix+"kept-retries-q", map[string]string{"RawMessageDelivery": "true"})
+	f.addFault(t, `{"subscription":"`+sub+`","status":500,"count":4}`)
+	f.publish(t, &snssdk.PublishInput{TopicArn: aws.String(topic), Message: aws.String("kept")})
+	testwait.Eventually(t, "four attempts to fail", func() bool { return f.faultListing(t).Rules[0].Injected == 4 })
+	now := f.clk.Now()
+	stop(t, f)
+
+	f2 := start(t, storeWith(t, dir, func(o *embedded.Options) { o.DiskReserve = -1 }))
+	if n := f2.visible(t, qURL); n != 0 {
+		t.Fatalf("%d messages in the queue before the fifth attempt is due", n)
+	}
+	// The fifth attempt is due a second (± 10 %) after the fourth.
+	f2.clk.Set(now.Add(2 * time.Second))
+	testwait.Eventually(t, "the fifth attempt to deliver", func() bool { return f2.visible(t, qURL) == 1 })
+	if got := bodies(f2.receiveAll(t, qURL, 10)); got != "kept" {
+		t.Errorf("the queue holds %q", got)
+	}
+}
+
+// TestFaultSNSRetryToFIFODeadLetter: a FIFO subscription's retried
+// delivery that a later attempt fails client-side goes to its FIFO
+// dead-letter queue with its group.
+func TestFaultSNSRetryToFIFODeadLetter(t *testing.T) {
+	t.Parallel()
+	f := start(t, withFaults(6))
+	topic := f.createTopic(t, "retry-dlq.fifo", map[string]string{"FifoTopic": "true", "ContentBasedDeduplication": "true"})
+	f.createQueue(t, "retry-dlq-q.fifo", map[string]string{"FifoQueue": "true"})
+	dlqURL := f.createQueue(t, "retry-dlq-dead.fifo", map[string]string{"FifoQueue": "true"})
+	sub := f.subscribe(t, topic, "sqs", arnPrefix+"retry-dlq-q.fifo", map[string]string{"RawMessageDelivery": "true",
+		"RedrivePolicy": `{"deadLetterTargetArn":"` + arnPrefix + `retry-dlq-dead.fifo"}`})
+	f.addFault(t, `{"subscription":"`+sub+`","status":500,"count":1}`)
+	f.addFault(t, `{"subscription":"`+sub+`","status":403,"count":1}`)
+	f.publish(t, &snssdk.PublishInput{TopicArn: aws.String(topic), Message: aws.String("given up"), MessageGroupId: aws.String("g")})
+	testwait.Eventually(t, "the dead-letter queue to get the message", func() bool { return f.visible(t, dlqURL) == 1 })
+	m := f.receiveAll(t, dlqURL, 10)
+	if bodies(m) != "given up" || m[0].Attributes[string(types.MessageSystemAttributeNameMessageGroupId)] != "g" {
+		t.Errorf("the dead-letter queue holds %q, group %q", bodies(m), m[0].Attributes[string(types.MessageSystemAttributeNameMessageGroupId)])
 	}
 }

@@ -10,6 +10,7 @@ import (
 
 	"github.com/ferrymq/ferry/internal/clock"
 	"github.com/ferrymq/ferry/internal/engine/embedded"
+	"github.com/ferrymq/ferry/internal/faults"
 	"github.com/ferrymq/ferry/internal/metrics"
 	"github.com/ferrymq/ferry/internal/sns/delivery"
 	"github.com/ferrymq/ferry/internal/sns/delivery/deliverytest"
@@ -25,9 +26,10 @@ type sharedEngine struct{ *embedded.Engine }
 
 func (sharedEngine) Shared() bool { return true }
 
-// newNodes starts n SNS services on one in-memory engine and a fake clock.
-// Each stops with the test, unless the test stops it first.
-func newNodes(t *testing.T, n int) ([]*Service, *embedded.Engine) {
+// newNodes starts n SNS services on one in-memory engine and a fake clock,
+// each with the delivery options opts gives it, if any. Each stops with
+// the test, unless the test stops it first.
+func newNodes(t *testing.T, n int, opts ...func(node int, o *delivery.Options)) ([]*Service, *embedded.Engine) {
 	t.Helper()
 	ctx := context.Background()
 	clk := clock.NewFake(time.Date(2026, 3, 4, 5, 6, 7, 0, time.UTC))
@@ -46,8 +48,12 @@ func newNodes(t *testing.T, n int) ([]*Service, *embedded.Engine) {
 	})
 	for i := range nodes {
 		m := metrics.New(metrics.Options{Clock: clk})
+		o := delivery.Options{BaseURL: "http://node" + string(rune('a'+i))}
+		for _, opt := range opts {
+			opt(i, &o)
+		}
 		nodes[i], err = New(ctx, Config{Backend: eng, SQS: sqs.NewPort(sqs.Config{Backend: eng, Metrics: m}), Records: eng, Sequences: eng,
-			Cluster: sharedEngine{eng}, Clock: clk, Metrics: m, Delivery: delivery.Options{BaseURL: "http://node" + string(rune('a'+i))}})
+			Cluster: sharedEngine{eng}, Clock: clk, Metrics: m, Delivery: o})
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -241,6 +247,58 @@ func TestWorkersOnEveryNode(t *testing.T) {
 	testwait.Eventually(t, "the other node's worker to deliver", func() bool {
 		for _, r := range b.Deliveries(delivery.ProtoEmail) {
 			if r.Message == "to b's worker" {
+				return true
+			}
+		}
+		return false
+	})
+}
+
+// TestRetriesOnEveryNode: the retry queue a node makes for an at-once
+// subscription when a fault fails a delivery is in the subscription's
+// record, so another node serves it: here after the first has stopped.
+func TestRetriesOnEveryNode(t *testing.T) {
+	t.Parallel()
+	ctx := context.Background()
+	rules := faults.New(faults.Options{})
+	if _, err := rules.Add(faults.Rule{Protocol: delivery.ProtoSMS, Status: 500, Count: 1}); err != nil {
+		t.Fatal(err)
+	}
+	nodes, _ := newNodes(t, 2, func(node int, o *delivery.Options) {
+		if node == 0 {
+			o.Faults = rules
+		}
+	})
+	a, b := nodes[0], nodes[1]
+	clk := a.clock.(*clock.Fake)
+	topic, err := a.createTopic(ctx, &createTopicInput{Name: "t"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	sub, err := a.subscribe(ctx, &subscribeInput{TopicArn: topic.TopicArn, Protocol: "sms", Endpoint: "+15555550100", ReturnSubscriptionArn: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := a.publish(ctx, &publishInput{TopicArn: topic.TopicArn, Message: "once more"}); err != nil {
+		t.Fatal(err)
+	}
+	queue := cachedSub(a, sub.SubscriptionArn).Queue
+	if queue == "" {
+		t.Fatal("the failed delivery made no retry queue")
+	}
+	b.RecordChanged(kindTopic, topic.TopicArn)
+	b.RecordChanged(kindSubscription, sub.SubscriptionArn)
+	testwait.Eventually(t, "the other node to learn of the retry queue", func() bool {
+		s := cachedSub(b, sub.SubscriptionArn)
+		return s != nil && s.Queue == queue
+	})
+	a.Close()
+	nodes[0] = nil
+	// The customer-managed policy of SMS retries 10 s on (± jitter).
+	clk.Advance(12 * time.Second)
+	testwait.Eventually(t, "the other node's worker to deliver", func() bool {
+		for _, r := range b.Deliveries(delivery.ProtoSMS) {
+			if r.Message == "once more" {
 				return true
 			}
 		}

@@ -200,7 +200,7 @@ func (s *Service) deliverTo(ctx context.Context, t *topic, sub *subscription, ms
 	switch {
 	case sub.Protocol == delivery.ProtoSQS:
 		return s.deliverSQS(ctx, t, sub, pass)
-	case sub.Queue != "":
+	case delivery.NeedsQueue(sub.Protocol):
 		ms := make([]*delivery.Message, len(pass))
 		for i, m := range pass {
 			ms[i] = &m.Message
@@ -208,15 +208,26 @@ func (s *Service) deliverTo(ctx context.Context, t *topic, sub *subscription, ms
 		return s.delivery.Enqueue(ctx, sub.delivery(), ms)
 	default:
 		ds := sub.delivery()
+		behind := behindRetries(t, sub)
+		var rs []retry
 		for _, m := range pass {
+			if behind {
+				rs = append(rs, retry{m: m})
+				continue
+			}
 			f := delivery.Faulted{Copies: 1}
 			if s.delivery.FaultsActive() {
 				f = s.delivery.Fault(ds, m.ID)
 			}
+			if f.Retry {
+				rs = append(rs, retry{m: m, f: &f, at: s.clock.Now()})
+				behind = t.FIFO
+				continue
+			}
 			if f.Refused {
 				s.count(sub, cFailed, 1)
 				sub.state.failed(delivery.Failure{At: s.clock.Now(), Status: f.Status, Error: f.Answer, Endpoint: delivery.MaskEndpoint(sub.Endpoint)})
-				if err := s.delivery.GiveUp(ctx, t.delivery, ds, &m.Message, func(c delivery.Counter, n int) { s.count(sub, deliveryCounters[c], n) }); err != nil {
+				if err := s.delivery.GiveUp(ctx, t.delivery, ds, &m.Message, m.groupID, m.dedupID, func(c delivery.Counter, n int) { s.count(sub, deliveryCounters[c], n) }); err != nil {
 					return err
 				}
 				continue
@@ -228,7 +239,7 @@ func (s *Service) deliverTo(ctx context.Context, t *topic, sub *subscription, ms
 			}
 			s.count(sub, cDelivered, 1)
 		}
-		return nil
+		return s.retry(ctx, t, sub, rs)
 	}
 }
 
@@ -291,6 +302,9 @@ type sqsDelivery struct {
 	// Faults (internal/faults): copies lost, which SNS counts delivered,
 	// and second copies, which it does not count.
 	dropped, doubled int
+	// retries go to the retry queue once the batch is sent, so that what
+	// the batch holds of a FIFO group is in the queue before them.
+	retries []retry
 }
 
 // deliverSQS writes the messages into the subscribed queue in one send.
@@ -338,7 +352,8 @@ func (s *Service) deliverJointSQS(ctx context.Context, t *topic, subs []*subscri
 			copies = copies[:n+len(d.batch)]
 		}
 		if len(d.batch) == 0 {
-			// All refused before the send: nothing for the queue.
+			// All refused or retried before the send: nothing for the
+			// queue.
 			if err := s.settleSQS(ctx, t, d, nil, nil); err != nil {
 				errs = append(errs, fmt.Errorf("subscription %s: %w", sub.ARN, err))
 			}
@@ -379,7 +394,12 @@ func (s *Service) sqsDelivery(ctx context.Context, t *topic, d *sqsDelivery, msg
 	}
 	d.batch = buf
 	faulty := s.delivery.FaultsActive()
+	behind := behindRetries(t, sub)
 	for _, m := range msgs {
+		if behind {
+			d.retries = append(d.retries, retry{m: m})
+			continue
+		}
 		nm, err := s.sqsCopy(t, sub, m)
 		if err == nil && !allowed {
 			// The queue's owner has not let the topic in: no copy
@@ -400,6 +420,16 @@ func (s *Service) sqsDelivery(ctx context.Context, t *topic, d *sqsDelivery, msg
 		f := delivery.Faulted{Copies: 1}
 		if faulty {
 			f = s.delivery.Fault(sub.delivery(), m.ID)
+		}
+		if f.Retry {
+			// Its retries follow the clock, from the subscription's retry
+			// queue.
+			if d.logs {
+				s.logSQS(t, sub, m, d.handoff, f.Status, f.Answer)
+			}
+			d.retries = append(d.retries, retry{m: m, f: &f, at: s.clock.Now()})
+			behind = t.FIFO
+			continue
 		}
 		if f.Refused {
 			d.refused = append(d.refused, nm)
@@ -426,8 +456,9 @@ func (s *Service) sqsDelivery(ctx context.Context, t *topic, d *sqsDelivery, msg
 }
 
 // settleSQS counts and logs the outcome of d's send (res, err; neither
-// when its batch was empty) and hands what the queue did not take to the
-// dead-letter queue. Only an unexpected engine error is returned.
+// when its batch was empty), hands what the queue did not take to the
+// dead-letter queue and the retries to the retry queue. Only an
+// unexpected engine error is returned.
 func (s *Service) settleSQS(ctx context.Context, t *topic, d *sqsDelivery, res []engine.SendResult, err error) error {
 	sub, refused := d.sub, d.refused
 	if d.dropped > 0 {
@@ -456,7 +487,7 @@ func (s *Service) settleSQS(ctx context.Context, t *topic, d *sqsDelivery, res [
 		// A publish does not wait on a failing dead-letter queue.
 		s.delivery.Redrive(ctx, sub.delivery(), refused, 1, func(c delivery.Counter, n int) { s.count(sub, deliveryCounters[c], n) })
 	}
-	return nil
+	return s.retry(ctx, t, sub, d.retries)
 }
 
 // logSQS logs the one attempt SNS makes to deliver m to an SQS queue.

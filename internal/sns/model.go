@@ -80,7 +80,9 @@ type subscription struct {
 	Attrs map[string]string `json:"attrs,omitempty"`
 	confirmation
 	// Queue is the hidden delivery queue of a subscription whose
-	// deliveries may need retries (delivery.NeedsQueue).
+	// deliveries may need retries (delivery.NeedsQueue), or the retry
+	// queue of one SNS delivers to at once, made when a delivery first
+	// needs a retry (retryQueue).
 	Queue string `json:"queue,omitempty"`
 	tombstone
 	Created time.Time `json:"created"`

@@ -575,7 +575,7 @@ func (s *Service) subscribeOnce(ctx context.Context, in *subscribeInput, attrs m
 // into an SQS queue (confirmQueue).
 func (s *Service) sendConfirmation(ctx context.Context, t *topic, sub *subscription) error {
 	switch {
-	case sub.Queue != "":
+	case delivery.NeedsQueue(sub.Protocol):
 		return s.delivery.Confirm(ctx, sub.delivery())
 	case sub.Protocol == delivery.ProtoSQS:
 		return s.confirmQueue(ctx, t, sub)

@@ -136,22 +136,25 @@ var errHTTPTimeout = errors.New("no answer within 15 seconds")
 
 // deadLetterCopy is a given-up job in the form the subscriber would have
 // received it: the raw message with its attributes as SQS attributes, or
-// the envelope. It goes to the dead-letter queue as it is, even if SQS
+// the envelope, with its FIFO ids (SQS drops the deduplication id for a
+// standard queue). It goes to the dead-letter queue as it is, even if SQS
 // would refuse it from a publish (more attributes than SQS carries).
 func (d *Service) deadLetterCopy(t *Topic, sub *Subscription, j *job) (engine.NewMessage, error) {
+	var nm engine.NewMessage
 	if sub.Raw || sub.Protocol == ProtoEmail {
-		nm, _ := d.sqs.Message(j.Message, attrList(j.Attributes), SenderID)
-		return nm, nil
+		nm, _ = d.sqs.Message(j.Message, attrList(j.Attributes), SenderID)
+	} else {
+		n, err := d.Notification(t, j.message(), j.Message, sub.ARN)
+		if err != nil {
+			return engine.NewMessage{}, err
+		}
+		body, err := n.JSON()
+		if err != nil {
+			return engine.NewMessage{}, err
+		}
+		nm, _ = d.sqs.Message(string(body), nil, SenderID)
 	}
-	n, err := d.Notification(t, j.message(), j.Message, sub.ARN)
-	if err != nil {
-		return engine.NewMessage{}, err
-	}
-	body, err := n.JSON()
-	if err != nil {
-		return engine.NewMessage{}, err
-	}
-	nm, _ := d.sqs.Message(string(body), nil, SenderID)
+	nm.MessageGroupID, nm.DeduplicationID = j.Group, j.Dedup
 	return nm, nil
 }
 

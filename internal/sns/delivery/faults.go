@@ -50,25 +50,20 @@ func (d *Service) attemptFaulty(ctx context.Context, t *Topic, sub *Subscription
 	return d.attempt(ctx, t, sub, j)
 }
 
-// awsManagedAttempts is how many attempts the AWS-managed delivery policy
-// of SQS, Lambda and Firehose makes: 3 immediate, 2 a second apart, 10 in
-// backoff, 100,000 20 s apart (sns-message-delivery-retries); SMS and
-// mobile push follow customerManaged.
-const awsManagedAttempts = 100_015
-
-// Faulted is what the fault rules make of delivering a message to a
-// subscription SNS serves at once rather than through a delivery queue
-// (an SQS queue, a recorded protocol). An attempt the endpoint answers
-// 2xx or 3xx is delivered; a 4xx is a client-side error, not retried; a
-// 5xx or a timeout is a server-side error, retried at once (Ferry keeps
-// no timers for these deliveries) up to the attempts of the protocol's
-// policy. Copies is how many reach the endpoint (0: dropped, 2:
-// duplicated); Refused is true when the delivery failed for good and is
-// given up (the subscription's dead-letter queue), Status then its last
-// answer.
+// Faulted is what the fault rules make of the first attempt to deliver a
+// message to a subscription SNS serves at once rather than through a
+// delivery queue (an SQS queue, a recorded protocol), or of a retry of it
+// (attemptAtOnce). An attempt the endpoint answers 2xx or 3xx is
+// delivered; a 4xx is a client-side error, not retried; a 5xx or a
+// timeout is a server-side error, which Retry hands to the
+// subscription's retry queue. Copies is how many reach the endpoint (0:
+// dropped, 2: duplicated); Refused is true when the delivery failed for
+// good and is given up (the subscription's dead-letter queue), Retry
+// when it is to be tried again; Status and Answer then tell the attempt.
 type Faulted struct {
 	Copies  int
 	Refused bool
+	Retry   bool
 	Status  int
 	Answer  string
 }
@@ -77,43 +72,49 @@ type Faulted struct {
 // fan-out spares the cost of asking Fault when none is.
 func (d *Service) FaultsActive() bool { return d.faults.Active() }
 
-// Fault decides Faulted for message id to sub.
+// Fault decides Faulted for the first attempt of message id to sub.
 func (d *Service) Fault(sub *Subscription, id string) Faulted {
-	attempts := awsManagedAttempts
-	switch sub.Protocol {
-	case ProtoSMS, ProtoApplication:
-		attempts = customerManaged.Retries + 1
-	}
-	for n := 1; n <= attempts; n++ {
-		f := d.faults.SNS(faults.SNSEvent{Subscription: sub.ARN, Endpoint: sub.Endpoint, Protocol: sub.Protocol, MessageID: id, Attempt: n})
-		switch f.Kind {
-		case "":
+	return d.faultAtOnce(sub, id, 1)
+}
+
+// faultAtOnce decides Faulted for attempt n of message id to sub.
+func (d *Service) faultAtOnce(sub *Subscription, id string, n int) Faulted {
+	f := d.faults.SNS(faults.SNSEvent{Subscription: sub.ARN, Endpoint: sub.Endpoint, Protocol: sub.Protocol, MessageID: id, Attempt: n})
+	switch f.Kind {
+	case faults.KindDrop:
+		return Faulted{Copies: 0, Answer: faultAnswer(f)}
+	case faults.KindDuplicate:
+		return Faulted{Copies: 2}
+	case faults.KindClientError:
+		return Faulted{Refused: true, Status: http.StatusBadRequest, Answer: faultAnswer(f)}
+	case faults.KindTimeout:
+		return Faulted{Retry: true, Answer: faultAnswer(f)}
+	case faults.KindStatus:
+		switch {
+		case f.Status >= 200 && f.Status < 400:
 			return Faulted{Copies: 1}
-		case faults.KindDrop:
-			return Faulted{Copies: 0}
-		case faults.KindDuplicate:
-			return Faulted{Copies: 2}
-		case faults.KindClientError:
-			return Faulted{Refused: true, Status: http.StatusBadRequest, Answer: faultAnswer(f)}
-		case faults.KindStatus:
-			switch {
-			case f.Status >= 200 && f.Status < 400:
-				return Faulted{Copies: 1}
-			case f.Status >= 400 && f.Status < 500:
-				return Faulted{Refused: true, Status: f.Status, Answer: faultAnswer(f)}
-			}
-		}
-		if n == attempts {
+		case f.Status >= 400 && f.Status < 500:
 			return Faulted{Refused: true, Status: f.Status, Answer: faultAnswer(f)}
 		}
+		return Faulted{Retry: true, Status: f.Status, Answer: faultAnswer(f)}
 	}
 	return Faulted{Copies: 1}
 }
 
+// result is a failed Faulted as an attempt's result.
+func (f Faulted) result() attemptResult {
+	if f.Refused {
+		return attemptResult{outcome: permanent, status: f.Status, answer: f.Answer}
+	}
+	return attemptResult{outcome: retryable, status: f.Status, answer: f.Answer}
+}
+
 // GiveUp puts m, which sub's endpoint failed for good, into the
-// subscription's dead-letter queue, if it has one, as Redrive does.
-func (d *Service) GiveUp(ctx context.Context, t *Topic, sub *Subscription, m *Message, count func(Counter, int)) error {
+// subscription's dead-letter queue, if it has one, as Redrive does; group
+// and dedup are its FIFO ids.
+func (d *Service) GiveUp(ctx context.Context, t *Topic, sub *Subscription, m *Message, group, dedup string, count func(Counter, int)) error {
 	j := newJob(sub, m)
+	j.Group, j.Dedup = group, dedup
 	nm, err := d.deadLetterCopy(t, sub, &j)
 	if err != nil {
 		return err

@@ -88,7 +88,21 @@ var (
 	// customerManaged serves email and SMS: 2 × 10 s, 10 exponential
 	// 10 → 600 s, 38 × 600 s.
 	customerManaged = schedule{MinDelay: 10, MaxDelay: 600, Retries: 50, MinDelayRetries: 2, MaxDelayRetries: 38, Backoff: backoffExponential}
+	// awsManaged serves SQS, Lambda and Firehose: 3 immediate retries,
+	// 2 × 1 s, 10 exponential 1 → 20 s, then 20 s apart, 100,015 attempts
+	// in all, the first among them (about 23 days).
+	awsManaged = schedule{MinDelay: 1, MaxDelay: 20, Retries: 100_014, NoDelay: 3, MinDelayRetries: 2, MaxDelayRetries: 99_999, Backoff: backoffExponential}
 )
+
+// atOncePolicy is the schedule of the retries of a protocol SNS delivers
+// at once (not NeedsQueue): AWS-managed, but for SMS and mobile push.
+func atOncePolicy(protocol string) schedule {
+	switch protocol {
+	case ProtoSMS, ProtoApplication:
+		return customerManaged
+	}
+	return awsManaged
+}
 
 func (p schedule) retryPolicy() *retryPolicy {
 	return &retryPolicy{

@@ -127,3 +127,49 @@ func TestEffectivePolicies(t *testing.T) {
 		t.Errorf("bad topic policy: %v", perr)
 	}
 }
+
+// TestAtOncePolicies: the AWS-managed schedule of SQS, Lambda and Firehose
+// (sns.md §7) and the customer-managed one of SMS and mobile push.
+func TestAtOncePolicies(t *testing.T) {
+	aws := atOncePolicy(ProtoSQS)
+	cases := []struct {
+		name     string
+		p        schedule
+		attempt  int // the failed attempt the delay follows
+		want     int // seconds
+		wantPhas string
+	}{
+		{"first attempt", aws, 1, 0, phaseInitial},
+		{"immediate 1", aws, 2, 0, phaseImmediateRetry},
+		{"immediate 3", aws, 3, 0, phaseImmediateRetry},
+		{"pre-backoff 1", aws, 4, 1, phaseImmediateRetry},
+		{"pre-backoff 2", aws, 5, 1, phasePreBackoff},
+		{"backoff start", aws, 6, 1, phasePreBackoff},
+		{"backoff end", aws, 15, 20, phaseBackoff},
+		{"post-backoff", aws, 16, 20, phaseBackoff},
+		{"post-backoff late", aws, 100_000, 20, phasePostBackoff},
+		{"sms first retry", atOncePolicy(ProtoSMS), 1, 10, phaseInitial},
+		{"push first retry", atOncePolicy(ProtoApplication), 1, 10, phaseInitial},
+	}
+	for _, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) {
+			if got := tc.p.delaySeconds(tc.attempt); got != tc.want {
+				t.Errorf("delay after attempt %d = %d s, want %d", tc.attempt, got, tc.want)
+			}
+			if got := tc.p.phase(tc.attempt); got != tc.wantPhas {
+				t.Errorf("phase of attempt %d = %s, want %s", tc.attempt, got, tc.wantPhas)
+			}
+		})
+	}
+	if n := aws.Retries + 1; n != 100_015 {
+		t.Errorf("AWS-managed makes %d attempts, want 100,015", n)
+	}
+	if days := float64(aws.totalSeconds()) / 86400; days < 22.5 || days > 23.5 {
+		t.Errorf("AWS-managed retries take %.1f days, want about 23", days)
+	}
+	for _, p := range []string{ProtoLambda, ProtoFirehose} {
+		if atOncePolicy(p) != aws {
+			t.Errorf("%s does not follow the AWS-managed policy", p)
+		}
+	}
+}

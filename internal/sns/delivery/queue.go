@@ -62,6 +62,11 @@ type job struct {
 	Attributes map[string]filterpolicy.Attribute `json:"attrs,omitempty"`
 	Sequence   string                            `json:"seq,omitempty"`
 	Token      string                            `json:"token,omitempty"`
+	// An at-once delivery's retry (Retry): its FIFO ids, and the attempts
+	// made before it entered the queue.
+	Group string `json:"group,omitempty"`
+	Dedup string `json:"dedup,omitempty"`
+	Tried int    `json:"tried,omitempty"`
 }
 
 // message turns a queued notification back into the message it was.
@@ -111,7 +116,8 @@ func (d *Service) sendJobs(ctx context.Context, sub *Subscription, batch []engin
 	return err
 }
 
-// CreateQueue creates a subscription's delivery queue if it is missing.
+// CreateQueue creates a subscription's delivery queue if it is missing; a
+// name with FIFO's suffix makes a FIFO queue.
 func (d *Service) CreateQueue(ctx context.Context, queue string) error {
 	now := d.clock.Now()
 	_, _, err := d.backend.CreateQueue(ctx, engine.Queue{
@@ -122,6 +128,7 @@ func (d *Service) CreateQueue(ctx context.Context, queue string) error {
 			VisibilityTimeout: queueVisibility,
 			Retention:         queueRetention,
 			MaximumSize:       queueMaxSize,
+			FIFO:              fifoQueue(queue),
 		},
 		Created:  now,
 		Modified: now,

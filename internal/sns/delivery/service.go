@@ -135,6 +135,11 @@ type Subscriptions interface {
 	Count(arn string, c Counter, n int)
 	// Failed tells of a notification's failed attempt.
 	Failed(arn string, f Failure)
+	// Deliver delivers a retried notification of an at-once subscription
+	// (not NeedsQueue) into its endpoint, as a publish does: for SQS the
+	// copy SQS gets, group and dedup its FIFO ids. An error SQS refuses it
+	// with (Refusal) is a client-side error; another is server-side.
+	Deliver(ctx context.Context, t *Topic, sub *Subscription, m *Message, group, dedup string) error
 }
 
 // Failure is a notification's failed delivery attempt.

@@ -31,8 +31,8 @@ const (
 	redriveTries = 3
 )
 
-// Start starts the worker of a subscription with a delivery queue unless
-// it runs already.
+// Start starts the worker of a subscription's delivery queue (for an
+// at-once subscription its retry queue, Retry) unless it runs already.
 func (d *Service) Start(sub *Subscription) {
 	d.bg.mu.Lock()
 	if _, ok := d.bg.workers[sub.ARN]; ok || d.bg.ctx.Err() != nil {
@@ -48,6 +48,12 @@ func (d *Service) Start(sub *Subscription) {
 		defer d.bg.wg.Done()
 		defer close(w.done)
 		d.runWorker(ctx, sub.ARN, sub.Queue)
+		// A worker whose queue went leaves room for the next one.
+		d.bg.mu.Lock()
+		if d.bg.workers[sub.ARN] == w {
+			delete(d.bg.workers, sub.ARN)
+		}
+		d.bg.mu.Unlock()
 	}()
 }
 
@@ -105,6 +111,10 @@ func (d *Service) runWorker(ctx context.Context, subARN, queue string) {
 	var holds clock.Holds
 	defer holds.Release()
 	rctx := clock.WithHolds(ctx, &holds)
+	// A FIFO queue's messages are taken one a receive, as their group's
+	// next stays in the queue while one is in flight: a group's messages
+	// are delivered one after the other, in order, the groups side by side.
+	fifo := fifoQueue(queue)
 	for ctx.Err() == nil {
 		select {
 		case slots <- struct{}{}:
@@ -118,7 +128,7 @@ func (d *Service) runWorker(ctx context.Context, subARN, queue string) {
 		}
 		n := 1
 	more:
-		for n < workerBatch {
+		for n < workerBatch && !fifo {
 			select {
 			case slots <- struct{}{}:
 				n++
@@ -221,7 +231,12 @@ func (d *Service) handle(ctx context.Context, subARN, queue string, msg *engine.
 		return
 	}
 	isHTTP := sub.Protocol == ProtoHTTP || sub.Protocol == ProtoHTTPS
+	atOnce := !NeedsQueue(sub.Protocol)
 	policy := customerManaged
+	n := msg.ReceiveCount + j.Tried // the attempt
+	if atOnce {
+		policy = atOncePolicy(sub.Protocol)
+	}
 	if isHTTP {
 		p := t.policyFor(sub.Policy)
 		policy = p.retry
@@ -230,7 +245,12 @@ func (d *Service) handle(ctx context.Context, subARN, queue string, msg *engine.
 		}
 	}
 	handoff := d.clock.Now()
-	ar := d.attemptFaulty(ctx, t, &sub, &j, msg.ReceiveCount, &wk)
+	var ar attemptResult
+	if atOnce {
+		ar = d.attemptAtOnce(ctx, t, &sub, &j, n)
+	} else {
+		ar = d.attemptFaulty(ctx, t, &sub, &j, n, &wk)
+	}
 	res := ar.outcome
 	if ctx.Err() != nil && res != delivered {
 		return // stopping: not an endpoint failure
@@ -238,11 +258,12 @@ func (d *Service) handle(ctx context.Context, subARN, queue string, msg *engine.
 	// The attempt as the message's history tells it, if it failed.
 	var ev *engine.HistoryEvent
 	if d.history && res != delivered {
-		ev = attemptEvent(&sub, policy, msg.ReceiveCount, handoff, d.clock.Now(), ar)
+		ev = attemptEvent(&sub, policy, n, handoff, d.clock.Now(), ar)
 	}
-	if notification && t.LogsFor(sub.Protocol) {
+	// A recorded protocol's delivery logs itself (RecordNotification).
+	if notification && t.LogsFor(sub.Protocol) && (!atOnce || res != delivered || sub.Protocol == ProtoSQS) {
 		d.LogAttempt(t, &sub, &Attempt{MessageID: j.MessageID, Text: j.Message, Published: j.Timestamp, Handoff: handoff,
-			Attempts: msg.ReceiveCount, Success: res == delivered, Status: ar.status, Response: ar.answer})
+			Attempts: n, Success: res == delivered, Status: ar.status, Response: ar.answer})
 	}
 	if res == delivered {
 		if notification {
@@ -261,10 +282,10 @@ func (d *Service) handle(ctx context.Context, subARN, queue string, msg *engine.
 	}
 	if notification {
 		d.subs.Failed(subARN, Failure{At: d.clock.Now(), Status: ar.status, Error: ar.answer, Endpoint: MaskEndpoint(sub.Endpoint),
-			Retry: res == retryable && msg.ReceiveCount <= policy.Retries})
+			Retry: res == retryable && n <= policy.Retries})
 	}
-	if res == retryable && msg.ReceiveCount <= policy.Retries {
-		wait := policy.delay(msg.ReceiveCount, d.jitter)
+	if res == retryable && n <= policy.Retries {
+		wait := policy.delay(n, d.jitter)
 		hold := d.waits.hold(wk)
 		at := d.clock.Now().Add(wait)
 		retrying = later(wait, ev)

@@ -29,6 +29,15 @@ type fakeSubscriptions struct {
 	removed bool
 	// failures are the failed attempts told, oldest first.
 	failures []Failure
+	// delivered are the retried at-once notifications delivered.
+	delivered []string
+}
+
+func (f *fakeSubscriptions) Deliver(_ context.Context, _ *Topic, _ *Subscription, m *Message, _, _ string) error {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	f.delivered = append(f.delivered, m.ID)
+	return nil
 }
 
 func (f *fakeSubscriptions) Live(arn string) (Subscription, *Topic, bool) {
