@@ -234,11 +234,11 @@ func TestStatsManyExpired(t *testing.T) {
 	checkStats(t, s, "expired, deleted", "q")
 }
 
-// The janitor folds each queue's count rows into one, keeping their sum,
-// and drops those of a deleted queue.
+// The janitor, and the more frequent fold, fold each queue's count rows
+// into one, keeping their sum, and drop those of a deleted queue.
 func TestCountsFold(t *testing.T) {
 	clk := clock.NewFake(enginetest.Start)
-	s := openFresh(t, clk)
+	s := freshSchema(t).openWith(t, Options{Clock: clk, foldEvery: -1})
 	ctx := context.Background()
 	createQueue(t, s, "a")
 	createQueue(t, s, "b")
@@ -257,7 +257,7 @@ func TestCountsFold(t *testing.T) {
 	if n := rows(); n != 11 {
 		t.Fatalf("%d count rows before the fold, want 11", n)
 	}
-	if err := s.sweep(ctx); err != nil {
+	if err := s.foldCounts(ctx); err != nil {
 		t.Fatal(err)
 	}
 	if n := rows(); n != 2 {

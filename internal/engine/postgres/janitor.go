@@ -22,6 +22,9 @@ import (
 // at a time does it for all, holding the "janitor" lease (leased).
 const (
 	defaultJanitorEvery = time.Minute
+	// defaultFoldEvery paces foldCounts: a queue taking thousands of sends
+	// a second adds as many count rows, which Stats sums until a fold.
+	defaultFoldEvery = 5 * time.Second
 	// janitorBatch bounds the rows one statement deletes, so that no
 	// transaction of the janitor runs long.
 	janitorBatch = 1000
@@ -72,16 +75,19 @@ func (s *Store) takeLease(ctx context.Context, name string, d time.Duration) (bo
 	return held, nil
 }
 
-// sweeps are the janitor's statements, each deleting at most janitorBatch
-// rows: $1 is the batch, and $2 now for those that are timed. A sweep
-// with a lock statement runs it first, in the same transaction, with the
-// arguments; the statement then takes none.
-var sweeps = []struct {
+// sweepStatement is one of the janitor's statements (sweeps).
+type sweepStatement struct {
 	what  string
 	timed bool
 	lock  string
 	sql   string
-}{
+}
+
+// sweeps are the janitor's statements, each deleting at most janitorBatch
+// rows: $1 is the batch, and $2 now for those that are timed. A sweep
+// with a lock statement runs it first, in the same transaction, with the
+// arguments; the statement then takes none.
+var sweeps = []sweepStatement{
 	{what: "expired messages", timed: true, sql: `
 		WITH gone AS (
 			DELETE FROM messages m WHERE (m.queue_id, m.seq) IN (
@@ -122,18 +128,7 @@ var sweeps = []struct {
 		DELETE FROM fifo_groups g USING json_array_elements(current_setting('ferry.empty')::json) e
 		WHERE g.queue_id = (e->>0)::int8 AND g.group_id = e->>1
 			AND NOT EXISTS (SELECT 1 FROM messages m WHERE m.queue_id = g.queue_id AND m.group_id = g.group_id AND m.group_id <> '')`},
-	// Each queue's message counts into one row (none when they sum to
-	// zero: a deleted queue's), in one statement, so that a reader sees
-	// the rows before or after, never a part. Statements that add deltas
-	// meanwhile only insert, and the rows they add are not deleted.
-	{what: "message counts", sql: `
-		WITH f AS (
-			DELETE FROM message_counts c WHERE c.queue_id IN (
-				SELECT queue_id FROM message_counts GROUP BY queue_id HAVING count(*) > 1 LIMIT $1)
-			RETURNING c.queue_id, c.delta
-		)
-		INSERT INTO message_counts (queue_id, delta)
-		SELECT queue_id, sum(delta) FROM f GROUP BY queue_id HAVING sum(delta) <> 0`},
+	foldSweep,
 	// Long-poll registrations of nodes that died (waiters.go).
 	{what: "lapsed long-poll registrations", sql: `
 		DELETE FROM waiters WHERE (queue_id, node) IN (
@@ -145,6 +140,20 @@ var sweeps = []struct {
 			LIMIT $1)`},
 }
 
+// foldSweep folds each queue's message counts into one row (none when
+// they sum to zero: a deleted queue's), in one statement, so that a reader
+// sees the rows before or after, never a part. Statements that add deltas
+// meanwhile only insert, and the rows they add are not deleted. The
+// janitor folds, and so does foldCounts, more often.
+var foldSweep = sweepStatement{what: "message counts", sql: `
+		WITH f AS (
+			DELETE FROM message_counts c WHERE c.queue_id IN (
+				SELECT queue_id FROM message_counts GROUP BY queue_id HAVING count(*) > 1 LIMIT $1)
+			RETURNING c.queue_id, c.delta
+		)
+		INSERT INTO message_counts (queue_id, delta)
+		SELECT queue_id, sum(delta) FROM f GROUP BY queue_id HAVING sum(delta) <> 0`}
+
 // sweepSequenceKeysSQL deletes expired keys of SNS FIFO topics
 // (sequence.go), from the oldest, along their index, by row address (a
 // join on the key would read the table whole). A key a publish took over
@@ -154,9 +163,17 @@ const sweepSequenceKeysSQL = `
 			SELECT ctid FROM sequence_keys WHERE expires_ns <= $2::int8 ORDER BY expires_ns LIMIT $1))
 			AND expires_ns <= $2::int8`
 
+// foldCounts folds the message counts of every queue (foldCountsSQL).
+func (s *Store) foldCounts(ctx context.Context) error {
+	return s.sweepAll(ctx, []sweepStatement{foldSweep})
+}
+
 // sweep runs every sweep until it finds nothing more to delete.
-func (s *Store) sweep(ctx context.Context) error {
-	for _, sw := range sweeps {
+func (s *Store) sweep(ctx context.Context) error { return s.sweepAll(ctx, sweeps) }
+
+// sweepAll runs each of sws until it finds nothing more to delete.
+func (s *Store) sweepAll(ctx context.Context, sws []sweepStatement) error {
+	for _, sw := range sws {
 		for {
 			args := []any{janitorBatch}
 			if sw.timed {

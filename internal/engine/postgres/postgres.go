@@ -60,6 +60,7 @@ type Options struct {
 
 	leases       leaseTimes    // tests shorten them
 	janitorEvery time.Duration // zero: defaultJanitorEvery
+	foldEvery    time.Duration // zero: defaultFoldEvery, negative: never
 	rotation     rotationOptions
 	// statsEvery paces the look for tables grown past their statistics;
 	// zero: defaultStatsEvery, negative: never (a test looks itself).
@@ -157,6 +158,10 @@ func Open(ctx context.Context, opts Options) (*Store, error) {
 	s.background.Add(2)
 	go s.leased(bg, "janitor", cmp.Or(opts.janitorEvery, defaultJanitorEvery), s.sweep)
 	go s.rotator(bg)
+	if opts.foldEvery >= 0 {
+		s.background.Add(1)
+		go s.leased(bg, "counts", cmp.Or(opts.foldEvery, defaultFoldEvery), s.foldCounts)
+	}
 	if opts.statsEvery >= 0 {
 		s.background.Add(1)
 		go s.leased(bg, "statistics", cmp.Or(opts.statsEvery, defaultStatsEvery), func(ctx context.Context) error {
