@@ -23,6 +23,7 @@ import (
 	"github.com/ferrymq/ferry/internal/clock"
 	"github.com/ferrymq/ferry/internal/engine"
 	"github.com/ferrymq/ferry/internal/server"
+	"github.com/ferrymq/ferry/internal/sns/delivery"
 	"github.com/ferrymq/ferry/internal/testwait"
 )
 
@@ -622,6 +623,43 @@ func TestClockSNSRetriesKeepFIFOOrder(t *testing.T) {
 	// One receive hands out a FIFO group's messages in order.
 	if got := bodies(f.receiveAll(t, qURL, 10)); got != "g1,g2,g3" {
 		t.Errorf("the group arrived as %q, want g1,g2,g3", got)
+	}
+	if c.Stalls() != 0 {
+		t.Errorf("%d steps of the advance went on without their work done", c.Stalls())
+	}
+}
+
+// An unsubscribed at-once subscription's retries go with it: its retry
+// queue is deleted, and the retry once due reaches nobody.
+func TestClockSNSRetriesEndWithTheSubscription(t *testing.T) {
+	t.Parallel()
+	f, c := startControlled(t, withFaults(4))
+	ctx := ctxT(t)
+	topic := f.createTopic(t, "clock-unsubscribed", nil)
+	qURL := f.createQueue(t, "clock-unsubscribed-q", nil)
+	sub := f.subscribe(t, topic, "sqs", arnPrefix+"clock-unsubscribed-q", map[string]string{"RawMessageDelivery": "true"})
+	f.addFault(t, `{"subscription":"`+sub+`","status":500,"count":4}`)
+	f.publish(t, &snssdk.PublishInput{TopicArn: aws.String(topic), Message: aws.String("never")})
+	testwait.Eventually(t, "four attempts to fail", func() bool { return f.faultListing(t).Rules[0].Injected == 4 })
+	hidden := func() int {
+		qs, err := f.srv.Engine().ListQueues(ctx, delivery.QueueAccount, "")
+		if err != nil {
+			t.Fatal(err)
+		}
+		return len(qs)
+	}
+	if n := hidden(); n != 1 {
+		t.Fatalf("%d hidden queues with a retry waiting, want the retry queue", n)
+	}
+	if _, err := f.sns.Unsubscribe(ctx, &snssdk.UnsubscribeInput{SubscriptionArn: aws.String(sub)}); err != nil {
+		t.Fatal(err)
+	}
+	if n := hidden(); n != 0 {
+		t.Errorf("%d hidden queues after the unsubscribe", n)
+	}
+	advance(t, f, "2s")
+	if n := f.visible(t, qURL); n != 0 {
+		t.Errorf("%d messages reached the queue after the unsubscribe", n)
 	}
 	if c.Stalls() != 0 {
 		t.Errorf("%d steps of the advance went on without their work done", c.Stalls())
