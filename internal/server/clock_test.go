@@ -593,3 +593,34 @@ func TestClockSNSRetriesToSQS(t *testing.T) {
 		t.Errorf("%d steps of the advance went on without their work done", c.Stalls())
 	}
 }
+
+// An SQS subscription whose deliveries a fault fails with 503 always is
+// retried on the AWS-managed policy, every 20 s once past its backoff,
+// through two days of advances; every step finishes with its work, none
+// waits out the hold limit (the worker's poll and the retry's visibility
+// fall due in the same steps). The failure history is off: each attempt
+// would read the events of those before it.
+func TestClockSNSRetriesForDays(t *testing.T) {
+	t.Parallel()
+	f, c := startControlled(t, withFaults(5), func(cfg *server.Config) { cfg.NoFailureHistory = true })
+	topic := f.createTopic(t, "clock-days", nil)
+	qURL := f.createQueue(t, "clock-days-q", nil)
+	dlq := f.createQueue(t, "clock-days-dlq", nil)
+	sub := f.subscribe(t, topic, "sqs", arnPrefix+"clock-days-q", map[string]string{"RawMessageDelivery": "true",
+		"RedrivePolicy": `{"deadLetterTargetArn":"` + arnPrefix + `clock-days-dlq"}`})
+	f.addFault(t, `{"subscription":"`+sub+`","status":503}`)
+	f.publish(t, &snssdk.PublishInput{TopicArn: aws.String(topic), Message: aws.String("never delivered")})
+	testwait.Eventually(t, "the immediate attempts to fail", func() bool { return f.faultListing(t).Rules[0].Injected == 4 })
+	advance(t, f, "24h")
+	advance(t, f, "24h")
+	// 20 s apart, ± 10 % each: 8,640 attempts in two days, give or take.
+	if n := f.faultListing(t).Rules[0].Injected; n < 8_300 || n > 9_000 {
+		t.Errorf("%d attempts failed in two days, want about 8,640", n)
+	}
+	if c.Stalls() != 0 {
+		t.Errorf("%d steps of the advances went on without their work done", c.Stalls())
+	}
+	if n := f.visible(t, qURL) + f.visible(t, dlq); n != 0 {
+		t.Errorf("%d messages delivered or given up while retrying", n)
+	}
+}
