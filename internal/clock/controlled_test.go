@@ -292,3 +292,51 @@ func TestDetachHoldsKeepsLaterHolds(t *testing.T) {
 	}
 	DetachHolds(context.Background())() // no holds: nothing to do
 }
+
+// Work held when a move starts (taken outside any step: a delivery, a
+// poll on its way to wait) goes first; the move then steps through the
+// timer it armed, rather than past it.
+func TestControlledMoveWaitsForWorkHeldBefore(t *testing.T) {
+	t.Parallel()
+	c := NewControlled()
+	wallAt(c, t0)
+	c.Freeze()
+	rel := Hold(c)
+	advanced := make(chan struct{})
+	go func() {
+		defer close(advanced)
+		if _, err := c.Advance(context.Background(), 2*time.Second); err != nil {
+			t.Error(err)
+		}
+	}()
+	fired := make(chan time.Time, 1)
+	// Once the move is under way (or, unfixed, over), the work arms its
+	// next timer and releases its hold.
+	for moving := false; !moving; {
+		select {
+		case <-advanced:
+			moving = true
+		default:
+			c.mu.Lock()
+			moving = c.moving
+			c.mu.Unlock()
+			if !moving {
+				time.Sleep(time.Millisecond)
+			}
+		}
+	}
+	c.AfterFunc(time.Second, func() { fired <- c.Now() })
+	rel()
+	<-advanced
+	select {
+	case at := <-fired:
+		if want := t0.Add(time.Second); at.Before(want) || at.After(want.Add(Step)) {
+			t.Fatalf("timer fired at %v, want %v", at, want)
+		}
+	default:
+		t.Fatalf("the move went to %v past the timer the held work armed", c.Now())
+	}
+	if c.Stalls() != 0 {
+		t.Fatalf("%d steps stalled", c.Stalls())
+	}
+}

@@ -37,6 +37,13 @@ func (h *Holds) Add(release func()) {
 	h.mu.Unlock()
 }
 
+// Len counts the holds kept.
+func (h *Holds) Len() int {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	return len(h.rel)
+}
+
 // Release releases every hold kept so far.
 func (h *Holds) Release() { h.detach()() }
 
