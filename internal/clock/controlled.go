@@ -288,8 +288,12 @@ func (c *Controlled) moveTo(ctx context.Context, target func(now time.Time) time
 	return c.stateLocked(), err
 }
 
-// stepTo moves a frozen clock to target one step at a time.
+// stepTo moves a frozen clock to target one step at a time. The work
+// held at the instant it starts from goes first: a goroutine that took
+// work before the move (a delivery, a poll on its way to wait) has yet to
+// arm the timers of its next work, which the steps would pass by.
 func (c *Controlled) stepTo(ctx context.Context, target time.Time) error {
+	c.waitIdle(ctx)
 	for {
 		if err := ctx.Err(); err != nil {
 			return fmt.Errorf("clock moved to %s only: %w", c.Now().UTC().Format(time.RFC3339Nano), err)

@@ -220,3 +220,123 @@ func TestParseDuration(t *testing.T) {
 		}
 	}
 }
+
+// A poll woken in the step that also reaches its deadline has returned by
+// the time the deadline's callback runs: the deadline's hold goes to the
+// caller's holds as the poll ends (Stop), and the step waits until the
+// caller releases them, as it waits for the wake-up's hold.
+func TestDeadlineHoldGoesToTheCallerAtStop(t *testing.T) {
+	t.Parallel()
+	c := NewControlled()
+	wallAt(c, t0)
+	c.Freeze()
+	var holds Holds
+	ctx := WithHolds(context.Background(), &holds)
+	dl := NewDeadline(c, time.Second)
+	woke := make(chan func(), 1)
+	c.AfterFunc(time.Second, func() { woke <- Hold(c) }) // a message, due with the deadline
+	advanced := make(chan struct{})
+	go func() {
+		defer close(advanced)
+		if _, err := c.Advance(context.Background(), time.Second); err != nil {
+			t.Error(err)
+		}
+	}()
+	holds.Add(<-woke)
+	<-dl.C
+	dl.Stop(ctx)
+	// The caller has its answer and both holds: its next poll releases
+	// them once it waits.
+	if n := len(holds.rel); n != 2 {
+		t.Fatalf("caller keeps %d holds, want the wake-up's and the deadline's", n)
+	}
+	select {
+	case <-advanced:
+		t.Fatal("the step ended while the caller held it")
+	default:
+	}
+	holds.Release()
+	<-advanced
+	if c.Stalls() != 0 {
+		t.Fatalf("%d steps stalled", c.Stalls())
+	}
+	// A deadline stopped before it came hands nothing on.
+	dl = NewDeadline(c, time.Second)
+	dl.Stop(ctx)
+	if n := len(holds.rel); n != 0 {
+		t.Fatalf("a stopped deadline left %d holds", n)
+	}
+}
+
+// DetachHolds takes only the holds kept so far: one handed on afterwards
+// (a message to the registered wait) stays with the caller.
+func TestDetachHoldsKeepsLaterHolds(t *testing.T) {
+	t.Parallel()
+	c := NewControlled()
+	wallAt(c, t0)
+	var holds Holds
+	ctx := WithHolds(context.Background(), &holds)
+	holds.Add(c.hold())
+	release := DetachHolds(ctx)
+	Handoff(ctx, c) // the wait is served before it releases
+	release()
+	if n := len(holds.rel); n != 1 {
+		t.Fatalf("caller keeps %d holds, want the one handed on", n)
+	}
+	if c.holds != 1 {
+		t.Fatalf("clock counts %d holds, want 1", c.holds)
+	}
+	holds.Release()
+	if c.holds != 0 {
+		t.Fatalf("clock counts %d holds after release, want 0", c.holds)
+	}
+	DetachHolds(context.Background())() // no holds: nothing to do
+}
+
+// Work held when a move starts (taken outside any step: a delivery, a
+// poll on its way to wait) goes first; the move then steps through the
+// timer it armed, rather than past it.
+func TestControlledMoveWaitsForWorkHeldBefore(t *testing.T) {
+	t.Parallel()
+	c := NewControlled()
+	wallAt(c, t0)
+	c.Freeze()
+	rel := Hold(c)
+	advanced := make(chan struct{})
+	go func() {
+		defer close(advanced)
+		if _, err := c.Advance(context.Background(), 2*time.Second); err != nil {
+			t.Error(err)
+		}
+	}()
+	fired := make(chan time.Time, 1)
+	// Once the move is under way (or, unfixed, over), the work arms its
+	// next timer and releases its hold.
+	for moving := false; !moving; {
+		select {
+		case <-advanced:
+			moving = true
+		default:
+			c.mu.Lock()
+			moving = c.moving
+			c.mu.Unlock()
+			if !moving {
+				time.Sleep(time.Millisecond)
+			}
+		}
+	}
+	c.AfterFunc(time.Second, func() { fired <- c.Now() })
+	rel()
+	<-advanced
+	select {
+	case at := <-fired:
+		if want := t0.Add(time.Second); at.Before(want) || at.After(want.Add(Step)) {
+			t.Fatalf("timer fired at %v, want %v", at, want)
+		}
+	default:
+		t.Fatalf("the move went to %v past the timer the held work armed", c.Now())
+	}
+	if c.Stalls() != 0 {
+		t.Fatalf("%d steps stalled", c.Stalls())
+	}
+}

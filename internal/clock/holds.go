@@ -37,14 +37,26 @@ func (h *Holds) Add(release func()) {
 	h.mu.Unlock()
 }
 
+// Len counts the holds kept.
+func (h *Holds) Len() int {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	return len(h.rel)
+}
+
 // Release releases every hold kept so far.
-func (h *Holds) Release() {
+func (h *Holds) Release() { h.detach()() }
+
+// detach takes the holds kept so far out of h and returns their release.
+func (h *Holds) detach() func() {
 	h.mu.Lock()
 	rel := h.rel
 	h.rel = nil
 	h.mu.Unlock()
-	for _, r := range rel {
-		r()
+	return func() {
+		for _, r := range rel {
+			r()
+		}
 	}
 }
 
@@ -132,4 +144,51 @@ func ReleaseHolds(ctx context.Context) {
 	if h := HoldsOf(ctx); h != nil {
 		h.Release()
 	}
+}
+
+// DetachHolds takes the holds ctx carries so far out of them and returns
+// their release: a wait that registers where others hand it work
+// (Handoff) detaches them as it registers, under the lock the handing
+// takes, and releases them once it waits. A hold handed on after the
+// registration is the wait's wake-up and stays for the caller; a release
+// of all the holds at that point would let the step end before the work
+// it handed on.
+func DetachHolds(ctx context.Context) (release func()) {
+	if h := HoldsOf(ctx); h != nil {
+		return h.detach()
+	}
+	return func() {}
+}
+
+// Deadline is the end of a long poll on a clock: C is closed when it
+// comes. The step of a controlled clock that reaches it waits until the
+// poll has answered and the caller has polled again: Stop hands that hold
+// to the holds of the poll's ctx. It is handed on when the poll ends, not
+// when the deadline fires: a poll that a message ended in the same step
+// has returned by then, and its caller may be waiting again already, past
+// releasing a hold handed to it late.
+type Deadline struct {
+	C    <-chan struct{}
+	t    Timer
+	held chan func()
+}
+
+// NewDeadline starts the wait of a poll that ends d from now on c.
+func NewDeadline(c Clock, d time.Duration) *Deadline {
+	ch := make(chan struct{})
+	dl := &Deadline{C: ch, held: make(chan func(), 1)}
+	dl.t = c.AfterFunc(d, func() {
+		dl.held <- Hold(c)
+		close(ch)
+	})
+	return dl
+}
+
+// Stop ends the wait as the poll returns, once: if the deadline came, the
+// hold of the step that reached it goes to the holds ctx carries (Pass).
+func (dl *Deadline) Stop(ctx context.Context) {
+	if dl.t.Stop() {
+		return
+	}
+	Pass(ctx, <-dl.held) // fired: its callback sends
 }

@@ -665,3 +665,42 @@ func TestClockSNSRetriesEndWithTheSubscription(t *testing.T) {
 		t.Errorf("%d steps of the advance went on without their work done", c.Stalls())
 	}
 }
+
+// An SQS subscription whose deliveries a fault fails with 503 always is
+// retried on the AWS-managed policy, every 20 s once past its backoff,
+// through days of advances; every step finishes with its work, none
+// waits out the hold limit (the worker's poll and the retry's visibility
+// fall due in the same steps). The failure history is off: each attempt
+// would read the events of those before it.
+func TestClockSNSRetriesForDays(t *testing.T) {
+	t.Parallel()
+	f, c := startControlled(t, withFaults(5), func(cfg *server.Config) { cfg.NoFailureHistory = true })
+	topic := f.createTopic(t, "clock-days", nil)
+	qURL := f.createQueue(t, "clock-days-q", nil)
+	dlq := f.createQueue(t, "clock-days-dlq", nil)
+	sub := f.subscribe(t, topic, "sqs", arnPrefix+"clock-days-q", map[string]string{"RawMessageDelivery": "true",
+		"RedrivePolicy": `{"deadLetterTargetArn":"` + arnPrefix + `clock-days-dlq"}`})
+	f.addFault(t, `{"subscription":"`+sub+`","status":503}`)
+	f.publish(t, &snssdk.PublishInput{TopicArn: aws.String(topic), Message: aws.String("never delivered")})
+	testwait.Eventually(t, "the immediate attempts to fail", func() bool { return f.faultListing(t).Rules[0].Injected == 4 })
+	// A PostgreSQL store's attempts cost statements: half a day of them
+	// keeps the test as short as two days on the embedded store.
+	days := 2.0
+	if onPostgres(t) {
+		days = 0.5
+	}
+	for range int(days * 4) {
+		advance(t, f, "6h")
+	}
+	// 20 s apart, ± 10 % each: 4,320 attempts a day, give or take.
+	want := days * 4_320
+	if n := float64(f.faultListing(t).Rules[0].Injected); n < want*0.96 || n > want*1.04 {
+		t.Errorf("%.0f attempts failed in %.1f days, want about %.0f", n, days, want)
+	}
+	if c.Stalls() != 0 {
+		t.Errorf("%d steps of the advances went on without their work done", c.Stalls())
+	}
+	if n := f.visible(t, qURL) + f.visible(t, dlq); n != 0 {
+		t.Errorf("%d messages delivered or given up while retrying", n)
+	}
+}

@@ -41,11 +41,11 @@ func (e *Engine) Receive(ctx context.Context, account, name string, req engine.R
 	}
 
 	// expired is closed when the wait is over; nil until the wait starts.
-	var expired chan struct{}
-	var waitTimer clock.Timer
+	var expired <-chan struct{}
+	var deadline *clock.Deadline
 	defer func() {
-		if waitTimer != nil {
-			waitTimer.Stop()
+		if deadline != nil {
+			deadline.Stop(ctx)
 		}
 	}()
 	// Every round starts entered.
@@ -83,17 +83,19 @@ func (e *Engine) Receive(ctx context.Context, account, name string, req engine.R
 		} else {
 			w := &waiter{ctx: ctx, max: maxMsgs, vis: vis, consumer: req.Consumer, done: make(chan struct{})}
 			w.elem = q.waiters.PushBack(w)
+			// The holds the caller came with; a message served from now
+			// on hands its own (serveLocked).
+			release := clock.DetachHolds(ctx)
 			q.mu.Unlock()
 			e.leave() // Close must not wait for a long poll
-			if expired == nil {
-				expired = make(chan struct{})
-				ch := expired
+			if deadline == nil {
 				// Its end is work of the step that reaches it: a caller
 				// holding the clock's steps (clock.Holds) polls again
 				// before the next step.
-				waitTimer = e.clock.AfterFunc(req.Wait, func() { clock.Handoff(ctx, e.clock); close(ch) })
+				deadline = clock.NewDeadline(e.clock, req.Wait)
+				expired = deadline.C
 			}
-			clock.ReleaseHolds(ctx) // waiting: the step that called may end
+			release() // waiting: the step that called may end
 			select {
 			case <-w.done:
 			case <-ctx.Done():
@@ -178,7 +180,7 @@ func (e *Engine) Receive(ctx context.Context, account, name string, req engine.R
 // got is what the wake-up took; the call is entered and leaves entered. It
 // returns false, and nothing, when the engine closed meanwhile (what was
 // taken stays in the store as it was, as for a closed wait).
-func (e *Engine) gatherMore(ctx context.Context, q *queue, got []taken, maxMsgs int, vis *time.Duration, c *engine.Consumer, expired chan struct{}) ([]taken, bool) {
+func (e *Engine) gatherMore(ctx context.Context, q *queue, got []taken, maxMsgs int, vis *time.Duration, c *engine.Consumer, expired <-chan struct{}) ([]taken, bool) {
 	q.mu.Lock()
 	if q.deleted || !q.flowingLocked(e.gather) && !q.arrivingLocked() {
 		q.mu.Unlock()
@@ -238,7 +240,7 @@ func (e *Engine) arriving(q *queue) bool {
 	return q.arrivingLocked()
 }
 
-func isClosed(ch chan struct{}) bool {
+func isClosed(ch <-chan struct{}) bool {
 	if ch == nil {
 		return false
 	}

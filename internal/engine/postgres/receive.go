@@ -326,13 +326,12 @@ func (s *Store) Receive(ctx context.Context, account, name string, req engine.Re
 		})
 	}
 	arm(t.next)
-	expired := make(chan struct{})
 	// Its end is work of the step that reaches it: a caller holding the
 	// clock's steps (clock.Holds) polls again before the next step.
-	waitTimer := s.clock.AfterFunc(time.Duration(deadline-s.now()), func() { clock.Handoff(ctx, s.clock); close(expired) })
+	waitEnd := clock.NewDeadline(s.clock, time.Duration(deadline-s.now()))
 	clock.ReleaseHolds(ctx) // waiting: the step that called may end
 	defer func() {
-		waitTimer.Stop()
+		waitEnd.Stop(ctx)
 		if visTimer != nil {
 			visTimer.Stop()
 		}
@@ -354,7 +353,7 @@ func (s *Store) Receive(ctx context.Context, account, name string, req engine.Re
 			return nil, nil
 		case <-s.done:
 			return nil, nil
-		case <-expired:
+		case <-waitEnd.C:
 			return nil, nil
 		case rel := <-visFired:
 			visTimer, visAt = nil, 0

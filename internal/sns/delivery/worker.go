@@ -162,6 +162,12 @@ func (d *Service) runWorker(ctx context.Context, subARN, queue string) {
 			d.sleep(rctx, workerErrorWait, nil)
 			continue
 		}
+		if len(msgs) > 0 && holds.Len() == 0 {
+			// Messages taken without a step's hold (a receive outside a
+			// move of the clock): a move that starts now waits for the
+			// next poll to wait, with the timers of the retries set.
+			holds.Add(clock.Hold(d.clock))
+		}
 		for i := range msgs {
 			inflight.Add(1)
 			mh := &clock.Holds{}
