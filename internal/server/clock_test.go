@@ -704,3 +704,41 @@ func TestClockSNSRetriesForDays(t *testing.T) {
 		t.Errorf("%d messages delivered or given up while retrying", n)
 	}
 }
+
+// The AWS-managed policy gives up after its 100,015th attempt, about 23
+// days on: the message reaches the subscription's dead-letter queue, its
+// history the latest attempts and the count of the others. Embedded only:
+// on PostgreSQL each attempt costs statements, 100,015 of them minutes.
+func TestClockSNSRetriesGiveUpAfter23Days(t *testing.T) {
+	t.Parallel()
+	embeddedOnly(t, "100,015 attempts take minutes of statements")
+	f, c := startControlled(t, withFaults(7))
+	topic := f.createTopic(t, "clock-23-days", nil)
+	qURL := f.createQueue(t, "clock-23-days-q", nil)
+	dlq := f.createQueue(t, "clock-23-days-dlq", nil)
+	sub := f.subscribe(t, topic, "sqs", arnPrefix+"clock-23-days-q", map[string]string{"RawMessageDelivery": "true",
+		"RedrivePolicy": `{"deadLetterTargetArn":"` + arnPrefix + `clock-23-days-dlq"}`})
+	f.addFault(t, `{"subscription":"`+sub+`","status":503}`)
+	f.publish(t, &snssdk.PublishInput{TopicArn: aws.String(topic), Message: aws.String("given up")})
+	testwait.Eventually(t, "the immediate attempts to fail", func() bool { return f.faultListing(t).Rules[0].Injected == 4 })
+	for range 22 {
+		advance(t, f, "24h")
+	}
+	if n := f.visible(t, dlq); n != 0 {
+		t.Fatalf("given up after %d attempts, before 22 days", f.faultListing(t).Rules[0].Injected)
+	}
+	advance(t, f, "48h")
+	testwait.Eventually(t, "the dead-letter queue to get the message", func() bool { return f.visible(t, dlq) == 1 })
+	if n := f.faultListing(t).Rules[0].Injected; n != 100_015 {
+		t.Errorf("%d attempts failed, want 100,015", n)
+	}
+	if m := f.receiveAll(t, dlq, 10); bodies(m) != "given up" {
+		t.Errorf("the dead-letter queue holds %q", bodies(m))
+	}
+	if n := f.visible(t, qURL); n != 0 {
+		t.Errorf("%d messages delivered", n)
+	}
+	if c.Stalls() != 0 {
+		t.Errorf("%d steps of the advances went on without their work done", c.Stalls())
+	}
+}

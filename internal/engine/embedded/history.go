@@ -37,9 +37,10 @@ import (
 // (an SNS delivery attempt), or when it moves. A reader merges the
 // history record with the pending receive.
 //
-// Past engine.HistoryCap receives, every HistoryCap-th receive moving to
-// the history record reads the record and rewrites it with the latest
-// HistoryCap events and the count of the others; a move, which copies
+// Past engine.HistoryCap receives, every HistoryCap-th event following a
+// receive (the receive's own, or an SNS delivery attempt's) reads the
+// record and rewrites it with the latest HistoryCap events and the count
+// of the others (addEventLocked); a move, which copies
 // the record anyway, trims it too. The record thus stays within twice
 // the cap, and a read shows the latest HistoryCap events.
 const kindHistory byte = 0x03
@@ -214,14 +215,23 @@ func (q *queue) settleReceiveLocked(b *pebble.Batch, m *message) {
 	if err != nil || !ok {
 		return
 	}
-	k[17] = kindHistory
-	if m.history && ev.ReceiveCount > engine.HistoryCap && ev.ReceiveCount%engine.HistoryCap == 0 {
+	q.addEventLocked(b, m, &ev, ev.ReceiveCount)
+}
+
+// addEventLocked adds ev, which follows m's nth receive, to m's history in
+// b: appended, but past HistoryCap receives every HistoryCap-th event
+// rewrites the record with the latest HistoryCap (trimmedHistory), so that
+// it stays within twice the cap. The record is read from the store: b
+// must hold no other event of m.
+func (q *queue) addEventLocked(b *pebble.Batch, m *message, ev *engine.HistoryEvent, n int) {
+	if m.history && n > engine.HistoryCap && n%engine.HistoryCap == 0 {
+		k := makeMsgKey(q.id, m.seq, kindHistory)
 		if old, err := q.e.get(k[:]); err == nil {
-			_ = b.Set(k[:], trimmedHistory(old, &ev), nil)
+			_ = b.Set(k[:], trimmedHistory(old, ev), nil)
 			return
 		}
 	}
-	q.appendHistoryLocked(b, m, &ev)
+	q.appendHistoryLocked(b, m, ev)
 }
 
 // putStateLocked writes m's state record in b; with c, m's receive by c

@@ -111,27 +111,49 @@ func testHistoryRecordsFollowTheirMessages(t *testing.T, memory bool) {
 	}
 }
 
+// A message's history record stays within twice the cap whether its
+// events are receives by a consumer or SNS delivery attempts, each a
+// visibility change after a receive by no consumer; a read shows the
+// latest HistoryCap.
 func TestHistoryRecordStaysBounded(t *testing.T) {
-	e := openTest(t, Options{InMemory: true})
-	mustCreate(t, e, engine.Queue{Name: "q", ARN: arn("q"), Settings: settings()})
-	sendBodies(t, e, "q", 1)
-	zero := time.Duration(0)
-	c := &engine.Consumer{UserAgent: "again"}
-	const receives = 5*engine.HistoryCap + 3
-	for range receives {
-		mustReceive(t, e, "q", engine.ReceiveRequest{Max: 1, Visibility: &zero, Consumer: c})
-	}
-	if _, most := historyRecords(t, e, "q"); most > 2*engine.HistoryCap {
-		t.Fatalf("the record holds %d events, more than twice the cap", most)
-	}
-	hs, _, err := e.MessageHistories(context.Background(), acct, "q", "", 1)
-	if err != nil || len(hs) != 1 {
-		t.Fatalf("%v %v", hs, err)
-	}
-	h := hs[0]
-	if len(h.Events) != engine.HistoryCap || h.Dropped != receives-engine.HistoryCap ||
-		h.Events[0].ReceiveCount != receives-engine.HistoryCap+1 || h.Events[engine.HistoryCap-1].ReceiveCount != receives {
-		t.Fatalf("%d events from receive %d, %d dropped", len(h.Events), h.Events[0].ReceiveCount, h.Dropped)
+	for _, tc := range []struct {
+		name     string
+		consumer *engine.Consumer
+		attempts bool
+	}{
+		{"receives", &engine.Consumer{UserAgent: "again"}, false},
+		{"delivery attempts", nil, true},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			e := openTest(t, Options{InMemory: true})
+			ctx := context.Background()
+			mustCreate(t, e, engine.Queue{Name: "q", ARN: arn("q"), Settings: settings()})
+			sendBodies(t, e, "q", 1)
+			zero := time.Duration(0)
+			const receives = 5*engine.HistoryCap + 3
+			for n := 1; n <= receives; n++ {
+				got := mustReceive(t, e, "q", engine.ReceiveRequest{Max: 1, Visibility: &zero, Consumer: tc.consumer})
+				if !tc.attempts {
+					continue
+				}
+				ev := &engine.HistoryEvent{Kind: engine.HistoryDelivery, ReceiveCount: n, Status: 503}
+				if errs, err := e.ChangeVisibility(ctx, acct, "q", []engine.VisibilityChange{{ReceiptHandle: got[0].ReceiptHandle, Event: ev}}); err != nil || errs[0] != nil {
+					t.Fatalf("ChangeVisibility: %v %v", errs, err)
+				}
+			}
+			if _, most := historyRecords(t, e, "q"); most > 2*engine.HistoryCap {
+				t.Fatalf("the record holds %d events, more than twice the cap", most)
+			}
+			hs, _, err := e.MessageHistories(ctx, acct, "q", "", 1)
+			if err != nil || len(hs) != 1 {
+				t.Fatalf("%v %v", hs, err)
+			}
+			h := hs[0]
+			if len(h.Events) != engine.HistoryCap || h.Dropped != receives-engine.HistoryCap ||
+				h.Events[0].ReceiveCount != receives-engine.HistoryCap+1 || h.Events[engine.HistoryCap-1].ReceiveCount != receives {
+				t.Fatalf("%d events from receive %d, %d dropped", len(h.Events), h.Events[0].ReceiveCount, h.Dropped)
+			}
+		})
 	}
 }
 

@@ -57,15 +57,22 @@ func (e *Engine) ChangeVisibility(ctx context.Context, account, name string, cha
 				b = e.db.NewBatch()
 			}
 			ev := changes[i].Event
+			settled := false
 			if ev != nil {
 				// The receive comes first in the story.
+				settled = m.pending
 				q.settleReceiveLocked(b, m)
 			}
 			q.putStateLocked(b, m, buf[:0], nil)
-			if ev != nil {
-				// Bounded without trimming: a delivery policy retries at
-				// most 100 times, and reads keep the latest HistoryCap.
+			switch {
+			case ev == nil:
+			case settled:
+				// b holds the receive's event: appended after it.
 				q.appendHistoryLocked(b, m, ev)
+			default:
+				// An SNS delivery attempt after a receive by no consumer:
+				// the AWS-managed policy makes 100,015 of them.
+				q.addEventLocked(b, m, ev, int(m.receiveCount))
 			}
 		}
 		var c commit

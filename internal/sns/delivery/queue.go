@@ -22,10 +22,12 @@ import (
 const QueueAccount = "sns-delivery"
 
 // Delivery queue settings: a message in delivery is invisible long enough
-// for any attempt to end; retries set their own visibility.
+// for any attempt to end; retries set their own visibility; a message is
+// kept past the longest policy's retries (the AWS-managed, about 23 days),
+// so that it ends delivered or given up, never expired.
 const (
 	queueVisibility = 2 * time.Minute
-	queueRetention  = 14 * 24 * time.Hour
+	queueRetention  = 30 * 24 * time.Hour
 	// queueMaxSize is four times the largest message SNS publishes (256
 	// KiB): room for any job.
 	queueMaxSize = 1 << 20
