@@ -670,8 +670,8 @@ func TestClockSNSRetriesEndWithTheSubscription(t *testing.T) {
 // retried on the AWS-managed policy, every 20 s once past its backoff,
 // through days of advances; every step finishes with its work, none
 // waits out the hold limit (the worker's poll and the retry's visibility
-// fall due in the same steps). The failure history is off: each attempt
-// would read the events of those before it.
+// fall due in the same steps). The failure history is off, to keep the
+// test to the hand-overs (TestClockSNSRetriesGiveUpAfter23Days keeps it).
 func TestClockSNSRetriesForDays(t *testing.T) {
 	t.Parallel()
 	f, c := startControlled(t, withFaults(5), func(cfg *server.Config) { cfg.NoFailureHistory = true })
