@@ -572,12 +572,9 @@ func (f *ferry) fill(ctx context.Context, t testing.TB, name, body string, n int
 func TestClockSNSRetriesToSQS(t *testing.T) {
 	t.Parallel()
 	f, c := startControlled(t, withFaults(3))
-	topic := f.createTopic(t, "clock-at-once", nil)
-	qURL := f.createQueue(t, "clock-at-once-q", nil)
-	sub := f.subscribe(t, topic, "sqs", arnPrefix+"clock-at-once-q", map[string]string{"RawMessageDelivery": "true"})
-	f.addFault(t, `{"subscription":"`+sub+`","status":500,"count":4}`)
+	topic, qURL, _ := f.sqsRetries(t, "clock-at-once", nil, `"status":500,"count":4`)
 	f.publish(t, &snssdk.PublishInput{TopicArn: aws.String(topic), Message: aws.String("at last")})
-	testwait.Eventually(t, "four attempts to fail", func() bool { return f.faultListing(t).Rules[0].Injected == 4 })
+	f.waitInjected(t, "four attempts to fail", 4)
 	if n := f.visible(t, qURL); n != 0 {
 		t.Fatalf("%d messages in the queue before the fifth attempt is due", n)
 	}
@@ -602,15 +599,12 @@ func TestClockSNSRetriesToSQS(t *testing.T) {
 func TestClockSNSRetriesKeepFIFOOrder(t *testing.T) {
 	t.Parallel()
 	f, c := startControlled(t, withFaults(3))
-	topic := f.createTopic(t, "clock-order.fifo", map[string]string{"FifoTopic": "true", "ContentBasedDeduplication": "true"})
-	qURL := f.createQueue(t, "clock-order-q.fifo", map[string]string{"FifoQueue": "true"})
-	sub := f.subscribe(t, topic, "sqs", arnPrefix+"clock-order-q.fifo", map[string]string{"RawMessageDelivery": "true"})
-	f.addFault(t, `{"subscription":"`+sub+`","status":500,"count":4}`)
+	topic, qURL, _ := f.sqsRetries(t, "clock-order.fifo", nil, `"status":500,"count":4`)
 	publish := func(group, body string) {
 		f.publish(t, &snssdk.PublishInput{TopicArn: aws.String(topic), Message: aws.String(body), MessageGroupId: aws.String(group)})
 	}
 	publish("g", "g1")
-	testwait.Eventually(t, "four attempts to fail", func() bool { return f.faultListing(t).Rules[0].Injected == 4 })
+	f.waitInjected(t, "four attempts to fail", 4)
 	publish("g", "g2")
 	publish("h", "h1")
 	publish("g", "g3")
@@ -635,12 +629,9 @@ func TestClockSNSRetriesEndWithTheSubscription(t *testing.T) {
 	t.Parallel()
 	f, c := startControlled(t, withFaults(4))
 	ctx := ctxT(t)
-	topic := f.createTopic(t, "clock-unsubscribed", nil)
-	qURL := f.createQueue(t, "clock-unsubscribed-q", nil)
-	sub := f.subscribe(t, topic, "sqs", arnPrefix+"clock-unsubscribed-q", map[string]string{"RawMessageDelivery": "true"})
-	f.addFault(t, `{"subscription":"`+sub+`","status":500,"count":4}`)
+	topic, qURL, sub := f.sqsRetries(t, "clock-unsubscribed", nil, `"status":500,"count":4`)
 	f.publish(t, &snssdk.PublishInput{TopicArn: aws.String(topic), Message: aws.String("never")})
-	testwait.Eventually(t, "four attempts to fail", func() bool { return f.faultListing(t).Rules[0].Injected == 4 })
+	f.waitInjected(t, "four attempts to fail", 4)
 	hidden := func() int {
 		qs, err := f.srv.Engine().ListQueues(ctx, delivery.QueueAccount, "")
 		if err != nil {
@@ -675,14 +666,10 @@ func TestClockSNSRetriesEndWithTheSubscription(t *testing.T) {
 func TestClockSNSRetriesForDays(t *testing.T) {
 	t.Parallel()
 	f, c := startControlled(t, withFaults(5), func(cfg *server.Config) { cfg.NoFailureHistory = true })
-	topic := f.createTopic(t, "clock-days", nil)
-	qURL := f.createQueue(t, "clock-days-q", nil)
 	dlq := f.createQueue(t, "clock-days-dlq", nil)
-	sub := f.subscribe(t, topic, "sqs", arnPrefix+"clock-days-q", map[string]string{"RawMessageDelivery": "true",
-		"RedrivePolicy": `{"deadLetterTargetArn":"` + arnPrefix + `clock-days-dlq"}`})
-	f.addFault(t, `{"subscription":"`+sub+`","status":503}`)
+	topic, qURL, _ := f.sqsRetries(t, "clock-days", map[string]string{"RedrivePolicy": `{"deadLetterTargetArn":"` + arnPrefix + `clock-days-dlq"}`}, `"status":503`)
 	f.publish(t, &snssdk.PublishInput{TopicArn: aws.String(topic), Message: aws.String("never delivered")})
-	testwait.Eventually(t, "the immediate attempts to fail", func() bool { return f.faultListing(t).Rules[0].Injected == 4 })
+	f.waitInjected(t, "the immediate attempts to fail", 4)
 	// A PostgreSQL store's attempts cost statements: half a day of them
 	// keeps the test as short as two days on the embedded store.
 	days := 2.0
@@ -713,14 +700,10 @@ func TestClockSNSRetriesGiveUpAfter23Days(t *testing.T) {
 	t.Parallel()
 	embeddedOnly(t, "100,015 attempts take minutes of statements")
 	f, c := startControlled(t, withFaults(7))
-	topic := f.createTopic(t, "clock-23-days", nil)
-	qURL := f.createQueue(t, "clock-23-days-q", nil)
 	dlq := f.createQueue(t, "clock-23-days-dlq", nil)
-	sub := f.subscribe(t, topic, "sqs", arnPrefix+"clock-23-days-q", map[string]string{"RawMessageDelivery": "true",
-		"RedrivePolicy": `{"deadLetterTargetArn":"` + arnPrefix + `clock-23-days-dlq"}`})
-	f.addFault(t, `{"subscription":"`+sub+`","status":503}`)
+	topic, qURL, _ := f.sqsRetries(t, "clock-23-days", map[string]string{"RedrivePolicy": `{"deadLetterTargetArn":"` + arnPrefix + `clock-23-days-dlq"}`}, `"status":503`)
 	f.publish(t, &snssdk.PublishInput{TopicArn: aws.String(topic), Message: aws.String("given up")})
-	testwait.Eventually(t, "the immediate attempts to fail", func() bool { return f.faultListing(t).Rules[0].Injected == 4 })
+	f.waitInjected(t, "the immediate attempts to fail", 4)
 	for range 22 {
 		advance(t, f, "24h")
 	}

@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"maps"
 	"net/http"
 	"strings"
 	"testing"
@@ -32,6 +33,38 @@ func withFaults(seed uint64) option {
 		c.FaultInjection = true
 		c.FaultSeed = &seed
 	}
+}
+
+// sqsRetries makes the topic name (FIFO when name ends in .fifo) with a
+// raw SQS subscription, with attrs besides, to the queue name-q, and puts
+// the fault rules on the subscription, each the fields of a rule past its
+// "subscription". It returns the topic, the queue's URL and the
+// subscription.
+func (f *ferry) sqsRetries(t testing.TB, name string, attrs map[string]string, rules ...string) (topic, qURL, sub string) {
+	t.Helper()
+	base, fifo := strings.CutSuffix(name, ".fifo")
+	queue := base + "-q"
+	var topicAttrs, queueAttrs map[string]string
+	if fifo {
+		queue += ".fifo"
+		topicAttrs = map[string]string{"FifoTopic": "true", "ContentBasedDeduplication": "true"}
+		queueAttrs = map[string]string{"FifoQueue": "true"}
+	}
+	topic = f.createTopic(t, name, topicAttrs)
+	qURL = f.createQueue(t, queue, queueAttrs)
+	subAttrs := map[string]string{"RawMessageDelivery": "true"}
+	maps.Copy(subAttrs, attrs)
+	sub = f.subscribe(t, topic, "sqs", arnPrefix+queue, subAttrs)
+	for _, r := range rules {
+		f.addFault(t, `{"subscription":"`+sub+`",`+r+`}`)
+	}
+	return topic, qURL, sub
+}
+
+// waitInjected waits until the first fault rule has fired n times.
+func (f *ferry) waitInjected(t testing.TB, what string, n int64) {
+	t.Helper()
+	testwait.Eventually(t, what, func() bool { return f.faultListing(t).Rules[0].Injected == n })
 }
 
 // faultCall sends a request to /_ferry/faults[/id] with body, if any.
@@ -496,12 +529,9 @@ func TestFaultSNSRetriesSurviveRestart(t *testing.T) {
 	t.Parallel()
 	dir := t.TempDir()
 	f := start(t, onDisk(dir), withFaults(5))
-	topic := f.createTopic(t, "kept-retries", nil)
-	qURL := f.createQueue(t, "kept-retries-q", nil)
-	sub := f.subscribe(t, topic, "sqs", arnPrefix+"kept-retries-q", map[string]string{"RawMessageDelivery": "true"})
-	f.addFault(t, `{"subscription":"`+sub+`","status":500,"count":4}`)
+	topic, qURL, _ := f.sqsRetries(t, "kept-retries", nil, `"status":500,"count":4`)
 	f.publish(t, &snssdk.PublishInput{TopicArn: aws.String(topic), Message: aws.String("kept")})
-	testwait.Eventually(t, "four attempts to fail", func() bool { return f.faultListing(t).Rules[0].Injected == 4 })
+	f.waitInjected(t, "four attempts to fail", 4)
 	now := f.clk.Now()
 	stop(t, f)
 
@@ -523,13 +553,9 @@ func TestFaultSNSRetriesSurviveRestart(t *testing.T) {
 func TestFaultSNSRetryToFIFODeadLetter(t *testing.T) {
 	t.Parallel()
 	f := start(t, withFaults(6))
-	topic := f.createTopic(t, "retry-dlq.fifo", map[string]string{"FifoTopic": "true", "ContentBasedDeduplication": "true"})
-	f.createQueue(t, "retry-dlq-q.fifo", map[string]string{"FifoQueue": "true"})
 	dlqURL := f.createQueue(t, "retry-dlq-dead.fifo", map[string]string{"FifoQueue": "true"})
-	sub := f.subscribe(t, topic, "sqs", arnPrefix+"retry-dlq-q.fifo", map[string]string{"RawMessageDelivery": "true",
-		"RedrivePolicy": `{"deadLetterTargetArn":"` + arnPrefix + `retry-dlq-dead.fifo"}`})
-	f.addFault(t, `{"subscription":"`+sub+`","status":500,"count":1}`)
-	f.addFault(t, `{"subscription":"`+sub+`","status":403,"count":1}`)
+	topic, _, _ := f.sqsRetries(t, "retry-dlq.fifo", map[string]string{"RedrivePolicy": `{"deadLetterTargetArn":"` + arnPrefix + `retry-dlq-dead.fifo"}`},
+		`"status":500,"count":1`, `"status":403,"count":1`)
 	f.publish(t, &snssdk.PublishInput{TopicArn: aws.String(topic), Message: aws.String("given up"), MessageGroupId: aws.String("g")})
 	testwait.Eventually(t, "the dead-letter queue to get the message", func() bool { return f.visible(t, dlqURL) == 1 })
 	m := f.receiveAll(t, dlqURL, 10)
