@@ -185,9 +185,6 @@ func (s *Service) mayDeliver(ctx context.Context, topicARN, queueARN string) (bo
 	return s.sqs.MaySNSSend(ctx, topicARN, queueARN)
 }
 
-// fifoQueue reports whether a queue's ARN names a FIFO queue.
-func fifoQueue(queueARN string) bool { return strings.HasSuffix(queueARN, ".fifo") }
-
 // isARN reports whether s is an ARN of service svc.
 func isARN(s, svc string) bool {
 	a, ok := arn.Parse(s)

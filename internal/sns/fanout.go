@@ -285,7 +285,7 @@ func (s *Service) rawSQS(m *message) (engine.NewMessage, error) {
 // apart they share fsyncs through group commit instead of waiting on one
 // another.
 func jointSQS(sub *subscription) bool {
-	return sub.Protocol == delivery.ProtoSQS && !fifoQueue(sub.Endpoint)
+	return sub.Protocol == delivery.ProtoSQS && !delivery.FIFOQueue(sub.Endpoint)
 }
 
 // sqsDelivery is one subscription's copies of a fan-out for its queue.

@@ -86,7 +86,7 @@ func (s *Service) checkEndpoint(t *topic, protocol, endpoint string) error {
 		if _, ok := queueARN(endpoint); !ok {
 			return invalidParameter("SQS endpoint ARN")
 		}
-		if !t.FIFO && fifoQueue(endpoint) {
+		if !t.FIFO && delivery.FIFOQueue(endpoint) {
 			return invalidParameter("Invalid parameter: Endpoint Reason: FIFO SQS Queues can not be subscribed to standard SNS topics")
 		}
 	case delivery.ProtoLambda:
@@ -171,7 +171,7 @@ func checkSubscriptionAttribute(name, value string, sc subContext, inSubscribe b
 		if err != nil {
 			return "", attrError(inSubscribe, err.Error())
 		}
-		if sc.topic.FIFO && !fifoQueue(dlq) {
+		if sc.topic.FIFO && !delivery.FIFOQueue(dlq) {
 			// Recorded from AWS on Subscribe without "Attributes Reason: ".
 			return "", invalidParameter("RedrivePolicy: must use a FIFO queue as DLQ for a FIFO Subscription to a FIFO Topic.")
 		}
@@ -273,7 +273,7 @@ func (s *Service) confirmQueue(ctx context.Context, t *topic, sub *subscription)
 	if err != nil {
 		return fmt.Errorf("build confirmation: %w", err)
 	}
-	if fifoQueue(sub.Endpoint) {
+	if delivery.FIFOQueue(sub.Endpoint) {
 		// A FIFO queue takes nothing without a group: the subscription's
 		// own, so that its confirmations keep their order.
 		nm.MessageGroupID = sub.ARN[strings.LastIndexByte(sub.ARN, ':')+1:]

@@ -130,7 +130,7 @@ func (d *Service) CreateQueue(ctx context.Context, queue string) error {
 			VisibilityTimeout: queueVisibility,
 			Retention:         queueRetention,
 			MaximumSize:       queueMaxSize,
-			FIFO:              fifoQueue(queue),
+			FIFO:              FIFOQueue(queue),
 		},
 		Created:  now,
 		Modified: now,

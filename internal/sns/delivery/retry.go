@@ -36,8 +36,10 @@ func RetryQueueName(subARN string, fifo bool) string {
 	return NewQueueName(subARN)
 }
 
-// fifoQueue reports whether a delivery or retry queue is a FIFO queue.
-func fifoQueue(queue string) bool { return strings.HasSuffix(queue, fifoSuffix) }
+// FIFOQueue reports whether a queue, named by its name or its ARN, is a
+// FIFO queue: SQS's names of FIFO queues end in .fifo, as do those of
+// FIFO retry queues.
+func FIFOQueue(queue string) bool { return strings.HasSuffix(queue, fifoSuffix) }
 
 // Retry puts m, whose first attempt to the at-once subscription sub a
 // fault failed server-side (f, handed off at began), into the
@@ -85,7 +87,7 @@ func retryJob(sub *Subscription, m *Message, group, dedup string, tried int) (en
 		return engine.NewMessage{}, fmt.Errorf("encode retry: %w", err)
 	}
 	nm := engine.NewMessage{Body: string(b), SenderID: SenderID}
-	if fifoQueue(sub.Queue) {
+	if FIFOQueue(sub.Queue) {
 		// The retry queue's own ids: the group orders, the message id
 		// is unique to the publish.
 		nm.MessageGroupID, nm.DeduplicationID = group, m.ID

@@ -114,7 +114,7 @@ func (d *Service) runWorker(ctx context.Context, subARN, queue string) {
 	// A FIFO queue's messages are taken one a receive, as their group's
 	// next stays in the queue while one is in flight: a group's messages
 	// are delivered one after the other, in order, the groups side by side.
-	fifo := fifoQueue(queue)
+	fifo := FIFOQueue(queue)
 	for ctx.Err() == nil {
 		select {
 		case slots <- struct{}{}:
