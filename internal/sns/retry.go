@@ -2,8 +2,6 @@ package sns
 
 import (
 	"context"
-	"slices"
-	"strings"
 	"time"
 
 	"github.com/ferrymq/ferry/internal/engine"
@@ -102,13 +100,9 @@ func (h *deliveryHooks) Deliver(ctx context.Context, t *delivery.Topic, ds *deli
 	if sub == nil || tp == nil {
 		return nil // gone since: nobody to deliver to
 	}
+	// Field by field: a Message keeps its renderings under a lock.
 	msg := &message{Message: delivery.Message{ID: m.ID, Body: m.Body, Subject: m.Subject, Timestamp: m.Timestamp,
-		Attributes: m.Attributes, Sequence: m.Sequence}, groupID: group, dedupID: dedup}
-	msg.attrList = make([]engine.MessageAttribute, 0, len(m.Attributes))
-	for name, a := range m.Attributes {
-		msg.attrList = append(msg.attrList, engine.MessageAttribute{Name: name, DataType: a.DataType, StringValue: a.StringValue, BinaryValue: a.BinaryValue})
-	}
-	slices.SortFunc(msg.attrList, func(a, b engine.MessageAttribute) int { return strings.Compare(a.Name, b.Name) })
+		Attributes: m.Attributes, Sequence: m.Sequence}, attrList: delivery.AttrList(m.Attributes), groupID: group, dedupID: dedup}
 	allowed, err := s.mayDeliver(ctx, tp.ARN, sub.Endpoint)
 	if err != nil {
 		return err

@@ -142,7 +142,7 @@ var errHTTPTimeout = errors.New("no answer within 15 seconds")
 func (d *Service) deadLetterCopy(t *Topic, sub *Subscription, j *job) (engine.NewMessage, error) {
 	var nm engine.NewMessage
 	if sub.Raw || sub.Protocol == ProtoEmail {
-		nm, _ = d.sqs.Message(j.Message, attrList(j.Attributes), SenderID)
+		nm, _ = d.sqs.Message(j.Message, AttrList(j.Attributes), SenderID)
 	} else {
 		n, err := d.Notification(t, j.message(), j.Message, sub.ARN)
 		if err != nil {

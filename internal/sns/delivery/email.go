@@ -20,8 +20,9 @@ import (
 // smtpTimeout bounds one SMTP conversation.
 const smtpTimeout = 30 * time.Second
 
-// attrList is a message attribute map as a list sorted by name.
-func attrList(attrs map[string]filterpolicy.Attribute) []engine.MessageAttribute {
+// AttrList is a message attribute map as a list sorted by name (nil when
+// empty), as SQS takes attributes.
+func AttrList(attrs map[string]filterpolicy.Attribute) []engine.MessageAttribute {
 	if len(attrs) == 0 {
 		return nil
 	}
