@@ -137,7 +137,8 @@ var errHTTPTimeout = errors.New("no answer within 15 seconds")
 // deadLetterCopy is a given-up job in the form the subscriber would have
 // received it: the raw message with its attributes as SQS attributes, or
 // the envelope, with its FIFO ids (SQS drops the deduplication id for a
-// standard queue). It goes to the dead-letter queue as it is, even if SQS
+// standard queue; a standard topic's group reaches SQS subscriptions only,
+// sns.md §Publish). It goes to the dead-letter queue as it is, even if SQS
 // would refuse it from a publish (more attributes than SQS carries).
 func (d *Service) deadLetterCopy(t *Topic, sub *Subscription, j *job) (engine.NewMessage, error) {
 	var nm engine.NewMessage
@@ -154,7 +155,9 @@ func (d *Service) deadLetterCopy(t *Topic, sub *Subscription, j *job) (engine.Ne
 		}
 		nm, _ = d.sqs.Message(string(body), nil, SenderID)
 	}
-	nm.MessageGroupID, nm.DeduplicationID = j.Group, j.Dedup
+	if t.FIFO || sub.Protocol == ProtoSQS {
+		nm.MessageGroupID, nm.DeduplicationID = j.Group, j.Dedup
+	}
 	return nm, nil
 }
 
