@@ -33,7 +33,7 @@ func (s *Service) retry(ctx context.Context, t *topic, sub *subscription, rs []r
 	}
 	for _, r := range rs {
 		if r.f == nil {
-			err = s.delivery.Queue(ctx, ds, &r.m.Message, r.m.groupID, r.m.dedupID)
+			err = s.delivery.QueueBehind(ctx, ds, &r.m.Message, r.m.groupID, r.m.dedupID)
 		} else {
 			err = s.delivery.Retry(ctx, ds, &r.m.Message, r.m.groupID, r.m.dedupID, *r.f, r.at)
 		}

@@ -21,7 +21,7 @@ import (
 //
 // A FIFO topic's retry queue is a FIFO queue grouped as the topic's
 // messages are, and once a subscription has one, every later delivery of
-// the subscription goes through it (Queue), behind what its group still
+// the subscription goes through it (QueueBehind), behind what its group still
 // retries, as SNS holds a group's later messages back.
 
 // fifoSuffix ends the names of FIFO queues.
@@ -64,9 +64,9 @@ func (d *Service) Retry(ctx context.Context, sub *Subscription, m *Message, grou
 	return nil
 }
 
-// Queue puts m, not yet attempted, into the FIFO retry queue of the
+// QueueBehind puts m, not yet attempted, into the FIFO retry queue of the
 // at-once subscription sub, behind the messages of its group there.
-func (d *Service) Queue(ctx context.Context, sub *Subscription, m *Message, group, dedup string) error {
+func (d *Service) QueueBehind(ctx context.Context, sub *Subscription, m *Message, group, dedup string) error {
 	nm, err := retryJob(sub, m, group, dedup, 0)
 	if err != nil {
 		return err
