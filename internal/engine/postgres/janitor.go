@@ -163,7 +163,7 @@ const sweepSequenceKeysSQL = `
 			SELECT ctid FROM sequence_keys WHERE expires_ns <= $2::int8 ORDER BY expires_ns LIMIT $1))
 			AND expires_ns <= $2::int8`
 
-// foldCounts folds the message counts of every queue (foldCountsSQL).
+// foldCounts folds the message counts of every queue (foldSweep).
 func (s *Store) foldCounts(ctx context.Context) error {
 	return s.sweepAll(ctx, []sweepStatement{foldSweep})
 }
