@@ -35,6 +35,15 @@ func controlled(c *clock.Controlled) option {
 
 // startControlled starts a Ferry on a controlled clock, frozen, and
 // returns both.
+// wantNoStalls fails t if a step of c's moves went on without the work
+// it was waiting for done (the clock's hold limit ran out).
+func wantNoStalls(t *testing.T, c *clock.Controlled) {
+	t.Helper()
+	if n := c.Stalls(); n != 0 {
+		t.Errorf("%d steps of the clock's moves went on without their work done", n)
+	}
+}
+
 func startControlled(t *testing.T, opts ...option) (*ferry, *clock.Controlled) {
 	t.Helper()
 	c := clock.NewControlled()
@@ -398,9 +407,7 @@ func TestClockSNSRetries(t *testing.T) {
 			t.Errorf("retry %d came %v after the attempt before, want 20 s ± 10%%", i-1, gap)
 		}
 	}
-	if c.Stalls() != 0 {
-		t.Errorf("%d steps of the advance went on without their work done", c.Stalls())
-	}
+	wantNoStalls(t, c)
 }
 
 // An alarm goes to ALARM once its evaluation periods are advanced through:
@@ -543,9 +550,7 @@ func TestClockMoveTaskTimesOutAt36Hours(t *testing.T) {
 	if n := f.visible(t, f.srv.URL()+"/000000000000/tl-dlq"); n != total-limit {
 		t.Errorf("%d messages left in the source, want %d", n, total-limit)
 	}
-	if c.Stalls() != 0 {
-		t.Errorf("%d steps of the advance went on without their work done", c.Stalls())
-	}
+	wantNoStalls(t, c)
 }
 
 // fill puts n copies of body in queue name of the default account through
@@ -587,9 +592,7 @@ func TestClockSNSRetriesToSQS(t *testing.T) {
 	if m := f.receiveAll(t, qURL, 10); len(m) != 1 || aws.ToString(m[0].Body) != "at last" {
 		t.Fatalf("queue holds %v", m)
 	}
-	if c.Stalls() != 0 {
-		t.Errorf("%d steps of the advance went on without their work done", c.Stalls())
-	}
+	wantNoStalls(t, c)
 }
 
 // A FIFO topic's delivery that a fault fails waits in the subscription's
@@ -618,9 +621,7 @@ func TestClockSNSRetriesKeepFIFOOrder(t *testing.T) {
 	if got := bodies(f.receiveAll(t, qURL, 10)); got != "g1,g2,g3" {
 		t.Errorf("the group arrived as %q, want g1,g2,g3", got)
 	}
-	if c.Stalls() != 0 {
-		t.Errorf("%d steps of the advance went on without their work done", c.Stalls())
-	}
+	wantNoStalls(t, c)
 }
 
 // An unsubscribed at-once subscription's retries go with it: its retry
@@ -652,9 +653,7 @@ func TestClockSNSRetriesEndWithTheSubscription(t *testing.T) {
 	if n := f.visible(t, qURL); n != 0 {
 		t.Errorf("%d messages reached the queue after the unsubscribe", n)
 	}
-	if c.Stalls() != 0 {
-		t.Errorf("%d steps of the advance went on without their work done", c.Stalls())
-	}
+	wantNoStalls(t, c)
 }
 
 // An SQS subscription whose deliveries a fault fails with 503 always is
@@ -684,9 +683,7 @@ func TestClockSNSRetriesForDays(t *testing.T) {
 	if n := float64(f.faultListing(t).Rules[0].Injected); n < want*0.96 || n > want*1.04 {
 		t.Errorf("%.0f attempts failed in %.1f days, want about %.0f", n, days, want)
 	}
-	if c.Stalls() != 0 {
-		t.Errorf("%d steps of the advances went on without their work done", c.Stalls())
-	}
+	wantNoStalls(t, c)
 	if n := f.visible(t, qURL) + f.visible(t, dlq); n != 0 {
 		t.Errorf("%d messages delivered or given up while retrying", n)
 	}
@@ -721,7 +718,5 @@ func TestClockSNSRetriesGiveUpAfter23Days(t *testing.T) {
 	if n := f.visible(t, qURL); n != 0 {
 		t.Errorf("%d messages delivered", n)
 	}
-	if c.Stalls() != 0 {
-		t.Errorf("%d steps of the advances went on without their work done", c.Stalls())
-	}
+	wantNoStalls(t, c)
 }
